@@ -1,0 +1,9 @@
+// Package cli holds the commands of the mew binary.
+//
+// NewRoot builds a fresh cobra command tree from an Options value: the writers it prints to and the
+// version it reports. The package keeps no global state and registers nothing in init, so a test can
+// build and run as many independent trees as it likes, capturing their output through Options.
+//
+// Commands are named and flagged as in the reference TypeScript CLI, so that scripts written for it
+// keep working. So far there is one: `mew version` (and the root flag `--version`/`-V`).
+package cli
