@@ -3,7 +3,6 @@ package capability
 import (
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/mew-protocol/mew/internal/jsontape"
@@ -179,25 +178,4 @@ func (p *valuePat) matchString(s string) bool {
 		}
 	}
 	return false
-}
-
-// String returns a short description of p, for tests and debugging.
-func (p *valuePat) String() string {
-	switch p.kind {
-	case vAny:
-		return "any"
-	case vNumber:
-		return strconv.FormatFloat(p.num, 'g', -1, 64)
-	case vTrue:
-		return "true"
-	case vFalse:
-		return "false"
-	case vNull:
-		return "null"
-	case vOneOf:
-		return fmt.Sprintf("oneOf(%d)", len(p.items))
-	case vObject:
-		return fmt.Sprintf("object(%d)", len(p.obj.members))
-	}
-	return strconv.Quote(p.str)
 }
