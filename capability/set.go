@@ -220,6 +220,7 @@ type matcher struct {
 	object bool // and is an object
 	budget int  // node visits left for deep matches and JSONPath descents
 	limit  int
+	num    []byte // a payload number's canonical spelling
 }
 
 // The pool holds scratch tapes only; nothing in it is visible to callers.
@@ -343,8 +344,8 @@ func (m *matcher) matchNode(p *valuePat, n uint32) bool {
 		if node.Kind != jsontape.Number {
 			return false
 		}
-		f, err := t.Float(n)
-		return err == nil && f == p.num
+		m.num = jsontape.AppendNormalNumber(m.num[:0], t.Raw(n))
+		return string(m.num) == p.str
 	case vTrue:
 		return node.Kind == jsontape.True
 	case vFalse:

@@ -27,8 +27,7 @@ const (
 // valuePat is a compiled value pattern.
 type valuePat struct {
 	kind  valueKind
-	str   string
-	num   float64
+	str   string // the string, or a number's canonical spelling
 	glob  *glob
 	re    *regexp.Regexp
 	not   *valuePat // vNot: a vString or vGlob
@@ -70,11 +69,8 @@ func (c *compiler) value(i uint32, path string) (valuePat, error) {
 	case jsontape.String:
 		return compileString(t.String(i), path)
 	case jsontape.Number:
-		f, err := t.Float(i)
-		if err != nil {
-			return valuePat{}, &CompileError{Path: path, Err: ErrInvalidPattern, Detail: fmt.Sprintf("number %s: %v", t.Raw(i), err)}
-		}
-		return valuePat{kind: vNumber, num: f}, nil
+		// Numbers compare by exact decimal value, in their canonical spelling.
+		return valuePat{kind: vNumber, str: string(jsontape.AppendNormalNumber(nil, t.Raw(i)))}, nil
 	case jsontape.True:
 		return valuePat{kind: vTrue}, nil
 	case jsontape.False:

@@ -2,6 +2,7 @@ package jsontape
 
 import (
 	"bytes"
+	"math/big"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -51,8 +52,12 @@ func (t *Tape) TextEquals(i uint32, s string) bool {
 	return string(t.Text(i)) == s
 }
 
-// Lookup returns the value of the member of object node obj named key.
+// Lookup returns the value of the member of object node obj named key; a node
+// that is not an object has no members.
 func (t *Tape) Lookup(obj uint32, key string) (uint32, bool) {
+	if t.Nodes[obj].Kind != Object {
+		return 0, false
+	}
 	end := t.Nodes[obj].Next
 	for k := obj + 1; k < end; k = t.Nodes[k+1].Next {
 		if t.TextEquals(k, key) {
@@ -71,8 +76,8 @@ func (t *Tape) Float(i uint32) (float64, error) {
 }
 
 // Equal reports whether nodes i and j hold equal JSON values: the same kind,
-// equal strings after unescaping, numerically equal numbers, and containers
-// with equal members (objects in any order).
+// equal strings after unescaping, numbers of exactly equal decimal value, and
+// containers with equal members (objects in any order).
 func (t *Tape) Equal(i, j uint32) bool {
 	a, b := t.Nodes[i], t.Nodes[j]
 	if a.Kind != b.Kind {
@@ -88,9 +93,9 @@ func (t *Tape) Equal(i, j uint32) bool {
 		if bytes.Equal(t.Raw(i), t.Raw(j)) {
 			return true
 		}
-		x, err1 := t.Float(i)
-		y, err2 := t.Float(j)
-		return err1 == nil && err2 == nil && x == y
+		t.numA = AppendNormalNumber(t.numA[:0], t.Raw(i))
+		t.numB = AppendNormalNumber(t.numB[:0], t.Raw(j))
+		return bytes.Equal(t.numA, t.numB)
 	case Array:
 		ci, cj := i+1, j+1
 		for ci < a.Next && cj < b.Next {
@@ -213,4 +218,61 @@ func hex4(b []byte) (rune, bool) {
 		r = r<<4 | h
 	}
 	return r, true
+}
+
+// AppendNormalNumber appends a canonical spelling of the valid JSON number raw
+// to dst, such that two numbers have the same spelling exactly when they have
+// the same decimal value: "0" for zero, otherwise an optional "-", the
+// significant digits d1d2… and "e" with the exponent x, meaning 0.d1d2… × 10^x.
+// Nothing goes through floating point, so 9007199254740993 differs from
+// 9007199254740992 and 1e400 equals 10e399.
+func AppendNormalNumber(dst, raw []byte) []byte {
+	neg := len(raw) > 0 && raw[0] == '-'
+	if neg {
+		raw = raw[1:]
+	}
+	mant, expPart := raw, []byte(nil)
+	if k := bytes.IndexAny(raw, "eE"); k >= 0 {
+		mant, expPart = raw[:k], raw[k+1:]
+	}
+	intPart, frac := mant, []byte(nil)
+	if k := bytes.IndexByte(mant, '.'); k >= 0 {
+		intPart, frac = mant[:k], mant[k+1:]
+	}
+	// value = 0.(intPart frac) × 10^(len(intPart) + exponent); strip the
+	// digits' leading zeros (each moves the point left) and trailing zeros.
+	point := int64(len(intPart))
+	digits := func(k int) byte {
+		if k < len(intPart) {
+			return intPart[k]
+		}
+		return frac[k-len(intPart)]
+	}
+	n := len(intPart) + len(frac)
+	first := 0
+	for first < n && digits(first) == '0' {
+		first++
+		point--
+	}
+	last := n
+	for last > first && digits(last-1) == '0' {
+		last--
+	}
+	if first == last {
+		return append(dst, '0')
+	}
+	if neg {
+		dst = append(dst, '-')
+	}
+	for k := first; k < last; k++ {
+		dst = append(dst, digits(k))
+	}
+	dst = append(dst, 'e')
+	if e, err := strconv.ParseInt(string(expPart), 10, 64); len(expPart) == 0 || (err == nil && e > -1<<62 && e < 1<<62) {
+		return strconv.AppendInt(dst, e+point, 10)
+	}
+	// An exponent beyond int64: rare enough to afford big arithmetic.
+	var e big.Int
+	e.SetString(string(expPart), 10)
+	return e.Add(&e, big.NewInt(point)).Append(dst, 10)
 }

@@ -101,7 +101,11 @@ type Tape struct {
 	Nodes []Node
 
 	stack   []frame
-	scratch []byte
+	scratch []byte // Text's buffer
+	keyA    []byte // sameString's buffers
+	keyB    []byte
+	numA    []byte // Equal's buffers for numbers
+	numB    []byte
 }
 
 // Parse indexes src, replacing what the tape held. The tape keeps a reference
@@ -283,8 +287,9 @@ func (t *Tape) sameString(a, b uint32) bool {
 	if (na.Flags|nb.Flags)&FlagEscaped == 0 {
 		return bytes.Equal(ra, rb)
 	}
-	ua := AppendUnescaped(nil, ra)
-	return bytes.Equal(ua, AppendUnescaped(nil, rb))
+	t.keyA = AppendUnescaped(t.keyA[:0], ra)
+	t.keyB = AppendUnescaped(t.keyB[:0], rb)
+	return bytes.Equal(t.keyA, t.keyB)
 }
 
 func (t *Tape) literal(p int, word string, k Kind) (int, error) {
