@@ -81,6 +81,15 @@ func appendStrings(dst []byte, list []string) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// AppendString appends s to dst as a JSON string escaped as JavaScript's
+// JSON.stringify escapes it (see AppendJSON), for callers that write JSON
+// around envelopes, such as audit logs.
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
+
+// AppendCompact appends raw JSON to dst without white space outside strings,
+// as AppendJSON writes payloads; invalid JSON is written as null.
+func AppendCompact(dst, raw []byte) []byte { return appendRaw(dst, raw) }
+
 // appendString appends s as a JSON string the way JSON.stringify writes it:
 // '"' and '\\' escaped, \b \f \n \r \t short, other control characters as
 // lower-case \u00XX, everything else (including <, >, &, U+2028) as is.

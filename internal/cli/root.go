@@ -51,5 +51,6 @@ and take the floor in turn instead of all answering at once.`,
 	root.SetVersionTemplate("{{.Version}}\n")
 
 	root.AddCommand(newVersionCmd(ver))
+	root.AddCommand(newGatewayCmd())
 	return root
 }

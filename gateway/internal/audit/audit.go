@@ -1,0 +1,425 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// File names inside [Options.Dir], as the reference gateway names them.
+const (
+	EnvelopeHistoryFile     = "envelope-history.jsonl"
+	CapabilityDecisionsFile = "capability-decisions.jsonl"
+)
+
+// Envelope events, the values of [EnvelopeRecord.Event].
+const (
+	Received  = "received"  // an envelope the gateway accepted from a participant
+	Delivered = "delivered" // an envelope sent to recipients, one line each
+	Rejected  = "rejected"  // an inbound envelope refused by capability checks
+)
+
+// DefaultQueueSize is the queue length used when [Options.QueueSize] is not
+// positive.
+const DefaultQueueSize = 65536
+
+const (
+	gitignoreContent = "*\n!.gitignore\n"
+	bufferSize       = 64 << 10
+	flushInterval    = 200 * time.Millisecond
+)
+
+// Options configure [Open].
+type Options struct {
+	// Dir is the directory of the two files, created if missing. Required
+	// unless both files are switched off.
+	Dir string
+	// EnvelopeHistory switches envelope-history.jsonl on.
+	EnvelopeHistory bool
+	// CapabilityDecisions switches capability-decisions.jsonl on.
+	CapabilityDecisions bool
+	// ReceivedOnly skips "delivered" records, for large spaces where one line
+	// per recipient is too much; received and rejected lines are kept.
+	ReceivedOnly bool
+	// QueueSize bounds the records waiting for the writer; when it is
+	// reached, Envelope and Decision block. Not positive: DefaultQueueSize.
+	QueueSize int
+	// Logger receives the first write error of each file and the first
+	// malformed JSON value; nil discards.
+	Logger *slog.Logger
+	// Now stamps records whose Time is zero; nil means time.Now.
+	Now func() time.Time
+}
+
+// Recipient is one receiver of a delivered envelope.
+type Recipient struct {
+	ID        string // participant id, written as "participant"
+	Transport string // "websocket", "http" or "virtual"
+}
+
+// EnvelopeRecord is one envelope event. Its byte slices are shared with the
+// caller: the Log only reads them, and forgets them once the record is
+// written, so the caller must not modify them after handing them over.
+type EnvelopeRecord struct {
+	// Time of the event; zero means Options.Now() at the call.
+	Time time.Time
+	// Event is Received, Delivered or Rejected.
+	Event string
+	// ID is the envelope id.
+	ID string
+	// Envelope is the envelope as compact JSON.
+	Envelope []byte
+	// Participant is the sender (received, rejected). For a delivered record
+	// without Recipients it is the one recipient.
+	Participant string
+	// Recipients of a delivered record: one line each, with participant and
+	// transport taken from the recipient. Ignored for other events.
+	Recipients []Recipient
+	// Space is the space id, written as "space_id".
+	Space string
+	// Transport is the sender's transport (received, rejected), or the one
+	// recipient's for a delivered record without Recipients.
+	Transport string
+	// Metadata is an optional compact JSON object; nil means absent.
+	Metadata []byte
+}
+
+// DecisionRecord is one capability check. Its byte slices are shared with the
+// caller as in [EnvelopeRecord].
+type DecisionRecord struct {
+	// Time of the check; zero means Options.Now() at the call.
+	Time time.Time
+	// EnvelopeID is the id of the envelope checked.
+	EnvelopeID string
+	// Participant is the sender whose capabilities were checked.
+	Participant string
+	// Space is the space id.
+	Space string
+	// Allowed is the outcome, written as result "allowed" or "denied".
+	Allowed bool
+	// Kind is the envelope kind, written as "required_capability".
+	Kind string
+	// Matched is the matching capability pattern as compact JSON, written as
+	// "matched_capability"; nil when denied.
+	Matched []byte
+	// Source is where the match came from, written as "matched_source":
+	// "static", "dynamic" or "implicit"; "" omits it.
+	Source string
+	// Granted is the participant's capabilities as a compact JSON array,
+	// written as "granted_capabilities"; nil omits it.
+	Granted []byte
+	// Metadata is an optional compact JSON object; nil means absent.
+	Metadata []byte
+}
+
+// Stats counts what a [Log] has done since Open.
+type Stats struct {
+	Records uint64 // records the writer has processed
+	Lines   uint64 // lines that reached the files (the write system call succeeded)
+	Bytes   uint64 // bytes of those lines, newlines included
+	Errors  uint64 // failed writes and flushes, plus JSON values that were not valid
+	Dropped uint64 // records offered after Close, discarded
+}
+
+type counters struct {
+	records, lines, bytes, errors, dropped atomic.Uint64
+}
+
+// Log is an open audit log. Its methods are safe for concurrent use; a nil
+// *Log, like one opened with both files switched off, accepts records and
+// discards them.
+type Log struct {
+	envOn, decOn bool // fixed at Open; false for a discarding Log
+	receivedOnly bool
+	now          func() time.Time
+	stats        counters
+
+	// mu guards the queue and the fields below it. notFull (on mu) wakes
+	// callers waiting for room; wake (capacity 1) wakes the idle writer.
+	mu       sync.Mutex
+	notFull  sync.Cond
+	envs     []EnvelopeRecord
+	decs     []DecisionRecord
+	queued   int // len(envs) + len(decs)
+	max      int
+	waiters  int  // callers blocked on notFull
+	idle     bool // the writer is waiting on wake
+	closed   bool
+	wake     chan struct{}
+	done     chan struct{} // closed by the writer when it has finished
+	closeErr error         // set by the writer before done is closed
+
+	w *writer // owned by the writer goroutine
+}
+
+// Open opens the log described by opts and starts its writer goroutine; the
+// caller must Close the Log. With both files switched off it returns a Log
+// that discards everything and touches no file.
+func Open(opts Options) (*Log, error) {
+	if !opts.EnvelopeHistory && !opts.CapabilityDecisions {
+		return &Log{}, nil
+	}
+	if opts.Dir == "" {
+		return nil, errors.New("audit: Options.Dir is empty")
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := prepareDir(opts.Dir); err != nil {
+		return nil, err
+	}
+	l := &Log{
+		envOn:        opts.EnvelopeHistory,
+		decOn:        opts.CapabilityDecisions,
+		receivedOnly: opts.ReceivedOnly,
+		now:          opts.Now,
+		max:          opts.QueueSize,
+		wake:         make(chan struct{}, 1),
+		done:         make(chan struct{}),
+	}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	if l.max <= 0 {
+		l.max = DefaultQueueSize
+	}
+	l.notFull.L = &l.mu
+	w := &writer{log: logger, stats: &l.stats, line: make([]byte, 0, lineBufSize)}
+	var err error
+	if opts.EnvelopeHistory {
+		if w.env, err = openSink(filepath.Join(opts.Dir, EnvelopeHistoryFile), logger); err != nil {
+			return nil, err
+		}
+	}
+	if opts.CapabilityDecisions {
+		if w.dec, err = openSink(filepath.Join(opts.Dir, CapabilityDecisionsFile), logger); err != nil {
+			if w.env != nil {
+				_ = w.env.f.Close()
+			}
+			return nil, err
+		}
+	}
+	l.w = w
+	go l.run()
+	return l, nil
+}
+
+// prepareDir creates dir with a .gitignore when it does not exist.
+func prepareDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case err == nil:
+		if !fi.IsDir() {
+			return fmt.Errorf("audit: %s is not a directory", dir)
+		}
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("audit: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("audit: create log directory: %w", err)
+	}
+	// O_EXCL: never overwrite a .gitignore someone wrote meanwhile.
+	f, err := os.OpenFile(filepath.Join(dir, ".gitignore"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	_, err = f.WriteString(gitignoreContent)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("audit: write .gitignore: %w", err)
+	}
+	return nil
+}
+
+// Envelope queues an envelope event for envelope-history.jsonl. It blocks
+// while the queue is full, and discards the record when the file is switched
+// off, when r is a delivered record and Options.ReceivedOnly is set, or when
+// the Log is closed (counted in Stats.Dropped).
+func (l *Log) Envelope(r EnvelopeRecord) {
+	if l == nil || !l.envOn || (l.receivedOnly && r.Event == Delivered) {
+		return
+	}
+	if r.Time.IsZero() {
+		r.Time = l.now()
+	}
+	if !l.reserve() {
+		return
+	}
+	l.envs = append(l.envs, r)
+	l.commit()
+}
+
+// Decision queues a capability check for capability-decisions.jsonl. It
+// blocks while the queue is full, and discards the record when the file is
+// switched off or the Log is closed (counted in Stats.Dropped).
+func (l *Log) Decision(r DecisionRecord) {
+	if l == nil || !l.decOn {
+		return
+	}
+	if r.Time.IsZero() {
+		r.Time = l.now()
+	}
+	if !l.reserve() {
+		return
+	}
+	l.decs = append(l.decs, r)
+	l.commit()
+}
+
+// reserve locks mu and waits for room in the queue. It reports false, with
+// mu unlocked, when the Log is closed.
+func (l *Log) reserve() bool {
+	l.mu.Lock()
+	for l.queued >= l.max && !l.closed {
+		l.waiters++
+		l.notFull.Wait()
+		l.waiters--
+	}
+	if l.closed {
+		l.mu.Unlock()
+		l.stats.dropped.Add(1)
+		return false
+	}
+	return true
+}
+
+// commit finishes an append made after reserve: it counts the record,
+// unlocks mu and wakes the writer if it is idle.
+func (l *Log) commit() {
+	l.queued++
+	wake := l.idle
+	l.idle = false
+	l.mu.Unlock()
+	if wake {
+		l.signal()
+	}
+}
+
+func (l *Log) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops accepting records, writes all records accepted so far, flushes
+// and closes the files, and stops the writer goroutine. It returns the first
+// error of the final flushes and closes (earlier write errors are only in
+// Stats). Further calls wait for the first to finish and return its result.
+func (l *Log) Close() error {
+	if l == nil || l.done == nil {
+		return nil
+	}
+	l.mu.Lock()
+	if !l.closed {
+		l.closed = true
+		if l.waiters > 0 {
+			l.notFull.Broadcast()
+		}
+		if l.idle {
+			l.idle = false
+			l.signal()
+		}
+	}
+	l.mu.Unlock()
+	<-l.done
+	return l.closeErr
+}
+
+// Stats returns the counters. It may be called at any time, also after Close.
+func (l *Log) Stats() Stats {
+	if l == nil {
+		return Stats{}
+	}
+	return Stats{
+		Records: l.stats.records.Load(),
+		Lines:   l.stats.lines.Load(),
+		Bytes:   l.stats.bytes.Load(),
+		Errors:  l.stats.errors.Load(),
+		Dropped: l.stats.dropped.Load(),
+	}
+}
+
+// run is the writer goroutine: it takes the whole queue at a time, writes it,
+// and flushes when the queue is empty or flushInterval has passed.
+func (l *Log) run() {
+	w := l.w
+	var envs []EnvelopeRecord
+	var decs []DecisionRecord
+	lastFlush := time.Now()
+	for {
+		l.mu.Lock()
+		for l.queued == 0 && !l.closed {
+			l.idle = true
+			l.mu.Unlock()
+			w.flush()
+			lastFlush = time.Now()
+			<-l.wake
+			l.mu.Lock()
+		}
+		if l.queued == 0 { // and closed: nothing more can arrive
+			l.mu.Unlock()
+			break
+		}
+		envs, l.envs = l.envs, envs[:0]
+		decs, l.decs = l.decs, decs[:0]
+		l.queued = 0
+		if l.waiters > 0 {
+			l.notFull.Broadcast()
+		}
+		l.mu.Unlock()
+
+		n := 0
+		for i := range envs {
+			w.envelope(&envs[i])
+			if n++; n%256 == 0 && time.Since(lastFlush) >= flushInterval {
+				w.flush()
+				lastFlush = time.Now()
+			}
+		}
+		for i := range decs {
+			w.decision(&decs[i])
+			if n++; n%256 == 0 && time.Since(lastFlush) >= flushInterval {
+				w.flush()
+				lastFlush = time.Now()
+			}
+		}
+		l.stats.records.Add(uint64(n))
+		envs = recycle(envs)
+		decs = recycle(decs)
+		if time.Since(lastFlush) >= flushInterval {
+			w.flush()
+			lastFlush = time.Now()
+		}
+	}
+	l.closeErr = w.close()
+	close(l.done)
+}
+
+// maxSpare is the capacity up to which a queue slice is always kept for
+// reuse. A larger one, grown by a burst, is kept only while the batches stay
+// large, so that a past burst does not pin its memory.
+const maxSpare = 4096
+
+// recycle clears s, dropping its references to the callers' bytes, and returns
+// it for the next batch, or nil to let a large idle slice go.
+func recycle[T any](s []T) []T {
+	if cap(s) > maxSpare && len(s) < cap(s)/8 {
+		return nil
+	}
+	clear(s)
+	return s[:0]
+}

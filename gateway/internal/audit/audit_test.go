@@ -1,0 +1,430 @@
+package audit
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestDeliveredFanOut(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, Options{Dir: dir, EnvelopeHistory: true})
+	l.Envelope(EnvelopeRecord{
+		Time: fixed, Event: Delivered, ID: "m1", Envelope: []byte(`{"id":"m1"}`),
+		Participant: "ignored", Transport: "ignored", Space: "demo",
+		Recipients: []Recipient{{"alice", "websocket"}, {"bob", "virtual"}},
+		Metadata:   []byte(`{"source_participant":"carol"}`),
+	})
+	// Without Recipients: Participant and Transport are the one recipient.
+	l.Envelope(EnvelopeRecord{Time: fixed, Event: Delivered, ID: "w1", Envelope: []byte(`{"id":"w1"}`), Participant: "carol", Transport: "websocket", Space: "demo"})
+	closeT(t, l)
+	head := `{"timestamp":"` + fixedTS + `","event":"delivered","id":"m1","envelope":{"id":"m1"}`
+	want := []string{
+		head + `,"participant":"alice","space_id":"demo","direction":"outbound","transport":"websocket","metadata":{"source_participant":"carol"}}`,
+		head + `,"participant":"bob","space_id":"demo","direction":"outbound","transport":"virtual","metadata":{"source_participant":"carol"}}`,
+		`{"timestamp":"` + fixedTS + `","event":"delivered","id":"w1","envelope":{"id":"w1"},"participant":"carol","space_id":"demo","direction":"outbound","transport":"websocket"}`,
+	}
+	if diff := cmp.Diff(want, readLines(t, envPath(dir))); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+	if s := l.Stats(); s.Records != 2 || s.Lines != 3 {
+		t.Errorf("Stats = %+v, want 2 records, 3 lines", s)
+	}
+}
+
+func TestReceivedOnly(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, Options{Dir: dir, EnvelopeHistory: true, ReceivedOnly: true})
+	for _, ev := range []string{Received, Delivered, Rejected, Delivered} {
+		l.Envelope(EnvelopeRecord{Time: fixed, Event: ev, ID: ev, Envelope: []byte(`{}`), Recipients: []Recipient{{"a", "http"}}})
+	}
+	closeT(t, l)
+	lines := readLines(t, envPath(dir))
+	if len(lines) != 2 || !strings.Contains(lines[0], `"event":"received"`) || !strings.Contains(lines[1], `"event":"rejected"`) {
+		t.Errorf("lines = %q", lines)
+	}
+}
+
+func TestSwitchedOff(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "logs")
+	l, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Envelope(EnvelopeRecord{Event: Received, Envelope: []byte(`{}`)})
+	l.Decision(DecisionRecord{Allowed: true})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("directory created though both files are off: %v", err)
+	}
+	if s := l.Stats(); s != (Stats{}) {
+		t.Errorf("Stats = %+v", s)
+	}
+
+	var nl *Log // a nil Log discards too
+	nl.Envelope(EnvelopeRecord{})
+	nl.Decision(DecisionRecord{})
+	if err := nl.Close(); err != nil || nl.Stats() != (Stats{}) {
+		t.Errorf("nil Log: %v %+v", err, nl.Stats())
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	if _, err := Open(Options{EnvelopeHistory: true}); err == nil {
+		t.Error("no error for an empty Dir")
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(Options{Dir: file, CapabilityDecisions: true}); err == nil {
+		t.Error("no error for a Dir that is a file")
+	}
+	if _, err := Open(Options{Dir: filepath.Join(file, "sub"), CapabilityDecisions: true}); err == nil {
+		t.Error("no error for a Dir below a file")
+	}
+}
+
+func TestGitignore(t *testing.T) {
+	t.Run("created with the directory", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), ".mew", "logs")
+		l := openT(t, Options{Dir: dir, EnvelopeHistory: true, CapabilityDecisions: true})
+		closeT(t, l)
+		b, err := os.ReadFile(filepath.Join(dir, ".gitignore"))
+		if err != nil || string(b) != "*\n!.gitignore\n" {
+			t.Errorf(".gitignore = %q, %v", b, err)
+		}
+		fi, err := os.Stat(dir)
+		if err != nil || !fi.IsDir() || fi.Mode().Perm()&^0o755 != 0 {
+			t.Errorf("dir: %v, %v", fi.Mode(), err)
+		}
+		for _, p := range []string{envPath(dir), decPath(dir)} {
+			fi, err := os.Stat(p)
+			if err != nil || fi.Mode().Perm()&^0o644 != 0 {
+				t.Errorf("%s: %v, %v", p, fi.Mode(), err)
+			}
+		}
+	})
+	t.Run("not in an existing directory", func(t *testing.T) {
+		dir := t.TempDir()
+		l := openT(t, Options{Dir: dir, EnvelopeHistory: true})
+		closeT(t, l)
+		if _, err := os.Stat(filepath.Join(dir, ".gitignore")); !os.IsNotExist(err) {
+			t.Errorf(".gitignore written into an existing directory: %v", err)
+		}
+	})
+}
+
+// TestAppends: existing files are appended to, never truncated, and a cut
+// off last line is ended before the first new line.
+func TestAppends(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(envPath(dir), []byte("{\"old\":1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(decPath(dir), []byte(`{"cut":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		l := openT(t, Options{Dir: dir, EnvelopeHistory: true, CapabilityDecisions: true})
+		l.Envelope(EnvelopeRecord{Time: fixed, Event: Received, ID: fmt.Sprint(i), Envelope: []byte(`{}`)})
+		l.Decision(DecisionRecord{Time: fixed, EnvelopeID: fmt.Sprint(i)})
+		closeT(t, l)
+	}
+	env := readLines(t, envPath(dir))
+	if len(env) != 3 || env[0] != `{"old":1}` || !strings.Contains(env[1], `"id":"0"`) || !strings.Contains(env[2], `"id":"1"`) {
+		t.Errorf("envelope file: %q", env)
+	}
+	dec := readLines(t, decPath(dir))
+	if len(dec) != 3 || dec[0] != `{"cut":` || !strings.Contains(dec[1], `"envelope_id":"0"`) || !strings.Contains(dec[2], `"envelope_id":"1"`) {
+		t.Errorf("decision file: %q", dec)
+	}
+}
+
+// TestCloseLosesNothing: 100,000 records from 8 goroutines, then Close; every
+// record is in the files, in each goroutine's order.
+func TestCloseLosesNothing(t *testing.T) {
+	for _, queue := range []int{0, 7} {
+		t.Run(fmt.Sprintf("queue=%d", queue), func(t *testing.T) {
+			const goroutines, perG = 8, 12500
+			dir := t.TempDir()
+			l := openT(t, Options{Dir: dir, EnvelopeHistory: true, CapabilityDecisions: true, QueueSize: queue})
+			var wg sync.WaitGroup
+			for g := range goroutines {
+				wg.Go(func() {
+					env := []byte(`{"kind":"chat","payload":{"text":"hello"}}`)
+					rcpts := []Recipient{{"a", "websocket"}, {"b", "virtual"}}
+					for i := range perG {
+						id := fmt.Sprintf("g%d-%d", g, i)
+						switch i % 4 {
+						case 0:
+							l.Decision(DecisionRecord{Time: fixed, EnvelopeID: id, Participant: "p", Allowed: true, Kind: "chat"})
+						case 1:
+							l.Envelope(EnvelopeRecord{Time: fixed, Event: Delivered, ID: id, Envelope: env, Recipients: rcpts})
+						default:
+							l.Envelope(EnvelopeRecord{Time: fixed, Event: Received, ID: id, Envelope: env, Participant: "p"})
+						}
+					}
+				})
+			}
+			wg.Wait()
+			closeT(t, l)
+
+			envLines := readLines(t, envPath(dir))
+			decLines := readLines(t, decPath(dir))
+			const decisions = goroutines * perG / 4
+			const envelopes = goroutines * perG / 4 * (2 + 2) // two received, one delivered to two
+			if len(envLines) != envelopes || len(decLines) != decisions {
+				t.Fatalf("%d envelope lines, %d decision lines; want %d, %d", len(envLines), len(decLines), envelopes, decisions)
+			}
+			next := make(map[string]int) // per goroutine: the next index expected
+			for _, line := range envLines {
+				var rec struct{ ID, Event, Participant string }
+				if err := json.Unmarshal([]byte(line), &rec); err != nil {
+					t.Fatalf("%v: %s", err, line)
+				}
+				var g, i int
+				if _, err := fmt.Sscanf(rec.ID, "g%d-%d", &g, &i); err != nil {
+					t.Fatal(err)
+				}
+				key := fmt.Sprint(g)
+				if rec.Event == Delivered && rec.Participant == "b" {
+					if next[key] != i+1 {
+						t.Fatalf("goroutine %d: %s out of order", g, rec.ID)
+					}
+					continue
+				}
+				if i < next[key] {
+					t.Fatalf("goroutine %d: %s out of order", g, rec.ID)
+				}
+				next[key] = i + 1
+			}
+			var size int64
+			for _, p := range []string{envPath(dir), decPath(dir)} {
+				fi, err := os.Stat(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				size += fi.Size()
+			}
+			want := Stats{Records: goroutines * perG, Lines: envelopes + decisions, Bytes: uint64(size)}
+			if s := l.Stats(); s != want {
+				t.Errorf("Stats = %+v, want %+v", s, want)
+			}
+		})
+	}
+}
+
+// TestCloseWhileBusy: records racing with Close are either written or
+// counted as dropped, never lost, and nothing panics.
+func TestCloseWhileBusy(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, Options{Dir: dir, CapabilityDecisions: true, QueueSize: 1})
+	var wg sync.WaitGroup
+	const goroutines, perG = 8, 2000
+	for range goroutines {
+		wg.Go(func() {
+			for range perG {
+				l.Decision(DecisionRecord{Time: fixed, EnvelopeID: "x"})
+			}
+		})
+	}
+	time.Sleep(5 * time.Millisecond)
+	closeT(t, l)
+	wg.Wait()
+	s := l.Stats()
+	if s.Records+s.Dropped != goroutines*perG {
+		t.Errorf("Records %d + Dropped %d != %d", s.Records, s.Dropped, goroutines*perG)
+	}
+	if n := len(readLines(t, decPath(dir))); uint64(n) != s.Records || s.Lines != s.Records {
+		t.Errorf("%d lines, Stats %+v", n, s)
+	}
+}
+
+func TestAfterClose(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, Options{Dir: dir, EnvelopeHistory: true, CapabilityDecisions: true})
+	closeT(t, l)
+	l.Envelope(EnvelopeRecord{Event: Received, Envelope: []byte(`{}`)})
+	l.Decision(DecisionRecord{})
+	closeT(t, l)
+	if s := l.Stats(); s.Dropped != 2 || s.Records != 0 {
+		t.Errorf("Stats = %+v, want 2 dropped", s)
+	}
+	if lines := readLines(t, envPath(dir)); len(lines) != 0 {
+		t.Errorf("lines after Close: %q", lines)
+	}
+}
+
+// tailer reads a growing file incrementally.
+type tailer struct {
+	f    *os.File
+	seen bytes.Buffer
+}
+
+func (tl *tailer) contains(t *testing.T, s string) bool {
+	t.Helper()
+	if _, err := io.Copy(&tl.seen, tl.f); err != nil {
+		t.Fatal(err)
+	}
+	found := bytes.Contains(tl.seen.Bytes(), []byte(s))
+	if i := bytes.LastIndexByte(tl.seen.Bytes(), '\n'); i >= 0 && !found {
+		tl.seen.Next(i + 1) // keep only the unfinished line
+	}
+	return found
+}
+
+// waitForLine polls path for s and returns how long it took to appear.
+func waitForLine(t *testing.T, tl *tailer, s string, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !tl.contains(t, s) {
+		if time.Since(start) > limit {
+			t.Fatalf("%s not in the file after %v", s, limit)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// TestLinesVisibleWithoutClose: a line reaches the file within about 200 ms,
+// both when the log is idle and while it is busy.
+func TestLinesVisibleWithoutClose(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, Options{Dir: dir, EnvelopeHistory: true})
+	f, err := os.Open(envPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	tl := &tailer{f: f}
+	// Generous limits: -race and loaded machines are slow. The idle case
+	// takes well under a millisecond.
+	const limit = 400 * time.Millisecond
+
+	l.Envelope(EnvelopeRecord{Event: Received, ID: "idle-marker", Envelope: []byte(`{}`)})
+	t.Logf("idle: visible after %v", waitForLine(t, tl, `"id":"idle-marker"`, limit))
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { // keep the writer busy with a steady stream
+		env := []byte(`{"kind":"chat","payload":{"text":"filler"}}`)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for range 20 {
+				l.Envelope(EnvelopeRecord{Event: Received, ID: "filler", Envelope: env})
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	})
+	time.Sleep(50 * time.Millisecond)
+	l.Envelope(EnvelopeRecord{Event: Received, ID: "busy-marker", Envelope: []byte(`{}`)})
+	took := waitForLine(t, tl, `"id":"busy-marker"`, limit)
+	close(stop)
+	wg.Wait()
+	t.Logf("busy: visible after %v", took)
+}
+
+// TestWriteErrors: a failing file counts errors, logs once, and the log
+// keeps working; the other file is unaffected.
+func TestWriteErrors(t *testing.T) {
+	dir := t.TempDir()
+	var logBuf bytes.Buffer
+	l := openT(t, Options{Dir: dir, EnvelopeHistory: true, CapabilityDecisions: true, Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
+	// Break the envelope file under the writer. os.File is safe for this.
+	if err := l.w.env.f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		l.Envelope(EnvelopeRecord{Time: fixed, Event: Received, ID: fmt.Sprint(i), Envelope: []byte(`{}`)})
+		l.Decision(DecisionRecord{Time: fixed, EnvelopeID: fmt.Sprint(i)})
+		time.Sleep(time.Millisecond) // let the writer flush each one: five failures
+	}
+	if err := l.Close(); err == nil {
+		t.Error("Close: no error for the broken file")
+	}
+	s := l.Stats()
+	if s.Records != 10 || s.Lines != 5 || s.Errors < 1 {
+		t.Errorf("Stats = %+v, want 10 records, 5 lines, errors", s)
+	}
+	if n := strings.Count(logBuf.String(), "write failed"); n != 1 {
+		t.Errorf("logged %d write failures, want 1:\n%s", n, logBuf.String())
+	}
+	if n := len(readLines(t, decPath(dir))); n != 5 {
+		t.Errorf("%d decision lines, want 5", n)
+	}
+}
+
+// TestRecoverAfterPartialWrite: after a failed write, the next line starts on
+// a new line even if the failure left half a line in the file.
+func TestRecoverAfterPartialWrite(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openSink(envPath(dir), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &writer{log: slog.New(slog.DiscardHandler), stats: &counters{}, env: s, line: make([]byte, 0, lineBufSize)}
+	w.write(s, []byte("{\"a\":1}\n"))
+	w.flush()
+	// Simulate a write that failed half way.
+	if _, err := s.f.WriteString(`{"half":`); err != nil {
+		t.Fatal(err)
+	}
+	w.fail(s, io.ErrShortWrite)
+	w.write(s, []byte("{\"b\":2}\n"))
+	if err := w.close(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{"a":1}`, `{"half":`, `{"b":2}`}
+	if diff := cmp.Diff(want, readLines(t, envPath(dir))); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+	if st := w.stats; st.lines.Load() != 2 || st.errors.Load() != 1 {
+		t.Errorf("lines %d errors %d", st.lines.Load(), st.errors.Load())
+	}
+}
+
+// TestLongLines: lines longer than the 64 KiB buffer are written whole.
+func TestLongLines(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, Options{Dir: dir, EnvelopeHistory: true})
+	big := []byte(`{"text":"` + strings.Repeat("x", 3*bufferSize) + `"}`)
+	for i := range 3 {
+		l.Envelope(EnvelopeRecord{Time: fixed, Event: Received, ID: fmt.Sprint(i), Envelope: []byte(`{}`)})
+		l.Envelope(EnvelopeRecord{Time: fixed, Event: Received, ID: fmt.Sprint(i), Envelope: big})
+	}
+	closeT(t, l)
+	lines := readLines(t, envPath(dir))
+	if len(lines) != 6 {
+		t.Fatalf("%d lines, want 6", len(lines))
+	}
+	for i, line := range lines {
+		checkCompact(t, line)
+		if i%2 == 1 && !strings.Contains(line, string(big)) {
+			t.Errorf("line %d lost its envelope", i)
+		}
+	}
+	fi, _ := os.Stat(envPath(dir))
+	if s := l.Stats(); s.Lines != 6 || s.Bytes != uint64(fi.Size()) {
+		t.Errorf("Stats = %+v, file size %d", s, fi.Size())
+	}
+}

@@ -1,0 +1,108 @@
+package audit
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// benchEnvelope is a chat envelope of about 300 bytes.
+var benchEnvelope = []byte(`{"protocol":"mew/v0.4","id":"env-0123456789","ts":"2026-11-22T10:09:50.999Z","from":"research-agent","to":["calculator-agent"],"kind":"mcp/request","correlation_id":["req-42"],"payload":{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"add","arguments":{"a":5,"b":3}}},"context":"ctx-7"}`)
+
+func benchLog(b *testing.B) *Log {
+	l, err := Open(Options{Dir: b.TempDir(), EnvelopeHistory: true, CapabilityDecisions: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
+// BenchmarkEnvelope: enqueue and write one received record; the time
+// includes draining the queue to the file at the end.
+func BenchmarkEnvelope(b *testing.B) {
+	l := benchLog(b)
+	r := EnvelopeRecord{Time: time.Now(), Event: Received, ID: "env-0123456789", Envelope: benchEnvelope,
+		Participant: "research-agent", Space: "demo", Transport: "websocket"}
+	b.SetBytes(int64(len(benchEnvelope)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		l.Envelope(r)
+	}
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	if s := l.Stats(); s.Lines != uint64(b.N) {
+		b.Fatalf("%d lines, want %d", s.Lines, b.N)
+	}
+}
+
+// BenchmarkEnvelopeParallel: as BenchmarkEnvelope from GOMAXPROCS goroutines.
+func BenchmarkEnvelopeParallel(b *testing.B) {
+	l := benchLog(b)
+	r := EnvelopeRecord{Time: time.Now(), Event: Received, ID: "env-0123456789", Envelope: benchEnvelope,
+		Participant: "research-agent", Space: "demo", Transport: "websocket"}
+	b.SetBytes(int64(len(benchEnvelope)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			l.Envelope(r)
+		}
+	})
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkDelivered50: one delivered record with 50 recipients, 50 lines.
+func BenchmarkDelivered50(b *testing.B) {
+	l := benchLog(b)
+	rcpts := make([]Recipient, 50)
+	for i := range rcpts {
+		rcpts[i] = Recipient{ID: fmt.Sprintf("participant-%02d", i), Transport: "websocket"}
+	}
+	r := EnvelopeRecord{Time: time.Now(), Event: Delivered, ID: "env-0123456789", Envelope: benchEnvelope,
+		Recipients: rcpts, Space: "demo", Metadata: []byte(`{"source_participant":"research-agent"}`)}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		l.Envelope(r)
+	}
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	if s := l.Stats(); s.Lines != 50*uint64(b.N) {
+		b.Fatalf("%d lines, want %d", s.Lines, 50*b.N)
+	}
+}
+
+// BenchmarkDecision: enqueue and write one allowed capability check.
+func BenchmarkDecision(b *testing.B) {
+	l := benchLog(b)
+	r := DecisionRecord{Time: time.Now(), EnvelopeID: "env-0123456789", Participant: "research-agent", Space: "demo",
+		Allowed: true, Kind: "mcp/request", Matched: []byte(`{"kind":"mcp/request","payload":{"method":"tools/*"}}`),
+		Source: "static", Metadata: []byte(`{"source":"websocket","transport":"websocket"}`)}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		l.Decision(r)
+	}
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkAppendString: the escaper on a typical mixed string.
+func BenchmarkAppendString(b *testing.B) {
+	s := strings.Repeat(`plain ascii text with a "quote" and ünïcödé `, 4)
+	buf := make([]byte, 0, 1024)
+	b.SetBytes(int64(len(s)))
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = appendString(buf[:0], s)
+	}
+}

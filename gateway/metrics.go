@@ -1,0 +1,68 @@
+package gateway
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// metrics are the gateway's Prometheus collectors, registered on the
+// server's own registry (never the global one).
+type metrics struct {
+	reg           *prometheus.Registry
+	connections   *prometheus.GaugeVec
+	in            map[string]prometheus.Counter // by kind; unknown kinds share "other"
+	out           map[string]prometheus.Counter
+	refusals      *prometheus.CounterVec
+	slowConsumers prometheus.Counter
+	routing       prometheus.Histogram
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		connections: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "mew_gateway_connections", Help: "Participants connected, by transport.",
+		}, []string{"transport"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mew_gateway_refusals_total", Help: "Envelopes refused, by error code.",
+		}, []string{"code"}),
+		slowConsumers: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mew_gateway_slow_consumers_total", Help: "Connections closed because their outbound queue was full.",
+		}),
+		routing: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "mew_gateway_routing_seconds",
+			Help:    "Time from an envelope's arrival to its being queued for every recipient (decode, checks, enforcement, fan-out).",
+			Buckets: prometheus.ExponentialBuckets(1e-6, 4, 10),
+		}),
+	}
+	in := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mew_gateway_envelopes_received_total", Help: "Envelopes accepted from participants, by kind.",
+	}, []string{"kind"})
+	out := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mew_gateway_envelopes_delivered_total", Help: "Envelopes queued for recipients (one per recipient), by kind.",
+	}, []string{"kind"})
+	// Kinds come from clients: labels are limited to the known ones so that
+	// nobody can grow the metric set.
+	kinds := append(append(protocol.Kinds(), protocol.ExtensionKinds()...), "other")
+	m.in = make(map[string]prometheus.Counter, len(kinds))
+	m.out = make(map[string]prometheus.Counter, len(kinds))
+	for _, k := range kinds {
+		m.in[k] = in.WithLabelValues(k)
+		m.out[k] = out.WithLabelValues(k)
+	}
+	m.reg.MustRegister(m.connections, m.refusals, m.slowConsumers, m.routing, in, out,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func counterFor(set map[string]prometheus.Counter, kind string) prometheus.Counter {
+	if c, ok := set[kind]; ok {
+		return c
+	}
+	return set["other"]
+}
+
+func (m *metrics) received(kind string)         { counterFor(m.in, kind).Inc() }
+func (m *metrics) delivered(kind string, n int) { counterFor(m.out, kind).Add(float64(n)) }

@@ -1,0 +1,129 @@
+package gateway
+
+import (
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/mew-protocol/mew/space"
+)
+
+// Options configures a Server. The zero value of every field but Spaces
+// means its documented default.
+type Options struct {
+	// Spaces are the spaces this server hosts, one per config. A token
+	// identifies one participant of one space.
+	Spaces []*space.Config
+
+	// TokenStore returns the token store of a space; nil means
+	// space.TokenStore{Dir: <MewDir>/tokens}.
+	TokenStore func(*space.Config) space.TokenStore
+
+	// LogDir is where the audit log goes; "" means <MewDir>/logs of the
+	// first space.
+	LogDir string
+	// NoAudit turns the audit log off (the space config's gateway_logging
+	// switches can also turn parts of it off).
+	NoAudit bool
+	// AuditReceivedOnly skips the audit log's per-recipient "delivered" lines,
+	// for large spaces where they would dominate the log.
+	AuditReceivedOnly bool
+
+	// Logger receives the gateway's diagnostics; nil discards them.
+	// Tokens never reach it.
+	Logger *slog.Logger
+
+	// MaxMessageSize bounds one inbound envelope or frame in bytes
+	// (default 1 MiB). Larger messages are refused with too_large and the
+	// connection stays open.
+	MaxMessageSize int64
+	// MaxDiscardSize bounds a message the gateway will read and discard after
+	// refusing it as too large (default 64 MiB); past it the connection is
+	// closed with 1009.
+	MaxDiscardSize int64
+
+	// SendQueue is the length of each connection's outbound queue
+	// (default 1024 envelopes). A reader that lets it fill is disconnected
+	// with 1013 "slow consumer".
+	SendQueue int
+	// VirtualQueue is the queue length of output_log participants
+	// (default 65536), which are written to files.
+	VirtualQueue int
+
+	// Rate is each participant's sustained rate limit in envelopes per
+	// second (default 500); Burst is the bucket size (default 1000). A
+	// negative Rate disables rate limiting.
+	Rate  float64
+	Burst int
+
+	// PingInterval is how often a silent peer is pinged (default 30 s);
+	// PongTimeout is how long it has to answer (default 15 s).
+	PingInterval time.Duration
+	PongTimeout  time.Duration
+	// WriteTimeout bounds one write to a peer (default 10 s).
+	WriteTimeout time.Duration
+	// JoinTimeout is how long a connection without a bearer header has to
+	// send its join message (default 5 s).
+	JoinTimeout time.Duration
+
+	// HistorySize is the number of envelopes kept per space for HTTP
+	// polling (default 1024).
+	HistorySize int
+
+	// OriginPatterns lists the browser origins, besides the gateway's own
+	// host, allowed to open WebSockets (see websocket.AcceptOptions).
+	OriginPatterns []string
+
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+const (
+	defaultMaxMessageSize = 1 << 20
+	defaultMaxDiscardSize = 64 << 20
+	defaultSendQueue      = 1024
+	defaultVirtualQueue   = 1 << 16
+	defaultRate           = 500
+	defaultBurst          = 1000
+	defaultPingInterval   = 30 * time.Second
+	defaultPongTimeout    = 15 * time.Second
+	defaultWriteTimeout   = 10 * time.Second
+	defaultJoinTimeout    = 5 * time.Second
+	defaultHistorySize    = 1024
+)
+
+// withDefaults returns o with every zero field set to its default.
+func (o Options) withDefaults() Options {
+	setDefault(&o.MaxMessageSize, defaultMaxMessageSize)
+	setDefault(&o.MaxDiscardSize, defaultMaxDiscardSize)
+	if o.MaxDiscardSize < o.MaxMessageSize {
+		o.MaxDiscardSize = o.MaxMessageSize
+	}
+	setDefault(&o.SendQueue, defaultSendQueue)
+	setDefault(&o.VirtualQueue, defaultVirtualQueue)
+	setDefault(&o.Rate, defaultRate)
+	setDefault(&o.Burst, defaultBurst)
+	setDefault(&o.PingInterval, defaultPingInterval)
+	setDefault(&o.PongTimeout, defaultPongTimeout)
+	setDefault(&o.WriteTimeout, defaultWriteTimeout)
+	setDefault(&o.JoinTimeout, defaultJoinTimeout)
+	setDefault(&o.HistorySize, defaultHistorySize)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.TokenStore == nil {
+		o.TokenStore = func(c *space.Config) space.TokenStore {
+			return space.TokenStore{Dir: filepath.Join(c.MewDir, "tokens")}
+		}
+	}
+	return o
+}
+
+func setDefault[T int | int64 | float64 | time.Duration](v *T, def T) {
+	if *v == 0 {
+		*v = def
+	}
+}

@@ -1,0 +1,258 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/mew-protocol/mew/gateway/internal/audit"
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// origin is who sent something, and how.
+type origin struct {
+	m         *member
+	id        string   // runtime id
+	s         *session // nil for an HTTP post by a participant that has no connection
+	transport string
+}
+
+// inState holds what one reader reuses from one envelope to the next.
+type inState struct {
+	dec protocol.Decoder
+	env protocol.Envelope
+	out []byte
+}
+
+// result is what the gateway made of an accepted envelope.
+type result struct {
+	id string
+	ts time.Time
+}
+
+// inbound runs one envelope through the gateway: rate limit, decoding,
+// identity, validation, reserved kinds, capabilities, then delivery. A
+// refusal carries the id the sender gave, if any, for correlation.
+func (sp *liveSpace) inbound(o origin, data []byte, st *inState) (result, *refusal) {
+	srv := sp.srv
+	start := time.Now()
+	if lim := o.m.limiter; lim != nil && !lim.Allow() {
+		return result{}, refuse(ErrorRateLimited, fmt.Sprintf("over the rate limit of %g envelopes per second", srv.opts.Rate))
+	}
+	env := &st.env
+	if err := st.dec.Decode(data, env); err != nil {
+		if j, ok := parseJoin(data); ok {
+			return sp.rejoin(o, j)
+		}
+		return result{}, refuse(ErrorInvalidEnvelope, err.Error())
+	}
+	given := env.ID
+	fail := func(r *refusal) (result, *refusal) {
+		r.ref = given
+		if r.code != ErrorInvalidEnvelope || env.Kind != "" {
+			r.envelope = env.AppendJSON(nil)
+		}
+		return result{}, r
+	}
+	if env.Kind == "" || env.Kind == protocol.KindSystemJoin {
+		if j, ok := parseJoin(data); ok {
+			return sp.rejoin(o, j)
+		}
+	}
+	if protocol.IsGatewayOnly(env.Kind) {
+		msg := env.Kind + " is reserved for the gateway"
+		if env.Kind == "system/register" {
+			msg = "system/register is reserved for the gateway. Use capability/grant instead."
+		}
+		if env.Kind != protocol.KindSystemHeartbeat {
+			return fail(refuse(ErrorReservedKind, msg))
+		}
+	}
+	switch env.From {
+	case "":
+		env.From = o.id
+	case o.id, o.m.name:
+	default:
+		return fail(refuse(ErrorIdentityMismatch, fmt.Sprintf("from is %q but you are %q", env.From, o.id)))
+	}
+	now := srv.now()
+	if env.ID == "" {
+		env.ID = protocol.NewID()
+	}
+	if env.TS == "" {
+		env.TS = protocol.FormatTime(now)
+	}
+	if env.Protocol == "" {
+		env.Protocol = protocol.Version
+	}
+	if err := env.Validate(); err != nil {
+		return fail(refuse(ErrorInvalidEnvelope, err.Error()))
+	}
+	if env.Kind == protocol.KindSystemHeartbeat {
+		// Reference clients send these; they keep nothing alive here
+		// (WebSocket pings do) and are not relayed.
+		return result{id: env.ID, ts: now}, nil
+	}
+	idx, ok := o.m.caps.Match(env.Kind, env.Payload)
+	sp.decide(o, env, now, idx, ok)
+	if !ok {
+		r := refuse(ErrorCapabilityViolation, fmt.Sprintf("participant %s lacks capability for %s", o.id, env.Kind))
+		kind, caps := env.Kind, o.m.capsArray
+		r.fields = func(dst []byte) []byte {
+			dst = append(dst, `,"attempted_kind":`...)
+			dst = protocol.AppendString(dst, kind)
+			dst = append(dst, `,"your_capabilities":`...)
+			return append(dst, caps...)
+		}
+		return fail(r)
+	}
+
+	out := env.AppendJSON(make([]byte, 0, len(data)+96))
+	d := delivery{data: out, id: env.ID, kind: env.Kind}
+	srv.audit.Envelope(audit.EnvelopeRecord{
+		Time: now, Event: "received", ID: env.ID, Envelope: out,
+		Participant: o.id, Space: sp.id, Transport: o.transport,
+	})
+	srv.metrics.received(env.Kind)
+	sp.mu.Lock()
+	sp.broadcastLocked(d, nil)
+	sp.mu.Unlock()
+	srv.metrics.routing.Observe(time.Since(start).Seconds())
+	return result{id: env.ID, ts: now}, nil
+}
+
+// decide records a capability decision in the audit log.
+func (sp *liveSpace) decide(o origin, env *protocol.Envelope, now time.Time, idx int, ok bool) {
+	rec := audit.DecisionRecord{
+		Time: now, EnvelopeID: env.ID, Participant: o.id, Space: sp.id,
+		Allowed: ok, Kind: env.Kind, Metadata: decisionMeta[o.transport],
+	}
+	if ok {
+		rec.Matched, rec.Source = o.m.capsJSON[idx], "static"
+	} else {
+		rec.Granted = o.m.capsArray
+	}
+	sp.srv.audit.Decision(rec)
+}
+
+var decisionMeta = map[string][]byte{
+	transportWebSocket: []byte(`{"source":"websocket","transport":"websocket"}`),
+	transportHTTP:      []byte(`{"source":"http_api","transport":"http"}`),
+	transportVirtual:   []byte(`{"source":"virtual","transport":"virtual"}`),
+}
+
+// rejoin answers a join sent on a connection that has already joined: the
+// same token gets its welcome again, anything else is refused.
+func (sp *liveSpace) rejoin(o origin, j joinRequest) (result, *refusal) {
+	if o.s == nil {
+		return result{}, refuse(ErrorReservedKind, "system/join is only the first message of a WebSocket connection")
+	}
+	if !o.m.ownsToken([]byte(j.token)) || (j.participantID != "" && j.participantID != o.id && j.participantID != o.m.name) {
+		return result{}, refuse(ErrorIdentityMismatch, "this connection has already joined as "+o.id)
+	}
+	sp.mu.Lock()
+	if sp.sessions[o.id] == o.s {
+		sp.unicastLocked(o.s, sp.welcomeLocked(o.s))
+	}
+	sp.mu.Unlock()
+	return result{}, nil
+}
+
+// answer tells the sender why its envelope was refused, and records it.
+func (sp *liveSpace) answer(o origin, r *refusal) {
+	srv := sp.srv
+	srv.metrics.refusals.WithLabelValues(r.code).Inc()
+	srv.audit.Envelope(audit.EnvelopeRecord{
+		Time: srv.now(), Event: "rejected", ID: r.ref, Envelope: r.envelope,
+		Participant: o.id, Space: sp.id, Transport: o.transport,
+		Metadata: append(protocol.AppendString([]byte(`{"reason":`), r.code), '}'),
+	})
+	if o.s == nil {
+		return
+	}
+	if r.code == ErrorRateLimited {
+		// One answer per second is enough to tell a flooding sender; more
+		// would only add to the flood.
+		now := srv.now().UnixNano()
+		last := o.s.lastRateEr.Load()
+		if now-last < int64(time.Second) || !o.s.lastRateEr.CompareAndSwap(last, now) {
+			return
+		}
+	}
+	sp.unicast(o.s, sp.errorEnvelope(o.id, r))
+}
+
+// errorEnvelope encodes the system/error for a refusal.
+func (sp *liveSpace) errorEnvelope(to string, r *refusal) delivery {
+	p := append(make([]byte, 0, 128), `{"error":`...)
+	p = protocol.AppendString(p, r.code)
+	p = append(p, `,"message":`...)
+	p = protocol.AppendString(p, r.message)
+	if r.fields != nil {
+		p = r.fields(p)
+	}
+	p = append(p, '}')
+	env := protocol.Envelope{
+		Protocol: protocol.Version, ID: protocol.NewID(), TS: protocol.FormatTime(sp.srv.now()),
+		From: protocol.GatewayID, To: []string{to}, Kind: protocol.KindSystemError, Payload: p,
+	}
+	if r.ref != "" {
+		env.CorrelationID = []string{r.ref}
+	}
+	return delivery{data: env.AppendJSON(nil), id: env.ID, kind: env.Kind}
+}
+
+// joinRequest is what a join message asks for.
+type joinRequest struct {
+	participantID, space, token string
+}
+
+// parseJoin recognises the two join messages of reference clients:
+// {"type":"join",...} and an envelope of kind system/join.
+func parseJoin(data []byte) (joinRequest, bool) {
+	var j struct {
+		Type          string `json:"type"`
+		Kind          string `json:"kind"`
+		ParticipantID string `json:"participantId"`
+		Space         string `json:"space"`
+		Token         string `json:"token"`
+		Payload       *struct {
+			ParticipantID string `json:"participantId"`
+			Participant   string `json:"participant"`
+			Space         string `json:"space"`
+			Token         string `json:"token"`
+		} `json:"payload"`
+	}
+	if err := json.Unmarshal(data, &j); err != nil || (j.Type != "join" && j.Kind != protocol.KindSystemJoin) {
+		return joinRequest{}, false
+	}
+	r := joinRequest{participantID: j.ParticipantID, space: j.Space, token: j.Token}
+	if p := j.Payload; p != nil {
+		r.participantID = firstNonEmpty(r.participantID, p.ParticipantID, p.Participant)
+		r.space = firstNonEmpty(r.space, p.Space)
+		r.token = firstNonEmpty(r.token, p.Token)
+	}
+	return r, true
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// tooLarge is the refusal of a message over the size limit.
+func tooLarge(limit int64) *refusal {
+	r := refuse(ErrorTooLarge, "message is larger than "+strconv.FormatInt(limit, 10)+" bytes")
+	r.fields = func(dst []byte) []byte {
+		return strconv.AppendInt(append(dst, `,"limit":`...), limit, 10)
+	}
+	return r
+}
+
+var errJoinTimeout = errors.New("no join message in time")

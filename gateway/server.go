@@ -1,0 +1,243 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/mew-protocol/mew/gateway/internal/audit"
+)
+
+// Server is a MEW gateway: an http.Handler that serves WebSocket connections
+// (at / and /ws) and the HTTP API for the spaces it hosts.
+//
+// Goroutines: each WebSocket connection runs in its HTTP handler goroutine,
+// which owns a writer goroutine; each output_log participant has a writer
+// goroutine owned by the server. Close stops them all.
+type Server struct {
+	opts    Options
+	spaces  map[string]*liveSpace
+	order   []*liveSpace
+	tokens  map[[32]byte]*member // by SHA-256 of the token
+	owner   map[*member]*liveSpace
+	audit   *audit.Log
+	metrics *metrics
+	mux     *http.ServeMux
+	started time.Time
+
+	lazyMu sync.Mutex // serialises lazy connects of output_log participants
+
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup // connection handlers and virtual writers
+}
+
+// New returns a server for opts.Spaces. It loads or creates each
+// participant's tokens, opens the audit log, and connects the output_log
+// participants marked auto_connect.
+func New(opts Options) (*Server, error) {
+	opts = opts.withDefaults()
+	if len(opts.Spaces) == 0 {
+		return nil, fmt.Errorf("gateway: no space to serve")
+	}
+	srv := &Server{
+		opts:    opts,
+		spaces:  make(map[string]*liveSpace),
+		tokens:  make(map[[32]byte]*member),
+		owner:   make(map[*member]*liveSpace),
+		metrics: newMetrics(),
+		started: opts.Now(),
+	}
+	for _, cfg := range opts.Spaces {
+		if _, dup := srv.spaces[cfg.Space.ID]; dup {
+			return nil, fmt.Errorf("gateway: space %q configured twice", cfg.Space.ID)
+		}
+		sp, err := newLiveSpace(srv, cfg)
+		if err != nil {
+			return nil, err
+		}
+		srv.spaces[sp.id] = sp
+		srv.order = append(srv.order, sp)
+		for _, p := range cfg.Participants {
+			m := sp.members[p.ID]
+			srv.owner[m] = sp
+			for _, t := range m.tokens {
+				k := tokenKey(t)
+				if prev, dup := srv.tokens[k]; dup {
+					return nil, fmt.Errorf("gateway: participants %s and %s share a token", prev.name, m.name)
+				}
+				srv.tokens[k] = m
+			}
+		}
+	}
+	if err := srv.openAudit(); err != nil {
+		return nil, err
+	}
+	srv.routes()
+	for _, sp := range srv.order {
+		for _, p := range sp.cfg.Participants {
+			if p.OutputLog != "" && p.AutoConnect {
+				if err := srv.connectVirtual(sp, sp.members[p.ID]); err != nil {
+					_ = srv.Close(context.Background())
+					return nil, err
+				}
+			}
+		}
+	}
+	return srv, nil
+}
+
+func (srv *Server) openAudit() error {
+	first := srv.order[0].cfg
+	dir := srv.opts.LogDir
+	if dir == "" {
+		dir = filepath.Join(first.MewDir, "logs")
+	}
+	lg := first.Logging
+	on := !srv.opts.NoAudit && lg.Enabled
+	a, err := audit.Open(audit.Options{
+		Dir:                 dir,
+		EnvelopeHistory:     on && lg.EnvelopeHistory,
+		CapabilityDecisions: on && lg.CapabilityDecisions,
+		ReceivedOnly:        srv.opts.AuditReceivedOnly,
+		Logger:              srv.opts.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("gateway: audit log: %w", err)
+	}
+	srv.audit = a
+	return nil
+}
+
+func (srv *Server) now() time.Time { return srv.opts.Now() }
+
+// ServeHTTP serves WebSocket upgrades and the HTTP API.
+func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { srv.mux.ServeHTTP(w, r) }
+
+// track registers a connection handler or writer; it fails once the server
+// is closing.
+func (srv *Server) track() bool {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.closed {
+		return false
+	}
+	srv.wg.Add(1)
+	return true
+}
+
+// Close disconnects every participant with 1001 "going away", waits for
+// their goroutines (at most until ctx ends), then flushes and closes the
+// audit log, so that nothing accepted is lost. It does not close listeners:
+// shut the http.Server down first.
+func (srv *Server) Close(ctx context.Context) error {
+	srv.mu.Lock()
+	if srv.closed {
+		srv.mu.Unlock()
+		return ErrClosed
+	}
+	srv.closed = true
+	srv.mu.Unlock()
+	for _, sp := range srv.order {
+		sp.closeAll(websocket.StatusGoingAway, "gateway shutting down")
+	}
+	done := make(chan struct{})
+	go func() { srv.wg.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("gateway: close: %w", ctx.Err())
+	}
+	if aerr := srv.audit.Close(); aerr != nil && err == nil {
+		err = fmt.Errorf("gateway: close audit log: %w", aerr)
+	}
+	return err
+}
+
+// delivered counts and logs one envelope queued for rcpts.
+func (srv *Server) delivered(sp *liveSpace, d delivery, rcpts []audit.Recipient) {
+	srv.metrics.delivered(d.kind, len(rcpts))
+	if len(rcpts) == 0 {
+		return
+	}
+	srv.audit.Envelope(audit.EnvelopeRecord{
+		Time: srv.now(), Event: "delivered", ID: d.id, Envelope: d.data,
+		Recipients: rcpts, Space: sp.id, Metadata: nil,
+	})
+}
+
+// lookup finds the participant a token belongs to. A non-empty spaceID must
+// be that participant's space.
+func (srv *Server) lookup(token, spaceID string) (*liveSpace, *member) {
+	if token == "" {
+		return nil, nil
+	}
+	tok := []byte(token)
+	m, ok := srv.tokens[tokenKey(tok)]
+	if !ok || !m.ownsToken(tok) {
+		return nil, nil
+	}
+	sp := srv.owner[m]
+	if spaceID != "" && spaceID != sp.id {
+		return nil, nil
+	}
+	return sp, m
+}
+
+// connectVirtual joins an output_log participant: everything delivered to it
+// is appended to its file.
+func (srv *Server) connectVirtual(sp *liveSpace, m *member) error {
+	sk, err := openFileSink(sp.cfg.Resolve(m.cfg.OutputLog))
+	if err != nil {
+		return fmt.Errorf("gateway: output_log of %s: %w", m.name, err)
+	}
+	if !srv.track() {
+		sk.close(0, "")
+		return ErrClosed
+	}
+	s := newSession(sp, m, m.name, transportVirtual, srv.opts.VirtualQueue, sk)
+	if r := sp.attach(s); r != nil {
+		srv.wg.Done()
+		sk.close(0, "")
+		return fmt.Errorf("gateway: connect %s: %w", m.name, r)
+	}
+	go func() {
+		defer srv.wg.Done()
+		s.run(nil)
+		sp.detach(s)
+	}()
+	return nil
+}
+
+// connectLazily connects an output_log participant on its first HTTP post,
+// as the reference gateway does.
+func (srv *Server) connectLazily(sp *liveSpace, m *member) {
+	if m.cfg == nil || m.cfg.OutputLog == "" {
+		return
+	}
+	srv.lazyMu.Lock()
+	defer srv.lazyMu.Unlock()
+	sp.mu.Lock()
+	connected := m.sess != nil
+	sp.mu.Unlock()
+	if connected {
+		return
+	}
+	if err := srv.connectVirtual(sp, m); err != nil {
+		srv.opts.Logger.Error("lazy connect failed", "participant", m.name, "space", sp.id, "err", err)
+	}
+}
+
+// space returns the space an HTTP request names, or the only one.
+func (srv *Server) space(id string) *liveSpace {
+	if id == "" || (id == "default" && len(srv.order) == 1) {
+		return srv.order[0]
+	}
+	return srv.spaces[id]
+}

@@ -1,0 +1,258 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Transports, as the audit log names them.
+const (
+	transportWebSocket = "websocket"
+	transportHTTP      = "http"
+	transportVirtual   = "virtual"
+)
+
+// frame is one outbound message. data is shared by every recipient of a
+// broadcast and must never be modified.
+type frame struct {
+	data   []byte
+	binary bool
+}
+
+// sink is where a session's frames end up: a WebSocket or an output_log file.
+type sink interface {
+	write(ctx context.Context, f frame) error
+	// idle is called when the queue has drained, so that a buffered sink
+	// can flush.
+	idle() error
+	// close ends the sink with a close code and reason.
+	close(code websocket.StatusCode, reason string)
+}
+
+// session is one connection of a participant: a WebSocket, or the file of an
+// output_log participant that the gateway connects itself.
+//
+// Ownership: the writer goroutine (run) owns the sink's writing side; for a
+// WebSocket the connection's handler goroutine owns reading and, when it
+// ends, removes the session from its space. kill may be called from any
+// goroutine, including with the space lock held: it never blocks and takes
+// no lock but closeOnce.
+type session struct {
+	sp        *liveSpace
+	m         *member
+	id        string // runtime participant id
+	transport string
+
+	out  chan frame
+	done chan struct{} // closed by kill
+
+	closeOnce   sync.Once
+	closeCode   websocket.StatusCode
+	closeReason string
+
+	sink     sink
+	ctx      context.Context // cancelled when the writer has finished
+	cancel   context.CancelFunc
+	finished chan struct{} // closed when the writer has returned
+
+	lastSeen   atomic.Int64 // unix nanoseconds of the last message or pong from the peer
+	lastRateEr atomic.Int64 // unix nanoseconds of the last rate_limited answer
+}
+
+func newSession(sp *liveSpace, m *member, id, transport string, queue int, sk sink) *session {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &session{
+		sp: sp, m: m, id: id, transport: transport,
+		out:      make(chan frame, queue),
+		done:     make(chan struct{}),
+		sink:     sk,
+		ctx:      ctx,
+		cancel:   cancel,
+		finished: make(chan struct{}),
+	}
+	s.lastSeen.Store(sp.srv.now().UnixNano())
+	return s
+}
+
+// enqueue queues f for the peer without blocking. A full queue means the peer
+// does not keep up: the session is killed as a slow consumer, so that nobody
+// else ever waits for it.
+func (s *session) enqueue(f frame) bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+	}
+	select {
+	case s.out <- f:
+		return true
+	default:
+		s.sp.srv.metrics.slowConsumers.Inc()
+		s.kill(websocket.StatusTryAgainLater, "slow consumer")
+		return false
+	}
+}
+
+// kill marks the session as ending with the given close code. The writer
+// closes the sink; the owner then removes the session from its space.
+func (s *session) kill(code websocket.StatusCode, reason string) {
+	s.closeOnce.Do(func() {
+		s.closeCode, s.closeReason = code, reason
+		close(s.done)
+		if code == websocket.StatusTryAgainLater {
+			// A slow consumer's writer is likely blocked on a full socket:
+			// cancelling aborts the write and drops the connection now, so
+			// the others see it leave without waiting for WriteTimeout.
+			s.cancel()
+		}
+	})
+}
+
+func (s *session) alive() bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// run is the writer goroutine: it drains the queue into the sink, pings a
+// silent peer, and closes the sink once the session is killed.
+func (s *session) run(ping func(context.Context) error) {
+	defer close(s.finished)
+	defer s.cancel()
+	srv := s.sp.srv
+	var tick <-chan time.Time
+	if ping != nil {
+		t := time.NewTicker(srv.opts.PingInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	var pinging sync.WaitGroup
+	defer pinging.Wait()
+	var inFlight atomic.Bool
+	for {
+		select {
+		case f := <-s.out:
+			if !s.writeOne(f) {
+				s.finish()
+				return
+			}
+			if len(s.out) == 0 {
+				if err := s.sink.idle(); err != nil {
+					s.kill(websocket.StatusInternalError, "write failed")
+				}
+			}
+		case <-tick:
+			silent := srv.now().UnixNano() - s.lastSeen.Load()
+			if silent < int64(srv.opts.PingInterval) || !inFlight.CompareAndSwap(false, true) {
+				continue
+			}
+			pinging.Go(func() {
+				defer inFlight.Store(false)
+				ctx, cancel := context.WithTimeout(s.ctx, srv.opts.PongTimeout)
+				defer cancel()
+				if err := ping(ctx); err != nil {
+					s.kill(websocket.StatusPolicyViolation, "ping timeout")
+					return
+				}
+				s.lastSeen.Store(srv.now().UnixNano())
+			})
+		case <-s.done:
+			s.finish()
+			return
+		}
+	}
+}
+
+func (s *session) writeOne(f frame) bool {
+	ctx, cancel := context.WithTimeout(s.ctx, s.sp.srv.opts.WriteTimeout)
+	err := s.sink.write(ctx, f)
+	cancel()
+	if err != nil {
+		s.kill(websocket.StatusInternalError, "write failed")
+		return false
+	}
+	return true
+}
+
+// finish writes what a file sink still has queued (a WebSocket peer that is
+// going away does not need it) and closes the sink.
+func (s *session) finish() {
+	if s.transport == transportVirtual {
+	drain:
+		for {
+			select {
+			case f := <-s.out:
+				if !s.writeOne(f) {
+					break drain
+				}
+			default:
+				break drain
+			}
+		}
+		_ = s.sink.idle()
+	}
+	s.sink.close(s.closeCode, s.closeReason)
+}
+
+// wsSink writes to a WebSocket.
+type wsSink struct{ conn *websocket.Conn }
+
+func (w wsSink) write(ctx context.Context, f frame) error {
+	typ := websocket.MessageText
+	if f.binary {
+		typ = websocket.MessageBinary
+	}
+	return w.conn.Write(ctx, typ, f.data)
+}
+
+func (wsSink) idle() error { return nil }
+
+func (w wsSink) close(code websocket.StatusCode, reason string) {
+	if code == 0 {
+		code = websocket.StatusNormalClosure
+	}
+	if err := w.conn.Close(code, reason); err != nil {
+		_ = w.conn.CloseNow()
+	}
+}
+
+// fileSink appends each frame and a newline to an output_log file.
+type fileSink struct {
+	f *os.File
+	w *bufio.Writer
+}
+
+func openFileSink(path string) (*fileSink, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &fileSink{f: f, w: bufio.NewWriterSize(f, 32<<10)}, nil
+}
+
+func (s *fileSink) write(_ context.Context, f frame) error {
+	if _, err := s.w.Write(f.data); err != nil {
+		return err
+	}
+	return s.w.WriteByte('\n')
+}
+
+func (s *fileSink) idle() error { return s.w.Flush() }
+
+func (s *fileSink) close(websocket.StatusCode, string) {
+	_ = errors.Join(s.w.Flush(), s.f.Close())
+}

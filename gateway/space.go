@@ -1,0 +1,292 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/coder/websocket"
+	"golang.org/x/time/rate"
+
+	"github.com/mew-protocol/mew/capability"
+	"github.com/mew-protocol/mew/gateway/internal/audit"
+	"github.com/mew-protocol/mew/protocol"
+	"github.com/mew-protocol/mew/space"
+)
+
+// baselineCapability is added to every participant, as the reference gateway
+// does: anyone asked something may answer.
+var baselineCapability = json.RawMessage(`{"id":"mcp-response","kind":"mcp/response"}`)
+
+// member is a logical participant of a space: a name from the space config,
+// its tokens and capabilities, and its current connection, if any.
+type member struct {
+	name    string
+	cfg     *space.Participant
+	tokens  [][]byte
+	limiter *rate.Limiter // nil when rate limiting is off
+
+	capsJSON  []json.RawMessage // what welcome and errors show, in match order
+	capsArray []byte            // capsJSON as one JSON array
+	caps      *capability.Set
+
+	sess *session // current connection; guarded by liveSpace.mu
+}
+
+// ownsToken reports in constant time whether tok is one of m's tokens.
+func (m *member) ownsToken(tok []byte) bool {
+	ok := 0
+	for _, t := range m.tokens {
+		ok |= subtle.ConstantTimeCompare(t, tok)
+	}
+	return ok == 1
+}
+
+// liveSpace is the running state of one space.
+//
+// Lock order: liveSpace.mu, then nothing: code holding mu only enqueues
+// (which never blocks) and kills sessions (which takes no lock).
+type liveSpace struct {
+	id  string
+	srv *Server
+	cfg *space.Config
+
+	members map[string]*member // by logical name; fixed after New
+
+	mu         sync.Mutex
+	sessions   map[string]*session // by runtime id
+	roster     []*session          // sessions in join order; replaced, never modified
+	recipients []audit.Recipient   // parallel to roster; replaced, never modified
+	history    *history
+}
+
+func newLiveSpace(srv *Server, cfg *space.Config) (*liveSpace, error) {
+	sp := &liveSpace{
+		id: cfg.Space.ID, srv: srv, cfg: cfg,
+		members:  make(map[string]*member, len(cfg.Participants)),
+		sessions: make(map[string]*session),
+		history:  newHistory(srv.opts.HistorySize),
+	}
+	store := srv.opts.TokenStore(cfg)
+	for _, p := range cfg.Participants {
+		toks, err := store.Tokens(p)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: space %s: participant %s: %w", sp.id, p.ID, err)
+		}
+		m := &member{name: p.ID, cfg: p}
+		for _, t := range toks {
+			m.tokens = append(m.tokens, []byte(t))
+		}
+		if err := m.setCapabilities(p.Capabilities, cfg.Defaults.Capabilities); err != nil {
+			return nil, fmt.Errorf("gateway: space %s: participant %s: %w", sp.id, p.ID, err)
+		}
+		if srv.opts.Rate > 0 {
+			m.limiter = rate.NewLimiter(rate.Limit(srv.opts.Rate), srv.opts.Burst)
+		}
+		sp.members[p.ID] = m
+	}
+	return sp, nil
+}
+
+// setCapabilities sets m's capabilities to own ∪ defaults ∪ the baseline,
+// without repeats, in that order.
+func (m *member) setCapabilities(own, defaults []json.RawMessage) error {
+	var list []json.RawMessage
+	seen := make(map[string]bool)
+	for _, group := range [][]json.RawMessage{own, defaults, {baselineCapability}} {
+		for _, c := range group {
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, c); err != nil {
+				return fmt.Errorf("capability %s: %w", c, err)
+			}
+			if seen[buf.String()] {
+				continue
+			}
+			seen[buf.String()] = true
+			list = append(list, json.RawMessage(buf.Bytes()))
+		}
+	}
+	set, err := capability.Compile(list)
+	if err != nil {
+		return err
+	}
+	arr, err := json.Marshal(list)
+	if err != nil {
+		return err
+	}
+	m.capsJSON, m.capsArray, m.caps = list, arr, set
+	return nil
+}
+
+func tokenKey(tok []byte) [32]byte { return sha256.Sum256(tok) }
+
+// rebuildLocked replaces the roster after a join or leave. mu must be held.
+func (sp *liveSpace) rebuildLocked() {
+	roster := make([]*session, 0, len(sp.sessions))
+	for _, s := range sp.roster {
+		if sp.sessions[s.id] == s {
+			roster = append(roster, s)
+		}
+	}
+	for _, s := range sp.sessions {
+		if !slices.Contains(roster, s) {
+			roster = append(roster, s)
+		}
+	}
+	rcpts := make([]audit.Recipient, len(roster))
+	for i, s := range roster {
+		rcpts[i] = audit.Recipient{ID: s.id, Transport: s.transport}
+	}
+	sp.roster, sp.recipients = roster, rcpts
+}
+
+// attach makes s the connection of its member, replacing any earlier one,
+// and sends the welcome and presence. It refuses a runtime id that belongs to
+// someone else.
+func (sp *liveSpace) attach(s *session) *refusal {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if other, ok := sp.members[s.id]; ok && other != s.m {
+		return refuse(ErrorIdentityMismatch, fmt.Sprintf("participant id %q belongs to another participant", s.id))
+	}
+	if cur, ok := sp.sessions[s.id]; ok && cur.m != s.m {
+		return refuse(ErrorIdentityMismatch, fmt.Sprintf("participant id %q is in use", s.id))
+	}
+	if old := s.m.sess; old != nil {
+		old.kill(CloseReplaced, "replaced by a new connection of the same participant")
+		sp.detachLocked(old)
+	}
+	s.m.sess = s
+	sp.sessions[s.id] = s
+	sp.rebuildLocked()
+	sp.srv.metrics.connections.WithLabelValues(s.transport).Inc()
+
+	sp.unicastLocked(s, sp.welcomeLocked(s))
+	sp.broadcastLocked(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
+		Event:       protocol.PresenceJoin,
+		Participant: protocol.ParticipantInfo{ID: s.id, Capabilities: s.m.capsJSON},
+	}), s)
+	return nil
+}
+
+// detach removes s from the space if it is still there and tells the others.
+func (sp *liveSpace) detach(s *session) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	sp.detachLocked(s)
+}
+
+func (sp *liveSpace) detachLocked(s *session) {
+	if sp.sessions[s.id] != s {
+		return
+	}
+	delete(sp.sessions, s.id)
+	if s.m.sess == s {
+		s.m.sess = nil
+	}
+	sp.rebuildLocked()
+	sp.srv.metrics.connections.WithLabelValues(s.transport).Dec()
+	sp.broadcastLocked(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
+		Event:       protocol.PresenceLeave,
+		Participant: protocol.ParticipantInfo{ID: s.id},
+	}), nil)
+}
+
+func (sp *liveSpace) welcomeLocked(s *session) delivery {
+	w := protocol.Welcome{
+		You:           protocol.ParticipantInfo{ID: s.id, Capabilities: s.m.capsJSON},
+		Participants:  make([]protocol.ParticipantInfo, 0, len(sp.roster)),
+		ActiveStreams: []protocol.StreamInfo{},
+	}
+	for _, o := range sp.roster {
+		if o != s {
+			w.Participants = append(w.Participants, protocol.ParticipantInfo{ID: o.id, Capabilities: o.m.capsJSON})
+		}
+	}
+	return sp.systemEnvelope(protocol.KindSystemWelcome, []string{s.id}, w)
+}
+
+// systemEnvelope encodes an envelope from the gateway.
+func (sp *liveSpace) systemEnvelope(kind string, to []string, payload any) delivery {
+	env, err := protocol.New(kind, payload)
+	if err != nil {
+		// Only our own payload types reach here; they always encode.
+		panic(fmt.Sprintf("gateway: encode %s: %v", kind, err))
+	}
+	env.ID = protocol.NewID()
+	env.TS = protocol.FormatTime(sp.srv.now())
+	env.From = protocol.GatewayID
+	env.To = to
+	return delivery{data: env.AppendJSON(nil), id: env.ID, kind: kind}
+}
+
+// delivery describes one envelope for history, metrics and the audit log.
+type delivery struct {
+	data []byte
+	id   string
+	kind string
+}
+
+// broadcastLocked queues data for every session but exclude. mu must be held.
+func (sp *liveSpace) broadcastLocked(d delivery, exclude *session) {
+	sp.history.add(sp.srv.now(), d.data, nil)
+	rcpts := sp.recipients
+	if exclude != nil {
+		rcpts = make([]audit.Recipient, 0, len(sp.recipients))
+	}
+	f := frame{data: d.data}
+	for i, s := range sp.roster {
+		if s == exclude {
+			continue
+		}
+		s.enqueue(f)
+		if exclude != nil {
+			rcpts = append(rcpts, sp.recipients[i])
+		}
+	}
+	sp.srv.delivered(sp, d, rcpts)
+}
+
+func (sp *liveSpace) unicastLocked(s *session, d delivery) {
+	sp.history.add(sp.srv.now(), d.data, []string{s.id})
+	s.enqueue(frame{data: d.data})
+	sp.srv.delivered(sp, d, []audit.Recipient{{ID: s.id, Transport: s.transport}})
+}
+
+// unicast sends a private answer to s, if it is still connected.
+func (sp *liveSpace) unicast(s *session, d delivery) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.sessions[s.id] == s {
+		sp.unicastLocked(s, d)
+	}
+}
+
+// resolve returns the member a participant id names: a logical name or the
+// runtime id of a current connection.
+func (sp *liveSpace) resolve(id string) *member {
+	if m, ok := sp.members[id]; ok {
+		return m
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if s, ok := sp.sessions[id]; ok {
+		return s.m
+	}
+	return nil
+}
+
+// closeAll kills every session with code and reason.
+func (sp *liveSpace) closeAll(code websocket.StatusCode, reason string) []*session {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	all := slices.Clone(sp.roster)
+	for _, s := range all {
+		s.kill(code, reason)
+	}
+	return all
+}

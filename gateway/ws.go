@@ -1,0 +1,206 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/coder/websocket"
+
+	"github.com/mew-protocol/mew/protocol"
+	"github.com/mew-protocol/mew/space"
+)
+
+// serveWS runs one WebSocket connection: it identifies the participant,
+// attaches the session to its space, and reads until the connection ends.
+func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	if !srv.track() {
+		http.Error(w, `{"error":"shutting_down"}`, http.StatusServiceUnavailable)
+		return
+	}
+	defer srv.wg.Done()
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		OriginPatterns:  srv.opts.OriginPatterns,
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	if err != nil {
+		srv.opts.Logger.Debug("websocket upgrade failed", "remote", r.RemoteAddr, "err", err)
+		return
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(srv.opts.MaxDiscardSize)
+
+	token, requested := bearer(r), ""
+	spaceID := r.URL.Query().Get("space")
+	if token == "" {
+		j, ok := srv.readJoin(conn)
+		if !ok {
+			return
+		}
+		token, requested = j.token, j.participantID
+		spaceID = firstNonEmpty(j.space, spaceID)
+	}
+	sp, m := srv.lookup(token, spaceID)
+	if m == nil {
+		srv.metrics.refusals.WithLabelValues(ErrorUnauthorized).Inc()
+		srv.reject(conn, refuse(ErrorUnauthorized, "unknown token for this space"))
+		return
+	}
+	id := m.name
+	if requested != "" && requested != m.name {
+		if err := space.ValidParticipantID(requested); err != nil {
+			srv.reject(conn, refuse(ErrorIdentityMismatch, "participant id: "+err.Error()))
+			return
+		}
+		id = requested // a runtime alias of m (spec 3.6.4)
+	}
+	s := newSession(sp, m, id, transportWebSocket, srv.opts.SendQueue, wsSink{conn: conn})
+	if rf := sp.attach(s); rf != nil {
+		srv.reject(conn, rf)
+		return
+	}
+	srv.opts.Logger.Info("participant joined", "space", sp.id, "participant", id, "as", m.name, "remote", r.RemoteAddr)
+	go s.run(conn.Ping)
+	srv.read(conn, origin{m: m, id: id, s: s, transport: transportWebSocket})
+	s.kill(websocket.StatusNormalClosure, "")
+	sp.detach(s)
+	<-s.finished
+	srv.opts.Logger.Info("participant left", "space", sp.id, "participant", id, "reason", s.closeReason)
+}
+
+// read is the reader loop of a joined connection.
+func (srv *Server) read(conn *websocket.Conn, o origin) {
+	sp, s := o.s.sp, o.s
+	st := &inState{}
+	var buf []byte
+	for {
+		_, rd, err := conn.Reader(s.ctx)
+		if err != nil {
+			return
+		}
+		var over bool
+		buf, over, err = readMessage(rd, buf[:0], srv.opts.MaxMessageSize)
+		if err != nil {
+			return
+		}
+		s.lastSeen.Store(srv.now().UnixNano())
+		switch {
+		case over:
+			sp.answer(o, tooLarge(srv.opts.MaxMessageSize))
+		case protocol.IsFrame(buf):
+			sp.streamFrame(o, buf)
+		default:
+			if _, rf := sp.inbound(o, buf, st); rf != nil {
+				sp.answer(o, rf)
+			}
+		}
+		if cap(buf) > 64<<10 {
+			buf = nil // don't keep a big message's buffer for an idle connection
+		}
+	}
+}
+
+// readMessage reads one message into buf. Past limit it reads the rest into
+// nothing and reports over; the library bounds how much that can be.
+func readMessage(r io.Reader, buf []byte, limit int64) ([]byte, bool, error) {
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) > limit {
+				_, err := io.Copy(io.Discard, r)
+				return buf[:0], true, err
+			}
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, int64(len(buf)) > limit, nil
+		}
+		if err != nil {
+			return buf, false, err
+		}
+	}
+}
+
+// readJoin reads the join message of a connection without a bearer header.
+// When there is none it refuses the connection and returns false.
+func (srv *Server) readJoin(conn *websocket.Conn) (joinRequest, bool) {
+	// A read deadline would close the connection before the error could be
+	// sent, so a timer refuses the connection and the read then fails.
+	fired := make(chan struct{})
+	timer := time.AfterFunc(srv.opts.JoinTimeout, func() {
+		defer close(fired)
+		srv.reject(conn, refuse(ErrorJoinRequired, "no join message within "+srv.opts.JoinTimeout.String()))
+	})
+	_, rd, err := conn.Reader(context.Background())
+	var data []byte
+	var over bool
+	if err == nil {
+		data, over, err = readMessage(rd, nil, srv.opts.MaxMessageSize)
+	}
+	if !timer.Stop() {
+		<-fired
+		return joinRequest{}, false
+	}
+	if err != nil {
+		return joinRequest{}, false // the peer went away
+	}
+	if over {
+		srv.reject(conn, tooLarge(srv.opts.MaxMessageSize))
+		return joinRequest{}, false
+	}
+	j, ok := parseJoin(data)
+	if !ok {
+		srv.reject(conn, refuse(ErrorJoinRequired, `the first message must be a join ({"type":"join",...} or kind system/join) or the connection must carry an Authorization: Bearer header`))
+	}
+	return j, ok
+}
+
+// reject answers a connection that could not join and closes it with 1008.
+func (srv *Server) reject(conn *websocket.Conn, rf *refusal) {
+	srv.opts.Logger.Info("connection refused", "error", rf.code, "message", rf.message)
+	env := protocol.Envelope{
+		Protocol: protocol.Version, ID: protocol.NewID(), TS: protocol.FormatTime(srv.now()),
+		From: protocol.GatewayID, Kind: protocol.KindSystemError,
+	}
+	p := protocol.AppendString(append([]byte(nil), `{"error":`...), rf.code)
+	p = append(protocol.AppendString(append(p, `,"message":`...), rf.message), '}')
+	env.Payload = p
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = conn.Write(ctx, websocket.MessageText, env.AppendJSON(nil))
+	reason := rf.code
+	if !utf8.ValidString(reason) || len(reason) > 120 {
+		reason = "refused"
+	}
+	_ = conn.Close(websocket.StatusPolicyViolation, reason)
+}
+
+// bearer returns the token of an Authorization: Bearer header.
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+// streamFrame handles a stream data frame. Streams are opened with
+// stream/request; until one is open, no participant may write frames.
+func (sp *liveSpace) streamFrame(o origin, data []byte) {
+	id, _, err := protocol.ParseFrame(data)
+	msg := "no open stream " + string(id) + " that you may write to"
+	if err != nil {
+		msg = "malformed stream frame: " + err.Error()
+	}
+	rf := refuse(ErrorUnauthorizedStream, msg)
+	sid := string(id)
+	rf.fields = func(dst []byte) []byte {
+		return protocol.AppendString(append(dst, `,"stream_id":`...), sid)
+	}
+	sp.answer(o, rf)
+}

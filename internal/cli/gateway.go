@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/space"
+)
+
+func newGatewayCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "gateway",
+		Short: "Run a MEW gateway",
+	}
+	cmd.AddCommand(newGatewayStartCmd())
+	return cmd
+}
+
+type gatewayFlags struct {
+	port              int
+	host              string
+	spaceConfig       string
+	logLevel          string
+	logDir            string
+	noAutoStart       bool
+	maxMessageSize    int64
+	rate              float64
+	burst             int
+	sendQueue         int
+	noAudit           bool
+	auditReceivedOnly bool
+}
+
+func newGatewayStartCmd() *cobra.Command {
+	var f gatewayFlags
+	cmd := &cobra.Command{
+		Use:   "start",
+		Short: "Start a gateway for a space",
+		Long: `Start a gateway for the space described by a space.yaml.
+
+The gateway listens for WebSocket connections at / and /ws and serves the HTTP
+API (/health, /participants, /participants/{id}/messages, /metrics). Once it
+listens it prints one line "listening on HOST:PORT" on standard output.
+SIGINT or SIGTERM closes every connection with 1001, flushes the logs and
+exits with status 0.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runGateway(cmd.Context(), cmd, f, cmd.Flags().Changed("space-config"))
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVarP(&f.port, "port", "p", 8080, "port to listen on (0 picks a free one)")
+	fl.StringVar(&f.host, "host", "127.0.0.1", "address to listen on")
+	fl.StringVarP(&f.spaceConfig, "space-config", "s", "./space.yaml", "space configuration file (default: .mew/space.yaml, else ./space.yaml)")
+	fl.StringVarP(&f.logLevel, "log-level", "l", "info", "log level: debug, info, warn or error")
+	fl.StringVar(&f.logDir, "log-dir", "", "directory of the audit logs (default <space dir>/.mew/logs)")
+	fl.BoolVar(&f.noAutoStart, "no-auto-start", false, "accepted for compatibility: the gateway never starts participants; mew space up does")
+	fl.Int64Var(&f.maxMessageSize, "max-message-size", 1<<20, "largest envelope or frame accepted, in bytes")
+	fl.Float64Var(&f.rate, "rate", 500, "per-participant rate limit in envelopes per second (negative: none)")
+	fl.IntVar(&f.burst, "burst", 1000, "per-participant burst size of the rate limit")
+	fl.IntVar(&f.sendQueue, "send-queue", 1024, "outbound queue length per connection; a reader that lets it fill is disconnected")
+	fl.BoolVar(&f.noAudit, "no-audit", false, "do not write the audit logs")
+	fl.BoolVar(&f.auditReceivedOnly, "audit-received-only", false, "write only received lines, not one delivered line per recipient")
+	return cmd
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info", "":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", s)
+}
+
+func (f gatewayFlags) check() error {
+	switch {
+	case f.port < 0 || f.port > 65535:
+		return fmt.Errorf("--port: %d is not a port number (0-65535)", f.port)
+	case f.maxMessageSize < 256:
+		return fmt.Errorf("--max-message-size: %d is too small (at least 256 bytes)", f.maxMessageSize)
+	case f.burst < 1:
+		return fmt.Errorf("--burst: must be at least 1")
+	case f.sendQueue < 1:
+		return fmt.Errorf("--send-queue: must be at least 1")
+	case f.rate == 0:
+		return fmt.Errorf("--rate: 0 would refuse everything; use a negative rate for no limit")
+	}
+	return nil
+}
+
+func runGateway(ctx context.Context, cmd *cobra.Command, f gatewayFlags, explicitConfig bool) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	level, err := parseLevel(f.logLevel)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+
+	path := f.spaceConfig
+	if !explicitConfig {
+		if path, err = space.FindConfig("."); err != nil {
+			return err
+		}
+	}
+	cfg, err := space.Load(path)
+	if err != nil {
+		return err
+	}
+	for _, k := range cfg.Unknown {
+		logger.Debug("unknown key in space config ignored", "file", cfg.Path, "key", k)
+	}
+	gw, err := gateway.New(gateway.Options{
+		Spaces:            []*space.Config{cfg},
+		LogDir:            f.logDir,
+		NoAudit:           f.noAudit,
+		AuditReceivedOnly: f.auditReceivedOnly,
+		Logger:            logger,
+		MaxMessageSize:    f.maxMessageSize,
+		Rate:              f.rate,
+		Burst:             f.burst,
+		SendQueue:         f.sendQueue,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
+	if err != nil {
+		_ = gw.Close(context.Background())
+		return fmt.Errorf("listen: %w", err)
+	}
+	hs := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	fmt.Fprintf(cmd.OutOrStdout(), "listening on %s\n", ln.Addr())
+	logger.Info("gateway started", "space", cfg.Space.ID, "config", cfg.Path, "participants", len(cfg.Participants))
+
+	select {
+	case <-ctx.Done():
+	case err = <-served:
+		_ = gw.Close(context.Background())
+		return fmt.Errorf("serve: %w", err)
+	}
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	herr := hs.Shutdown(sctx)
+	gerr := gw.Close(sctx)
+	<-served
+	if err := errors.Join(herr, gerr); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}

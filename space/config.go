@@ -1,0 +1,258 @@
+package space
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// MaxConfigSize is the largest configuration file that Load and Parse accept.
+const MaxConfigSize = 4 << 20
+
+// DefaultFloorTTL is how long a floor claim lasts when floor_control.ttl_ms is
+// not given.
+const DefaultFloorTTL = 45 * time.Second
+
+// Config is a parsed space.yaml.
+type Config struct {
+	// Path is the file the configuration was read from: absolute when it
+	// came from Load, "" when it was parsed from bytes without a path.
+	Path string
+	// Dir is the directory holding the file (absolute when Path is; ""
+	// without a path, in which case relative paths stay relative to the
+	// working directory).
+	Dir string
+	// MewDir is where the space keeps its state: <Dir>/.mew when that
+	// directory exists, else Dir. Tokens live in MewDir/tokens, audit logs
+	// in MewDir/logs.
+	MewDir string
+
+	Space        Info
+	Participants []*Participant // in file order
+	Defaults     Defaults
+	Logging      Logging
+	FloorControl FloorControl
+
+	// Unknown lists, sorted, the key paths present in the file that this
+	// package does not know, e.g. "participants.helper.colour". They are
+	// not errors; a command may warn about them.
+	Unknown []string
+}
+
+// Info is the space section.
+type Info struct {
+	ID                 string // space.id: the space's name on the wire (required)
+	Name               string // space.name, for display
+	Description        string // space.description, for display
+	DefaultParticipant string // space.default_participant: who "mew space connect" joins as
+	UITheme            string // space.ui_theme: terminal UI theme
+}
+
+// Participant is one entry of the participants section.
+type Participant struct {
+	// ID is the map key: the participant's logical id.
+	ID string
+	// Tokens are the literal tokens listed under tokens:, each identifying
+	// this participant.
+	Tokens []string
+	// Capabilities are the participant's capability patterns, each as
+	// compact JSON with its keys in the order written. Nil when the
+	// participant has no capabilities: key (then [Config.Capabilities]
+	// gives the defaults); empty but not nil for capabilities: [].
+	Capabilities []json.RawMessage
+
+	Type    string   // type: mcp-bridge, local, mew, ... (informational except mcp-bridge)
+	Command string   // command: program to launch
+	Args    []string // args: its arguments, with ${PORT}, ${SPACE}, ${TOKEN} not yet substituted
+	Env     []EnvVar // env: in file order, ${VAR} not yet expanded
+
+	AutoStart   bool // auto_start: launch with the space
+	AutoConnect bool // auto_connect: connect as a virtual participant at gateway start
+	Fifo        bool // fifo: create FIFOs for the participant
+
+	// OutputLog is output_log as written; resolve it with [Config.Resolve].
+	OutputLog string
+	// DefaultTo is default_to: for each kind, the default recipients.
+	DefaultTo map[string][]string
+
+	RestartPolicy string // restart_policy: e.g. on-failure
+	IO            string // io: e.g. http
+
+	MCPServer    *MCPServer     // mcp_server: the MCP server a bridge participant runs
+	BridgeConfig map[string]any // bridge_config: kept as JSON-like values
+}
+
+// EnvVar is one environment variable.
+type EnvVar struct {
+	Name, Value string
+}
+
+// MCPServer is the mcp_server section of a bridge participant.
+type MCPServer struct {
+	Command string
+	Args    []string
+	Env     []EnvVar
+	Cwd     string // as written; resolve it with [Config.Resolve]
+}
+
+// Defaults is the defaults section.
+type Defaults struct {
+	// Capabilities are given to participants without their own and to
+	// tokens that name no participant.
+	Capabilities []json.RawMessage
+	// DefaultTo is defaults.routing.default_to.
+	DefaultTo map[string][]string
+}
+
+// Logging is the gateway_logging section: which audit logs the gateway
+// writes. Every switch defaults to true.
+type Logging struct {
+	Enabled             bool // gateway_logging.enabled: master switch
+	EnvelopeHistory     bool // gateway_logging.envelope_history.enabled
+	CapabilityDecisions bool // gateway_logging.capability_decisions.enabled
+}
+
+// FloorControl is the floor_control section.
+type FloorControl struct {
+	Enabled bool          // enabled (default true)
+	TTL     time.Duration // ttl_ms: how long an unanswered claim lasts (default 45s)
+}
+
+// Load reads and parses the configuration file at path. Config.Path and
+// Config.Dir are absolute. Errors are *ConfigError; when the file cannot be
+// read, the error also wraps the cause (so errors.Is(err, fs.ErrNotExist)
+// works).
+func Load(path string) (*Config, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, &ConfigError{File: path, Err: err}
+	}
+	data, err := readConfig(abs)
+	if err != nil {
+		return nil, &ConfigError{File: path, Err: err}
+	}
+	return parse(data, abs, path)
+}
+
+// readConfig reads a regular file of at most MaxConfigSize bytes.
+func readConfig(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, pathErr(err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	if fi.Size() > MaxConfigSize {
+		return nil, errTooLarge
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, pathErr(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
+	if err != nil {
+		return nil, pathErr(err)
+	}
+	if len(data) > MaxConfigSize {
+		return nil, errTooLarge
+	}
+	return data, nil
+}
+
+var errTooLarge = fmt.Errorf("file is larger than %d bytes", MaxConfigSize)
+
+// pathErr drops the *fs.PathError wrapper, whose path the ConfigError
+// already names.
+func pathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Parse parses a configuration. path names the file in error messages and
+// sets Config.Path, Dir and MewDir (MewDir is found by looking for a .mew
+// directory beside the file); with path "" nothing is read from the file
+// system and Dir and MewDir are "". Errors are *ConfigError.
+func Parse(data []byte, path string) (*Config, error) {
+	return parse(data, path, path)
+}
+
+func parse(data []byte, path, display string) (*Config, error) {
+	if display == "" {
+		display = "space.yaml"
+	}
+	c := &Config{Path: path}
+	if path != "" {
+		c.Dir = filepath.Dir(path)
+		c.MewDir = c.Dir
+		if fi, err := os.Stat(filepath.Join(c.Dir, ".mew")); err == nil && fi.IsDir() {
+			c.MewDir = filepath.Join(c.Dir, ".mew")
+		}
+	}
+	p := &parser{file: display}
+	if err := p.parse(data, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Participant returns the participant with the given id, or nil.
+func (c *Config) Participant(id string) *Participant {
+	for _, p := range c.Participants {
+		if p.ID == id {
+			return p
+		}
+	}
+	return nil
+}
+
+// Capabilities returns the capability patterns p is configured with: its
+// own when it has a capabilities: key, else the defaults. p may be nil (a
+// token that names no participant).
+func (c *Config) Capabilities(p *Participant) []json.RawMessage {
+	if p != nil && p.Capabilities != nil {
+		return p.Capabilities
+	}
+	return c.Defaults.Capabilities
+}
+
+// Resolve returns p when it is absolute or empty, else p joined to Dir: the
+// way relative paths in the file (output_log, mcp_server.cwd) are meant.
+func (c *Config) Resolve(p string) string {
+	if p == "" || filepath.IsAbs(p) || c.Dir == "" {
+		return p
+	}
+	return filepath.Join(c.Dir, p)
+}
+
+// FindConfig returns the configuration file of the space in dir, looking
+// where the reference CLI does: <dir>/.mew/space.yaml first, then
+// <dir>/space.yaml. When neither exists the error wraps fs.ErrNotExist and
+// names both.
+func FindConfig(dir string) (string, error) {
+	candidates := []string{
+		filepath.Join(dir, ".mew", "space.yaml"),
+		filepath.Join(dir, "space.yaml"),
+	}
+	for _, c := range candidates {
+		fi, err := os.Stat(c)
+		switch {
+		case err == nil && !fi.IsDir():
+			return c, nil
+		case err == nil, errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		default:
+			return "", fmt.Errorf("looking for the space configuration: %w", err)
+		}
+	}
+	return "", fmt.Errorf("no space configuration: neither %s nor %s exists: %w", candidates[0], candidates[1], fs.ErrNotExist)
+}

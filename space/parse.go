@@ -1,0 +1,563 @@
+package space
+
+import (
+	"encoding/json"
+	"errors"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/mew-protocol/mew/capability"
+)
+
+// maxFloorTTL bounds floor_control.ttl_ms (one day).
+const maxFloorTTL = 24 * time.Hour
+
+// parse fills c from data.
+func (p *parser) parse(data []byte, c *Config) error {
+	c.Logging = Logging{Enabled: true, EnvelopeHistory: true, CapabilityDecisions: true}
+	c.FloorControl = FloorControl{Enabled: true, TTL: DefaultFloorTTL}
+	doc, err := p.decode(data)
+	if err != nil {
+		return err
+	}
+	var root *yaml.Node
+	if doc != nil && len(doc.Content) > 0 {
+		root = doc.Content[0]
+	}
+	if isNull(root) {
+		return p.fail(root, "space.id", "is required")
+	}
+	top := deref(root)
+	if top.Kind != yaml.MappingNode {
+		return p.fail(root, "", "want a mapping at the top level, got %s", describe(top))
+	}
+	pairs, err := p.pairs(top, "")
+	if err != nil {
+		return err
+	}
+	var spaceNode *yaml.Node
+	for _, kv := range pairs {
+		key := joinKey("", kv.key)
+		switch kv.key {
+		case "space":
+			spaceNode = kv.v
+			err = p.space(kv.v, key, &c.Space)
+		case "participants":
+			err = p.participants(kv.v, key, c)
+		case "defaults":
+			err = p.defaults(kv.v, key, &c.Defaults)
+		case "gateway_logging":
+			err = p.logging(kv.v, key, &c.Logging)
+		case "floor_control":
+			err = p.floorControl(kv.v, key, &c.FloorControl)
+		case "gateway":
+			// Documented by the reference, used by nothing.
+			err = p.known(kv.v, key, "port", "space")
+		default:
+			p.unknownKey(key)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if c.Space.ID == "" {
+		if spaceNode == nil {
+			spaceNode = root
+		}
+		return p.fail(spaceNode, "space.id", "is required")
+	}
+	sort.Strings(p.unknown)
+	c.Unknown = p.unknown
+	return nil
+}
+
+// unknownKey records a key this package does not know.
+func (p *parser) unknownKey(key string) {
+	p.unknown = append(p.unknown, key)
+}
+
+// known checks that n is a mapping (or null) and records its keys other than
+// names as unknown; the values are not looked at.
+func (p *parser) known(n *yaml.Node, key string, names ...string) error {
+	pairs, err := p.mapping(n, key)
+	if err != nil {
+		return err
+	}
+	for _, kv := range pairs {
+		found := false
+		for _, name := range names {
+			if kv.key == name {
+				found = true
+				break
+			}
+		}
+		if !found {
+			p.unknownKey(joinKey(key, kv.key))
+		}
+	}
+	return nil
+}
+
+func (p *parser) space(n *yaml.Node, key string, info *Info) error {
+	pairs, err := p.mapping(n, key)
+	if err != nil {
+		return err
+	}
+	for _, kv := range pairs {
+		k := joinKey(key, kv.key)
+		switch kv.key {
+		case "id":
+			if info.ID, err = p.str(kv.v, k); err == nil && info.ID != "" {
+				if problem := idProblem(info.ID); problem != "" {
+					err = p.fail(kv.v, k, "invalid space id: %s", problem)
+				}
+			}
+		case "name":
+			info.Name, err = p.str(kv.v, k)
+		case "description":
+			info.Description, err = p.str(kv.v, k)
+		case "default_participant":
+			info.DefaultParticipant, err = p.str(kv.v, k)
+		case "ui_theme":
+			info.UITheme, err = p.str(kv.v, k)
+		default:
+			p.unknownKey(k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *parser) participants(n *yaml.Node, key string, c *Config) error {
+	pairs, err := p.mapping(n, key)
+	if err != nil {
+		return err
+	}
+	owners := make(map[string]string) // literal token → participant id
+	for _, kv := range pairs {
+		k := joinKey(key, kv.key)
+		if err := ValidParticipantID(kv.key); err != nil {
+			return p.fail(kv.kn, k, "%w", err)
+		}
+		part := &Participant{ID: kv.key}
+		if err := p.participant(kv.v, k, part, owners); err != nil {
+			return err
+		}
+		c.Participants = append(c.Participants, part)
+	}
+	return nil
+}
+
+func (p *parser) participant(n *yaml.Node, key string, part *Participant, owners map[string]string) error {
+	pairs, err := p.mapping(n, key)
+	if err != nil {
+		return err
+	}
+	for _, kv := range pairs {
+		k := joinKey(key, kv.key)
+		switch kv.key {
+		case "tokens":
+			part.Tokens, err = p.tokens(kv.v, k, part.ID, owners)
+		case "capabilities":
+			part.Capabilities, err = p.capabilities(kv.v, k)
+		case "type":
+			part.Type, err = p.str(kv.v, k)
+		case "command":
+			part.Command, err = p.str(kv.v, k)
+		case "args":
+			part.Args, err = p.strList(kv.v, k)
+		case "env":
+			part.Env, err = p.env(kv.v, k)
+		case "auto_start":
+			part.AutoStart, err = p.boolean(kv.v, k, false)
+		case "auto_connect":
+			part.AutoConnect, err = p.boolean(kv.v, k, false)
+		case "fifo":
+			part.Fifo, err = p.boolean(kv.v, k, false)
+		case "output_log":
+			part.OutputLog, err = p.str(kv.v, k)
+		case "default_to":
+			part.DefaultTo, err = p.defaultTo(kv.v, k)
+		case "restart_policy":
+			part.RestartPolicy, err = p.str(kv.v, k)
+		case "io":
+			part.IO, err = p.str(kv.v, k)
+		case "mcp_server":
+			part.MCPServer, err = p.mcpServer(kv.v, k)
+		case "bridge_config":
+			part.BridgeConfig, err = p.loose(kv.v, k)
+		default:
+			p.unknownKey(k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tokens reads a participant's literal tokens, refusing a token already
+// listed (for this participant or another). Messages never show a token.
+func (p *parser) tokens(n *yaml.Node, key, id string, owners map[string]string) ([]string, error) {
+	v := deref(n)
+	if isNull(v) {
+		return nil, nil
+	}
+	if v.Kind != yaml.SequenceNode {
+		// Not describe(v): the value may well be a token.
+		return nil, p.fail(n, key, "want a list of tokens, got %s", describeKind(v))
+	}
+	var out []string
+	for i, item := range v.Content {
+		k := indexKey(key, i)
+		if isNull(item) {
+			return nil, p.fail(item, k, "want a token, got null")
+		}
+		t, err := p.str(item, k)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case strings.TrimSpace(t) == "":
+			return nil, p.fail(item, k, "a token must not be empty")
+		case strings.ContainsFunc(t, isControl):
+			return nil, p.fail(item, k, "a token must not contain control characters")
+		}
+		if other, dup := owners[t]; dup {
+			if other == id {
+				return nil, p.fail(item, k, "the same token is listed twice")
+			}
+			return nil, p.fail(item, k, "the same token is listed for participant %q; a token must identify one participant", other)
+		}
+		owners[t] = id
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// capabilities reads a list of capability patterns, converts each to JSON
+// and compiles it. Nil when n is null; empty, not nil, for [].
+func (p *parser) capabilities(n *yaml.Node, key string) ([]json.RawMessage, error) {
+	v := deref(n)
+	if isNull(v) {
+		return nil, nil
+	}
+	if v.Kind != yaml.SequenceNode {
+		return nil, p.fail(n, key, "want a list of capabilities, got %s", describe(v))
+	}
+	out := make([]json.RawMessage, 0, len(v.Content))
+	for i, item := range v.Content {
+		k := indexKey(key, i)
+		raw, err := p.capability(item, k)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := capability.Compile([]json.RawMessage{raw}); err != nil {
+			var ce *capability.CompileError
+			if errors.As(err, &ce) {
+				return nil, &ConfigError{
+					File: p.file,
+					Line: item.Line,
+					Key:  k + strings.TrimPrefix(ce.Path, "[0]"),
+					Err:  compileError{ce},
+				}
+			}
+			return nil, p.fail(item, k, "%w", err)
+		}
+		out = append(out, raw)
+	}
+	return out, nil
+}
+
+// capability converts one capability mapping to compact JSON, keys in the
+// order written, after checking that it has a kind.
+func (p *parser) capability(n *yaml.Node, key string) (json.RawMessage, error) {
+	v := deref(n)
+	if v == nil || v.Kind != yaml.MappingNode {
+		return nil, p.fail(n, key, "want a capability mapping, got %s", describe(v))
+	}
+	pairs, err := p.pairs(v, key)
+	if err != nil {
+		return nil, err
+	}
+	var kind *pair
+	for i := range pairs {
+		if pairs[i].key == "kind" {
+			kind = &pairs[i]
+		}
+	}
+	if kind == nil {
+		return nil, p.fail(n, key, "kind is required")
+	}
+	if err := p.kind(kind.v, key+".kind"); err != nil {
+		return nil, err
+	}
+	return p.appendObject(nil, pairs, key)
+}
+
+// kind checks a capability's kind: a non-empty string, or a non-empty list
+// of them (any of which may match, as in the SDK matcher).
+func (p *parser) kind(n *yaml.Node, key string) error {
+	v := deref(n)
+	isString := func(s *yaml.Node) bool {
+		return s != nil && s.Kind == yaml.ScalarNode && s.ShortTag() == tagStr
+	}
+	switch {
+	case isString(v):
+		if v.Value == "" {
+			return p.fail(n, key, "must not be empty")
+		}
+		return nil
+	case v != nil && v.Kind == yaml.SequenceNode && len(v.Content) > 0:
+		for i, item := range v.Content {
+			d := deref(item)
+			if !isString(d) {
+				return p.fail(item, indexKey(key, i), "want a string, got %s", describe(d))
+			}
+			if d.Value == "" {
+				return p.fail(item, indexKey(key, i), "must not be empty")
+			}
+		}
+		return nil
+	}
+	return p.fail(n, key, "want a string, got %s", describe(v))
+}
+
+// compileError shows a capability compile error without its own path (the
+// ConfigError's key has it) and unwraps to it.
+type compileError struct{ ce *capability.CompileError }
+
+func (e compileError) Error() string {
+	msg := e.ce.Err.Error()
+	if e.ce.Detail != "" {
+		msg += ": " + e.ce.Detail
+	}
+	return msg
+}
+
+func (e compileError) Unwrap() error { return e.ce }
+
+// env reads a mapping of environment variables in file order.
+func (p *parser) env(n *yaml.Node, key string) ([]EnvVar, error) {
+	pairs, err := p.mapping(n, key)
+	if err != nil {
+		return nil, err
+	}
+	var out []EnvVar
+	for _, kv := range pairs {
+		k := joinKey(key, kv.key)
+		if kv.key == "" || strings.ContainsAny(kv.key, "=\x00") {
+			return nil, p.fail(kv.kn, k, "invalid environment variable name")
+		}
+		val, err := p.str(kv.v, k)
+		if err != nil {
+			return nil, err
+		}
+		if strings.ContainsRune(val, 0) {
+			return nil, p.fail(kv.v, k, "an environment variable must not contain NUL")
+		}
+		out = append(out, EnvVar{Name: kv.key, Value: val})
+	}
+	return out, nil
+}
+
+// defaultTo reads a mapping from kinds to lists of participant ids.
+func (p *parser) defaultTo(n *yaml.Node, key string) (map[string][]string, error) {
+	pairs, err := p.mapping(n, key)
+	if err != nil || pairs == nil {
+		return nil, err
+	}
+	out := make(map[string][]string, len(pairs))
+	for _, kv := range pairs {
+		list, err := p.strList(kv.v, joinKey(key, kv.key))
+		if err != nil {
+			return nil, err
+		}
+		out[kv.key] = list
+	}
+	return out, nil
+}
+
+func (p *parser) mcpServer(n *yaml.Node, key string) (*MCPServer, error) {
+	if isNull(n) {
+		return nil, nil
+	}
+	pairs, err := p.mapping(n, key)
+	if err != nil {
+		return nil, err
+	}
+	s := &MCPServer{}
+	for _, kv := range pairs {
+		k := joinKey(key, kv.key)
+		switch kv.key {
+		case "command":
+			s.Command, err = p.str(kv.v, k)
+		case "args":
+			s.Args, err = p.strList(kv.v, k)
+		case "env":
+			s.Env, err = p.env(kv.v, k)
+		case "cwd":
+			s.Cwd, err = p.str(kv.v, k)
+		default:
+			p.unknownKey(k)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// loose reads a mapping as JSON-like values (numbers become float64).
+func (p *parser) loose(n *yaml.Node, key string) (map[string]any, error) {
+	if isNull(n) {
+		return nil, nil
+	}
+	if v := deref(n); v.Kind != yaml.MappingNode {
+		return nil, p.fail(n, key, "want a mapping, got %s", describe(v))
+	}
+	raw, err := p.appendJSON(nil, n, key)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, p.fail(n, key, "%w", err)
+	}
+	return out, nil
+}
+
+func (p *parser) defaults(n *yaml.Node, key string, d *Defaults) error {
+	pairs, err := p.mapping(n, key)
+	if err != nil {
+		return err
+	}
+	for _, kv := range pairs {
+		k := joinKey(key, kv.key)
+		switch kv.key {
+		case "capabilities":
+			d.Capabilities, err = p.capabilities(kv.v, k)
+		case "routing":
+			err = p.routing(kv.v, k, d)
+		default:
+			p.unknownKey(k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *parser) routing(n *yaml.Node, key string, d *Defaults) error {
+	pairs, err := p.mapping(n, key)
+	if err != nil {
+		return err
+	}
+	for _, kv := range pairs {
+		k := joinKey(key, kv.key)
+		if kv.key != "default_to" {
+			p.unknownKey(k)
+			continue
+		}
+		if d.DefaultTo, err = p.defaultTo(kv.v, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *parser) logging(n *yaml.Node, key string, l *Logging) error {
+	pairs, err := p.mapping(n, key)
+	if err != nil {
+		return err
+	}
+	for _, kv := range pairs {
+		k := joinKey(key, kv.key)
+		switch kv.key {
+		case "enabled":
+			l.Enabled, err = p.boolean(kv.v, k, true)
+		case "envelope_history":
+			l.EnvelopeHistory, err = p.logSwitch(kv.v, k)
+		case "capability_decisions":
+			l.CapabilityDecisions, err = p.logSwitch(kv.v, k)
+		default:
+			p.unknownKey(k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// logSwitch reads {enabled: bool} (the reference's form) or a bare boolean;
+// true when absent.
+func (p *parser) logSwitch(n *yaml.Node, key string) (bool, error) {
+	if v := deref(n); v != nil && v.Kind == yaml.ScalarNode && v.ShortTag() == tagBool {
+		return p.boolean(n, key, true)
+	}
+	pairs, err := p.mapping(n, key)
+	if err != nil {
+		return false, err
+	}
+	on := true
+	for _, kv := range pairs {
+		k := joinKey(key, kv.key)
+		if kv.key != "enabled" {
+			p.unknownKey(k)
+			continue
+		}
+		if on, err = p.boolean(kv.v, k, true); err != nil {
+			return false, err
+		}
+	}
+	return on, nil
+}
+
+func (p *parser) floorControl(n *yaml.Node, key string, f *FloorControl) error {
+	pairs, err := p.mapping(n, key)
+	if err != nil {
+		return err
+	}
+	for _, kv := range pairs {
+		k := joinKey(key, kv.key)
+		switch kv.key {
+		case "enabled":
+			f.Enabled, err = p.boolean(kv.v, k, true)
+		case "ttl_ms":
+			f.TTL, err = p.milliseconds(kv.v, k, DefaultFloorTTL, maxFloorTTL)
+		default:
+			p.unknownKey(k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// milliseconds reads a positive whole number of milliseconds up to limit;
+// def when n is null.
+func (p *parser) milliseconds(n *yaml.Node, key string, def, limit time.Duration) (time.Duration, error) {
+	v := deref(n)
+	if isNull(v) {
+		return def, nil
+	}
+	var ms int64
+	if v.Kind != yaml.ScalarNode || v.ShortTag() != tagInt || v.Decode(&ms) != nil {
+		return 0, p.fail(n, key, "want a whole number of milliseconds, got %s", describe(v))
+	}
+	if ms < 1 || ms > limit.Milliseconds() {
+		return 0, p.fail(n, key, "want 1 to %d milliseconds, got %d", limit.Milliseconds(), ms)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
