@@ -37,7 +37,7 @@ type result struct {
 // refusal carries the id the sender gave, if any, for correlation.
 func (sp *liveSpace) inbound(o origin, data []byte, st *inState) (result, *refusal) {
 	srv := sp.srv
-	start := time.Now()
+	start := nanotime()
 	if lim := o.m.limiter; lim != nil && !lim.Allow() {
 		return result{}, refuse(ErrorRateLimited, fmt.Sprintf("over the rate limit of %g envelopes per second", srv.opts.Rate))
 	}
@@ -110,7 +110,7 @@ func (sp *liveSpace) inbound(o origin, data []byte, st *inState) (result, *refus
 	}
 
 	out := env.AppendJSON(make([]byte, 0, len(data)+96))
-	d := delivery{data: out, id: env.ID, kind: env.Kind}
+	d := delivery{data: out, id: env.ID, kind: env.Kind, at: now}
 	srv.audit.Envelope(audit.EnvelopeRecord{
 		Time: now, Event: "received", ID: env.ID, Envelope: out,
 		Participant: o.id, Space: sp.id, Transport: o.transport,
@@ -119,7 +119,7 @@ func (sp *liveSpace) inbound(o origin, data []byte, st *inState) (result, *refus
 	sp.mu.Lock()
 	sp.broadcastLocked(d, nil)
 	sp.mu.Unlock()
-	srv.metrics.routing.Observe(time.Since(start).Seconds())
+	srv.metrics.routing.Observe(float64(nanotime()-start) / 1e9)
 	return result{id: env.ID, ts: now}, nil
 }
 
@@ -201,7 +201,7 @@ func (sp *liveSpace) errorEnvelope(to string, r *refusal) delivery {
 	if r.ref != "" {
 		env.CorrelationID = []string{r.ref}
 	}
-	return delivery{data: env.AppendJSON(nil), id: env.ID, kind: env.Kind}
+	return delivery{data: env.AppendJSON(nil), id: env.ID, kind: env.Kind, at: sp.srv.now()}
 }
 
 // joinRequest is what a join message asks for.

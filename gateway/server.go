@@ -35,6 +35,37 @@ type Server struct {
 	mu     sync.Mutex
 	closed bool
 	wg     sync.WaitGroup // connection handlers and virtual writers
+
+	stopWatch chan struct{} // closed by Close to stop the watchdog
+	watchDone chan struct{} // closed when the watchdog has returned
+}
+
+// watchdog cancels sessions whose current write has taken longer than
+// WriteTimeout. It is the server's only goroutine of its own.
+func (srv *Server) watchdog() {
+	defer close(srv.watchDone)
+	period := max(srv.opts.WriteTimeout/4, 10*time.Millisecond)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	limit := int64(srv.opts.WriteTimeout)
+	for {
+		select {
+		case <-srv.stopWatch:
+			return
+		case <-t.C:
+		}
+		now := nanotime()
+		for _, sp := range srv.order {
+			sp.mu.Lock()
+			roster := sp.roster
+			sp.mu.Unlock()
+			for _, s := range roster {
+				if s.stuck(now, limit) {
+					srv.opts.Logger.Info("write timeout", "space", sp.id, "participant", s.id)
+				}
+			}
+		}
+	}
 }
 
 // New returns a server for opts.Spaces. It loads or creates each
@@ -79,6 +110,9 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	srv.routes()
+	srv.stopWatch = make(chan struct{})
+	srv.watchDone = make(chan struct{})
+	go srv.watchdog()
 	for _, sp := range srv.order {
 		for _, p := range sp.cfg.Participants {
 			if p.OutputLog != "" && p.AutoConnect {
@@ -154,6 +188,10 @@ func (srv *Server) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		err = fmt.Errorf("gateway: close: %w", ctx.Err())
 	}
+	// The watchdog runs until here: it unblocks writers stuck on peers that
+	// stopped reading while the server was closing.
+	close(srv.stopWatch)
+	<-srv.watchDone
 	if aerr := srv.audit.Close(); aerr != nil && err == nil {
 		err = fmt.Errorf("gateway: close audit log: %w", aerr)
 	}
@@ -167,7 +205,7 @@ func (srv *Server) delivered(sp *liveSpace, d delivery, rcpts []audit.Recipient)
 		return
 	}
 	srv.audit.Envelope(audit.EnvelopeRecord{
-		Time: srv.now(), Event: "delivered", ID: d.id, Envelope: d.data,
+		Time: d.at, Event: "delivered", ID: d.id, Envelope: d.data,
 		Recipients: rcpts, Space: sp.id, Metadata: nil,
 	})
 }

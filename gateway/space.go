@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 	"golang.org/x/time/rate"
@@ -217,11 +218,12 @@ func (sp *liveSpace) systemEnvelope(kind string, to []string, payload any) deliv
 		// Only our own payload types reach here; they always encode.
 		panic(fmt.Sprintf("gateway: encode %s: %v", kind, err))
 	}
+	now := sp.srv.now()
 	env.ID = protocol.NewID()
-	env.TS = protocol.FormatTime(sp.srv.now())
+	env.TS = protocol.FormatTime(now)
 	env.From = protocol.GatewayID
 	env.To = to
-	return delivery{data: env.AppendJSON(nil), id: env.ID, kind: kind}
+	return delivery{data: env.AppendJSON(nil), id: env.ID, kind: kind, at: now}
 }
 
 // delivery describes one envelope for history, metrics and the audit log.
@@ -229,11 +231,12 @@ type delivery struct {
 	data []byte
 	id   string
 	kind string
+	at   time.Time
 }
 
 // broadcastLocked queues data for every session but exclude. mu must be held.
 func (sp *liveSpace) broadcastLocked(d delivery, exclude *session) {
-	sp.history.add(sp.srv.now(), d.data, nil)
+	sp.history.add(d.at, d.data, nil)
 	rcpts := sp.recipients
 	if exclude != nil {
 		rcpts = make([]audit.Recipient, 0, len(sp.recipients))
@@ -252,7 +255,7 @@ func (sp *liveSpace) broadcastLocked(d delivery, exclude *session) {
 }
 
 func (sp *liveSpace) unicastLocked(s *session, d delivery) {
-	sp.history.add(sp.srv.now(), d.data, []string{s.id})
+	sp.history.add(d.at, d.data, []string{s.id})
 	s.enqueue(frame{data: d.data})
 	sp.srv.delivered(sp, d, []audit.Recipient{{ID: s.id, Transport: s.transport}})
 }

@@ -31,11 +31,12 @@
 //
 // The JSON values of a record (envelope, metadata, matched and granted
 // capabilities) are written verbatim, as the caller promises compact valid
-// JSON. A value that does not look like that (not an object or array, or
-// holding a line break) is checked with encoding/json and compacted if it is
-// valid; if it is not, the envelope is written as null and any other value is
-// left out, and the record counts an error in [Stats]. No line is ever
-// invalid JSON, and no line is ever split.
+// JSON; only a cheap check is made. A value that fails it (not an object or
+// array, white space just inside the brackets, or a line break anywhere) is
+// checked with encoding/json and compacted if it is valid; if it is not, the
+// envelope is written as null and any other value is left out, and the record
+// counts an error in [Stats]. So no line is ever split, and no line is
+// invalid JSON unless the caller passed a value that merely looks like JSON.
 //
 // # Concurrency and cost
 //
@@ -47,9 +48,11 @@
 // slices of a record are shared with the caller and only read; the Log drops
 // its references once the record is written.
 //
-// The queue holds up to [Options.QueueSize] records (default 65536). When it
-// is full, Envelope and Decision block until the writer has taken it: records
-// are never dropped while the Log is open.
+// The queue holds up to [Options.QueueSize] records (default 65536) besides
+// the batch the writer is working on. When it is full, Envelope and Decision
+// block until the writer takes it: records are never dropped while the Log is
+// open. The queue's memory grows with use (about 180 bytes a record plus the
+// callers' byte slices it keeps alive) and is released when the load drops.
 //
 // The writer flushes whenever the queue is empty and, while it stays busy, at
 // least every 200 ms, so that scripts polling the files (tail -f, grep loops)

@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"time"
-	"unicode/utf8"
+
+	"github.com/mew-protocol/mew/protocol"
 )
 
 // timeLayout is JavaScript's Date.prototype.toISOString layout, the one
@@ -39,7 +40,10 @@ func (w *writer) appendEnvelopeHead(dst []byte, r *EnvelopeRecord) []byte {
 	dst = append(dst, '"')
 	dst = appendStringField(dst, `,"event":`, r.Event)
 	dst = appendStringField(dst, `,"id":`, r.ID)
-	return appendRawField(dst, `,"envelope":`, w.value("envelope", r.Envelope, true, r.ID))
+	// A rejected message that could not be decoded has no envelope to show;
+	// leaving the member out says so without counting an error.
+	required := r.Event != Rejected || len(r.Envelope) > 0
+	return appendRawField(dst, `,"envelope":`, w.value("envelope", r.Envelope, required, r.ID))
 }
 
 // appendEnvelopeTail appends the rest of an envelope line, from participant
@@ -158,53 +162,6 @@ func isEmptyObject(v []byte) bool {
 	return len(v) == 2 && v[0] == '{' && v[1] == '}'
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string escaped the way JavaScript's
-// JSON.stringify escapes it: '"' and '\\' with a backslash; \b, \f, \n, \r
-// and \t in their short forms; the other control characters below U+0020 as
-// \u00xx in lower-case hex. Everything else is copied, including '<', '>',
-// '&', DEL, U+2028 and U+2029. Bytes that are not valid UTF-8 (which a
-// JavaScript string cannot hold) become \ufffd, as in encoding/json.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	done := 0 // s[:done] is in dst
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				dst = append(dst, s[done:i]...)
-				dst = append(dst, `\ufffd`...)
-				done = i + 1
-			}
-			i += size
-			continue
-		}
-		if c >= 0x20 && c != '"' && c != '\\' {
-			i++
-			continue
-		}
-		dst = append(dst, s[done:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		i++
-		done = i
-	}
-	dst = append(dst, s[done:]...)
-	return append(dst, '"')
-}
+// appendString appends s as a JSON string escaped as JavaScript's
+// JSON.stringify escapes it, which is how the reference wrote its logs.
+func appendString(dst []byte, s string) []byte { return protocol.AppendString(dst, s) }

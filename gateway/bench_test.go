@@ -1,0 +1,108 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/coder/websocket"
+
+	"github.com/mew-protocol/mew/space"
+)
+
+// discardSink stands in for a peer that reads as fast as it can.
+type discardSink struct{}
+
+func (discardSink) write(context.Context, frame) error { return nil }
+func (discardSink) idle() error                        { return nil }
+func (discardSink) close(websocket.StatusCode, string) {}
+
+// benchServer returns a server whose space has n participants connected
+// through discarding sinks, and the origin of the first.
+func benchServer(b *testing.B, n int, audit bool) (*liveSpace, origin) {
+	b.Helper()
+	var y strings.Builder
+	y.WriteString("space: {id: bench}\nparticipants:\n")
+	for i := range n {
+		fmt.Fprintf(&y, "  p%d:\n    tokens: [tok-%d]\n    capabilities:\n", i, i)
+		// A realistic list: the match falls through several patterns.
+		y.WriteString("      - {kind: \"reasoning/*\"}\n      - {kind: mcp/proposal}\n      - {kind: mcp/request, payload: {method: \"tools/list\"}}\n")
+		y.WriteString("      - {kind: mcp/request, payload: {method: tools/call, params: {name: \"read_*\"}}}\n      - {kind: chat}\n")
+	}
+	dir := b.TempDir()
+	path := filepath.Join(dir, "space.yaml")
+	if err := os.WriteFile(path, []byte(y.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := space.Load(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := New(Options{Spaces: []*space.Config{cfg}, NoAudit: !audit, Rate: -1, SendQueue: 1 << 16})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sp := srv.order[0]
+	var first origin
+	for i := range n {
+		m := sp.members[fmt.Sprintf("p%d", i)]
+		if !srv.track() {
+			b.Fatal("closed")
+		}
+		s := newSession(sp, m, m.name, transportWebSocket, srv.opts.SendQueue, discardSink{})
+		if rf := sp.attach(s); rf != nil {
+			b.Fatal(rf)
+		}
+		go func() {
+			defer srv.wg.Done()
+			s.run(nil)
+			sp.detach(s)
+		}()
+		if i == 0 {
+			first = origin{m: m, id: m.name, s: s, transport: transportWebSocket}
+		}
+	}
+	b.Cleanup(func() { _ = srv.Close(context.Background()) })
+	return sp, first
+}
+
+// BenchmarkRoute measures the routing hot path: decode, identity,
+// validation, capability match, encode, audit hand-off and fan-out into
+// every recipient's queue.
+func BenchmarkRoute(b *testing.B) {
+	msg := []byte(`{"protocol":"mew/v0.4","id":"m-1","kind":"chat","to":["p1"],"payload":{"text":"hello, this is a typical chat message of some length","format":"plain"}}`)
+	for _, c := range []struct {
+		n     int
+		audit bool
+	}{{1, false}, {10, false}, {50, false}, {10, true}, {50, true}} {
+		b.Run(fmt.Sprintf("recipients=%d/audit=%v", c.n, c.audit), func(b *testing.B) {
+			sp, o := benchServer(b, c.n, c.audit)
+			st := &inState{}
+			b.ReportAllocs()
+			b.SetBytes(int64(len(msg)))
+			for b.Loop() {
+				if _, rf := sp.inbound(o, msg, st); rf != nil {
+					b.Fatal(rf)
+				}
+			}
+			b.ReportMetric(float64(c.n)*float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
+		})
+	}
+}
+
+// BenchmarkRefuse measures a capability refusal, the path a misbehaving
+// participant exercises.
+func BenchmarkRefuse(b *testing.B) {
+	msg := []byte(`{"protocol":"mew/v0.4","id":"m-1","kind":"mcp/request","payload":{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file"}}}`)
+	sp, o := benchServer(b, 2, false)
+	st := &inState{}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, rf := sp.inbound(o, msg, st); rf == nil {
+			b.Fatal("accepted")
+		}
+	}
+}
