@@ -97,7 +97,7 @@ func (s *session) enqueue(f frame) bool {
 		return true
 	default:
 		s.sp.srv.metrics.slowConsumers.Inc()
-		s.kill(websocket.StatusTryAgainLater, "slow consumer")
+		s.abort(websocket.StatusTryAgainLater, "slow consumer")
 		return false
 	}
 }
@@ -108,13 +108,16 @@ func (s *session) kill(code websocket.StatusCode, reason string) {
 	s.closeOnce.Do(func() {
 		s.closeCode, s.closeReason = code, reason
 		close(s.done)
-		if code == websocket.StatusTryAgainLater {
-			// A slow consumer's writer is likely blocked on a full socket:
-			// cancelling aborts the write and drops the connection now, so
-			// the others see it leave without waiting for WriteTimeout.
-			s.cancel()
-		}
 	})
+}
+
+// abort kills the session and drops its connection at once, without a
+// close handshake: for peers that do not read (slow, silent or stuck), whose
+// handshake would only time out. Cancelling the context also aborts a write
+// blocked on a full socket, so the others see the peer leave now.
+func (s *session) abort(code websocket.StatusCode, reason string) {
+	s.kill(code, reason)
+	s.cancel()
 }
 
 func (s *session) alive() bool {
@@ -163,7 +166,7 @@ func (s *session) run(ping func(context.Context) error) {
 				ctx, cancel := context.WithTimeout(s.ctx, srv.opts.PongTimeout)
 				defer cancel()
 				if err := ping(ctx); err != nil {
-					s.kill(websocket.StatusPolicyViolation, "ping timeout")
+					s.abort(websocket.StatusPolicyViolation, "ping timeout")
 					return
 				}
 				s.lastSeen.Store(srv.now().UnixNano())
@@ -183,7 +186,7 @@ func (s *session) writeOne(f frame) bool {
 	err := s.sink.write(s.ctx, f)
 	s.writing.Store(0)
 	if err != nil {
-		s.kill(websocket.StatusInternalError, "write failed")
+		s.abort(websocket.StatusInternalError, "write failed")
 		return false
 	}
 	return true
@@ -216,8 +219,7 @@ func (s *session) stuck(now, limit int64) bool {
 	if w == 0 || now-w < limit {
 		return false
 	}
-	s.kill(websocket.StatusTryAgainLater, "write timeout")
-	s.cancel()
+	s.abort(websocket.StatusTryAgainLater, "write timeout")
 	return true
 }
 

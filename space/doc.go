@@ -17,10 +17,12 @@
 // command can warn about typos. Keys that the reference implementation accepts
 // but ignores are known and never listed.
 //
-// The loader treats the file as untrusted input: files over 4 MiB, documents
-// nested more than 64 levels deep and alias expansions larger than a million
-// nodes are refused, so a hostile configuration can neither hang the loader
-// nor exhaust memory.
+// The loader treats the file as untrusted input. It refuses files over
+// 4 MiB, files with more than 131,072 of the characters that start YAML
+// nodes (which bounds the parser's memory to tens of megabytes), documents
+// nested more than 64 levels deep, and alias expansions beyond a million
+// nodes or 8 MiB of text, so a hostile configuration can neither hang the
+// loader nor exhaust memory.
 //
 // YAML anchors, aliases and merge keys (<<) may be used anywhere, for example
 // to share a list of capabilities between participants.

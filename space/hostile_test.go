@@ -43,7 +43,7 @@ func TestHostileInputs(t *testing.T) {
 		{"billion laughs", billionLaughs(9), "document expands to more than"},
 		{"alias of a huge string", bigString, "document expands to more than 8388608 bytes"},
 		{"10,000-deep flow lists", "space: {id: s}\nx: " + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + "\n", "nested more than 64 levels deep"},
-				{"10,000-deep flow mappings", "space: {id: s}\nx: " + strings.Repeat("{a: ", 10000) + "1" + strings.Repeat("}", 10000) + "\n", "nested more than 64 levels deep"},
+		{"10,000-deep flow mappings", "space: {id: s}\nx: " + strings.Repeat("{a: ", 10000) + "1" + strings.Repeat("}", 10000) + "\n", "nested more than 64 levels deep"},
 		{"10,001-deep flow lists", "space: {id: s}\nx: " + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + "\n", "invalid YAML: exceeded max depth"},
 		{"200-deep block mappings", "space: {id: s}\n" + deepBlock(200), "nested more than 64 levels deep"},
 		{"deep through aliases", "space: {id: s}\na: &a " + strings.Repeat("[", 40) + strings.Repeat("]", 40) + "\nb: " + strings.Repeat("[", 30) + "*a" + strings.Repeat("]", 30) + "\n", "nested more than 64 levels deep"},
@@ -52,6 +52,7 @@ func TestHostileInputs(t *testing.T) {
 		{"participants a list", "space: {id: s}\nparticipants: [a, b]\n", "participants: want a mapping, got a list"},
 		{"capabilities a string", "space: {id: s}\nparticipants: {a: {capabilities: \"chat\"}}\n", "participants.a.capabilities: want a list of capabilities"},
 		{"non-string map key", "space: {id: s}\nparticipants: {[a]: {}}\n", "participants: want a string key, got a list"},
+		{"two million tiny nodes", "space: {id: s}\nx: [" + strings.Repeat("1,", 2<<20-20) + "1]\n", "too complex"},
 		{"many documents", strings.Repeat("---\na: 1\n", 10000), "more than one YAML document"},
 		{"long key", "space: {id: s}\nparticipants:\n  " + strings.Repeat("k", 1000) + ": {}\n", "longer than 256 bytes"},
 	}

@@ -18,7 +18,38 @@ const (
 	maxDepth         = 64                // nested mappings and lists
 	maxNodes         = 1 << 20           // nodes
 	maxExpandedBytes = 2 * MaxConfigSize // bytes of scalar text
+
+	// maxIndicators bounds the characters that can start a YAML node
+	// (see indicators). Every node but the first needs one of them, so a
+	// file within the bound parses into at most about twice as many nodes
+	// (the YAML library keeps some 200 bytes per node in memory), however
+	// the bytes are arranged. Real configurations have a few thousand.
+	maxIndicators = 1 << 17
 )
+
+// indicators are the bytes that introduce a block sequence item (-), a
+// mapping value (:), an explicit key (?), a flow collection ([ {), a flow
+// item (,) or an alias (*).
+const indicators = ",:-[{?*"
+
+// countIndicators counts the bytes of data that are in indicators, stopping
+// early past limit.
+func countIndicators(data []byte, limit int) int {
+	var table [256]bool
+	for i := range len(indicators) {
+		table[indicators[i]] = true
+	}
+	n := 0
+	for _, c := range data {
+		if table[c] {
+			n++
+			if n > limit {
+				break
+			}
+		}
+	}
+	return n
+}
 
 // YAML short tags.
 const (
@@ -53,6 +84,9 @@ func (p *parser) fail(n *yaml.Node, key, format string, args ...any) error {
 func (p *parser) decode(data []byte) (*yaml.Node, error) {
 	if len(data) > MaxConfigSize {
 		return nil, &ConfigError{File: p.file, Err: errTooLarge}
+	}
+	if countIndicators(data, maxIndicators) > maxIndicators {
+		return nil, &ConfigError{File: p.file, Err: fmt.Errorf("too complex: more than %d of the characters %q that make YAML nodes", maxIndicators, indicators)}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node

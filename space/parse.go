@@ -291,6 +291,7 @@ func (p *parser) capability(n *yaml.Node, key string) (json.RawMessage, error) {
 	for i := range pairs {
 		if pairs[i].key == "kind" {
 			kind = &pairs[i]
+			break
 		}
 	}
 	if kind == nil {
@@ -560,4 +561,3 @@ func (p *parser) milliseconds(n *yaml.Node, key string, def, limit time.Duration
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }
-
