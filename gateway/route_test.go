@@ -221,7 +221,9 @@ func TestBurstIsRateLimitedAndOthersUndisturbed(t *testing.T) {
 }
 
 func TestSlowConsumerIsolation(t *testing.T) {
-	g := start(t, gateway.Options{Rate: -1})
+	// The sender stays under its rate limit: a flood over the limit would be
+	// refused, and an unlimited one would outrun healthy readers too.
+	g := start(t, gateway.Options{Rate: 4000, Burst: 1000})
 	sender, _ := testutil.Join(t, g.WSURL, "alice-token")
 	fast, _ := testutil.Join(t, g.WSURL, "bob-token")
 	stalled := testutil.DialStalled(t, g.WSURL, g.Token(t, "carol"))
@@ -232,9 +234,16 @@ func TestSlowConsumerIsolation(t *testing.T) {
 	payload := strings.Repeat("y", 8<<10)
 	const n = 4000 // 32 MiB: well past the stalled reader's socket buffers and queue
 	start := time.Now()
+	var sentAt time.Time
 	var wg sync.WaitGroup
 	wg.Go(func() {
+		defer func() { sentAt = time.Now() }()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
 		for i := range n {
+			if i%25 == 0 {
+				<-tick.C // about 2,500 envelopes (20 MB) a second
+			}
 			if err := sender.Write(websocket.MessageText, fmt.Appendf(nil, `{"kind":"chat","payload":{"text":"%d %s"}}`, i, payload)); err != nil {
 				t.Errorf("write: %v", err)
 				return
@@ -253,8 +262,14 @@ func TestSlowConsumerIsolation(t *testing.T) {
 			}
 		}
 	}
+	doneAt := time.Now()
 	wg.Wait()
-	elapsed := time.Since(start)
+	elapsed := doneAt.Sub(start)
+	// Full rate: the fast reader has everything as soon as the sender is
+	// done, not after some timeout spent waiting on the stalled one.
+	if lag := doneAt.Sub(sentAt); lag > 2*time.Second {
+		t.Fatalf("the fast reader finished %v after the sender", lag)
+	}
 	if !left {
 		m, _ := fast.Read(12 * time.Second)
 		left = m.Kind() == "system/presence" && m.Payload()["event"] == "leave"

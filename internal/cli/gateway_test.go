@@ -51,7 +51,8 @@ func writeSpace(t *testing.T, yaml string) string {
 
 func TestGatewayStartServesAndStopsCleanly(t *testing.T) {
 	path := writeSpace(t, "space: {id: cli}\nparticipants:\n  me: {tokens: [me-token], capabilities: [{kind: chat}]}\n  agent: {capabilities: [{kind: chat}]}\n")
-	out := &lineWriter{prefix: "listening on ", found: make(chan string, 1)}
+	found := make(chan string, 1)
+	out := &lineWriter{prefix: "listening on ", found: found}
 	errOut := &lineWriter{}
 	root := NewRoot(Options{Stdout: out, Stderr: errOut})
 	root.SetArgs([]string{"gateway", "start", "-p", "0", "-s", path, "-l", "debug"})
@@ -61,7 +62,7 @@ func TestGatewayStartServesAndStopsCleanly(t *testing.T) {
 
 	var addr string
 	select {
-	case addr = <-out.found:
+	case addr = <-found:
 	case err := <-done:
 		t.Fatalf("gateway exited: %v\n%s", err, errOut.String())
 	case <-time.After(10 * time.Second):
