@@ -51,6 +51,7 @@ and take the floor in turn instead of all answering at once.`,
 	root.SetVersionTemplate("{{.Version}}\n")
 
 	root.AddCommand(newVersionCmd(ver))
+	root.AddCommand(newBenchCmd(opts, gatewayBenchTarget))
 	root.AddCommand(newGatewayCmd())
 	return root
 }

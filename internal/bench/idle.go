@@ -1,0 +1,136 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/metrics"
+	"time"
+)
+
+// Scopes of an idle measurement: what the process whose memory was measured holds.
+const (
+	ScopeInProcess  = "client+server, in-process"
+	ScopeClientOnly = "client side only"
+)
+
+// IdleOptions configures Idle.
+type IdleOptions struct {
+	// Connections is how many participants join, ids bench-idle-0 ... bench-idle-(N-1).
+	Connections int `json:"connections"`
+	// Settle is how long the connections sit still before the measurement, long enough for the
+	// presence announcements of all the joins to have been delivered.
+	Settle time.Duration `json:"settle_ns"`
+}
+
+// Validate reports the first option that is out of range.
+func (o IdleOptions) Validate() error {
+	switch {
+	case o.Connections < 1:
+		return fmt.Errorf("connections must be at least 1, got %d", o.Connections)
+	case o.Settle < 0:
+		return fmt.Errorf("settle cannot be negative, got %v", o.Settle)
+	}
+	return nil
+}
+
+// IdleResult is what Idle measured.
+type IdleResult struct {
+	Target      string `json:"target"`
+	Connections int    `json:"connections"`
+	// BytesPerConn is the growth of live heap objects plus goroutine stacks, measured after
+	// garbage collection, divided by Connections.
+	BytesPerConn float64 `json:"bytes_per_conn"`
+	// GoroutinesPerConn is the growth of the goroutine count divided by Connections.
+	GoroutinesPerConn float64 `json:"goroutines_per_conn"`
+	// Scope says whose side the numbers include: ScopeInProcess when the target's server runs in
+	// this process (client and server together), ScopeClientOnly for an external server.
+	Scope string `json:"scope"`
+	// Errors counts connections that failed while they sat idle.
+	Errors uint64 `json:"errors"`
+	// FirstError describes the first failed connection, if any.
+	FirstError string `json:"first_error,omitempty"`
+}
+
+// Idle measures what an idle connection costs: it starts t, takes a baseline of the process's
+// memory and goroutines, opens o.Connections connections that read but send nothing, waits
+// o.Settle, and measures again. Everything runs in this process, so for a target that starts its
+// server here the numbers cover both ends of each connection; see IdleResult.Scope. progress,
+// if not nil, receives lines about the run's phases, from the calling goroutine.
+func Idle(ctx context.Context, t Target, o IdleOptions, progress func(string)) (res IdleResult, err error) {
+	if err := o.Validate(); err != nil {
+		return IdleResult{}, fmt.Errorf("idle: %w", err)
+	}
+	if t == nil {
+		return IdleResult{}, errors.New("idle: no target")
+	}
+	res.Target, res.Connections = t.Name(), o.Connections
+	say := prefixed(t.Name(), progress)
+	ids := participantIDs("bench-idle", o.Connections)
+	ep, err := startTarget(ctx, t, ids)
+	if err != nil {
+		return res, fmt.Errorf("idle: %w", err)
+	}
+	defer func() {
+		if cerr := ep.stop(); cerr != nil && err == nil {
+			err = fmt.Errorf("idle: stop %s: %w", t.Name(), cerr)
+		}
+	}()
+	res.Scope = ScopeClientOnly
+	if ep.inProcess() {
+		res.Scope = ScopeInProcess
+	}
+
+	f := newFleet(ctx, ep)
+	defer f.close(ctx)
+	before := measureProcess()
+	say(fmt.Sprintf("connecting %d", o.Connections))
+	if err := f.connect(ctx, ids, func(int, []byte) {}, say); err != nil {
+		return res, fmt.Errorf("idle: %w", err)
+	}
+	say(fmt.Sprintf("settling for %v", o.Settle))
+	if !sleep(ctx, o.Settle) {
+		return res, fmt.Errorf("idle: %w", context.Cause(ctx))
+	}
+	after := measureProcess()
+
+	n := float64(o.Connections)
+	res.BytesPerConn = (float64(after.bytes) - float64(before.bytes)) / n
+	res.GoroutinesPerConn = (float64(after.goroutines) - float64(before.goroutines)) / n
+	res.Errors = f.failures.Load()
+	if e := f.firstErr(); e != nil {
+		res.FirstError = e.Error()
+	}
+	return res, nil
+}
+
+// processUse is a snapshot of the process's memory and goroutines.
+type processUse struct {
+	bytes      uint64 // live heap objects plus goroutine stacks
+	goroutines uint64
+}
+
+// measureProcess collects garbage twice (the second also frees what the first left to sync.Pools
+// and finalizers) and then reads the runtime's metrics. Free space in the heap's spans is left
+// out: how much there is depends on what the process did before, not on the connections.
+func measureProcess() processUse {
+	runtime.GC()
+	runtime.GC()
+	samples := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/stacks:bytes"},
+		{Name: "/sched/goroutines:goroutines"},
+	}
+	metrics.Read(samples)
+	var u processUse
+	for _, s := range samples[:2] {
+		if s.Value.Kind() == metrics.KindUint64 {
+			u.bytes += s.Value.Uint64()
+		}
+	}
+	if s := samples[2]; s.Value.Kind() == metrics.KindUint64 {
+		u.goroutines = s.Value.Uint64()
+	}
+	return u
+}
