@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -23,7 +22,6 @@ type origin struct {
 type inState struct {
 	dec protocol.Decoder
 	env protocol.Envelope
-	out []byte
 }
 
 // result is what the gateway made of an accepted envelope.
@@ -254,5 +252,3 @@ func tooLarge(limit int64) *refusal {
 	}
 	return r
 }
-
-var errJoinTimeout = errors.New("no join message in time")

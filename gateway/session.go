@@ -51,7 +51,7 @@ type session struct {
 	id        string // runtime participant id
 	transport string
 
-	out  chan frame
+	q    outq
 	done chan struct{} // closed by kill
 
 	closeOnce   sync.Once
@@ -72,7 +72,7 @@ func newSession(sp *liveSpace, m *member, id, transport string, queue int, sk si
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &session{
 		sp: sp, m: m, id: id, transport: transport,
-		out:      make(chan frame, queue),
+		q:        outq{limit: queue, wake: make(chan struct{}, 1)},
 		done:     make(chan struct{}),
 		sink:     sk,
 		ctx:      ctx,
@@ -92,14 +92,53 @@ func (s *session) enqueue(f frame) bool {
 		return false
 	default:
 	}
-	select {
-	case s.out <- f:
+	if s.q.push(f) {
 		return true
-	default:
-		s.sp.srv.metrics.slowConsumers.Inc()
-		s.abort(websocket.StatusTryAgainLater, "slow consumer")
+	}
+	s.sp.srv.metrics.slowConsumers.Inc()
+	s.abort(websocket.StatusTryAgainLater, "slow consumer")
+	return false
+}
+
+// outq is a session's outbound queue: a slice that grows with the backlog
+// up to a limit (an idle connection holds no buffer at all), and a one-slot
+// channel that wakes the writer, which then takes everything queued at once.
+type outq struct {
+	mu    sync.Mutex
+	items []frame
+	limit int
+	wake  chan struct{}
+}
+
+func (q *outq) push(f frame) bool {
+	q.mu.Lock()
+	if len(q.items) >= q.limit {
+		q.mu.Unlock()
 		return false
 	}
+	q.items = append(q.items, f)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// take returns the queued frames and leaves spare, emptied, as the queue's
+// new buffer, so that two buffers take turns.
+func (q *outq) take(spare []frame) []frame {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items := q.items
+	q.items = spare[:0]
+	return items
+}
+
+func (q *outq) empty() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items) == 0
 }
 
 // kill marks the session as ending with the given close code. The writer
@@ -120,15 +159,6 @@ func (s *session) abort(code websocket.StatusCode, reason string) {
 	s.cancel()
 }
 
-func (s *session) alive() bool {
-	select {
-	case <-s.done:
-		return false
-	default:
-		return true
-	}
-}
-
 // run is the writer goroutine: it drains the queue into the sink, pings a
 // silent peer, and closes the sink once the session is killed.
 func (s *session) run(ping func(context.Context) error) {
@@ -144,14 +174,22 @@ func (s *session) run(ping func(context.Context) error) {
 	var pinging sync.WaitGroup
 	defer pinging.Wait()
 	var inFlight atomic.Bool
+	var batch []frame
 	for {
 		select {
-		case f := <-s.out:
-			if !s.writeOne(f) {
-				s.finish()
-				return
+		case <-s.q.wake:
+			batch = s.q.take(batch)
+			for i, f := range batch {
+				if !s.writeOne(f) {
+					s.finish()
+					return
+				}
+				batch[i] = frame{} // let the data go as soon as it is written
 			}
-			if len(s.out) == 0 {
+			if cap(batch) > 1024 {
+				batch = nil // give a burst's buffer back
+			}
+			if s.q.empty() {
 				if err := s.sink.idle(); err != nil {
 					s.kill(websocket.StatusInternalError, "write failed")
 				}
@@ -196,15 +234,9 @@ func (s *session) writeOne(f frame) bool {
 // going away does not need it) and closes the sink.
 func (s *session) finish() {
 	if s.transport == transportVirtual {
-	drain:
-		for {
-			select {
-			case f := <-s.out:
-				if !s.writeOne(f) {
-					break drain
-				}
-			default:
-				break drain
+		for _, f := range s.q.take(nil) {
+			if !s.writeOne(f) {
+				break
 			}
 		}
 		_ = s.sink.idle()

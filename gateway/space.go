@@ -255,7 +255,12 @@ func (sp *liveSpace) broadcastLocked(d delivery, exclude *session) {
 }
 
 func (sp *liveSpace) unicastLocked(s *session, d delivery) {
-	sp.history.add(d.at, d.data, []string{s.id})
+	if d.kind != protocol.KindSystemWelcome {
+		// Welcomes stay out of the history: they grow with the space (a
+		// thousand joins would pin a thousand participant lists), and a
+		// poller gets its current state from GET /participants.
+		sp.history.add(d.at, d.data, []string{s.id})
+	}
 	s.enqueue(frame{data: d.data})
 	sp.srv.delivered(sp, d, []audit.Recipient{{ID: s.id, Transport: s.transport}})
 }
