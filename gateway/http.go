@@ -88,7 +88,7 @@ func (srv *Server) participants(w http.ResponseWriter, r *http.Request) {
 	sp.mu.Lock()
 	for _, p := range sp.cfg.Participants {
 		m := sp.members[p.ID]
-		v := participantView{ID: m.name, Capabilities: m.capsJSON}
+		v := participantView{ID: m.name, Capabilities: m.view().list}
 		if s := m.sess; s != nil {
 			v.Connected, v.Transport = true, s.transport
 			if s.id != m.name {
@@ -152,6 +152,10 @@ func (srv *Server) post(w http.ResponseWriter, r *http.Request) {
 	default:
 		var res result
 		res, rf = sp.inbound(o, body, &inState{})
+		if rf == nil && res.body != nil {
+			writeJSON(w, res.status, res.body)
+			return
+		}
 		if rf == nil {
 			writeJSON(w, http.StatusOK, struct {
 				ID        string `json:"id"`

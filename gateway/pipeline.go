@@ -26,8 +26,10 @@ type inState struct {
 
 // result is what the gateway made of an accepted envelope.
 type result struct {
-	id string
-	ts time.Time
+	id     string
+	ts     time.Time
+	status int // HTTP answer, when a handler chose one
+	body   any
 }
 
 // inbound runs one envelope through the gateway: rate limit, decoding,
@@ -93,11 +95,15 @@ func (sp *liveSpace) inbound(o origin, data []byte, st *inState) (result, *refus
 		// (WebSocket pings do) and are not relayed.
 		return result{id: env.ID, ts: now}, nil
 	}
-	idx, ok := o.m.caps.Match(env.Kind, env.Payload)
-	sp.decide(o, env, now, idx, ok)
+	if rf := sp.checkControl(o, env, now); rf != nil {
+		return fail(rf)
+	}
+	view := o.m.view()
+	idx, ok := view.set.Match(env.Kind, env.Payload)
+	sp.decide(o, env, now, view, idx, ok)
 	if !ok {
 		r := refuse(ErrorCapabilityViolation, fmt.Sprintf("participant %s lacks capability for %s", o.id, env.Kind))
-		kind, caps := env.Kind, o.m.capsArray
+		kind, caps := env.Kind, view.array
 		r.fields = func(dst []byte) []byte {
 			dst = append(dst, `,"attempted_kind":`...)
 			dst = protocol.AppendString(dst, kind)
@@ -107,6 +113,10 @@ func (sp *liveSpace) inbound(o origin, data []byte, st *inState) (result, *refus
 		return fail(r)
 	}
 
+	oc, rf := sp.special(o, env, now)
+	if rf != nil {
+		return fail(rf)
+	}
 	out := env.AppendJSON(make([]byte, 0, len(data)+96))
 	d := delivery{data: out, id: env.ID, kind: env.Kind, at: now}
 	srv.audit.Envelope(audit.EnvelopeRecord{
@@ -114,25 +124,40 @@ func (sp *liveSpace) inbound(o origin, data []byte, st *inState) (result, *refus
 		Participant: o.id, Space: sp.id, Transport: o.transport,
 	})
 	srv.metrics.received(env.Kind)
-	sp.mu.Lock()
-	sp.broadcastLocked(d, nil)
-	sp.mu.Unlock()
+	if oc.relay {
+		sp.mu.Lock()
+		sp.broadcastLocked(d, nil)
+		sp.mu.Unlock()
+	}
 	srv.metrics.routing.Observe(float64(nanotime()-start) / 1e9)
-	return result{id: env.ID, ts: now}, nil
+	return result{id: env.ID, ts: now, status: oc.status, body: oc.body}, nil
 }
 
 // decide records a capability decision in the audit log.
-func (sp *liveSpace) decide(o origin, env *protocol.Envelope, now time.Time, idx int, ok bool) {
+func (sp *liveSpace) decide(o origin, env *protocol.Envelope, now time.Time, v *capView, idx int, ok bool) {
 	rec := audit.DecisionRecord{
 		Time: now, EnvelopeID: env.ID, Participant: o.id, Space: sp.id,
 		Allowed: ok, Kind: env.Kind, Metadata: decisionMeta[o.transport],
 	}
 	if ok {
-		rec.Matched, rec.Source = o.m.capsJSON[idx], "static"
+		var grantID string
+		rec.Matched = v.list[idx]
+		rec.Source, grantID = v.source(idx)
+		if grantID != "" {
+			// Which grant allowed it: the audit log's link to the grant chain.
+			m := append([]byte(`{"source":`), decisionSource[o.transport]...)
+			m = protocol.AppendString(append(m, `,"transport":`...), o.transport)
+			m = protocol.AppendString(append(m, `,"grant_id":`...), grantID)
+			rec.Metadata = append(m, '}')
+		}
 	} else {
-		rec.Granted = o.m.capsArray
+		rec.Granted = v.array
 	}
 	sp.srv.audit.Decision(rec)
+}
+
+var decisionSource = map[string]string{
+	transportWebSocket: `"websocket"`, transportHTTP: `"http_api"`, transportVirtual: `"virtual"`,
 }
 
 var decisionMeta = map[string][]byte{

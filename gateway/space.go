@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -23,19 +24,43 @@ import (
 // does: anyone asked something may answer.
 var baselineCapability = json.RawMessage(`{"id":"mcp-response","kind":"mcp/response"}`)
 
-// member is a logical participant of a space: a name from the space config,
-// its tokens and capabilities, and its current connection, if any.
+// member is a logical participant of a space: a name from the space config
+// (or an invitation), its tokens and capabilities, and its current
+// connection, if any.
 type member struct {
 	name    string
-	cfg     *space.Participant
+	cfg     *space.Participant // nil for an invited participant
 	tokens  [][]byte
 	limiter *rate.Limiter // nil when rate limiting is off
 
-	capsJSON  []json.RawMessage // what welcome and errors show, in match order
-	capsArray []byte            // capsJSON as one JSON array
-	caps      *capability.Set
+	static []json.RawMessage         // own ∪ defaults ∪ baseline, compacted; fixed
+	caps   atomic.Pointer[capView]   // what the gateway enforces; replaced on grant and revoke
 
-	sess *session // current connection; guarded by liveSpace.mu
+	// Guarded by liveSpace.mu:
+	sess   *session // current connection
+	grants []grant  // runtime grants, oldest first
+	ctl    control  // pause, shutdown and kick state
+}
+
+// capView is a member's effective capabilities: its static ones, then those
+// of its grants, compiled into one set. It is immutable.
+type capView struct {
+	list    []json.RawMessage
+	array   []byte // list as one JSON array
+	set     *capability.Set
+	static  int      // list[:static] are static
+	grantOf []string // grant id of list[static+i]
+}
+
+func (m *member) view() *capView { return m.caps.Load() }
+
+// source says where the pattern at index i of the view came from, and the
+// grant id when it was granted.
+func (v *capView) source(i int) (string, string) {
+	if i < v.static {
+		return "static", ""
+	}
+	return "dynamic", v.grantOf[i-v.static]
 }
 
 // ownsToken reports in constant time whether tok is one of m's tokens.
@@ -63,6 +88,7 @@ type liveSpace struct {
 	roster     []*session          // sessions in join order; replaced, never modified
 	recipients []audit.Recipient   // parallel to roster; replaced, never modified
 	history    *history
+	streams    streamTable
 }
 
 func newLiveSpace(srv *Server, cfg *space.Config) (*liveSpace, error) {
@@ -93,8 +119,8 @@ func newLiveSpace(srv *Server, cfg *space.Config) (*liveSpace, error) {
 	return sp, nil
 }
 
-// setCapabilities sets m's capabilities to own ∪ defaults ∪ the baseline,
-// without repeats, in that order.
+// setCapabilities sets m's static capabilities to own ∪ defaults ∪ the
+// baseline, without repeats, in that order.
 func (m *member) setCapabilities(own, defaults []json.RawMessage) error {
 	var list []json.RawMessage
 	seen := make(map[string]bool)
@@ -111,15 +137,30 @@ func (m *member) setCapabilities(own, defaults []json.RawMessage) error {
 			list = append(list, json.RawMessage(buf.Bytes()))
 		}
 	}
-	set, err := capability.Compile(list)
+	m.static = list
+	return m.rebuildCaps()
+}
+
+// rebuildCaps compiles the static capabilities and the grants into a new
+// view. Called at creation and, with liveSpace.mu held, on grant and revoke.
+func (m *member) rebuildCaps() error {
+	v := &capView{list: slices.Clone(m.static), static: len(m.static)}
+	for _, g := range m.grants {
+		for _, c := range g.caps {
+			v.list = append(v.list, c)
+			v.grantOf = append(v.grantOf, g.id)
+		}
+	}
+	set, err := capability.Compile(v.list)
 	if err != nil {
 		return err
 	}
-	arr, err := json.Marshal(list)
+	arr, err := json.Marshal(v.list)
 	if err != nil {
 		return err
 	}
-	m.capsJSON, m.capsArray, m.caps = list, arr, set
+	v.set, v.array = set, arr
+	m.caps.Store(v)
 	return nil
 }
 
@@ -169,7 +210,7 @@ func (sp *liveSpace) attach(s *session) *refusal {
 	sp.unicastLocked(s, sp.welcomeLocked(s))
 	sp.broadcastLocked(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
 		Event:       protocol.PresenceJoin,
-		Participant: protocol.ParticipantInfo{ID: s.id, Capabilities: s.m.capsJSON},
+		Participant: protocol.ParticipantInfo{ID: s.id, Capabilities: s.m.view().list},
 	}), s)
 	return nil
 }
@@ -190,6 +231,7 @@ func (sp *liveSpace) detachLocked(s *session) {
 		s.m.sess = nil
 	}
 	sp.rebuildLocked()
+	sp.streamsLeaveLocked(s)
 	sp.srv.metrics.connections.WithLabelValues(s.transport).Dec()
 	sp.broadcastLocked(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
 		Event:       protocol.PresenceLeave,
@@ -199,13 +241,13 @@ func (sp *liveSpace) detachLocked(s *session) {
 
 func (sp *liveSpace) welcomeLocked(s *session) delivery {
 	w := protocol.Welcome{
-		You:           protocol.ParticipantInfo{ID: s.id, Capabilities: s.m.capsJSON},
+		You:           protocol.ParticipantInfo{ID: s.id, Capabilities: s.m.view().list},
 		Participants:  make([]protocol.ParticipantInfo, 0, len(sp.roster)),
-		ActiveStreams: []protocol.StreamInfo{},
+		ActiveStreams: sp.activeStreamsLocked(),
 	}
 	for _, o := range sp.roster {
 		if o != s {
-			w.Participants = append(w.Participants, protocol.ParticipantInfo{ID: o.id, Capabilities: o.m.capsJSON})
+			w.Participants = append(w.Participants, protocol.ParticipantInfo{ID: o.id, Capabilities: o.m.view().list})
 		}
 	}
 	return sp.systemEnvelope(protocol.KindSystemWelcome, []string{s.id}, w)

@@ -188,19 +188,3 @@ func bearer(r *http.Request) string {
 	}
 	return ""
 }
-
-// streamFrame handles a stream data frame. Streams are opened with
-// stream/request; until one is open, no participant may write frames.
-func (sp *liveSpace) streamFrame(o origin, data []byte) {
-	id, _, err := protocol.ParseFrame(data)
-	msg := "no open stream " + string(id) + " that you may write to"
-	if err != nil {
-		msg = "malformed stream frame: " + err.Error()
-	}
-	rf := refuse(ErrorUnauthorizedStream, msg)
-	sid := string(id)
-	rf.fields = func(dst []byte) []byte {
-		return protocol.AppendString(append(dst, `,"stream_id":`...), sid)
-	}
-	sp.answer(o, rf)
-}
