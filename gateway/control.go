@@ -1,10 +1,40 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
+	"github.com/mew-protocol/mew/capability"
+	"github.com/mew-protocol/mew/gateway/internal/audit"
 	"github.com/mew-protocol/mew/protocol"
+	"github.com/mew-protocol/mew/space"
+)
+
+// Error codes of grants, invitations, kicks and participant controls.
+const (
+	ErrorParticipantNotFound = protocol.ErrorParticipantNotFound // a grant, revoke, kick or control names nobody in the space
+	ErrorInvalidRequest      = protocol.ErrorInvalidRequest      // a payload the operation cannot work with
+	ErrorPaused              = "paused"                          // the sender is paused
+	ErrorShutdown            = "shutdown"                        // the sender was shut down and has not rejoined
+	ErrorLimitExceeded       = "limit_exceeded"                  // too many grants or patterns
+)
+
+// CloseKicked closes the connection of a participant removed by space/kick.
+const CloseKicked = 4001
+
+// Limits on what grants and invitations can pile up.
+const (
+	maxGrantsPerMember = 256
+	maxGrantPatterns   = 64
+	maxInvited         = 1024
 )
 
 // grant is one capability/grant in force.
@@ -14,27 +44,494 @@ type grant struct {
 	caps []json.RawMessage
 }
 
-// control is a member's pause, shutdown and kick state.
-type control struct{}
+// control is a member's pause and shutdown state. The atomics are read on
+// every envelope without the space lock; the rest is guarded by
+// liveSpace.mu.
+type control struct {
+	pausedUntil atomic.Int64 // unix nanoseconds; 0: not paused; MaxInt64: until resumed
+	shutdown    atomic.Bool
+	kicked      bool
+	pauseID     string // the pause envelope's id, for the gateway's resume
+}
 
-func (sp *liveSpace) checkControl(o origin, env *protocol.Envelope, now time.Time) *refusal { return nil }
+// whilePaused lists what a paused participant may still send: answers,
+// status and cancellations, never new work.
+var whilePaused = []string{
+	protocol.KindChatAcknowledge, protocol.KindChatCancel, protocol.KindReasoningCancel,
+	protocol.KindCapabilityGrantAck, protocol.KindParticipantStatus, protocol.KindMCPWithdraw,
+	protocol.KindParticipantCompactDone,
+}
 
+// checkControl refuses what a paused or shut-down participant may not send.
+func (sp *liveSpace) checkControl(o origin, env *protocol.Envelope, now time.Time) *refusal {
+	c := &o.m.ctl
+	if c.shutdown.Load() && env.Kind != protocol.KindParticipantStatus {
+		return refuse(ErrorShutdown, o.id+" was shut down; reconnect to take part again")
+	}
+	if until := c.pausedUntil.Load(); until != 0 && now.UnixNano() < until && !slices.Contains(whilePaused, env.Kind) {
+		msg := o.id + " is paused until resumed"
+		if until != math.MaxInt64 {
+			msg = o.id + " is paused until " + protocol.FormatTime(time.Unix(0, until))
+		}
+		return refuse(ErrorPaused, msg)
+	}
+	return nil
+}
+
+// grant handles capability/grant: the granter may grant only what it holds
+// (see covers), to a participant of the space, by logical name or runtime id.
 func (sp *liveSpace) grant(o origin, env *protocol.Envelope, now time.Time) (outcome, *refusal) {
+	var p protocol.Grant
+	if err := env.DecodePayload(&p); err != nil || p.Recipient == "" || len(p.Capabilities) == 0 {
+		return outcome{}, refuse(ErrorInvalidEnvelope, "capability/grant needs a recipient and a non-empty capabilities list")
+	}
+	caps, rf := compactPatterns(p.Capabilities)
+	if rf != nil {
+		return outcome{}, rf
+	}
+	chain, rf := delegable(o, caps, "grant")
+	if rf != nil {
+		return outcome{}, rf
+	}
+	sp.mu.Lock()
+	rm := sp.resolveLocked(p.Recipient)
+	switch {
+	case rm == nil || rm.ctl.kicked:
+		sp.mu.Unlock()
+		return outcome{}, notFound(p.Recipient)
+	case len(rm.grants) >= maxGrantsPerMember:
+		sp.mu.Unlock()
+		return outcome{}, refuse(ErrorLimitExceeded, fmt.Sprintf("%s already holds %d grants", rm.name, maxGrantsPerMember))
+	case slices.ContainsFunc(rm.grants, func(g grant) bool { return g.id == env.ID }):
+		sp.mu.Unlock()
+		return outcome{}, refuse(ErrorInvalidEnvelope, "a grant with id "+env.ID+" is already in force")
+	}
+	rm.grants = append(rm.grants, grant{id: env.ID, from: o.m.name, caps: caps})
+	if err := rm.rebuildCaps(); err != nil {
+		rm.grants = rm.grants[:len(rm.grants)-1]
+		sp.mu.Unlock()
+		return outcome{}, refuse(ErrorInvalidEnvelope, err.Error())
+	}
+	sp.welcomeUpdateLocked(rm)
+	sp.mu.Unlock()
+
+	// The grant chain: for each pattern granted, which of the granter's
+	// patterns covered it and, if that one was granted too, by which grant.
+	for i, c := range caps {
+		meta := append([]byte(`{"source":"capability/grant","granted_by":`), protocol.AppendString(nil, o.m.name)...)
+		meta = append(append(meta, `,"recipient":`...), protocol.AppendString(nil, rm.name)...)
+		meta = append(append(meta, `,"covered_by":`...), chain[i].pattern...)
+		if chain[i].grantID != "" {
+			meta = append(append(meta, `,"parent_grant":`...), protocol.AppendString(nil, chain[i].grantID)...)
+		}
+		sp.srv.audit.Decision(audit.DecisionRecord{
+			Time: now, EnvelopeID: env.ID, Participant: rm.name, Space: sp.id, Allowed: true,
+			Kind: protocol.KindCapabilityGrant, Matched: c, Source: "dynamic", Metadata: append(meta, '}'),
+		})
+	}
 	return relayed, nil
 }
 
-func (sp *liveSpace) revoke(o origin, env *protocol.Envelope, now time.Time) (outcome, *refusal) {
+// revoke handles capability/revoke, by grant id or by pattern. Only grants
+// are revoked, never a participant's static capabilities from the space
+// config. A participant may revoke a grant it made, or one it could have
+// made (every pattern covered by its own).
+func (sp *liveSpace) revoke(o origin, env *protocol.Envelope, _ time.Time) (outcome, *refusal) {
+	var p protocol.Revoke
+	if err := env.DecodePayload(&p); err != nil || p.Recipient == "" || (p.GrantID == "" && len(p.Capabilities) == 0) {
+		return outcome{}, refuse(ErrorInvalidEnvelope, "capability/revoke needs a recipient and a grant_id or capabilities")
+	}
+	patterns, rf := compactPatterns(p.Capabilities)
+	if rf != nil {
+		return outcome{}, rf
+	}
+	if _, rf := delegable(o, patterns, "revoke"); rf != nil {
+		return outcome{}, rf
+	}
+	own := o.m.view()
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	rm := sp.resolveLocked(p.Recipient)
+	if rm == nil {
+		return outcome{}, notFound(p.Recipient)
+	}
+	kept := make([]grant, 0, len(rm.grants))
+	found := false
+	for _, g := range rm.grants {
+		if p.GrantID != "" && g.id == p.GrantID {
+			found = true
+			if g.from != o.m.name && !allCovered(own, g.caps) {
+				return outcome{}, refuse(ErrorCapabilityViolation, "you cannot revoke grant "+g.id+": you could not have granted it")
+			}
+			continue
+		}
+		if len(patterns) > 0 {
+			g.caps = slices.DeleteFunc(slices.Clone(g.caps), func(c json.RawMessage) bool {
+				return slices.ContainsFunc(patterns, func(pat json.RawMessage) bool { return covers(pat, c) })
+			})
+			if len(g.caps) == 0 {
+				continue
+			}
+		}
+		kept = append(kept, g)
+	}
+	if p.GrantID != "" && !found {
+		return outcome{}, refuse(ErrorInvalidRequest, fmt.Sprintf("%s holds no grant %s", rm.name, p.GrantID))
+	}
+	old := rm.grants
+	rm.grants = kept
+	if err := rm.rebuildCaps(); err != nil {
+		rm.grants = old
+		return outcome{}, refuse(ErrorInvalidEnvelope, err.Error())
+	}
+	sp.welcomeUpdateLocked(rm)
 	return relayed, nil
 }
 
+// welcomeUpdateLocked sends m's connection, if any, a welcome with its new
+// capabilities. mu must be held.
+func (sp *liveSpace) welcomeUpdateLocked(m *member) {
+	if s := m.sess; s != nil {
+		sp.unicastLocked(s, sp.welcomeLocked(s))
+	}
+}
+
+// invite handles space/invite: a new participant with its own token and the
+// initial capabilities the inviter may delegate. The token goes to the
+// inviter alone; the others see a presence "invited" without it.
 func (sp *liveSpace) invite(o origin, env *protocol.Envelope, now time.Time) (outcome, *refusal) {
+	var p protocol.Invite
+	if err := env.DecodePayload(&p); err != nil || p.ParticipantID == "" {
+		return outcome{}, refuse(ErrorInvalidRequest, "space/invite requires participant_id in payload")
+	}
+	if err := space.ValidParticipantID(p.ParticipantID); err != nil || strings.ContainsAny(p.ParticipantID, ":#") {
+		return outcome{}, refuse(ErrorInvalidRequest, "participant_id contains invalid characters")
+	}
+	caps, rf := compactPatterns(p.InitialCapabilities)
+	if rf != nil {
+		return outcome{}, rf
+	}
+	if _, rf := delegable(o, caps, "grant"); rf != nil {
+		return outcome{}, rf
+	}
+	id := p.ParticipantID
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	exists := sp.resolveLocked(id) != nil || id == protocol.GatewayID
+	if !exists && len(sp.order)-len(sp.cfg.Participants) >= maxInvited {
+		return outcome{}, refuse(ErrorLimitExceeded, fmt.Sprintf("this space already has %d invited participants", maxInvited))
+	}
+	var tok string
+	if !exists {
+		var err error
+		tok, err = sp.srv.opts.TokenStore(sp.cfg).Generate(id)
+		if err != nil {
+			// A token file from an earlier run: the id is taken.
+			exists = true
+			sp.srv.opts.Logger.Info("invite: no new token", "space", sp.id, "participant", id, "err", err)
+		}
+	}
+	if exists {
+		ack := sp.inviteAck(o, env, protocol.InviteAck{
+			Status: protocol.InviteAlreadyExists, ParticipantID: id,
+			Error: "Participant " + id + " already exists in this space",
+		})
+		if o.s != nil {
+			sp.unicastLocked(o.s, ack)
+		}
+		return outcome{status: http.StatusConflict, body: map[string]string{
+			"status": protocol.InviteAlreadyExists, "participant_id": id, "message": "Participant " + id + " already exists",
+		}}, nil
+	}
+	m := &member{name: id, tokens: [][]byte{[]byte(tok)}}
+	if err := m.setCapabilities(caps, sp.cfg.Defaults.Capabilities); err != nil {
+		return outcome{}, refuse(ErrorInvalidEnvelope, err.Error())
+	}
+	if sp.srv.opts.Rate > 0 {
+		m.limiter = newLimiter(sp.srv.opts)
+	}
+	if err := sp.srv.addTokens(sp, m); err != nil {
+		return outcome{}, refuse(ErrorInvalidRequest, "could not register the new participant")
+	}
+	sp.members[id] = m
+	sp.order = append(sp.order, m)
+	ack := sp.inviteAck(o, env, protocol.InviteAck{Status: protocol.InviteCreated, ParticipantID: id, Token: tok})
+	if o.s != nil {
+		sp.unicastLocked(o.s, ack)
+	}
+	sp.broadcastLocked(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
+		Event: protocol.PresenceInvited, Participant: protocol.ParticipantInfo{ID: id, Capabilities: m.view().list},
+		InvitedBy: o.id, Reason: p.Reason,
+	}), o.s)
+	return outcome{status: http.StatusOK, body: map[string]string{
+		"id": ack.id, "status": protocol.InviteCreated, "participant_id": id, "token": tok,
+	}}, nil
+}
+
+// inviteAck encodes the answer to an invitation. What the audit log records
+// has the token blanked out.
+func (sp *liveSpace) inviteAck(o origin, env *protocol.Envelope, ack protocol.InviteAck) delivery {
+	d := sp.systemEnvelope(protocol.KindSpaceInviteAck, []string{o.id}, ack)
+	if ack.Token != "" {
+		redacted := ack
+		redacted.Token = "[redacted]"
+		d.logged = sp.systemEnvelope(protocol.KindSpaceInviteAck, []string{o.id}, redacted).data
+	}
+	d = withCorrelation(d, env.ID)
+	return d
+}
+
+// kick handles space/kick: the participant is disconnected (close 4001),
+// the others see it leave, and its tokens stop working for the rest of this
+// run, so it cannot come back to kick in return.
+func (sp *liveSpace) kick(o origin, env *protocol.Envelope, _ time.Time) (outcome, *refusal) {
+	var p protocol.Kick
+	if err := env.DecodePayload(&p); err != nil || p.ParticipantID == "" {
+		return outcome{}, refuse(ErrorInvalidRequest, "space/kick requires participant_id in payload")
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	km := sp.resolveLocked(p.ParticipantID)
+	switch {
+	case km == nil || km.ctl.kicked:
+		return outcome{}, notFound(p.ParticipantID)
+	case km == o.m:
+		return outcome{}, refuse(ErrorInvalidRequest, "a participant cannot kick itself")
+	}
+	km.ctl.kicked = true
+	sp.srv.dropTokens(km)
+	if s := km.sess; s != nil {
+		reason := "kicked by " + o.id
+		if p.Reason != "" {
+			reason += ": " + p.Reason
+		}
+		s.kill(CloseKicked, closeReason(reason))
+		sp.detachLocked(s)
+	}
 	return relayed, nil
 }
 
-func (sp *liveSpace) kick(o origin, env *protocol.Envelope, now time.Time) (outcome, *refusal) {
-	return relayed, nil
+// closeReason fits a reason into a close frame (123 bytes of UTF-8).
+func closeReason(s string) string {
+	if len(s) <= 123 {
+		return s
+	}
+	s = s[:120]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "..."
 }
 
+// control handles participant/pause, participant/resume and
+// participant/shutdown for the participants in to: the gateway enforces
+// them (see checkControl) besides relaying them.
 func (sp *liveSpace) control(o origin, env *protocol.Envelope, now time.Time) (outcome, *refusal) {
+	if len(env.To) == 0 {
+		return outcome{}, refuse(ErrorInvalidRequest, env.Kind+" needs to: the participants it applies to")
+	}
+	var pause protocol.Pause
+	if env.Kind == protocol.KindParticipantPause {
+		if err := env.DecodePayload(&pause); err != nil || pause.TimeoutSeconds < 0 {
+			return outcome{}, refuse(ErrorInvalidEnvelope, "participant/pause: timeout_seconds must be a non-negative integer")
+		}
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	targets := make([]*member, 0, len(env.To))
+	for _, id := range env.To {
+		m := sp.resolveLocked(id)
+		if m == nil {
+			return outcome{}, notFound(id)
+		}
+		targets = append(targets, m)
+	}
+	for _, m := range targets {
+		switch env.Kind {
+		case protocol.KindParticipantPause:
+			until := int64(math.MaxInt64)
+			if pause.TimeoutSeconds > 0 {
+				until = now.Add(time.Duration(pause.TimeoutSeconds) * time.Second).UnixNano()
+			}
+			m.ctl.pauseID = env.ID
+			m.ctl.pausedUntil.Store(until)
+		case protocol.KindParticipantResume:
+			m.ctl.pausedUntil.Store(0)
+		case protocol.KindParticipantShutdown:
+			m.ctl.shutdown.Store(true)
+		}
+	}
 	return relayed, nil
+}
+
+// expirePauses ends the pauses whose timeout has passed and announces each
+// with a participant/resume from the gateway. The watchdog calls it.
+func (sp *liveSpace) expirePauses(now time.Time) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	for _, m := range sp.order {
+		until := m.ctl.pausedUntil.Load()
+		if until == 0 || until == math.MaxInt64 || now.UnixNano() < until || !m.ctl.pausedUntil.CompareAndSwap(until, 0) {
+			continue
+		}
+		to := m.name
+		if m.sess != nil {
+			to = m.sess.id
+		}
+		d := sp.systemEnvelope(protocol.KindParticipantResume, []string{to}, protocol.Resume{Reason: "timeout"})
+		sp.broadcastLocked(withCorrelation(d, m.ctl.pauseID), nil)
+	}
+}
+
+// withCorrelation re-encodes a gateway envelope with a correlation_id.
+func withCorrelation(d delivery, id string) delivery {
+	if id == "" {
+		return d
+	}
+	for _, b := range []*[]byte{&d.data, &d.logged} {
+		if *b == nil {
+			continue
+		}
+		env, err := protocol.Decode(*b)
+		if err != nil {
+			continue
+		}
+		env.CorrelationID = []string{id}
+		*b = env.AppendJSON(nil)
+	}
+	return d
+}
+
+func notFound(id string) *refusal {
+	return refuse(ErrorParticipantNotFound, "no participant "+id+" in this space")
+}
+
+// compactPatterns compacts and compiles capability patterns from a payload.
+func compactPatterns(list []json.RawMessage) ([]json.RawMessage, *refusal) {
+	if len(list) > maxGrantPatterns {
+		return nil, refuse(ErrorLimitExceeded, fmt.Sprintf("at most %d capability patterns at once", maxGrantPatterns))
+	}
+	out := make([]json.RawMessage, len(list))
+	for i, c := range list {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, c); err != nil {
+			return nil, refuse(ErrorInvalidEnvelope, "capability pattern: "+err.Error())
+		}
+		out[i] = buf.Bytes()
+	}
+	if _, err := capability.Compile(out); err != nil {
+		return nil, refuse(ErrorInvalidEnvelope, err.Error())
+	}
+	return out, nil
+}
+
+// link is how one delegated pattern is covered by the delegator's own.
+type link struct {
+	pattern json.RawMessage
+	grantID string // set when the covering pattern was itself granted
+}
+
+// delegable checks that the sender holds every pattern it hands on: each
+// must be covered by one of the sender's own. It returns the covering
+// pattern of each, in order.
+func delegable(o origin, caps []json.RawMessage, verb string) ([]link, *refusal) {
+	v := o.m.view()
+	chain := make([]link, len(caps))
+	for i, c := range caps {
+		j := slices.IndexFunc(v.list, func(own json.RawMessage) bool { return covers(own, c) })
+		if j < 0 {
+			r := refuse(ErrorCapabilityViolation, fmt.Sprintf("you cannot %s %s: you do not hold it", verb, c))
+			arr := v.array
+			r.fields = func(dst []byte) []byte { return append(append(dst, `,"your_capabilities":`...), arr...) }
+			return nil, r
+		}
+		_, gid := v.source(j)
+		chain[i] = link{pattern: v.list[j], grantID: gid}
+	}
+	return chain, nil
+}
+
+func allCovered(v *capView, caps []json.RawMessage) bool {
+	for _, c := range caps {
+		if !slices.ContainsFunc(v.list, func(own json.RawMessage) bool { return covers(own, c) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// covers reports whether pattern p allows everything pattern g allows. It is
+// conservative: when it cannot tell, the answer is no. p covers g when
+//
+//   - they are the same pattern (kind and payload, other members ignored), or
+//   - p has no payload condition and p's kind covers every kind g names.
+//
+// A kind pattern pk covers gk when pk is "*", when they are equal, when gk is
+// a plain kind that pk matches, or when pk is "prefix*" (one trailing star)
+// and gk is a glob that stays within that prefix's segment.
+func covers(p, g json.RawMessage) bool {
+	var pp, gg struct {
+		Kind    json.RawMessage `json:"kind"`
+		Payload json.RawMessage `json:"payload"`
+	}
+	if json.Unmarshal(p, &pp) != nil || json.Unmarshal(g, &gg) != nil {
+		return false
+	}
+	if bytes.Equal(pp.Kind, gg.Kind) && bytes.Equal(pp.Payload, gg.Payload) {
+		return true
+	}
+	if len(pp.Payload) > 0 && !bytes.Equal(pp.Payload, []byte("null")) {
+		return false
+	}
+	pks, gks := kinds(pp.Kind), kinds(gg.Kind)
+	if len(pks) == 0 || len(gks) == 0 {
+		return false
+	}
+	for _, gk := range gks {
+		if !slices.ContainsFunc(pks, func(pk string) bool { return kindCovers(pk, gk) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// kinds returns the kind patterns of a capability's kind member: a string,
+// or an array of strings (any of them).
+func kinds(raw json.RawMessage) []string {
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return []string{one}
+	}
+	var many []string
+	if json.Unmarshal(raw, &many) == nil {
+		return many
+	}
+	return nil
+}
+
+const globChars = "*?[]{}!"
+
+func kindCovers(pk, gk string) bool {
+	if pk == "*" || pk == gk {
+		return true
+	}
+	if strings.HasPrefix(pk, "!") || strings.HasPrefix(pk, "/") {
+		return false
+	}
+	literal := !strings.ContainsAny(gk, globChars) && !strings.HasPrefix(gk, "/")
+	if literal {
+		set, err := capability.Compile([]json.RawMessage{kindPattern(pk)})
+		return err == nil && set.Allows(gk, nil)
+	}
+	prefix, ok := strings.CutSuffix(pk, "*")
+	if !ok || strings.ContainsAny(prefix, globChars) || strings.HasSuffix(prefix, "*") {
+		return false
+	}
+	// Within one segment, "prefix*" allows whatever a glob "prefix..." can.
+	rest, ok := strings.CutPrefix(gk, prefix)
+	return ok && !strings.Contains(rest, "/") && !strings.Contains(rest, "**") && !strings.ContainsAny(rest, "[]{}!")
+}
+
+func kindPattern(k string) json.RawMessage {
+	return append(append([]byte(`{"kind":`), protocol.AppendString(nil, k)...), '}')
 }

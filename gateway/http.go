@@ -86,8 +86,7 @@ func (srv *Server) participants(w http.ResponseWriter, r *http.Request) {
 	}
 	list := make([]participantView, 0, len(sp.members))
 	sp.mu.Lock()
-	for _, p := range sp.cfg.Participants {
-		m := sp.members[p.ID]
+	for _, m := range sp.order {
 		v := participantView{ID: m.name, Capabilities: m.view().list}
 		if s := m.sess; s != nil {
 			v.Connected, v.Transport = true, s.transport

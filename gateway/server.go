@@ -23,8 +23,9 @@ type Server struct {
 	opts    Options
 	spaces  map[string]*liveSpace
 	order   []*liveSpace
-	tokens  map[[32]byte]*member // by SHA-256 of the token
-	owner   map[*member]*liveSpace
+	tokMu   sync.RWMutex
+	tokens  map[[32]byte]*member   // by SHA-256 of the token; guarded by tokMu
+	owner   map[*member]*liveSpace // guarded by tokMu
 	audit   *audit.Log
 	metrics *metrics
 	mux     *http.ServeMux
@@ -41,7 +42,8 @@ type Server struct {
 }
 
 // watchdog cancels sessions whose current write has taken longer than
-// WriteTimeout. It is the server's only goroutine of its own.
+// WriteTimeout, and ends pauses whose timeout has passed. It is the server's
+// only goroutine of its own.
 func (srv *Server) watchdog() {
 	defer close(srv.watchDone)
 	period := max(srv.opts.WriteTimeout/4, 10*time.Millisecond)
@@ -56,6 +58,7 @@ func (srv *Server) watchdog() {
 		}
 		now := nanotime()
 		for _, sp := range srv.order {
+			sp.expirePauses(srv.now())
 			sp.mu.Lock()
 			roster := sp.roster
 			sp.mu.Unlock()
@@ -94,15 +97,9 @@ func New(opts Options) (*Server, error) {
 		}
 		srv.spaces[sp.id] = sp
 		srv.order = append(srv.order, sp)
-		for _, p := range cfg.Participants {
-			m := sp.members[p.ID]
-			srv.owner[m] = sp
-			for _, t := range m.tokens {
-				k := tokenKey(t)
-				if prev, dup := srv.tokens[k]; dup {
-					return nil, fmt.Errorf("gateway: participants %s and %s share a token", prev.name, m.name)
-				}
-				srv.tokens[k] = m
+		for _, m := range sp.order {
+			if err := srv.addTokens(sp, m); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -116,7 +113,7 @@ func New(opts Options) (*Server, error) {
 	for _, sp := range srv.order {
 		for _, p := range sp.cfg.Participants {
 			if p.OutputLog != "" && p.AutoConnect {
-				if err := srv.connectVirtual(sp, sp.members[p.ID]); err != nil {
+				if err := srv.connectVirtual(sp, sp.resolve(p.ID)); err != nil {
 					_ = srv.Close(context.Background())
 					return nil, err
 				}
@@ -204,8 +201,12 @@ func (srv *Server) delivered(sp *liveSpace, d delivery, rcpts []audit.Recipient)
 	if len(rcpts) == 0 {
 		return
 	}
+	logged := d.data
+	if d.logged != nil {
+		logged = d.logged
+	}
 	srv.audit.Envelope(audit.EnvelopeRecord{
-		Time: d.at, Event: "delivered", ID: d.id, Envelope: d.data,
+		Time: d.at, Event: "delivered", ID: d.id, Envelope: logged,
 		Recipients: rcpts, Space: sp.id, Metadata: nil,
 	})
 }
@@ -217,15 +218,44 @@ func (srv *Server) lookup(token, spaceID string) (*liveSpace, *member) {
 		return nil, nil
 	}
 	tok := []byte(token)
+	srv.tokMu.RLock()
 	m, ok := srv.tokens[tokenKey(tok)]
+	sp := srv.owner[m]
+	srv.tokMu.RUnlock()
 	if !ok || !m.ownsToken(tok) {
 		return nil, nil
 	}
-	sp := srv.owner[m]
 	if spaceID != "" && spaceID != sp.id {
 		return nil, nil
 	}
 	return sp, m
+}
+
+// addTokens makes m's tokens identify it.
+func (srv *Server) addTokens(sp *liveSpace, m *member) error {
+	srv.tokMu.Lock()
+	defer srv.tokMu.Unlock()
+	for _, t := range m.tokens {
+		if prev, dup := srv.tokens[tokenKey(t)]; dup {
+			return fmt.Errorf("gateway: participants %s and %s share a token", prev.name, m.name)
+		}
+	}
+	for _, t := range m.tokens {
+		srv.tokens[tokenKey(t)] = m
+	}
+	srv.owner[m] = sp
+	return nil
+}
+
+// dropTokens makes m's tokens identify nobody, for the rest of this run.
+func (srv *Server) dropTokens(m *member) {
+	srv.tokMu.Lock()
+	defer srv.tokMu.Unlock()
+	for _, t := range m.tokens {
+		if srv.tokens[tokenKey(t)] == m {
+			delete(srv.tokens, tokenKey(t))
+		}
+	}
 }
 
 // connectVirtual joins an output_log participant: everything delivered to it

@@ -33,8 +33,8 @@ type member struct {
 	tokens  [][]byte
 	limiter *rate.Limiter // nil when rate limiting is off
 
-	static []json.RawMessage         // own ∪ defaults ∪ baseline, compacted; fixed
-	caps   atomic.Pointer[capView]   // what the gateway enforces; replaced on grant and revoke
+	static []json.RawMessage       // own ∪ defaults ∪ baseline, compacted; fixed
+	caps   atomic.Pointer[capView] // what the gateway enforces; replaced on grant and revoke
 
 	// Guarded by liveSpace.mu:
 	sess   *session // current connection
@@ -81,9 +81,9 @@ type liveSpace struct {
 	srv *Server
 	cfg *space.Config
 
-	members map[string]*member // by logical name; fixed after New
-
 	mu         sync.Mutex
+	members    map[string]*member  // by logical name; invitations add to it
+	order      []*member           // members in config order, then invited ones
 	sessions   map[string]*session // by runtime id
 	roster     []*session          // sessions in join order; replaced, never modified
 	recipients []audit.Recipient   // parallel to roster; replaced, never modified
@@ -112,9 +112,10 @@ func newLiveSpace(srv *Server, cfg *space.Config) (*liveSpace, error) {
 			return nil, fmt.Errorf("gateway: space %s: participant %s: %w", sp.id, p.ID, err)
 		}
 		if srv.opts.Rate > 0 {
-			m.limiter = rate.NewLimiter(rate.Limit(srv.opts.Rate), srv.opts.Burst)
+			m.limiter = newLimiter(srv.opts)
 		}
 		sp.members[p.ID] = m
+		sp.order = append(sp.order, m)
 	}
 	return sp, nil
 }
@@ -164,6 +165,8 @@ func (m *member) rebuildCaps() error {
 	return nil
 }
 
+func newLimiter(o Options) *rate.Limiter { return rate.NewLimiter(rate.Limit(o.Rate), o.Burst) }
+
 func tokenKey(tok []byte) [32]byte { return sha256.Sum256(tok) }
 
 // rebuildLocked replaces the roster after a join or leave. mu must be held.
@@ -203,6 +206,7 @@ func (sp *liveSpace) attach(s *session) *refusal {
 		sp.detachLocked(old)
 	}
 	s.m.sess = s
+	s.m.ctl.shutdown.Store(false) // a shut-down participant takes part again by reconnecting
 	sp.sessions[s.id] = s
 	sp.rebuildLocked()
 	sp.srv.metrics.connections.WithLabelValues(s.transport).Inc()
@@ -274,6 +278,9 @@ type delivery struct {
 	id   string
 	kind string
 	at   time.Time
+	// logged, when set, is what the audit log records instead of data
+	// (data with a secret blanked out).
+	logged []byte
 }
 
 // broadcastLocked queues data for every session but exclude. mu must be held.
@@ -319,11 +326,15 @@ func (sp *liveSpace) unicast(s *session, d delivery) {
 // resolve returns the member a participant id names: a logical name or the
 // runtime id of a current connection.
 func (sp *liveSpace) resolve(id string) *member {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.resolveLocked(id)
+}
+
+func (sp *liveSpace) resolveLocked(id string) *member {
 	if m, ok := sp.members[id]; ok {
 		return m
 	}
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
 	if s, ok := sp.sessions[id]; ok {
 		return s.m
 	}
