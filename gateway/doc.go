@@ -25,9 +25,15 @@
 // an envelope is queued for all its recipients, so every participant sees the
 // space's envelopes in the same order.
 //
-// Lock order: Server.lazyMu, then liveSpace.mu. Server.mu guards only the
+// Lock order: Server.lazyMu, then liveSpace.mu, then Server.tokMu (the token
+// index, which invitations and kicks change). Server.mu guards only the
 // closed flag and is never held with another lock. Code holding liveSpace.mu
-// only queues frames and kills sessions, neither of which blocks or locks.
+// only queues frames, kills sessions and updates the token index, none of
+// which blocks.
+//
+// A space changes while it runs: grants and revocations (a participant may
+// delegate only what it holds), invitations, kicks, and pause and shutdown,
+// which the gateway enforces rather than leaving to the paused participant.
 //
 // Goroutines: a WebSocket connection's HTTP handler goroutine reads and owns
 // the connection's writer goroutine, and removes the session from its space

@@ -60,6 +60,10 @@ func statusFor(code string) int {
 		return http.StatusTooManyRequests
 	case ErrorUnauthorized:
 		return http.StatusUnauthorized
+	case ErrorParticipantNotFound:
+		return http.StatusNotFound
+	case ErrorPaused, ErrorShutdown:
+		return http.StatusConflict
 	default:
 		// reserved_kind is 400, as the reference answers system/register.
 		return http.StatusBadRequest
