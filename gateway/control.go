@@ -62,13 +62,18 @@ var whilePaused = []string{
 	protocol.KindParticipantCompactDone,
 }
 
-// checkControl refuses what a paused or shut-down participant may not send.
-func (sp *liveSpace) checkControl(o origin, env *protocol.Envelope, now time.Time) *refusal {
+// kindFrame stands for a stream data frame in checkControl: it is no kind,
+// and never allowed while paused.
+const kindFrame = "#frame"
+
+// checkControl refuses what a paused or shut-down participant may not send:
+// an envelope of kind, or a stream frame (kindFrame).
+func (sp *liveSpace) checkControl(o origin, kind string, now time.Time) *refusal {
 	c := &o.m.ctl
-	if c.shutdown.Load() && env.Kind != protocol.KindParticipantStatus {
+	if c.shutdown.Load() && kind != protocol.KindParticipantStatus {
 		return refuse(ErrorShutdown, o.id+" was shut down; reconnect to take part again")
 	}
-	if until := c.pausedUntil.Load(); until != 0 && now.UnixNano() < until && !slices.Contains(whilePaused, env.Kind) {
+	if until := c.pausedUntil.Load(); until != 0 && now.UnixNano() < until && !slices.Contains(whilePaused, kind) {
 		msg := o.id + " is paused until resumed"
 		if until != math.MaxInt64 {
 			msg = o.id + " is paused until " + protocol.FormatTime(time.Unix(0, until))

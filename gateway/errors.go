@@ -60,8 +60,12 @@ func statusFor(code string) int {
 		return http.StatusTooManyRequests
 	case ErrorUnauthorized:
 		return http.StatusUnauthorized
-	case ErrorParticipantNotFound:
+	case ErrorParticipantNotFound, protocol.ErrorStreamNotFound:
 		return http.StatusNotFound
+	case ErrorNotStreamOwner:
+		return http.StatusForbidden
+	case ErrorTooManyStreams:
+		return http.StatusTooManyRequests
 	case ErrorPaused, ErrorShutdown:
 		return http.StatusConflict
 	default:

@@ -95,7 +95,7 @@ func (sp *liveSpace) inbound(o origin, data []byte, st *inState) (result, *refus
 		// (WebSocket pings do) and are not relayed.
 		return result{id: env.ID, ts: now}, nil
 	}
-	if rf := sp.checkControl(o, env, now); rf != nil {
+	if rf := sp.checkControl(o, env.Kind, now); rf != nil {
 		return fail(rf)
 	}
 	view := o.m.view()

@@ -265,9 +265,10 @@ func TestSlowConsumerIsolation(t *testing.T) {
 	doneAt := time.Now()
 	wg.Wait()
 	elapsed := doneAt.Sub(start)
-	// Full rate: the fast reader has everything as soon as the sender is
-	// done, not after some timeout spent waiting on the stalled one.
-	if lag := doneAt.Sub(sentAt); lag > 2*time.Second {
+	// Full rate: the fast reader has everything soon after the sender is
+	// done (the race detector and a busy machine allow some lag), not after
+	// the 10 s write timeout that waiting on the stalled one would cost.
+	if lag := doneAt.Sub(sentAt); lag > 5*time.Second {
 		t.Fatalf("the fast reader finished %v after the sender", lag)
 	}
 	if !left {

@@ -1,48 +1,619 @@
 package gateway
 
+// Streams (spec §3.10, with the reference's s2w ownership and t5d targeted
+// delivery extensions).
+//
+// The gateway intercepts every stream/request, whatever its to, allocates
+// the stream's id and answers with a stream/open addressed to the requester
+// and seen by everyone; the request itself is then relayed. Data frames
+// "#<stream_id>#<data>" travel outside envelopes: only the stream's
+// authorized writers may send them, and they go, as binary WebSocket
+// messages, to every connection of the space (the writer included), or only
+// to the stream's target when it has one.
+//
+// Where the reference is insecure we are not:
+//
+//   - only the owner closes a stream or changes its writers or owner, and
+//     refusals are system/error answers on both transports (the reference
+//     relays a non-owner's request silently over WebSocket);
+//   - the owner is whoever sent the request: participantId, authorizedWriters
+//     or owner members of the payload change nothing;
+//   - a stream ends when its owner's connection does (the reference keeps it
+//     forever, with an owner who is gone), announced by a stream/close from
+//     the gateway with reason "owner_left";
+//   - streams, and frames per stream, are bounded.
+//
+// All stream state lives in the space's streamTable, guarded by
+// liveSpace.mu, like the rest of the space. Frames are queued under that
+// lock too, so they keep their order with the envelopes around them
+// (a stream/close relayed after a frame reaches everyone after the frame).
+
 import (
+	"cmp"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/mew-protocol/mew/protocol"
 )
 
-// streamTable is a space's open streams. Guarded by liveSpace.mu.
-type streamTable struct{}
+// Error codes of stream requests, closes and ownership changes, besides
+// protocol.ErrorTargetNotFound, protocol.ErrorStreamNotFound,
+// protocol.ErrorParticipantNotFound, protocol.ErrorInvalidOperation and
+// ErrorUnauthorizedStream.
+const (
+	// ErrorTooManyStreams refuses a stream/request (or an ownership
+	// transfer) that would take the space or the owner past its number of
+	// open streams. HTTP 429.
+	ErrorTooManyStreams = "too_many_streams"
+	// ErrorNotStreamOwner refuses a stream/close, stream/grant-write,
+	// stream/revoke-write or stream/transfer-ownership from a participant
+	// that does not own the stream. HTTP 403. (The reference answers
+	// "unauthorized" over HTTP, which here means a bad token.)
+	ErrorNotStreamOwner = "not_stream_owner"
+)
 
-// streamRequest handles stream/request.
-func (sp *liveSpace) streamRequest(o origin, env *protocol.Envelope, now time.Time) (outcome, *refusal) {
-	return relayed, nil
+// Stream limits.
+const (
+	// maxStreamsPerSpace bounds the open streams of one space.
+	maxStreamsPerSpace = 1024
+	// maxStreamsPerOwner bounds the open streams one participant owns.
+	maxStreamsPerOwner = 64
+	// streamFrameRate and streamFrameBurst are each stream's token bucket,
+	// in frames per second and frames. A negative Options.Rate turns it off
+	// with the participants' buckets.
+	streamFrameRate  = 1000
+	streamFrameBurst = 2000
+)
+
+// StreamCloseOwnerLeft is the reason of the stream/close the gateway sends
+// when a stream's owner leaves the space.
+const StreamCloseOwnerLeft = "owner_left"
+
+// streamIDPrefix starts every stream id: stream-1, stream-2, ... per space,
+// as the reference numbers them. A number is never reused in a gateway's
+// lifetime, so a frame for a closed stream can never reach a newer one.
+const streamIDPrefix = "stream-"
+
+// internalStreamKeys are request payload members that are not shown to late
+// joiners: the names the reference uses for its own bookkeeping
+// (requestId, participantId, authorizedWriters, created) and the members the
+// gateway writes itself. A client could otherwise make active_streams claim
+// another owner or other writers.
+var internalStreamKeys = []string{
+	"requestId", "participantId", "authorizedWriters", "created",
+	"stream_id", "owner", "authorized_writers",
 }
 
-// streamClose handles stream/close.
-func (sp *liveSpace) streamClose(o origin, env *protocol.Envelope, now time.Time) (outcome, *refusal) {
+// streamTable is a space's open streams. Guarded by liveSpace.mu.
+type streamTable struct {
+	last    uint64             // number of the last stream opened
+	byID    map[string]*stream // open streams by id
+	byOwner map[*member]int    // open streams per owning participant
+}
+
+// stream is one open stream.
+type stream struct {
+	id        string
+	seq       uint64                 // creation order, for active_streams
+	owner     string                 // the owner's participant id as others see it
+	ownerM    *member                // the owning participant
+	writers   []string               // authorized writers: runtime ids or logical names
+	target    []string               // when not empty, only these receive the frames
+	request   protocol.StreamRequest // what was asked, internal keys removed
+	requestID string                 // the stream/request envelope's id
+	openID    string                 // the stream/open envelope's id
+	created   time.Time
+	limiter   *rate.Limiter // frames; nil when rate limiting is off
+}
+
+// add records st as open. mu must be held.
+func (t *streamTable) add(st *stream) {
+	if t.byID == nil {
+		t.byID = make(map[string]*stream)
+		t.byOwner = make(map[*member]int)
+	}
+	t.byID[st.id] = st
+	t.byOwner[st.ownerM]++
+}
+
+// remove forgets st. mu must be held.
+func (t *streamTable) remove(st *stream) {
+	delete(t.byID, st.id)
+	t.setOwner(st, nil)
+}
+
+// setOwner moves st's count from its owner to m (nil: to nobody). It does
+// not change st itself. mu must be held.
+func (t *streamTable) setOwner(st *stream, m *member) {
+	if n := t.byOwner[st.ownerM] - 1; n > 0 {
+		t.byOwner[st.ownerM] = n
+	} else {
+		delete(t.byOwner, st.ownerM)
+	}
+	if m != nil {
+		t.byOwner[m]++
+	}
+}
+
+// sorted returns the open streams in the order they were opened. mu must be
+// held.
+func (t *streamTable) sorted() []*stream {
+	list := make([]*stream, 0, len(t.byID))
+	for _, st := range t.byID {
+		list = append(list, st)
+	}
+	slices.SortFunc(list, func(a, b *stream) int { return cmp.Compare(a.seq, b.seq) })
+	return list
+}
+
+// streamAnswer is the HTTP API's answer to an accepted stream/request
+// (status stream_opened) or ownership change (granted, revoked,
+// transferred), in the reference's member order.
+type streamAnswer struct {
+	ID                string   `json:"id"` // the gateway's stream/open or announcement
+	Status            string   `json:"status"`
+	StreamID          string   `json:"stream_id"`
+	ParticipantID     string   `json:"participant_id,omitempty"`
+	PreviousOwner     string   `json:"previous_owner,omitempty"`
+	NewOwner          string   `json:"new_owner,omitempty"`
+	AuthorizedWriters []string `json:"authorized_writers,omitempty"`
+	Timestamp         string   `json:"timestamp"`
+}
+
+// streamRefusal is refuse with the HTTP status each stream error code
+// should have (statusFor knows only the pipeline's codes).
+func streamRefusal(code, message string) *refusal {
+	r := refuse(code, message)
+	switch code {
+	case protocol.ErrorStreamNotFound, protocol.ErrorParticipantNotFound:
+		r.status = http.StatusNotFound
+	case ErrorNotStreamOwner:
+		r.status = http.StatusForbidden
+	case ErrorTooManyStreams:
+		r.status = http.StatusTooManyRequests
+	}
+	return r
+}
+
+// withStreamID makes a refusal's payload carry the stream id, as the
+// reference's stream errors do.
+func withStreamID(r *refusal, id string) *refusal {
+	r.fields = func(dst []byte) []byte {
+		return protocol.AppendString(append(dst, `,"stream_id":`...), id)
+	}
+	return r
+}
+
+// streamEnvelope encodes an envelope from the gateway with a correlation.
+func (sp *liveSpace) streamEnvelope(kind string, to, corr []string, payload any) (delivery, error) {
+	env, err := protocol.New(kind, payload)
+	if err != nil {
+		return delivery{}, fmt.Errorf("gateway: encode %s: %w", kind, err)
+	}
+	now := sp.srv.now()
+	env.ID = protocol.NewID()
+	env.TS = protocol.FormatTime(now)
+	env.From = protocol.GatewayID
+	env.To = to
+	env.CorrelationID = corr
+	return delivery{data: env.AppendJSON(nil), id: env.ID, kind: kind, at: now}, nil
+}
+
+// streamEncodeFailed is the refusal when the gateway cannot encode its own
+// announcement. Its payload types always encode; this keeps a future
+// mistake from panicking on a participant's request.
+func streamEncodeFailed(err error) *refusal {
+	return refuse(ErrorInvalidEnvelope, err.Error())
+}
+
+// connectedMemberLocked returns the member a participant id names if that
+// participant is connected: the runtime id of a connection, or the logical
+// name of a connected participant. mu must be held.
+func (sp *liveSpace) connectedMemberLocked(id string) *member {
+	if s, ok := sp.sessions[id]; ok {
+		return s.m
+	}
+	if m, ok := sp.members[id]; ok && m.sess != nil {
+		return m
+	}
+	return nil
+}
+
+// streamRecipientsLocked returns the runtime ids of the connected participants.
+// mu must be held.
+func (sp *liveSpace) streamRecipientsLocked() []string {
+	ids := make([]string, len(sp.roster))
+	for i, s := range sp.roster {
+		ids[i] = s.id
+	}
+	return ids
+}
+
+// isMemberID reports whether id names participant m: its logical name or the
+// runtime id of its connection. mu must be held.
+func isMemberID(id string, m *member) bool {
+	return id == m.name || (m.sess != nil && id == m.sess.id)
+}
+
+// streamRequest handles stream/request: it opens a stream owned by the
+// sender, broadcasts the stream/open addressed to it, and lets the request
+// be relayed. Over HTTP the answer is the reference's
+// {"id":<open id>,"status":"stream_opened","stream_id","timestamp"}.
+func (sp *liveSpace) streamRequest(o origin, env *protocol.Envelope, now time.Time) (outcome, *refusal) {
+	var req protocol.StreamRequest
+	if err := env.DecodePayload(&req); err != nil {
+		return outcome{}, refuse(ErrorInvalidEnvelope, "stream/request payload: "+err.Error())
+	}
+	for _, k := range internalStreamKeys {
+		delete(req.Extra, k)
+	}
+	if len(req.Extra) == 0 {
+		req.Extra = nil
+	}
+
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	var missing []string
+	for _, id := range req.Target {
+		if sp.connectedMemberLocked(id) == nil && !slices.Contains(missing, id) {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		r := refuse(protocol.ErrorTargetNotFound, "One or more target participants do not exist in space")
+		r.fields = func(dst []byte) []byte {
+			dst = append(dst, `,"targets":[`...)
+			for i, id := range missing {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = protocol.AppendString(dst, id)
+			}
+			return append(dst, ']')
+		}
+		return outcome{}, r
+	}
+	t := &sp.streams
+	if len(t.byID) >= maxStreamsPerSpace {
+		return outcome{}, streamRefusal(ErrorTooManyStreams,
+			fmt.Sprintf("space %s has %d open streams, the most it may have", sp.id, maxStreamsPerSpace))
+	}
+	if t.byOwner[o.m] >= maxStreamsPerOwner {
+		return outcome{}, streamRefusal(ErrorTooManyStreams,
+			fmt.Sprintf("%s owns %d open streams, the most one participant may own", o.id, maxStreamsPerOwner))
+	}
+
+	seq := t.last + 1
+	st := &stream{
+		id:        streamIDPrefix + strconv.FormatUint(seq, 10),
+		seq:       seq,
+		owner:     o.id,
+		ownerM:    o.m,
+		writers:   []string{o.id},
+		target:    req.Target,
+		request:   req,
+		requestID: env.ID,
+		created:   now,
+	}
+	if sp.srv.opts.Rate >= 0 {
+		st.limiter = rate.NewLimiter(streamFrameRate, streamFrameBurst)
+	}
+	open := protocol.StreamOpen{
+		StreamID:          st.id,
+		Encoding:          protocol.StreamEncodingText,
+		Owner:             st.owner,
+		AuthorizedWriters: slices.Clone(st.writers),
+		Target:            st.target,
+	}
+	d, err := sp.streamEnvelope(protocol.KindStreamOpen, []string{o.id}, []string{env.ID}, open)
+	if err != nil {
+		return outcome{}, streamEncodeFailed(err)
+	}
+	st.openID = d.id
+	t.last = seq
+	t.add(st)
+	sp.broadcastLocked(d, nil)
+
+	return outcome{relay: true, status: http.StatusOK, body: streamAnswer{
+		ID: d.id, Status: "stream_opened", StreamID: st.id, Timestamp: protocol.FormatTime(d.at),
+	}}, nil
+}
+
+// streamClose handles stream/close. The stream is named by payload.stream_id
+// or, as the reference's terminal client does, only by a correlation_id
+// naming the stream/request or the stream/open of a stream. Only its owner
+// may close it; the close is then relayed. A close by correlation_id that
+// names no gateway stream (participants may negotiate streams among
+// themselves with their own stream/open) is relayed as it is.
+func (sp *liveSpace) streamClose(o origin, env *protocol.Envelope, _ time.Time) (outcome, *refusal) {
+	var p protocol.StreamClose
+	if err := env.DecodePayload(&p); err != nil {
+		return outcome{}, refuse(ErrorInvalidEnvelope, "stream/close payload: "+err.Error())
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	t := &sp.streams
+	var st *stream
+	if p.StreamID != "" {
+		st = t.byID[p.StreamID]
+		if st == nil {
+			return outcome{}, withStreamID(streamRefusal(protocol.ErrorStreamNotFound,
+				"no open stream "+p.StreamID), p.StreamID)
+		}
+	} else {
+		for _, c := range env.CorrelationID {
+			for _, s := range t.byID {
+				if c == s.requestID || c == s.openID {
+					// Prefer a stream the sender owns, should several match.
+					if st == nil || (st.ownerM != o.m && s.ownerM == o.m) {
+						st = s
+					}
+				}
+			}
+		}
+		if st == nil {
+			return relayed, nil
+		}
+	}
+	if st.ownerM != o.m {
+		return outcome{}, withStreamID(streamRefusal(ErrorNotStreamOwner,
+			"only the owner of stream "+st.id+" ("+st.owner+") may close it"), st.id)
+	}
+	t.remove(st)
 	return relayed, nil
 }
 
 // streamOwnership handles stream/grant-write, stream/revoke-write and
-// stream/transfer-ownership.
-func (sp *liveSpace) streamOwnership(o origin, env *protocol.Envelope, now time.Time) (outcome, *refusal) {
-	return relayed, nil
+// stream/transfer-ownership. Only the stream's owner may send them; the
+// gateway then broadcasts stream/write-granted, stream/write-revoked or
+// stream/ownership-transferred, addressed to every participant, instead of
+// relaying the request.
+func (sp *liveSpace) streamOwnership(o origin, env *protocol.Envelope, _ time.Time) (outcome, *refusal) {
+	var (
+		streamID, who, reason string
+		verb                  string
+	)
+	switch env.Kind {
+	case protocol.KindStreamGrantWrite:
+		var p protocol.StreamGrantWrite
+		if err := env.DecodePayload(&p); err != nil {
+			return outcome{}, refuse(ErrorInvalidEnvelope, env.Kind+" payload: "+err.Error())
+		}
+		streamID, who, reason, verb = p.StreamID, p.ParticipantID, p.Reason, "grant write access to"
+	case protocol.KindStreamRevokeWrite:
+		var p protocol.StreamRevokeWrite
+		if err := env.DecodePayload(&p); err != nil {
+			return outcome{}, refuse(ErrorInvalidEnvelope, env.Kind+" payload: "+err.Error())
+		}
+		streamID, who, reason, verb = p.StreamID, p.ParticipantID, p.Reason, "revoke write access to"
+	case protocol.KindStreamTransferOwnership:
+		var p protocol.StreamTransferOwnership
+		if err := env.DecodePayload(&p); err != nil {
+			return outcome{}, refuse(ErrorInvalidEnvelope, env.Kind+" payload: "+err.Error())
+		}
+		streamID, who, reason, verb = p.StreamID, p.NewOwner, p.Reason, "transfer ownership of"
+	default:
+		return relayed, nil
+	}
+	if streamID == "" || who == "" {
+		return outcome{}, refuse(ErrorInvalidEnvelope, env.Kind+" requires stream_id and a participant")
+	}
+
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	t := &sp.streams
+	st := t.byID[streamID]
+	if st == nil {
+		return outcome{}, withStreamID(streamRefusal(protocol.ErrorStreamNotFound, "no open stream "+streamID), streamID)
+	}
+	if st.ownerM != o.m {
+		return outcome{}, withStreamID(streamRefusal(ErrorNotStreamOwner,
+			"only the owner of stream "+st.id+" ("+st.owner+") may "+verb+" it"), st.id)
+	}
+	notFound := func() (outcome, *refusal) {
+		return outcome{}, withStreamID(streamRefusal(protocol.ErrorParticipantNotFound,
+			"participant "+who+" is not in the space"), st.id)
+	}
+
+	var (
+		d   delivery
+		err error
+		ans streamAnswer
+	)
+	to, corr := sp.streamRecipientsLocked(), []string{env.ID}
+	switch env.Kind {
+	case protocol.KindStreamGrantWrite:
+		m := sp.connectedMemberLocked(who)
+		if m == nil {
+			return notFound()
+		}
+		if !slices.ContainsFunc(st.writers, func(w string) bool { return isMemberID(w, m) }) {
+			st.writers = append(st.writers, who)
+		}
+		d, err = sp.streamEnvelope(protocol.KindStreamWriteGranted, to, corr, protocol.StreamWriteGranted{
+			StreamID: st.id, ParticipantID: who, AuthorizedWriters: slices.Clone(st.writers), Reason: reason,
+		})
+		ans = streamAnswer{Status: "granted", ParticipantID: who}
+	case protocol.KindStreamRevokeWrite:
+		m := sp.connectedMemberLocked(who)
+		if m == nil {
+			m = sp.members[who]
+		}
+		listed := slices.Contains(st.writers, who)
+		if m == nil && !listed {
+			return notFound()
+		}
+		if m == st.ownerM || who == st.owner {
+			return outcome{}, withStreamID(streamRefusal(protocol.ErrorInvalidOperation,
+				"Owner cannot revoke own write access"), st.id)
+		}
+		st.writers = slices.DeleteFunc(st.writers, func(w string) bool {
+			return w == who || (m != nil && isMemberID(w, m))
+		})
+		d, err = sp.streamEnvelope(protocol.KindStreamWriteRevoked, to, corr, protocol.StreamWriteRevoked{
+			StreamID: st.id, ParticipantID: who, AuthorizedWriters: slices.Clone(st.writers), Reason: reason,
+		})
+		ans = streamAnswer{Status: "revoked", ParticipantID: who}
+	case protocol.KindStreamTransferOwnership:
+		m := sp.connectedMemberLocked(who)
+		if m == nil {
+			return notFound()
+		}
+		if m == st.ownerM {
+			return outcome{}, withStreamID(streamRefusal(protocol.ErrorInvalidOperation,
+				who+" already owns stream "+st.id), st.id)
+		}
+		if t.byOwner[m] >= maxStreamsPerOwner {
+			return outcome{}, withStreamID(streamRefusal(ErrorTooManyStreams,
+				fmt.Sprintf("%s owns %d open streams, the most one participant may own", who, maxStreamsPerOwner)), st.id)
+		}
+		prev, prevM := st.owner, st.ownerM
+		writers := slices.DeleteFunc(slices.Clone(st.writers), func(w string) bool {
+			return w == prev || isMemberID(w, prevM)
+		})
+		if !slices.ContainsFunc(writers, func(w string) bool { return isMemberID(w, m) }) {
+			writers = append(writers, who)
+		}
+		d, err = sp.streamEnvelope(protocol.KindStreamOwnershipTransferred, to, corr, protocol.StreamOwnershipTransferred{
+			StreamID: st.id, PreviousOwner: prev, NewOwner: who, AuthorizedWriters: slices.Clone(writers), Reason: reason,
+		})
+		if err == nil {
+			t.setOwner(st, m)
+			st.owner, st.ownerM, st.writers = who, m, writers
+		}
+		ans = streamAnswer{Status: "transferred", PreviousOwner: prev, NewOwner: who}
+	}
+	if err != nil {
+		return outcome{}, streamEncodeFailed(err)
+	}
+	sp.broadcastLocked(d, nil)
+
+	ans.ID, ans.StreamID, ans.Timestamp = d.id, st.id, protocol.FormatTime(d.at)
+	ans.AuthorizedWriters = slices.Clone(st.writers)
+	return outcome{relay: false, status: http.StatusOK, body: ans}, nil
 }
 
-// activeStreamsLocked lists the open streams for a welcome. mu must be held.
-func (sp *liveSpace) activeStreamsLocked() []protocol.StreamInfo { return []protocol.StreamInfo{} }
+// activeStreamsLocked lists the open streams for a welcome, oldest first:
+// the stream's state, then every member of the request that opened it
+// (custom ones included, the internal keys above excepted). mu must be held.
+func (sp *liveSpace) activeStreamsLocked() []protocol.StreamInfo {
+	list := make([]protocol.StreamInfo, 0, len(sp.streams.byID))
+	for _, st := range sp.streams.sorted() {
+		r := st.request
+		list = append(list, protocol.StreamInfo{
+			StreamID:          st.id,
+			Owner:             st.owner,
+			AuthorizedWriters: slices.Clone(st.writers),
+			Created:           protocol.FormatTime(st.created),
+			Direction:         r.Direction,
+			ExpectedSizeBytes: r.ExpectedSizeBytes,
+			Description:       r.Description,
+			ContentType:       r.ContentType,
+			Format:            r.Format,
+			Metadata:          r.Metadata,
+			Target:            r.Target,
+			Extra:             r.Extra, // never changed once stored
+		})
+	}
+	return list
+}
 
-// streamsLeaveLocked updates the streams when s leaves. mu must be held.
-func (sp *liveSpace) streamsLeaveLocked(s *session) {}
+// streamsLeaveLocked updates the streams when s leaves: the streams its
+// participant owns close, announced by a stream/close from the gateway
+// (reason owner_left, correlated with the stream/open) to everyone left,
+// and it stops being a writer of the others. mu must be held; s is already
+// out of the roster. A stream opened over HTTP by a participant without a
+// connection lasts until its owner closes it, or connects and leaves.
+func (sp *liveSpace) streamsLeaveLocked(s *session) {
+	t := &sp.streams
+	if len(t.byID) == 0 {
+		return
+	}
+	for _, st := range t.sorted() {
+		if st.ownerM == s.m {
+			t.remove(st)
+			d, err := sp.streamEnvelope(protocol.KindStreamClose, nil, []string{st.openID}, protocol.StreamClose{
+				StreamID: st.id, Reason: StreamCloseOwnerLeft,
+			})
+			if err == nil { // a fixed payload type: it always encodes
+				sp.broadcastLocked(d, nil)
+			}
+			continue
+		}
+		st.writers = slices.DeleteFunc(st.writers, func(w string) bool {
+			return w == s.id || w == s.m.name
+		})
+	}
+}
 
-// streamFrame handles a stream data frame. Streams are opened with
-// stream/request; until one is open, no participant may write frames.
+// streamFrame handles a stream data frame "#<stream_id>#<data>" read from a
+// WebSocket. data is the reader's buffer, reused for the next message: what
+// is queued is a copy, shared by every recipient.
+//
+// A frame for a stream that is not open, or from a participant that is not
+// one of its writers, is refused with unauthorized_stream_write; such
+// refusals count against the sender's envelope rate, so that a flood of
+// them is answered at most once a second. A frame over the stream's rate is
+// refused with rate_limited (also answered at most once a second). An
+// accepted frame goes to every WebSocket connection of the space, the
+// writer's included, or, if the stream has a target, only to connections
+// whose runtime id or logical name is in it. output_log participants get no
+// frames: their files hold envelopes, one JSON object per line.
 func (sp *liveSpace) streamFrame(o origin, data []byte) {
 	id, _, err := protocol.ParseFrame(data)
-	msg := "no open stream " + string(id) + " that you may write to"
 	if err != nil {
-		msg = "malformed stream frame: " + err.Error()
+		sp.refuseFrame(o, string(id), "malformed stream frame: "+err.Error())
+		return
 	}
-	rf := refuse(ErrorUnauthorizedStream, msg)
-	sid := string(id)
-	rf.fields = func(dst []byte) []byte {
-		return protocol.AppendString(append(dst, `,"stream_id":`...), sid)
+	if rf := sp.checkControl(o, kindFrame, sp.srv.now()); rf != nil {
+		sp.answer(o, rf) // a paused or shut-down participant writes no frames either
+		return
 	}
-	sp.answer(o, rf)
+	sp.mu.Lock()
+	if sp.sessions[o.id] != o.s {
+		// A connection replaced or removed while its last messages were
+		// being read: it no longer speaks for anyone.
+		sp.mu.Unlock()
+		return
+	}
+	st := sp.streams.byID[string(id)]
+	if st == nil || !slices.ContainsFunc(st.writers, func(w string) bool { return w == o.id || w == o.m.name }) {
+		sp.mu.Unlock()
+		sp.refuseFrame(o, string(id), "You are not authorized to write to stream "+string(id))
+		return
+	}
+	if st.limiter != nil && !st.limiter.Allow() {
+		sp.mu.Unlock()
+		sp.answer(o, withStreamID(refuse(ErrorRateLimited,
+			fmt.Sprintf("over the rate limit of %d frames per second on stream %s", streamFrameRate, st.id)), st.id))
+		return
+	}
+	f := frame{data: append([]byte(nil), data...), binary: true}
+	for _, s := range sp.roster {
+		if s.transport == transportVirtual {
+			continue
+		}
+		if len(st.target) > 0 && !slices.ContainsFunc(st.target, func(t string) bool { return t == s.id || t == s.m.name }) {
+			continue
+		}
+		s.enqueue(f)
+	}
+	sp.mu.Unlock()
+}
+
+// refuseFrame answers a frame the sender may not write with
+// unauthorized_stream_write, or with rate_limited once the sender's
+// envelope bucket is empty.
+func (sp *liveSpace) refuseFrame(o origin, id, msg string) {
+	if lim := o.m.limiter; lim != nil && !lim.Allow() {
+		sp.answer(o, refuse(ErrorRateLimited,
+			fmt.Sprintf("over the rate limit of %g envelopes per second", sp.srv.opts.Rate)))
+		return
+	}
+	sp.answer(o, withStreamID(refuse(ErrorUnauthorizedStream, msg), id))
 }

@@ -168,7 +168,7 @@ func TestPayloadWireShapes(t *testing.T) {
 		{"no HTML escaping", Chat{Text: "<a&b>"}, `{"text":"<a&b>"}`},
 		{"no HTML escaping in nested marshalers", Welcome{Participants: []ParticipantInfo{},
 			ActiveStreams: []StreamInfo{{StreamID: "s", Description: "<&>", Extra: map[string]json.RawMessage{"x": json.RawMessage(`"<&>"`)}}}},
-			`{"you":{"id":""},"participants":[],"active_streams":[{"stream_id":"s","owner":"","created":"","direction":"","description":"<&>","x":"<&>"}]}`},
+			`{"you":{"id":""},"participants":[],"active_streams":[{"stream_id":"s","owner":"","created":"","description":"<&>","x":"<&>"}]}`},
 		{"responding-to", RespondingTo{StartedAt: 5}, `{"started_at":5}`},
 		{"stream info extra", StreamInfo{StreamID: "s", Owner: "o", Created: "c", Direction: "upload",
 			Extra: map[string]json.RawMessage{"x": nil}}, `{"stream_id":"s","owner":"o","created":"c","direction":"upload","x":null}`},

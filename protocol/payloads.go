@@ -313,7 +313,7 @@ type StreamInfo struct {
 	Owner             string          `json:"owner"`
 	AuthorizedWriters []string        `json:"authorized_writers,omitempty"`
 	Created           string          `json:"created"` // RFC 3339
-	Direction         string          `json:"direction"`
+	Direction         string          `json:"direction,omitempty"`
 	ExpectedSizeBytes int64           `json:"expected_size_bytes,omitempty"`
 	Description       string          `json:"description,omitempty"`
 	ContentType       string          `json:"content_type,omitempty"`

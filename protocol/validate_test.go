@@ -136,7 +136,8 @@ func TestValidate(t *testing.T) {
 		// streams
 		{"stream/request", `{"kind":"stream/request","payload":{"direction":"upload","expected_size_bytes":10,"metadata":{"a":1},"target":["b"],"custom":true}}`, nil, ""},
 		{"stream/request bad direction", `{"kind":"stream/request","payload":{"direction":"sideways"}}`, ErrBadValue, "payload.direction"},
-		{"stream/request no direction", `{"kind":"stream/request","payload":{}}`, ErrMissingField, "payload.direction"},
+		{"stream/request without direction (reference agents omit it)", `{"kind":"stream/request","payload":{"modes":["text"]}}`, nil, ""},
+		{"stream/request bad direction", `{"kind":"stream/request","payload":{"direction":"sideways"}}`, ErrBadValue, "payload.direction"},
 		{"stream/request target string", `{"kind":"stream/request","payload":{"direction":"upload","target":"b"}}`, ErrBadType, "payload.target"},
 		{"stream/request metadata array", `{"kind":"stream/request","payload":{"direction":"upload","metadata":[]}}`, ErrBadType, "payload.metadata"},
 		{"stream/open no id", `{"kind":"stream/open","payload":{"encoding":"text"}}`, ErrMissingField, "payload.stream_id"},
