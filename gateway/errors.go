@@ -28,6 +28,11 @@ const (
 	// with the same token. Clients should not reconnect on it, or two copies
 	// of one participant would replace each other forever.
 	CloseReplaced = 4000
+
+	// CloseUnresponsive is recorded for a peer that did not answer a ping in
+	// time. The peer is not reading, so it is dropped without a close
+	// handshake; the code keeps it apart from 1008 (refused) in logs.
+	CloseUnresponsive = 4002
 )
 
 // ErrClosed is returned by a Server's methods after Close.

@@ -204,7 +204,7 @@ func (s *session) run(ping func(context.Context) error) {
 				ctx, cancel := context.WithTimeout(s.ctx, srv.opts.PongTimeout)
 				defer cancel()
 				if err := ping(ctx); err != nil {
-					s.abort(websocket.StatusPolicyViolation, "ping timeout")
+					s.abort(CloseUnresponsive, "ping timeout")
 					return
 				}
 				s.lastSeen.Store(srv.now().UnixNano())

@@ -1,0 +1,192 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// Options configures a Client. Gateway, Token and Space (or a space named
+// in Gateway's query) are required; the zero value of every other field
+// means its documented default.
+type Options struct {
+	// Gateway is the gateway's URL: ws:// or wss:// (http:// and https:// are
+	// accepted too). A URL without a path gets "/ws"; the space is added as
+	// the query parameter "space".
+	Gateway string
+	// Space is the id of the space to join. If Gateway already names a space
+	// in its query, the two must agree.
+	Space string
+	// Token is the participant's token. It decides which participant of the
+	// space the client is, and it is never logged.
+	Token string
+	// ParticipantID is the runtime id to join under; "" means the token's
+	// participant name. An id other than that name becomes a runtime alias
+	// of the participant (spec 3.6.4). Only the join message can carry it,
+	// so a non-empty ParticipantID implies JoinMessage.
+	ParticipantID string
+	// JoinMessage makes the client authenticate with the reference clients'
+	// join message {"type":"join","participantId","space","token"}, sent as
+	// the first message, instead of an Authorization: Bearer header.
+	JoinMessage bool
+
+	// Reconnect makes the client dial again when a connection drops after
+	// Connect succeeded (see the package documentation for when it does
+	// not).
+	Reconnect bool
+	// ReconnectDelay is the backoff before the first attempt (default
+	// 500ms); it doubles at each attempt, with ±20% jitter.
+	ReconnectDelay time.Duration
+	// MaxReconnectDelay caps the backoff (default 30s).
+	MaxReconnectDelay time.Duration
+	// MaxReconnectAttempts is how many attempts in a row the client makes
+	// before giving up with ErrReconnectFailed; 0 means no limit.
+	MaxReconnectAttempts int
+
+	// HeartbeatInterval is how often the client pings the gateway (default
+	// 30s); a ping not answered within the interval drops the connection.
+	// A negative value disables the heartbeat.
+	HeartbeatInterval time.Duration
+	// WelcomeTimeout bounds one connection attempt: dialling, authenticating
+	// and waiting for the welcome (default 10s).
+	WelcomeTimeout time.Duration
+
+	// SendQueue is the length of the outbound queue (default 1024 messages).
+	// When it is full, Send waits for room until its context ends.
+	SendQueue int
+	// InboundQueue bounds the messages received but not yet handled
+	// (default 4096). If the handlers fall that far behind, the connection
+	// is dropped with ErrSlowConsumer.
+	InboundQueue int
+	// MaxMessageSize bounds one inbound message in bytes (default 16 MiB).
+	// A larger one ends the connection (close 1009).
+	MaxMessageSize int64
+
+	// Logger receives the client's diagnostics; nil discards them. The token
+	// never reaches it.
+	Logger *slog.Logger
+	// HTTPHeader holds extra headers for the WebSocket upgrade request. The
+	// client sets Authorization itself (and removes it with JoinMessage).
+	HTTPHeader http.Header
+}
+
+// Defaults of Options.
+const (
+	defaultReconnectDelay    = 500 * time.Millisecond
+	defaultMaxReconnectDelay = 30 * time.Second
+	defaultHeartbeat         = 30 * time.Second
+	defaultWelcomeTimeout    = 10 * time.Second
+	defaultSendQueue         = 1024
+	defaultInboundQueue      = 4096
+	defaultMaxMessageSize    = 16 << 20
+)
+
+// check validates o and returns it with its defaults filled in.
+func (o Options) check() (Options, error) {
+	switch {
+	case o.Gateway == "":
+		return o, errors.New("the Gateway option is required")
+	case o.Token == "":
+		return o, errors.New("the Token option is required")
+	case len(o.ParticipantID) > protocol.MaxIDLen:
+		return o, fmt.Errorf("the ParticipantID option is longer than %d bytes", protocol.MaxIDLen)
+	case o.ReconnectDelay < 0, o.MaxReconnectDelay < 0, o.WelcomeTimeout < 0:
+		return o, errors.New("durations must not be negative (except HeartbeatInterval)")
+	case o.MaxReconnectAttempts < 0, o.SendQueue < 0, o.InboundQueue < 0, o.MaxMessageSize < 0:
+		return o, errors.New("counts and sizes must not be negative")
+	}
+	if o.ReconnectDelay == 0 {
+		o.ReconnectDelay = defaultReconnectDelay
+	}
+	if o.MaxReconnectDelay == 0 {
+		o.MaxReconnectDelay = defaultMaxReconnectDelay
+	}
+	o.MaxReconnectDelay = max(o.MaxReconnectDelay, o.ReconnectDelay)
+	if o.HeartbeatInterval == 0 {
+		o.HeartbeatInterval = defaultHeartbeat
+	}
+	if o.WelcomeTimeout == 0 {
+		o.WelcomeTimeout = defaultWelcomeTimeout
+	}
+	if o.SendQueue == 0 {
+		o.SendQueue = defaultSendQueue
+	}
+	if o.InboundQueue == 0 {
+		o.InboundQueue = defaultInboundQueue
+	}
+	if o.MaxMessageSize == 0 {
+		o.MaxMessageSize = defaultMaxMessageSize
+	}
+	if o.ParticipantID != "" {
+		o.JoinMessage = true
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+// dialURL returns the URL to dial: o.Gateway with a path and the space.
+func (o *Options) dialURL() (string, error) {
+	u, err := url.Parse(o.Gateway)
+	if err != nil {
+		return "", fmt.Errorf("the Gateway option: %w", err)
+	}
+	switch u.Scheme {
+	case "ws", "wss", "http", "https":
+	default:
+		return "", fmt.Errorf("the Gateway option: scheme %q is not ws, wss, http or https", u.Scheme)
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("the Gateway option: %q has no host", o.Gateway)
+	}
+	if u.User != nil {
+		return "", errors.New("the Gateway option: credentials in the URL are not supported; use Token")
+	}
+	if u.Path == "" && u.RawPath == "" {
+		u.Path = "/ws"
+	}
+	q := u.Query()
+	switch s := q.Get("space"); {
+	case o.Space == "" && s == "":
+		return "", errors.New("the Space option is required")
+	case o.Space == "":
+		o.Space = s
+	case s != "" && s != o.Space:
+		return "", fmt.Errorf("the Gateway option names space %q but Space is %q", s, o.Space)
+	}
+	q.Set("space", o.Space)
+	u.RawQuery = q.Encode()
+	u.Fragment = ""
+	return u.String(), nil
+}
+
+// joinMessage returns the reference clients' join message.
+func (o *Options) joinMessage() []byte {
+	b := append([]byte(nil), `{"type":"join"`...)
+	if o.ParticipantID != "" {
+		b = protocol.AppendString(append(b, `,"participantId":`...), o.ParticipantID)
+	}
+	b = protocol.AppendString(append(b, `,"space":`...), o.Space)
+	b = protocol.AppendString(append(b, `,"token":`...), o.Token)
+	return append(b, '}')
+}
+
+// upgradeHeader returns the headers of the upgrade request.
+func (o *Options) upgradeHeader() http.Header {
+	h := o.HTTPHeader.Clone()
+	if h == nil {
+		h = make(http.Header)
+	}
+	if o.JoinMessage {
+		h.Del("Authorization")
+	} else {
+		h.Set("Authorization", "Bearer "+o.Token)
+	}
+	return h
+}
