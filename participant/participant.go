@@ -1,0 +1,207 @@
+package participant
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mew-protocol/mew/capability"
+	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// Options configures a Participant.
+type Options struct {
+	// Client configures the connection (gateway, space, token, reconnect...).
+	Client client.Options
+	// RequestTimeout bounds Request when its context has no deadline
+	// (default 30 s).
+	RequestTimeout time.Duration
+	// Logger receives diagnostics; nil means the client's logger, else none.
+	Logger *slog.Logger
+
+	// AutoDiscovery lists the tools of every participant that may answer
+	// MCP requests, as they join (spec: participant join flow).
+	AutoDiscovery bool
+	// DiscoveryTTL is how long discovered tools stay fresh (default 5 min).
+	DiscoveryTTL time.Duration
+	// DiscoveryTimeout bounds one tools/list (default 10 s).
+	DiscoveryTimeout time.Duration
+
+	// ContextTokens is the model context size reported in status telemetry
+	// (0: not reported); SoftLimit is the fraction of it at which the
+	// participant reports its status unasked (default 0.9).
+	ContextTokens int
+	SoftLimit     float64
+}
+
+const (
+	defaultRequestTimeout   = 30 * time.Second
+	defaultDiscoveryTTL     = 5 * time.Minute
+	defaultDiscoveryTimeout = 10 * time.Second
+	defaultSoftLimit        = 0.9
+)
+
+// Errors callers branch on.
+var (
+	// ErrNotAllowed: the participant may neither send the request nor
+	// propose it.
+	ErrNotAllowed = errors.New("participant: not allowed by this participant's capabilities")
+	// ErrPaused: the participant is paused and the envelope is not one a
+	// paused participant may send.
+	ErrPaused = errors.New("participant: paused")
+	// ErrClosed: the participant was closed.
+	ErrClosed = errors.New("participant: closed")
+)
+
+// Participant is a MEW participant with MCP tools, smart requests,
+// proposals, discovery, chat helpers, participant controls and streams.
+type Participant struct {
+	c    *client.Client
+	opts Options
+	log  *slog.Logger
+
+	caps atomic.Pointer[capability.Set] // from the latest welcome
+
+	ctx    context.Context // cancelled by Close; parent of all background work
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	closed atomic.Bool
+
+	tools     toolRegistry
+	pending   requestTable
+	discovery discoveryState
+	controls  controlState
+	chats     chatBook
+	streams   streamBook
+}
+
+// New returns a participant; Connect connects it.
+func New(opts Options) (*Participant, error) {
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = defaultRequestTimeout
+	}
+	if opts.DiscoveryTTL <= 0 {
+		opts.DiscoveryTTL = defaultDiscoveryTTL
+	}
+	if opts.DiscoveryTimeout <= 0 {
+		opts.DiscoveryTimeout = defaultDiscoveryTimeout
+	}
+	if opts.SoftLimit <= 0 || opts.SoftLimit > 1 {
+		opts.SoftLimit = defaultSoftLimit
+	}
+	log := opts.Logger
+	if log == nil {
+		log = opts.Client.Logger
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c, err := client.New(opts.Client)
+	if err != nil {
+		return nil, fmt.Errorf("participant: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Participant{c: c, opts: opts, log: log, ctx: ctx, cancel: cancel}
+	p.caps.Store(capability.MustCompile())
+	c.OnWelcome(p.onWelcome)
+	p.wireTools()
+	p.wireRequests()
+	p.wireDiscovery()
+	p.wireControls()
+	p.wireChat()
+	p.wireStreams()
+	return p, nil
+}
+
+// Client returns the connection the participant holds.
+func (p *Participant) Client() *client.Client { return p.c }
+
+// ID returns the participant's runtime id, from the gateway's welcome.
+func (p *Participant) ID() string { return p.c.ID() }
+
+// Connect connects to the gateway and returns once the welcome arrived.
+func (p *Participant) Connect(ctx context.Context) error {
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	if err := p.c.Connect(ctx); err != nil {
+		return fmt.Errorf("participant: %w", err)
+	}
+	return nil
+}
+
+// Close cancels the participant's background work, waits for it and closes
+// the connection. It must not be called from a handler.
+func (p *Participant) Close() error {
+	if !p.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	p.cancel()
+	err := p.c.Close()
+	p.wg.Wait()
+	if err != nil && !errors.Is(err, client.ErrClosed) {
+		return fmt.Errorf("participant: %w", err)
+	}
+	return nil
+}
+
+// onWelcome keeps the capabilities current: the first welcome, each
+// re-join and each update after a grant or revocation.
+func (p *Participant) onWelcome(w *protocol.Welcome) {
+	set, err := capability.Compile(w.You.Capabilities)
+	if err != nil {
+		p.log.Warn("welcome capabilities do not compile; keeping none", "err", err)
+		set = capability.MustCompile()
+	}
+	p.caps.Store(set)
+}
+
+// Capabilities returns the participant's capabilities as the latest
+// welcome gave them.
+func (p *Participant) Capabilities() []json.RawMessage { return p.caps.Load().Patterns() }
+
+// CanSend reports whether the participant's capabilities allow an envelope
+// of kind with payload (raw JSON, nil for none), as the gateway would judge.
+func (p *Participant) CanSend(kind string, payload []byte) bool {
+	return p.caps.Load().Allows(kind, payload)
+}
+
+// Send sends an envelope through the client, after the participant's own
+// checks: a paused participant sends only what a paused participant may.
+func (p *Participant) Send(ctx context.Context, env *protocol.Envelope) error {
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	if err := p.controls.allowOutbound(env.Kind); err != nil {
+		return err
+	}
+	return p.c.Send(ctx, env)
+}
+
+// send is Send for a kind and payload.
+func (p *Participant) send(ctx context.Context, kind string, to []string, correlation []string, payload any) (*protocol.Envelope, error) {
+	env, err := protocol.New(kind, payload)
+	if err != nil {
+		return nil, fmt.Errorf("participant: %w", err)
+	}
+	env.To, env.CorrelationID = to, correlation
+	if err := p.Send(ctx, env); err != nil {
+		return nil, err
+	}
+	return env, nil
+}
+
+// goBackground runs f on a goroutine the participant owns; Close cancels its
+// context and waits for it.
+func (p *Participant) goBackground(f func(ctx context.Context)) {
+	if p.closed.Load() {
+		return
+	}
+	p.wg.Go(func() { f(p.ctx) })
+}
