@@ -16,6 +16,7 @@ type metrics struct {
 	out           map[string]prometheus.Counter
 	refusals      *prometheus.CounterVec
 	slowConsumers prometheus.Counter
+	floor         *prometheus.CounterVec
 	routing       prometheus.Histogram
 }
 
@@ -31,6 +32,10 @@ func newMetrics() *metrics {
 		slowConsumers: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "mew_gateway_slow_consumers_total", Help: "Connections closed because their outbound queue was full.",
 		}),
+		floor: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mew_gateway_floor_total",
+			Help: "Floor control events: claims, yields, expiries, ignored_yield (an answer sent after a yield).",
+		}, []string{"event"}),
 		routing: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "mew_gateway_routing_seconds",
 			Help:    "Time from an envelope's arrival to its being queued for every recipient (decode, checks, enforcement, fan-out).",
@@ -52,7 +57,7 @@ func newMetrics() *metrics {
 		m.in[k] = in.WithLabelValues(k)
 		m.out[k] = out.WithLabelValues(k)
 	}
-	m.reg.MustRegister(m.connections, m.refusals, m.slowConsumers, m.routing, in, out,
+	m.reg.MustRegister(m.connections, m.refusals, m.slowConsumers, m.floor, m.routing, in, out,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -39,6 +39,7 @@ type member struct {
 	// Guarded by liveSpace.mu:
 	sess   *session // current connection
 	grants []grant  // runtime grants, oldest first
+	yields []string // recent messages it was told to yield (floor control)
 	ctl    control  // pause, shutdown and kick state
 }
 
@@ -89,6 +90,7 @@ type liveSpace struct {
 	recipients []audit.Recipient   // parallel to roster; replaced, never modified
 	history    *history
 	streams    streamTable
+	floor      floorTable
 }
 
 func newLiveSpace(srv *Server, cfg *space.Config) (*liveSpace, error) {
@@ -236,6 +238,7 @@ func (sp *liveSpace) detachLocked(s *session) {
 	}
 	sp.rebuildLocked()
 	sp.streamsLeaveLocked(s)
+	sp.floorLeaveLocked(s)
 	sp.srv.metrics.connections.WithLabelValues(s.transport).Dec()
 	sp.broadcastLocked(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
 		Event:       protocol.PresenceLeave,

@@ -22,6 +22,10 @@ var relayed = outcome{relay: true}
 // none and are simply relayed.
 func (sp *liveSpace) special(o origin, env *protocol.Envelope, now time.Time) (outcome, *refusal) {
 	switch env.Kind {
+	case protocol.KindChat:
+		sp.floorNote(o, env)
+	case protocol.KindFloorRespondingTo:
+		return sp.floorClaim(o, env, now)
 	case protocol.KindCapabilityGrant:
 		return sp.grant(o, env, now)
 	case protocol.KindCapabilityRevoke:

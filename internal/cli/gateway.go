@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 
 	"strconv"
 	"strings"
@@ -75,6 +76,34 @@ exits with status 0.`,
 	return cmd
 }
 
+// floorFromEnv applies MEW_RESPOND_ENABLED and MEW_RESPOND_TTL_MS (or the
+// floor control spec's AGENTCHAT_RESPOND_* names) over the space config.
+func floorFromEnv(fc *space.FloorControl, getenv func(string) string) error {
+	get := func(name string) (string, string) {
+		for _, prefix := range []string{"MEW_", "AGENTCHAT_"} {
+			if v := strings.TrimSpace(getenv(prefix + name)); v != "" {
+				return prefix + name, v
+			}
+		}
+		return "", ""
+	}
+	if name, v := get("RESPOND_ENABLED"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not a boolean", name, v)
+		}
+		fc.Enabled = on
+	}
+	if name, v := get("RESPOND_TTL_MS"); v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms <= 0 || ms > 86_400_000 {
+			return fmt.Errorf("%s: %q is not a number of milliseconds from 1 to 86400000", name, v)
+		}
+		fc.TTL = time.Duration(ms) * time.Millisecond
+	}
+	return nil
+}
+
 func parseLevel(s string) (slog.Level, error) {
 	switch strings.ToLower(s) {
 	case "debug":
@@ -127,6 +156,9 @@ func runGateway(ctx context.Context, cmd *cobra.Command, f gatewayFlags, explici
 	}
 	for _, k := range cfg.Unknown {
 		logger.Debug("unknown key in space config ignored", "file", cfg.Path, "key", k)
+	}
+	if err := floorFromEnv(&cfg.FloorControl, os.Getenv); err != nil {
+		return err
 	}
 	gw, err := gateway.New(gateway.Options{
 		Spaces:            []*space.Config{cfg},

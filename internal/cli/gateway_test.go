@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mew-protocol/mew/space"
 )
 
 // lineWriter collects output and announces the first line with a prefix.
@@ -128,5 +130,30 @@ func TestGatewayStartBadInput(t *testing.T) {
 				t.Fatalf("err = %v, want it to mention %q", err, c.want)
 			}
 		})
+	}
+}
+
+func TestFloorFromEnv(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	fc := space.FloorControl{Enabled: true, TTL: 45 * time.Second}
+	if err := floorFromEnv(&fc, env("MEW_RESPOND_ENABLED", "false", "AGENTCHAT_RESPOND_TTL_MS", "1500")); err != nil {
+		t.Fatal(err)
+	}
+	if fc.Enabled || fc.TTL != 1500*time.Millisecond {
+		t.Fatalf("got %+v", fc)
+	}
+	for _, bad := range [][]string{{"MEW_RESPOND_ENABLED", "maybe"}, {"MEW_RESPOND_TTL_MS", "-5"}, {"AGENTCHAT_RESPOND_TTL_MS", "soon"}} {
+		if err := floorFromEnv(&fc, env(bad...)); err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%v: err = %v", bad, err)
+		}
 	}
 }
