@@ -355,7 +355,9 @@ func (sp *liveSpace) control(o origin, env *protocol.Envelope, now time.Time) (o
 		switch env.Kind {
 		case protocol.KindParticipantPause:
 			until := int64(math.MaxInt64)
-			if pause.TimeoutSeconds > 0 {
+			// Past a century a timeout means "until resumed" (and a bigger
+			// one would overflow a Duration).
+			if pause.TimeoutSeconds > 0 && pause.TimeoutSeconds < 100*365*24*3600 {
 				until = now.Add(time.Duration(pause.TimeoutSeconds) * time.Second).UnixNano()
 			}
 			m.ctl.pauseID = env.ID

@@ -1,9 +1,881 @@
 package participant
 
-// controlState is the participant's pause state, hooks and telemetry.
-type controlState struct{}
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+	"unicode/utf8"
 
-func (p *Participant) wireControls() {}
+	"github.com/mew-protocol/mew/protocol"
+)
 
-// allowOutbound refuses what a paused participant may not send.
-func (c *controlState) allowOutbound(kind string) error { return nil }
+// Participant controls (spec §3.9) and status telemetry; ReportStatus
+// documents what the participant answers to each control.
+
+// ErrShutdown: the participant received participant/shutdown. It sends
+// nothing but participant/status from then on, as the gateway enforces, and
+// closes its connection once its OnShutdown hook has returned.
+var ErrShutdown = errors.New("participant: shut down")
+
+// whilePaused lists what a paused participant may still send: answers,
+// status and cancellations, never new work. It is the gateway's list
+// (docs/gateway.md, "Pause, resume and shutdown"); the two must agree, or the
+// SDK would let through what the gateway refuses, or the reverse.
+var whilePaused = []string{
+	protocol.KindChatAcknowledge, protocol.KindChatCancel, protocol.KindReasoningCancel,
+	protocol.KindCapabilityGrantAck, protocol.KindParticipantStatus, protocol.KindMCPWithdraw,
+	protocol.KindParticipantCompactDone,
+}
+
+// kindStreamFrame stands for a stream data frame in allowOutbound: no kind
+// is exempt from a pause, so neither are frames (the gateway refuses them
+// too).
+const kindStreamFrame = "#frame"
+
+// Statuses the participant reports besides protocol's active, paused and
+// near_limit.
+const (
+	statusCompacting   = "compacting"
+	statusCompacted    = "compacted"
+	statusCleared      = "cleared"
+	statusRestarted    = "restarted"
+	statusShuttingDown = "shutting_down"
+)
+
+// shutdownFlush bounds how long the participant waits for the gateway to
+// relay its last status before it closes the connection.
+const shutdownFlush = 2 * time.Second
+
+// maxPauseSeconds is the longest pause timeout taken as one; a longer one
+// (which would overflow a time.Duration) lasts until resumed.
+const maxPauseSeconds = 100 * 365 * 24 * 60 * 60
+
+// maxReasonLen bounds an error text put into a status or compact-done.
+const maxReasonLen = 200
+
+// controlState is the participant's pause state, hooks and telemetry. mu
+// guards every field; it is never held while sending or calling a hook.
+type controlState struct {
+	mu sync.Mutex
+
+	paused      bool
+	pauseID     string    // the pause in force
+	pauseFrom   string    // who paused
+	pauseReason string    // its reason
+	pauseUntil  time.Time // zero: until resumed
+	stopTimer   chan struct{}
+	timedOut    string // the last pause that ended by its timeout here
+	shutdown    bool
+
+	tokens, messages int
+	nearLimit        bool // a near_limit status went out for this crossing
+
+	hooks controlHooks
+
+	replies serial // statuses and pause notifications, in order
+	work    serial // forget, compact, clear, restart, shutdown, in order
+
+	echoes map[string]chan struct{} // own envelope ids whose relay is awaited
+}
+
+// controlHooks are the functions the controls call.
+type controlHooks struct {
+	forget      func(ctx context.Context, direction string, entries int) error
+	clear       func(ctx context.Context) error
+	compact     func(ctx context.Context) (freedTokens, freedMessages int, err error)
+	restart     func(ctx context.Context) error
+	shutdown    func(ctx context.Context) error
+	pauseChange func(paused bool, reason string)
+}
+
+// serial runs jobs one at a time, in the order they were queued, on a
+// goroutine of the participant that exists only while there is work.
+type serial struct {
+	mu      sync.Mutex
+	jobs    []serialJob
+	running bool
+}
+
+// serialJob is one job of a serial, named for logs.
+type serialJob struct {
+	what string
+	f    func(context.Context)
+}
+
+// run queues job on s.
+func (p *Participant) run(s *serial, what string, job func(ctx context.Context)) {
+	s.mu.Lock()
+	s.jobs = append(s.jobs, serialJob{what, job})
+	if s.running {
+		s.mu.Unlock()
+		return
+	}
+	s.running = true
+	s.mu.Unlock()
+	p.goBackground(func(ctx context.Context) {
+		for {
+			s.mu.Lock()
+			if len(s.jobs) == 0 {
+				s.running = false
+				s.mu.Unlock()
+				return
+			}
+			next := s.jobs[0]
+			s.jobs[0] = serialJob{}
+			s.jobs = s.jobs[1:]
+			s.mu.Unlock()
+			if err := protect(func() error { next.f(ctx); return nil }); err != nil {
+				p.log.Error("participant control work panicked", "work", next.what, "err", err)
+			}
+		}
+	})
+}
+
+// protect calls f and turns a panic into an error.
+func protect(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("participant: panic: %v", r)
+		}
+	}()
+	return f()
+}
+
+func (p *Participant) wireControls() {
+	for _, kind := range []string{
+		protocol.KindParticipantPause, protocol.KindParticipantResume,
+		protocol.KindParticipantRequestStatus, protocol.KindParticipantForget,
+		protocol.KindParticipantCompact, protocol.KindParticipantClear,
+		protocol.KindParticipantRestart, protocol.KindParticipantShutdown,
+	} {
+		p.c.OnKind(kind, p.onControl)
+	}
+	p.c.OnKind(protocol.KindParticipantStatus, p.onOwnRelay)
+	p.c.OnKind(protocol.KindSystemError, p.onOwnRelay)
+}
+
+// allowOutbound refuses what a paused participant may not send (an error
+// wrapping ErrPaused), and everything but participant/status after a
+// shutdown (ErrShutdown).
+func (c *controlState) allowOutbound(kind string) error {
+	c.mu.Lock()
+	shut := c.shutdown
+	paused := c.pausedLocked(time.Now())
+	reason := c.pauseReason
+	c.mu.Unlock()
+	if shut && kind != protocol.KindParticipantStatus {
+		return fmt.Errorf("%w: %s may not be sent after participant/shutdown", ErrShutdown, describeKind(kind))
+	}
+	if paused && !slices.Contains(whilePaused, kind) {
+		if reason != "" {
+			return fmt.Errorf("%w (%s): %s may not be sent while paused", ErrPaused, reason, describeKind(kind))
+		}
+		return fmt.Errorf("%w: %s may not be sent while paused", ErrPaused, describeKind(kind))
+	}
+	return nil
+}
+
+// describeKind names kind in an error.
+func describeKind(kind string) string {
+	if kind == kindStreamFrame {
+		return "a stream data frame"
+	}
+	return kind
+}
+
+// pausedLocked reports whether a pause is in force at now. A timeout that
+// has passed ends it even before the timer has run.
+func (c *controlState) pausedLocked(now time.Time) bool {
+	return c.paused && (c.pauseUntil.IsZero() || now.Before(c.pauseUntil))
+}
+
+// stopTimerLocked cancels the auto-resume timer, if any.
+func (c *controlState) stopTimerLocked() {
+	if c.stopTimer != nil {
+		close(c.stopTimer)
+		c.stopTimer = nil
+	}
+}
+
+// Paused reports whether the participant is paused: a participant/pause
+// addressed to it is in force, neither resumed nor timed out.
+func (p *Participant) Paused() bool {
+	p.controls.mu.Lock()
+	defer p.controls.mu.Unlock()
+	return p.controls.pausedLocked(time.Now())
+}
+
+// OnForget sets the hook that participant/forget calls, with the direction
+// ("oldest" or "newest") and the number of entries to drop (0 when the
+// control named none). The hook should drop that context and update the
+// counters with SetContextUsage. It runs on a goroutine of the participant,
+// after the earlier controls' hooks, and must return when ctx ends. nil
+// removes the hook; the participant then only reports the statuses.
+func (p *Participant) OnForget(f func(ctx context.Context, direction string, entries int) error) {
+	p.controls.mu.Lock()
+	p.controls.hooks.forget = f
+	p.controls.mu.Unlock()
+}
+
+// OnClear sets the hook that participant/clear calls to erase all retained
+// context. When it returns nil the participant resets its context counters
+// to zero. It runs as OnForget's hook does; nil removes it.
+func (p *Participant) OnClear(f func(ctx context.Context) error) {
+	p.controls.mu.Lock()
+	p.controls.hooks.clear = f
+	p.controls.mu.Unlock()
+}
+
+// OnCompact sets the hook that participant/compact calls. It returns how
+// many tokens and messages compaction freed, which the participant subtracts
+// from its counters and reports in participant/compact-done. The
+// participant sends compact-done whatever happens: "skipped" without a hook
+// or when nothing was freed, "failed" with the error's text when the hook
+// fails. It runs as OnForget's hook does; nil removes it.
+func (p *Participant) OnCompact(f func(ctx context.Context) (freedTokens, freedMessages int, err error)) {
+	p.controls.mu.Lock()
+	p.controls.hooks.compact = f
+	p.controls.mu.Unlock()
+}
+
+// OnRestart sets the hook that participant/restart calls, after the
+// participant closed the streams it owns, to return to a baseline
+// configuration. When it returns nil the context counters are reset. It runs
+// as OnForget's hook does; nil removes it.
+func (p *Participant) OnRestart(f func(ctx context.Context) error) {
+	p.controls.mu.Lock()
+	p.controls.hooks.restart = f
+	p.controls.mu.Unlock()
+}
+
+// OnShutdown sets the hook that participant/shutdown calls, after the
+// participant reported "shutting_down" and before it closes its connection.
+// From the shutdown on, the participant sends nothing but participant/status
+// (ErrShutdown). The hook must not call Close, which waits for it; the
+// program should call Close after it (OnDisconnected on the client says when
+// the connection has closed). It runs as OnForget's hook does; nil removes
+// it.
+func (p *Participant) OnShutdown(f func(ctx context.Context) error) {
+	p.controls.mu.Lock()
+	p.controls.hooks.shutdown = f
+	p.controls.mu.Unlock()
+}
+
+// OnPauseChange sets a function called when the participant is paused
+// (paused true, with the pause's reason) and when the pause ends (by a
+// resume or its timeout). Calls come in order, on a goroutine of the
+// participant; f must not block for long. nil removes it.
+func (p *Participant) OnPauseChange(f func(paused bool, reason string)) {
+	p.controls.mu.Lock()
+	p.controls.hooks.pauseChange = f
+	p.controls.mu.Unlock()
+}
+
+// RecordContextUsage adds tokens and messages (either may be negative) to
+// the context counters that status telemetry reports; they never go below
+// zero. Chats the participant sends or that are addressed to it are counted
+// already: one message and about a token per four bytes of text. When
+// Options.ContextTokens is set and the tokens reach Options.SoftLimit of it,
+// the participant broadcasts a participant/status "near_limit", once per
+// crossing: again only after the tokens went back below the limit.
+func (p *Participant) RecordContextUsage(tokens, messages int) {
+	c := &p.controls
+	c.mu.Lock()
+	c.tokens = max(0, c.tokens+tokens)
+	c.messages = max(0, c.messages+messages)
+	fire := p.checkSoftLimitLocked()
+	c.mu.Unlock()
+	if fire {
+		p.queueStatus(protocol.ParticipantStatusNearLimit, nil, nil)
+	}
+}
+
+// SetContextUsage sets the context counters to tokens and messages, as an
+// agent does after it rebuilt its context; the soft limit applies as in
+// RecordContextUsage.
+func (p *Participant) SetContextUsage(tokens, messages int) {
+	c := &p.controls
+	c.mu.Lock()
+	c.tokens, c.messages = max(0, tokens), max(0, messages)
+	fire := p.checkSoftLimitLocked()
+	c.mu.Unlock()
+	if fire {
+		p.queueStatus(protocol.ParticipantStatusNearLimit, nil, nil)
+	}
+}
+
+// ContextUsage returns the context counters: tokens and messages in
+// context.
+func (p *Participant) ContextUsage() (tokens, messages int) {
+	p.controls.mu.Lock()
+	defer p.controls.mu.Unlock()
+	return p.controls.tokens, p.controls.messages
+}
+
+// checkSoftLimitLocked reports whether the tokens just crossed the soft
+// limit, and re-arms it when they are below.
+func (p *Participant) checkSoftLimitLocked() bool {
+	c := &p.controls
+	if p.opts.ContextTokens <= 0 {
+		return false
+	}
+	limit := p.opts.SoftLimit * float64(p.opts.ContextTokens)
+	if float64(c.tokens) < limit {
+		c.nearLimit = false
+		return false
+	}
+	if c.nearLimit {
+		return false
+	}
+	c.nearLimit = true
+	return true
+}
+
+// telemetry returns the status payload: the counters and status, or the
+// participant's state (active, paused, shutting_down) when status is "".
+func (p *Participant) telemetry(status string) protocol.Status {
+	c := &p.controls
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if status == "" {
+		switch {
+		case c.shutdown:
+			status = statusShuttingDown
+		case c.pausedLocked(time.Now()):
+			status = protocol.ParticipantStatusPaused
+		default:
+			status = protocol.ParticipantStatusActive
+		}
+	}
+	return protocol.Status{
+		Tokens:            c.tokens,
+		MaxTokens:         p.opts.ContextTokens,
+		MessagesInContext: c.messages,
+		Status:            status,
+	}
+}
+
+// ReportStatus broadcasts a participant/status with the participant's
+// telemetry and status ("" means its state: "active", "paused" or
+// "shutting_down"). It returns an error wrapping ErrNotAllowed when the
+// participant may not send participant/status.
+//
+// The participant also reports by itself, answering the participant
+// controls (spec §3.9) addressed to it (listed in to, or broadcast by
+// someone else) as the table below says. Every
+// participant/status carries the telemetry (tokens, max_tokens,
+// messages_in_context) and is sent only when the participant's capabilities
+// allow it; "X[:reason]" means "X", or "X:" and the control's reason when it
+// gave one, as the reference implementation writes them.
+//
+//	participant/pause           paused until resumed or until timeout_seconds;
+//	                            status "paused[:reason]" to the sender,
+//	                            correlated to the pause
+//	participant/resume          status "active", correlated to the resume
+//	(pause timeout, locally)    status "active", correlated to the pause; no
+//	                            participant/resume: the gateway announces the
+//	                            timeout itself (docs/gateway.md)
+//	participant/request-status  status to the requester, correlated, holding
+//	                            the fields asked for (messages_in_context and
+//	                            status always)
+//	participant/forget          status "compacting", the OnForget hook, then
+//	                            "compacted" (or "forget_failed:<error>")
+//	participant/compact         status "compacting", the OnCompact hook, then
+//	                            participant/compact-done to the requester,
+//	                            always, and status "compacted" (or
+//	                            "compact_failed:<error>")
+//	participant/clear           the OnClear hook, counters reset, status
+//	                            "cleared[:reason]" (or "clear_failed:<error>")
+//	participant/restart         stream/close (reason "restart") of the
+//	                            participant's own streams, the OnRestart hook,
+//	                            counters reset, status "restarted" (or
+//	                            "restart_failed:<error>")
+//	participant/shutdown        status "shutting_down[:reason]", the OnShutdown
+//	                            hook, then the connection is closed
+//
+// Pause, resume and request-status are answered at once; forget, compact,
+// clear, restart and shutdown run their hooks one at a time, in the order the
+// controls arrived, each on a goroutine the participant owns (never on the
+// client's dispatch goroutine), with a context that Close cancels.
+func (p *Participant) ReportStatus(ctx context.Context, status string) error {
+	payload := p.telemetry(status)
+	env, err := protocol.New(protocol.KindParticipantStatus, payload)
+	if err != nil {
+		return fmt.Errorf("participant: status: %w", err)
+	}
+	if !p.CanSend(env.Kind, env.Payload) {
+		return fmt.Errorf("%w: participant/status", ErrNotAllowed)
+	}
+	if err := p.Send(ctx, env); err != nil {
+		return fmt.Errorf("participant: status: %w", err)
+	}
+	return nil
+}
+
+// RequestStatus asks target for its telemetry with
+// participant/request-status, limited to fields when any are given (such as
+// "tokens", "max_tokens", "latency_ms"). The answer is a participant/status
+// correlated to the request, which the caller may watch for with the
+// client's OnKind. It returns an error wrapping ErrNotAllowed when the
+// participant may not send the request.
+func (p *Participant) RequestStatus(ctx context.Context, target string, fields ...string) error {
+	if target == "" {
+		return errors.New("participant: request status: no target")
+	}
+	env, err := protocol.New(protocol.KindParticipantRequestStatus, protocol.RequestStatus{Fields: fields})
+	if err != nil {
+		return fmt.Errorf("participant: request status: %w", err)
+	}
+	env.To = []string{target}
+	if !p.CanSend(env.Kind, env.Payload) {
+		return fmt.Errorf("%w: participant/request-status", ErrNotAllowed)
+	}
+	if err := p.Send(ctx, env); err != nil {
+		return fmt.Errorf("participant: request status: %w", err)
+	}
+	return nil
+}
+
+// controlAddressed reports whether the participant should act on a
+// control: it is listed in to, or the control is broadcast by someone else.
+func (p *Participant) controlAddressed(env *protocol.Envelope) bool {
+	self := p.ID()
+	if self == "" {
+		return false
+	}
+	if len(env.To) == 0 {
+		return env.From != self
+	}
+	return slices.Contains(env.To, self)
+}
+
+// onControl handles the controls addressed to the participant, on the
+// dispatch goroutine: it updates state at once and queues the rest.
+func (p *Participant) onControl(env *protocol.Envelope) {
+	if !p.controlAddressed(env) {
+		return
+	}
+	switch env.Kind {
+	case protocol.KindParticipantPause:
+		p.onPause(env)
+	case protocol.KindParticipantResume:
+		p.onResume(env)
+	case protocol.KindParticipantRequestStatus:
+		var rs protocol.RequestStatus
+		if err := env.DecodePayload(&rs); err != nil {
+			p.log.Warn("participant/request-status with a malformed payload; answering in full", "id", env.ID, "err", err)
+			rs.Fields = nil
+		}
+		id, from := env.ID, env.From
+		p.run(&p.controls.replies, env.Kind, func(ctx context.Context) {
+			payload := filterStatus(p.telemetry(""), rs.Fields)
+			p.sendStatusPayload(ctx, payload, replyTo(from), []string{id})
+		})
+	case protocol.KindParticipantForget:
+		p.run(&p.controls.work, env.Kind, func(ctx context.Context) { p.doForget(ctx, env) })
+	case protocol.KindParticipantCompact:
+		p.run(&p.controls.work, env.Kind, func(ctx context.Context) { p.doCompact(ctx, env) })
+	case protocol.KindParticipantClear:
+		p.run(&p.controls.work, env.Kind, func(ctx context.Context) { p.doClear(ctx, env) })
+	case protocol.KindParticipantRestart:
+		p.run(&p.controls.work, env.Kind, func(ctx context.Context) { p.doRestart(ctx, env) })
+	case protocol.KindParticipantShutdown:
+		p.onShutdownControl(env)
+	}
+}
+
+// replyTo addresses an answer to the sender of a control, unless that is the
+// gateway (then the answer is broadcast).
+func replyTo(from string) []string {
+	if from == "" || from == protocol.GatewayID {
+		return nil
+	}
+	return []string{from}
+}
+
+// withReason is "status" or "status:reason".
+func withReason(status, reason string) string {
+	if reason == "" {
+		return status
+	}
+	return status + ":" + clip(reason)
+}
+
+// clip shortens s to maxReasonLen bytes without splitting a character.
+func clip(s string) string {
+	if len(s) <= maxReasonLen {
+		return s
+	}
+	s = s[:maxReasonLen]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// onPause handles participant/pause.
+func (p *Participant) onPause(env *protocol.Envelope) {
+	var pause protocol.Pause
+	if err := env.DecodePayload(&pause); err != nil {
+		p.log.Warn("participant/pause with a malformed payload; pausing until resumed", "id", env.ID, "err", err)
+		pause = protocol.Pause{}
+	}
+	c := &p.controls
+	c.mu.Lock()
+	c.stopTimerLocked()
+	c.paused = true
+	c.pauseID, c.pauseFrom, c.pauseReason = env.ID, env.From, pause.Reason
+	c.pauseUntil = time.Time{}
+	var stop chan struct{}
+	if pause.TimeoutSeconds > 0 && pause.TimeoutSeconds <= maxPauseSeconds {
+		d := time.Duration(pause.TimeoutSeconds) * time.Second
+		c.pauseUntil = time.Now().Add(d)
+		stop = make(chan struct{})
+		c.stopTimer = stop
+	}
+	c.mu.Unlock()
+
+	if stop != nil {
+		id, d := env.ID, time.Duration(pause.TimeoutSeconds)*time.Second
+		p.goBackground(func(ctx context.Context) {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			p.pauseTimedOut(id)
+		})
+	}
+	status := withReason(protocol.ParticipantStatusPaused, pause.Reason)
+	p.queueStatus(status, replyTo(env.From), []string{env.ID})
+	p.notifyPause(true, pause.Reason)
+}
+
+// pauseTimedOut ends pause id when its timeout passes.
+func (p *Participant) pauseTimedOut(id string) {
+	c := &p.controls
+	c.mu.Lock()
+	if !c.paused || c.pauseID != id {
+		c.mu.Unlock()
+		return
+	}
+	from := c.pauseFrom
+	c.paused, c.stopTimer, c.timedOut = false, nil, id
+	c.pauseID, c.pauseFrom, c.pauseReason, c.pauseUntil = "", "", "", time.Time{}
+	c.mu.Unlock()
+	p.log.Info("pause timed out; resuming", "pause", id)
+	p.queueStatus(protocol.ParticipantStatusActive, replyTo(from), []string{id})
+	p.notifyPause(false, protocol.ReasonTimeout)
+}
+
+// onResume handles participant/resume. A resume that the gateway sends for
+// a pause that already timed out here is not answered twice.
+func (p *Participant) onResume(env *protocol.Envelope) {
+	c := &p.controls
+	c.mu.Lock()
+	wasPaused := c.paused
+	already := !c.paused && c.timedOut != "" && env.CorrelatesWith(c.timedOut)
+	c.stopTimerLocked()
+	c.paused = false
+	c.pauseID, c.pauseFrom, c.pauseReason, c.pauseUntil = "", "", "", time.Time{}
+	c.mu.Unlock()
+	if already {
+		return
+	}
+	p.queueStatus(protocol.ParticipantStatusActive, replyTo(env.From), []string{env.ID})
+	if wasPaused {
+		var r protocol.Resume
+		_ = env.DecodePayload(&r)
+		p.notifyPause(false, r.Reason)
+	}
+}
+
+// notifyPause calls the OnPauseChange function, in order with the statuses.
+func (p *Participant) notifyPause(paused bool, reason string) {
+	p.controls.mu.Lock()
+	f := p.controls.hooks.pauseChange
+	p.controls.mu.Unlock()
+	if f == nil {
+		return
+	}
+	p.run(&p.controls.replies, "pause notification", func(context.Context) { f(paused, reason) })
+}
+
+// queueStatus sends a participant/status with the telemetry, in order with
+// the other answers.
+func (p *Participant) queueStatus(status string, to, correlation []string) {
+	p.run(&p.controls.replies, protocol.KindParticipantStatus, func(ctx context.Context) {
+		p.sendStatus(ctx, status, to, correlation)
+	})
+}
+
+// sendStatus sends a participant/status with the telemetry and status, if
+// the participant may send it; failures are logged.
+func (p *Participant) sendStatus(ctx context.Context, status string, to, correlation []string) *protocol.Envelope {
+	return p.sendStatusPayload(ctx, p.telemetry(status), to, correlation)
+}
+
+// sendStatusPayload sends a participant/status, if the participant may send
+// it; failures are logged. It returns the envelope sent, or nil.
+func (p *Participant) sendStatusPayload(ctx context.Context, payload protocol.Status, to, correlation []string) *protocol.Envelope {
+	env, err := protocol.New(protocol.KindParticipantStatus, payload)
+	if err != nil {
+		p.log.Warn("participant/status not encoded", "err", err)
+		return nil
+	}
+	if !p.CanSend(env.Kind, env.Payload) {
+		p.log.Debug("participant/status not sent: not allowed by the capabilities", "status", payload.Status)
+		return nil
+	}
+	env.To, env.CorrelationID = to, correlation
+	env.ID = protocol.NewID()
+	if err := p.Send(ctx, env); err != nil {
+		p.log.Warn("participant/status not sent", "status", payload.Status, "err", err)
+		return nil
+	}
+	return env
+}
+
+// filterStatus keeps the fields asked for; messages_in_context (which the
+// spec requires) and status are always kept.
+func filterStatus(s protocol.Status, fields []string) protocol.Status {
+	if len(fields) == 0 {
+		return s
+	}
+	out := protocol.Status{MessagesInContext: s.MessagesInContext, Status: s.Status}
+	for _, f := range fields {
+		switch f {
+		case "tokens":
+			out.Tokens = s.Tokens
+		case "max_tokens":
+			out.MaxTokens = s.MaxTokens
+		case "latency_ms":
+			out.LatencyMS = s.LatencyMS
+		}
+	}
+	return out
+}
+
+// hook returns the current hooks.
+func (c *controlState) hook() controlHooks {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hooks
+}
+
+// doForget runs participant/forget.
+func (p *Participant) doForget(ctx context.Context, env *protocol.Envelope) {
+	var f protocol.Forget
+	if err := env.DecodePayload(&f); err != nil {
+		p.log.Warn("participant/forget with a malformed payload", "id", env.ID, "err", err)
+	}
+	to, corr := replyTo(env.From), []string{env.ID}
+	p.sendStatus(ctx, statusCompacting, to, corr)
+	var err error
+	if h := p.controls.hook().forget; h != nil {
+		err = protect(func() error { return h(ctx, f.Direction, f.Entries) })
+	}
+	if err != nil {
+		p.log.Warn("forget hook failed", "err", err)
+		p.sendStatus(ctx, withReason("forget_failed", err.Error()), to, corr)
+		return
+	}
+	p.sendStatus(ctx, statusCompacted, to, corr)
+}
+
+// doCompact runs participant/compact. compact-done goes out whatever the
+// hook does (spec §3.9.7: MUST).
+func (p *Participant) doCompact(ctx context.Context, env *protocol.Envelope) {
+	to, corr := replyTo(env.From), []string{env.ID}
+	p.sendStatus(ctx, statusCompacting, to, corr)
+	var done protocol.CompactDone
+	var err error
+	h := p.controls.hook().compact
+	switch {
+	case h == nil:
+		done = protocol.CompactDone{Skipped: true, Status: protocol.CompactStatusSkipped, Reason: "nothing to compact"}
+	default:
+		var tokens, messages int
+		err = protect(func() error {
+			var e error
+			tokens, messages, e = h(ctx)
+			return e
+		})
+		switch {
+		case err != nil:
+			p.log.Warn("compact hook failed", "err", err)
+			done = protocol.CompactDone{Skipped: true, Status: "failed", Reason: clip(err.Error())}
+		case tokens <= 0 && messages <= 0:
+			done = protocol.CompactDone{Skipped: true, Status: protocol.CompactStatusSkipped}
+		default:
+			tokens, messages = max(0, tokens), max(0, messages)
+			p.RecordContextUsage(-tokens, -messages)
+			done = protocol.CompactDone{FreedTokens: tokens, FreedMessages: messages, Status: protocol.CompactStatusCompacted}
+		}
+	}
+	p.sendCompactDone(ctx, done, to, corr)
+	if err != nil {
+		p.sendStatus(ctx, withReason("compact_failed", err.Error()), to, corr)
+		return
+	}
+	p.sendStatus(ctx, statusCompacted, to, corr)
+}
+
+// sendCompactDone sends participant/compact-done, if the participant may.
+func (p *Participant) sendCompactDone(ctx context.Context, done protocol.CompactDone, to, correlation []string) {
+	env, err := protocol.New(protocol.KindParticipantCompactDone, done)
+	if err != nil {
+		p.log.Warn("participant/compact-done not encoded", "err", err)
+		return
+	}
+	if !p.CanSend(env.Kind, env.Payload) {
+		p.log.Warn("participant/compact-done not sent: not allowed by the capabilities")
+		return
+	}
+	env.To, env.CorrelationID = to, correlation
+	if err := p.Send(ctx, env); err != nil {
+		p.log.Warn("participant/compact-done not sent", "err", err)
+	}
+}
+
+// doClear runs participant/clear.
+func (p *Participant) doClear(ctx context.Context, env *protocol.Envelope) {
+	var c protocol.Clear
+	_ = env.DecodePayload(&c)
+	to, corr := replyTo(env.From), []string{env.ID}
+	var err error
+	if h := p.controls.hook().clear; h != nil {
+		err = protect(func() error { return h(ctx) })
+	}
+	if err != nil {
+		p.log.Warn("clear hook failed", "err", err)
+		p.sendStatus(ctx, withReason("clear_failed", err.Error()), to, corr)
+		return
+	}
+	p.SetContextUsage(0, 0)
+	p.sendStatus(ctx, withReason(statusCleared, c.Reason), to, corr)
+}
+
+// doRestart runs participant/restart.
+func (p *Participant) doRestart(ctx context.Context, env *protocol.Envelope) {
+	to, corr := replyTo(env.From), []string{env.ID}
+	p.closeOwnStreams(ctx, "restart")
+	var err error
+	if h := p.controls.hook().restart; h != nil {
+		err = protect(func() error { return h(ctx) })
+	}
+	if err != nil {
+		p.log.Warn("restart hook failed", "err", err)
+		p.sendStatus(ctx, withReason("restart_failed", err.Error()), to, corr)
+		return
+	}
+	p.SetContextUsage(0, 0)
+	p.sendStatus(ctx, statusRestarted, to, corr)
+}
+
+// onShutdownControl handles participant/shutdown: from now on only
+// participant/status goes out (as the gateway enforces); the status is
+// reported, then the hook runs after the earlier hooks, then the connection
+// closes.
+func (p *Participant) onShutdownControl(env *protocol.Envelope) {
+	var s protocol.Shutdown
+	_ = env.DecodePayload(&s)
+	c := &p.controls
+	c.mu.Lock()
+	if c.shutdown {
+		c.mu.Unlock()
+		return
+	}
+	c.shutdown = true
+	c.stopTimerLocked()
+	c.mu.Unlock()
+	to, corr := replyTo(env.From), []string{env.ID}
+	status := withReason(statusShuttingDown, s.Reason)
+	relayed := make(chan struct{})
+	p.run(&c.replies, env.Kind, func(ctx context.Context) {
+		defer close(relayed)
+		p.sendStatusAndWait(ctx, status, to, corr)
+	})
+	p.run(&c.work, env.Kind, func(ctx context.Context) {
+		select {
+		case <-relayed:
+		case <-ctx.Done():
+		}
+		if h := c.hook().shutdown; h != nil {
+			if err := protect(func() error { return h(ctx) }); err != nil {
+				p.log.Warn("shutdown hook failed", "err", err)
+			}
+		}
+		p.log.Info("shut down by participant/shutdown; closing the connection", "from", env.From)
+		if err := p.c.Close(); err != nil {
+			p.log.Warn("closing after shutdown", "err", err)
+		}
+	})
+}
+
+// sendStatusAndWait sends a status and waits (up to shutdownFlush) until the
+// gateway relayed it back or refused it, so that closing the connection
+// next does not drop it from the send queue.
+func (p *Participant) sendStatusAndWait(ctx context.Context, status string, to, correlation []string) {
+	payload := p.telemetry(status)
+	env, err := protocol.New(protocol.KindParticipantStatus, payload)
+	if err != nil || !p.CanSend(env.Kind, env.Payload) {
+		return
+	}
+	env.To, env.CorrelationID, env.ID = to, correlation, protocol.NewID()
+	c := &p.controls
+	ch := make(chan struct{})
+	c.mu.Lock()
+	if c.echoes == nil {
+		c.echoes = make(map[string]chan struct{})
+	}
+	c.echoes[env.ID] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.echoes, env.ID)
+		c.mu.Unlock()
+	}()
+	if err := p.Send(ctx, env); err != nil {
+		p.log.Warn("participant/status not sent", "status", status, "err", err)
+		return
+	}
+	t := time.NewTimer(shutdownFlush)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// onOwnRelay notices the relay of the participant's own status (or the
+// gateway's refusal of it) that sendStatusAndWait waits for.
+func (p *Participant) onOwnRelay(env *protocol.Envelope) {
+	c := &p.controls
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.echoes) == 0 {
+		return
+	}
+	ids := env.CorrelationID
+	if env.Kind == protocol.KindParticipantStatus {
+		if env.From != p.ID() {
+			return
+		}
+		ids = []string{env.ID}
+	}
+	for _, id := range ids {
+		if ch, ok := c.echoes[id]; ok {
+			close(ch)
+			delete(c.echoes, id)
+		}
+	}
+}

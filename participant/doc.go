@@ -10,6 +10,31 @@
 // controls (pause, resume, forget, clear, compact, restart, shutdown) and
 // status telemetry; and stream bookkeeping.
 //
+// # Requests and proposals
+//
+// Request is the spec's mcpRequest: a direct mcp/request when the
+// capabilities allow it, an mcp/proposal to the same target when only that is
+// allowed, an error wrapping ErrNotAllowed otherwise. It waits for the
+// target's response (for a proposal: to the fulfilment of it), fails fast on
+// mcp/reject and on the gateway's refusals, and withdraws a proposal on
+// timeout or cancellation. Fulfillers see proposals through OnProposal and
+// answer them with Fulfill or Reject.
+//
+// # Tool discovery
+//
+// With Options.AutoDiscovery the participant lists the tools of the others
+// as they join; DiscoverTools asks one on demand. DiscoveryState documents
+// the states and rules.
+//
+// # Participant controls
+//
+// Pause, resume, forget, clear, compact, restart and shutdown addressed to
+// the participant update its state, run the hooks set with OnForget,
+// OnClear, OnCompact, OnRestart and OnShutdown, and answer with
+// participant/status; a paused participant sends only what the gateway lets
+// a paused participant send (ErrPaused otherwise). ReportStatus lists what
+// it reports for each.
+//
 // # Concurrency
 //
 // The client runs every handler on its one dispatch goroutine, in order. The

@@ -69,7 +69,13 @@ func join(t *testing.T, g *testutil.Gateway, id string, opts participant.Options
 		t.Fatalf("connect %s: %v", id, err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
+	// Discovery and stream bookkeeping come from welcome handlers, which run
+	// on the client's dispatch goroutine: wait until they have.
+	for deadline := time.Now().Add(5 * time.Second); p.Client().State() != client.Ready; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never became ready", id)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 	return p
 }
-
-var _ = client.Options{}

@@ -70,6 +70,7 @@ type Participant struct {
 
 	ctx    context.Context // cancelled by Close; parent of all background work
 	cancel context.CancelFunc
+	bgMu   sync.Mutex // orders goBackground's Add against Close's Wait
 	wg     sync.WaitGroup
 	closed atomic.Bool
 
@@ -133,15 +134,24 @@ func (p *Participant) Connect(ctx context.Context) error {
 	if err := p.c.Connect(ctx); err != nil {
 		return fmt.Errorf("participant: %w", err)
 	}
+	// The client runs OnWelcome handlers on its dispatch goroutine, maybe
+	// after Connect returns: take the capabilities now so that CanSend is
+	// right from the start.
+	if w := p.c.Welcome(); w != nil {
+		p.onWelcome(w)
+	}
 	return nil
 }
 
 // Close cancels the participant's background work, waits for it and closes
 // the connection. It must not be called from a handler.
 func (p *Participant) Close() error {
+	p.bgMu.Lock()
 	if !p.closed.CompareAndSwap(false, true) {
+		p.bgMu.Unlock()
 		return nil
 	}
+	p.bgMu.Unlock()
 	p.cancel()
 	err := p.c.Close()
 	p.wg.Wait()
@@ -200,6 +210,8 @@ func (p *Participant) send(ctx context.Context, kind string, to []string, correl
 // goBackground runs f on a goroutine the participant owns; Close cancels its
 // context and waits for it.
 func (p *Participant) goBackground(f func(ctx context.Context)) {
+	p.bgMu.Lock()
+	defer p.bgMu.Unlock()
 	if p.closed.Load() {
 		return
 	}

@@ -1,6 +1,774 @@
 package participant
 
-// requestTable tracks requests and proposals awaiting an answer.
-type requestTable struct{}
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
-func (p *Participant) wireRequests() {}
+	"github.com/mew-protocol/mew/protocol"
+)
+
+const (
+	// maxPending bounds the requests and proposals awaiting an answer.
+	maxPending = 10000
+	// maxFulfilments bounds the fulfilments tracked for one proposal.
+	maxFulfilments = 16
+	// maxTrackedProposals bounds the others' proposals remembered for
+	// Fulfill, Reject and withdrawals; the oldest are forgotten first.
+	maxTrackedProposals = 1024
+	// withdrawTimeout bounds sending the withdrawal of a proposal given up.
+	withdrawTimeout = 5 * time.Second
+)
+
+var (
+	// ErrTooManyRequests: too many requests and proposals of this
+	// participant are awaiting an answer.
+	ErrTooManyRequests = errors.New("participant: too many requests awaiting an answer")
+	// ErrProposalWithdrawn: the proposer withdrew the proposal.
+	ErrProposalWithdrawn = errors.New("participant: proposal withdrawn by its proposer")
+)
+
+// RPCError is a JSON-RPC error: the error member of an mcp/response. Request
+// and Fulfill return it when the target answered with an error.
+type RPCError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// Error returns "rpc error CODE: MESSAGE".
+func (e *RPCError) Error() string {
+	return "rpc error " + strconv.Itoa(e.Code) + ": " + e.Message
+}
+
+// RejectedError is a rejection of a proposal (mcp/reject): Request returns
+// it as soon as the rejection arrives.
+type RejectedError struct {
+	ProposalID string // the proposal's envelope id
+	By         string // who rejected it
+	Reason     string // the reject's reason, "unknown" when it gave none
+}
+
+// Error returns "Proposal rejected by BY: REASON", the reference SDK's text.
+func (e *RejectedError) Error() string {
+	return "Proposal rejected by " + e.By + ": " + e.Reason
+}
+
+// GatewayError is the gateway's refusal (system/error) of an envelope that
+// Request or Fulfill sent. errors.Is(err, ErrNotAllowed) holds for a
+// capability violation and errors.Is(err, ErrPaused) for a paused sender.
+type GatewayError struct {
+	Code    string // the system/error's error member, e.g. "capability_violation"
+	Message string // its explanation, for people; may be empty
+}
+
+// Error returns "participant: refused by the gateway: CODE: MESSAGE".
+func (e *GatewayError) Error() string {
+	s := "participant: refused by the gateway: " + e.Code
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+// Unwrap returns ErrNotAllowed or ErrPaused when the code means that.
+func (e *GatewayError) Unwrap() error {
+	switch e.Code {
+	case protocol.ErrorCapabilityViolation:
+		return ErrNotAllowed
+	case "paused":
+		return ErrPaused
+	}
+	return nil
+}
+
+// Request is an mcp/request addressed to this participant for a method
+// the participant does not serve itself, as OnRequest handlers receive it.
+type Request struct {
+	// Envelope is the request as it arrived; it must not be modified.
+	Envelope *protocol.Envelope
+	// Method and Params are the JSON-RPC method and params.
+	Method string
+	Params json.RawMessage
+	// RPCID is the JSON-RPC id, echoed in the answer; nil when absent.
+	RPCID json.RawMessage
+
+	p        *Participant
+	answered atomic.Bool
+}
+
+// From returns the requester.
+func (r *Request) From() string { return r.Envelope.From }
+
+// IsNotification reports whether the request is an MCP notification
+// (method "notifications/..."), which is never answered.
+func (r *Request) IsNotification() bool { return isNotification(r.Method) }
+
+// Respond answers the request with a JSON-RPC result. A request is
+// answered once; Respond may be called from any goroutine.
+func (r *Request) Respond(ctx context.Context, result any) error {
+	return r.answer(ctx, result, nil)
+}
+
+// RespondError answers the request with a JSON-RPC error.
+func (r *Request) RespondError(ctx context.Context, code int, message string) error {
+	return r.answer(ctx, nil, &RPCError{Code: code, Message: message})
+}
+
+func (r *Request) answer(ctx context.Context, result any, rpcErr *RPCError) error {
+	if r.IsNotification() {
+		return fmt.Errorf("participant: %s is a notification and takes no answer", r.Method)
+	}
+	if !r.answered.CompareAndSwap(false, true) {
+		return fmt.Errorf("participant: request %s already answered", r.Envelope.ID)
+	}
+	payload := rpcReply{JSONRPC: "2.0", ID: rpcID(r.RPCID), Result: result, Error: rpcErr}
+	if rpcErr == nil && result == nil {
+		payload.Result = struct{}{}
+	}
+	_, err := r.p.send(ctx, protocol.KindMCPResponse, []string{r.Envelope.From}, []string{r.Envelope.ID}, payload)
+	return err
+}
+
+// Proposal is another participant's mcp/proposal, as OnProposal handlers
+// receive it: an MCP operation that the proposer may not perform and asks
+// someone with the capability to fulfil (Fulfill) or to reject (Reject).
+type Proposal struct {
+	// Envelope is the proposal as it arrived; it must not be modified.
+	Envelope *protocol.Envelope
+	// Method and Params are the proposed JSON-RPC method and params.
+	Method string
+	Params json.RawMessage
+
+	mu          sync.Mutex
+	withdrawn   chan struct{} // closed when the proposer withdraws it
+	reason      string
+	isWithdrawn bool
+	fulfilledBy string
+}
+
+// ID returns the proposal's envelope id.
+func (pr *Proposal) ID() string { return pr.Envelope.ID }
+
+// From returns the proposer.
+func (pr *Proposal) From() string { return pr.Envelope.From }
+
+// To returns the participants the operation is proposed to.
+func (pr *Proposal) To() []string { return slices.Clone(pr.Envelope.To) }
+
+// ToolName returns the tool of a tools/call proposal, "" for other methods.
+func (pr *Proposal) ToolName() string {
+	if pr.Method != "tools/call" {
+		return ""
+	}
+	var p struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(pr.Params, &p)
+	return p.Name
+}
+
+// Withdrawn returns a channel that is closed when the proposer withdraws
+// the proposal (only the proposer's mcp/withdraw counts).
+func (pr *Proposal) Withdrawn() <-chan struct{} { return pr.withdrawn }
+
+// WithdrawReason returns the withdrawal's reason and whether the proposal
+// was withdrawn.
+func (pr *Proposal) WithdrawReason() (reason string, withdrawn bool) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.reason, pr.isWithdrawn
+}
+
+// FulfilledBy returns the first participant seen fulfilling the proposal
+// (sending an mcp/request correlated to it), "" if none yet. Several may
+// fulfil one proposal; a UI can use this to avoid doing it twice.
+func (pr *Proposal) FulfilledBy() string {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.fulfilledBy
+}
+
+func (pr *Proposal) withdraw(reason string) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if pr.isWithdrawn {
+		return
+	}
+	pr.isWithdrawn, pr.reason = true, reason
+	close(pr.withdrawn)
+}
+
+func (pr *Proposal) markFulfilled(by string) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if pr.fulfilledBy == "" {
+		pr.fulfilledBy = by
+	}
+}
+
+// requestTable tracks this participant's requests and proposals awaiting
+// an answer, the fulfilments of its proposals, the others' proposals, and
+// the OnProposal and OnRequest handlers. mu guards the maps; it is never
+// held while calling out.
+type requestTable struct {
+	mu          sync.Mutex
+	calls       map[string]*pendingCall  // by request or proposal envelope id
+	fulfilments map[string]fulfilmentRef // fulfilment request id → our proposal
+	proposals   map[string]*Proposal     // others' proposals by id
+	order       []string                 // of proposals, oldest first
+	rpcID       atomic.Int64             // last JSON-RPC id used
+
+	hmu              sync.Mutex
+	nextHandler      int
+	proposalHandlers []proposalHandler
+	requestHandlers  []requestHandler
+}
+
+type proposalHandler struct {
+	n int
+	f func(*Proposal)
+}
+
+type requestHandler struct {
+	n int
+	f func(*Request)
+}
+
+// pendingCall is one request or proposal awaiting its answer.
+type pendingCall struct {
+	id          string
+	proposal    bool
+	targets     []string         // who may answer
+	done        chan callOutcome // buffered; receives exactly one outcome
+	fulfilments []string         // ids in requestTable.fulfilments
+}
+
+type callOutcome struct {
+	result json.RawMessage
+	err    error
+}
+
+// fulfilmentRef links someone's fulfilment request to our proposal.
+type fulfilmentRef struct {
+	call *pendingCall
+	to   []string // the fulfilment's addressees
+}
+
+func (p *Participant) wireRequests() {
+	t := &p.pending
+	t.calls = make(map[string]*pendingCall)
+	t.fulfilments = make(map[string]fulfilmentRef)
+	t.proposals = make(map[string]*Proposal)
+	p.c.OnKind(protocol.KindMCPResponse, p.onMCPResponse)
+	p.c.OnKind(protocol.KindMCPRequest, p.onMCPRequestSeen)
+	p.c.OnKind(protocol.KindMCPProposal, p.onMCPProposal)
+	p.c.OnKind(protocol.KindMCPReject, p.onMCPReject)
+	p.c.OnKind(protocol.KindMCPWithdraw, p.onMCPWithdraw)
+	p.c.OnKind(protocol.KindSystemError, p.onSystemError)
+}
+
+// add registers a call before its envelope is sent.
+func (t *requestTable) add(c *pendingCall) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.calls) >= maxPending {
+		return ErrTooManyRequests
+	}
+	if _, dup := t.calls[c.id]; dup {
+		return fmt.Errorf("participant: envelope id %s already pending", c.id)
+	}
+	t.calls[c.id] = c
+	return nil
+}
+
+// finish removes c and, if it was still pending, hands it its outcome.
+func (t *requestTable) finish(c *pendingCall, o callOutcome) {
+	t.mu.Lock()
+	live := t.calls[c.id] == c
+	if live {
+		t.dropLocked(c)
+	}
+	t.mu.Unlock()
+	if live {
+		c.done <- o
+	}
+}
+
+// remove forgets c (its caller gave up).
+func (t *requestTable) remove(c *pendingCall) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.calls[c.id] == c {
+		t.dropLocked(c)
+	}
+}
+
+func (t *requestTable) dropLocked(c *pendingCall) {
+	delete(t.calls, c.id)
+	for _, f := range c.fulfilments {
+		delete(t.fulfilments, f)
+	}
+}
+
+// Request sends an MCP request to target and returns the JSON-RPC result
+// (the spec's mcpRequest). payload is anything that encodes to a JSON
+// object holding the MCP method and params (a map, a struct, a
+// json.RawMessage), e.g. map[string]any{"method": "tools/call", "params":
+// ...}; Request sets "jsonrpc":"2.0" and a numeric "id" of its own.
+//
+// If the participant's capabilities allow the payload as an mcp/request,
+// it is sent to target directly and the answer is the target's
+// mcp/response correlated to it. Otherwise, if they allow it as an
+// mcp/proposal, it is proposed to target, and the answer is target's
+// response to the first fulfilment (an mcp/request correlated to the
+// proposal, addressed to target, from whoever fulfils it); an mcp/reject
+// of the proposal from anyone but this participant fails it at once with
+// a *RejectedError. Otherwise Request returns an error wrapping
+// ErrNotAllowed and sends nothing. Responses from anyone but target are
+// ignored.
+//
+// A JSON-RPC error in the answer is returned as an *RPCError; a refusal by
+// the gateway as a *GatewayError. Request waits until ctx ends, or for
+// Options.RequestTimeout if ctx has no deadline; a proposal given up this
+// way is withdrawn (mcp/withdraw with reason "timeout" or "cancelled") and
+// the error wraps ctx's error. Request blocks its caller only; it must not
+// be called from a handler.
+func (p *Participant) Request(ctx context.Context, target string, payload any) (json.RawMessage, error) {
+	if target == "" {
+		return nil, errors.New("participant: request: target is required")
+	}
+	body, method, err := p.pending.rpcPayload(payload)
+	if err != nil {
+		return nil, fmt.Errorf("participant: request to %s: %w", target, err)
+	}
+	switch {
+	case p.CanSend(protocol.KindMCPRequest, body):
+		return p.roundTrip(ctx, protocol.KindMCPRequest, []string{target}, nil, body)
+	case p.CanSend(protocol.KindMCPProposal, body):
+		return p.roundTrip(ctx, protocol.KindMCPProposal, []string{target}, nil, body)
+	}
+	return nil, fmt.Errorf("participant: %s to %s: %w", method, target, ErrNotAllowed)
+}
+
+// Fulfill carries out another participant's proposal: it sends the
+// proposal's payload as an mcp/request to the proposal's addressees,
+// correlated to the proposal, and returns the result as Request does (the
+// answer must come from one of them). A proposal that its proposer has
+// withdrawn is not fulfilled (ErrProposalWithdrawn), nor one the
+// participant may not send as a request (ErrNotAllowed). Fulfill blocks;
+// call it from a goroutine of your own, not from an OnProposal handler.
+func (p *Participant) Fulfill(ctx context.Context, pr *Proposal) (json.RawMessage, error) {
+	if pr == nil || pr.Envelope == nil {
+		return nil, errors.New("participant: fulfil: no proposal")
+	}
+	if reason, ok := pr.WithdrawReason(); ok {
+		return nil, fmt.Errorf("participant: fulfil proposal %s (withdrawn: %s): %w", pr.ID(), reason, ErrProposalWithdrawn)
+	}
+	to := pr.To()
+	if len(to) == 0 {
+		return nil, fmt.Errorf("participant: fulfil proposal %s: it names no target", pr.ID())
+	}
+	body, method, err := p.pending.rpcPayload(json.RawMessage(pr.Envelope.Payload))
+	if err != nil {
+		return nil, fmt.Errorf("participant: fulfil proposal %s: %w", pr.ID(), err)
+	}
+	if !p.CanSend(protocol.KindMCPRequest, body) {
+		return nil, fmt.Errorf("participant: fulfil proposal %s (%s): %w", pr.ID(), method, ErrNotAllowed)
+	}
+	return p.roundTrip(ctx, protocol.KindMCPRequest, to, []string{pr.ID()}, body)
+}
+
+// Reject declines another participant's proposal: an mcp/reject to the
+// proposer, correlated to the proposal. reason should be one of the
+// protocol.Reason* codes; "" sends none.
+func (p *Participant) Reject(ctx context.Context, pr *Proposal, reason string) error {
+	if pr == nil || pr.Envelope == nil {
+		return errors.New("participant: reject: no proposal")
+	}
+	payload := protocol.Reject{Reason: reason}
+	raw, _ := json.Marshal(payload)
+	if !p.CanSend(protocol.KindMCPReject, raw) {
+		return fmt.Errorf("participant: reject proposal %s: %w", pr.ID(), ErrNotAllowed)
+	}
+	if _, err := p.send(ctx, protocol.KindMCPReject, []string{pr.From()}, []string{pr.ID()}, payload); err != nil {
+		return fmt.Errorf("participant: reject proposal %s: %w", pr.ID(), err)
+	}
+	return nil
+}
+
+// OnProposal registers f for the mcp/proposal envelopes of other
+// participants, whoever they are addressed to, and returns a function that
+// removes it. f runs on the client's dispatch goroutine and must not block:
+// to fulfil, call Fulfill from a goroutine of your own. A panic in f is
+// recovered and logged.
+func (p *Participant) OnProposal(f func(*Proposal)) (remove func()) {
+	t := &p.pending
+	t.hmu.Lock()
+	defer t.hmu.Unlock()
+	t.nextHandler++
+	n := t.nextHandler
+	t.proposalHandlers = append(t.proposalHandlers, proposalHandler{n, f})
+	return func() {
+		t.hmu.Lock()
+		defer t.hmu.Unlock()
+		t.proposalHandlers = slices.DeleteFunc(slices.Clone(t.proposalHandlers), func(h proposalHandler) bool { return h.n == n })
+	}
+}
+
+// OnRequest registers f for the mcp/request envelopes addressed to this
+// participant whose method it does not serve itself (it serves initialize,
+// ping, tools/list, tools/call, resources/list, resources/read and
+// resources/templates/list), notifications included, and returns a
+// function that removes it. f answers with Request.Respond or
+// RespondError; while no handler is registered, such requests are answered
+// with CodeMethodNotFound. f runs on the dispatch goroutine and must not
+// block; a panic in it is recovered and logged.
+func (p *Participant) OnRequest(f func(*Request)) (remove func()) {
+	t := &p.pending
+	t.hmu.Lock()
+	defer t.hmu.Unlock()
+	t.nextHandler++
+	n := t.nextHandler
+	t.requestHandlers = append(t.requestHandlers, requestHandler{n, f})
+	return func() {
+		t.hmu.Lock()
+		defer t.hmu.Unlock()
+		t.requestHandlers = slices.DeleteFunc(slices.Clone(t.requestHandlers), func(h requestHandler) bool { return h.n == n })
+	}
+}
+
+// Proposal returns another participant's proposal that this participant
+// has seen, by id; it remembers the latest 1024.
+func (p *Participant) Proposal(id string) (*Proposal, bool) {
+	t := &p.pending
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pr, ok := t.proposals[id]
+	return pr, ok
+}
+
+// roundTrip sends one request or proposal and waits for its outcome.
+func (p *Participant) roundTrip(ctx context.Context, kind string, to, correlation []string, body []byte) (json.RawMessage, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.opts.RequestTimeout)
+		defer cancel()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("participant: %s: %w", kind, err)
+	}
+	env := &protocol.Envelope{
+		ID:            protocol.NewID(),
+		Kind:          kind,
+		To:            to,
+		CorrelationID: correlation,
+		Payload:       body,
+	}
+	c := &pendingCall{
+		id:       env.ID,
+		proposal: kind == protocol.KindMCPProposal,
+		targets:  to,
+		done:     make(chan callOutcome, 1),
+	}
+	t := &p.pending
+	if err := t.add(c); err != nil {
+		return nil, err
+	}
+	defer t.remove(c)
+	if err := p.Send(ctx, env); err != nil {
+		return nil, fmt.Errorf("participant: send %s to %v: %w", kind, to, err)
+	}
+	select {
+	case o := <-c.done:
+		return o.result, o.err
+	case <-ctx.Done():
+		if c.proposal {
+			reason := "cancelled"
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				reason = protocol.ReasonTimeout
+			}
+			t.remove(c)
+			select {
+			case o := <-c.done: // answered just in time
+				return o.result, o.err
+			default:
+			}
+			p.withdraw(context.WithoutCancel(ctx), env.ID, reason)
+			return nil, fmt.Errorf("participant: proposal %s to %v not fulfilled: %w", env.ID, to, ctx.Err())
+		}
+		return nil, fmt.Errorf("participant: request %s to %v: %w", env.ID, to, ctx.Err())
+	case <-p.ctx.Done():
+		return nil, ErrClosed
+	}
+}
+
+// withdraw sends an mcp/withdraw of our proposal.
+func (p *Participant) withdraw(ctx context.Context, proposalID, reason string) {
+	ctx, cancel := context.WithTimeout(ctx, withdrawTimeout)
+	defer cancel()
+	if _, err := p.send(ctx, protocol.KindMCPWithdraw, nil, []string{proposalID}, protocol.Withdraw{Reason: reason}); err != nil {
+		p.log.Warn("mcp/withdraw not sent", "proposal", proposalID, "err", err)
+	}
+}
+
+// rpcPayload turns a caller's MCP payload into the JSON-RPC object sent:
+// jsonrpc, a new numeric id, method, params, then any other members.
+func (t *requestTable) rpcPayload(payload any) ([]byte, string, error) {
+	raw, err := marshalNoEscape(payload)
+	if err != nil {
+		return nil, "", fmt.Errorf("payload: %w", err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil, "", errors.New("payload must be a JSON object with a method")
+	}
+	var method string
+	if err := json.Unmarshal(m["method"], &method); err != nil || method == "" {
+		return nil, "", errors.New("payload needs a method")
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"jsonrpc":"2.0","id":`)
+	b.WriteString(strconv.FormatInt(t.rpcID.Add(1), 10))
+	b.WriteString(`,"method":`)
+	b.Write(m["method"])
+	if params, ok := m["params"]; ok {
+		b.WriteString(`,"params":`)
+		b.Write(params)
+	}
+	rest := make([]string, 0, len(m))
+	for k := range m {
+		switch k {
+		case "jsonrpc", "id", "method", "params":
+		default:
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	for _, k := range rest {
+		b.WriteByte(',')
+		kb, _ := json.Marshal(k)
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(m[k])
+	}
+	b.WriteByte('}')
+	return b.Bytes(), method, nil
+}
+
+// onMCPResponse completes the call a response answers: a request of ours
+// answered by its target, or a fulfilment of our proposal answered by the
+// proposal's target. Everything else is ignored.
+func (p *Participant) onMCPResponse(env *protocol.Envelope) {
+	t := &p.pending
+	var c *pendingCall
+	t.mu.Lock()
+	for _, id := range env.CorrelationID {
+		if pc := t.calls[id]; pc != nil && !pc.proposal && slices.Contains(pc.targets, env.From) {
+			c = pc
+			break
+		}
+		if f, ok := t.fulfilments[id]; ok && slices.Contains(f.to, env.From) && slices.Contains(f.call.targets, env.From) {
+			c = f.call
+			break
+		}
+	}
+	t.mu.Unlock()
+	if c == nil {
+		return
+	}
+	var msg struct {
+		Result json.RawMessage `json:"result"`
+		Error  *RPCError       `json:"error"`
+	}
+	if err := json.Unmarshal(env.Payload, &msg); err != nil {
+		t.finish(c, callOutcome{err: fmt.Errorf("participant: malformed mcp/response %s from %s: %w", env.ID, env.From, err)})
+		return
+	}
+	if msg.Error != nil {
+		t.finish(c, callOutcome{err: msg.Error})
+		return
+	}
+	t.finish(c, callOutcome{result: msg.Result})
+}
+
+// onMCPRequestSeen notes fulfilments: of our proposals (so that their
+// responses complete our calls) and of the others' proposals we track.
+func (p *Participant) onMCPRequestSeen(env *protocol.Envelope) {
+	if len(env.CorrelationID) == 0 {
+		return
+	}
+	t := &p.pending
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, id := range env.CorrelationID {
+		if c := t.calls[id]; c != nil && c.proposal && len(c.fulfilments) < maxFulfilments && intersects(env.To, c.targets) {
+			if _, dup := t.fulfilments[env.ID]; !dup {
+				t.fulfilments[env.ID] = fulfilmentRef{call: c, to: slices.Clone(env.To)}
+				c.fulfilments = append(c.fulfilments, env.ID)
+			}
+		}
+		if pr := t.proposals[id]; pr != nil {
+			pr.markFulfilled(env.From)
+		}
+	}
+}
+
+// onMCPProposal tracks another participant's proposal and calls the
+// OnProposal handlers.
+func (p *Participant) onMCPProposal(env *protocol.Envelope) {
+	if env.From == p.ID() {
+		return
+	}
+	var msg rpcRequest
+	_ = json.Unmarshal(env.Payload, &msg)
+	pr := &Proposal{Envelope: env, Method: msg.Method, Params: msg.Params, withdrawn: make(chan struct{})}
+	t := &p.pending
+	t.mu.Lock()
+	if _, seen := t.proposals[env.ID]; seen {
+		t.mu.Unlock()
+		return
+	}
+	if len(t.order) >= maxTrackedProposals {
+		delete(t.proposals, t.order[0])
+		t.order = slices.Delete(t.order, 0, 1)
+	}
+	t.proposals[env.ID] = pr
+	t.order = append(t.order, env.ID)
+	t.mu.Unlock()
+
+	t.hmu.Lock()
+	hs := t.proposalHandlers
+	t.hmu.Unlock()
+	for _, h := range hs {
+		p.guard("OnProposal", func() { h.f(pr) })
+	}
+}
+
+// onMCPReject fails our proposal on its first rejection by someone else.
+// Any participant may reject (spec 3.3.2: "any participant with the
+// capability"; the gateway checks the capability): the approver who
+// declines is usually not one of the proposal's addressees.
+func (p *Participant) onMCPReject(env *protocol.Envelope) {
+	if env.From == p.ID() {
+		return
+	}
+	t := &p.pending
+	var c *pendingCall
+	t.mu.Lock()
+	for _, id := range env.CorrelationID {
+		if pc := t.calls[id]; pc != nil && pc.proposal {
+			c = pc
+			break
+		}
+	}
+	t.mu.Unlock()
+	if c == nil {
+		return
+	}
+	var r protocol.Reject
+	_ = env.DecodePayload(&r)
+	if r.Reason == "" {
+		r.Reason = "unknown"
+	}
+	t.finish(c, callOutcome{err: &RejectedError{ProposalID: c.id, By: env.From, Reason: r.Reason}})
+}
+
+// onMCPWithdraw marks a tracked proposal withdrawn, if the withdrawal
+// comes from its proposer; others' withdrawals are ignored.
+func (p *Participant) onMCPWithdraw(env *protocol.Envelope) {
+	var w protocol.Withdraw
+	_ = env.DecodePayload(&w)
+	t := &p.pending
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, id := range env.CorrelationID {
+		pr := t.proposals[id]
+		if pr == nil {
+			continue
+		}
+		if pr.From() != env.From {
+			p.log.Warn("ignoring mcp/withdraw from someone other than the proposer", "proposal", id, "proposer", pr.From(), "from", env.From)
+			continue
+		}
+		pr.withdraw(w.Reason)
+	}
+}
+
+// onSystemError fails the call whose envelope the gateway refused.
+func (p *Participant) onSystemError(env *protocol.Envelope) {
+	if env.From != protocol.GatewayID {
+		return
+	}
+	t := &p.pending
+	var c *pendingCall
+	t.mu.Lock()
+	for _, id := range env.CorrelationID {
+		if pc := t.calls[id]; pc != nil {
+			c = pc
+			break
+		}
+	}
+	t.mu.Unlock()
+	if c == nil {
+		return
+	}
+	var se protocol.SystemError
+	_ = env.DecodePayload(&se)
+	t.finish(c, callOutcome{err: &GatewayError{Code: se.Error, Message: se.Message}})
+}
+
+// deliverRequest hands a request for a method the participant does not
+// serve to the OnRequest handlers, or answers CodeMethodNotFound when
+// there are none. Notifications are never answered.
+func (p *Participant) deliverRequest(env *protocol.Envelope, req *rpcRequest) {
+	t := &p.pending
+	t.hmu.Lock()
+	hs := t.requestHandlers
+	t.hmu.Unlock()
+	if len(hs) == 0 {
+		if req.Method == "" {
+			p.replyNow(env, req.ID, nil, &RPCError{Code: CodeInvalidRequest, Message: "Invalid request: method is required"})
+		} else if !isNotification(req.Method) {
+			p.replyNow(env, req.ID, nil, &RPCError{Code: CodeMethodNotFound, Message: "Method not found: " + req.Method})
+		}
+		return
+	}
+	r := &Request{Envelope: env, Method: req.Method, Params: req.Params, RPCID: req.ID, p: p}
+	for _, h := range hs {
+		p.guard("OnRequest", func() { h.f(r) })
+	}
+}
+
+// guard runs a user handler and recovers its panic.
+func (p *Participant) guard(what string, f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.log.Error("handler panicked", "handler", what, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	f()
+}
+
+func isNotification(method string) bool {
+	return strings.HasPrefix(method, "notifications/")
+}
+
+func intersects(a, b []string) bool {
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			return true
+		}
+	}
+	return false
+}

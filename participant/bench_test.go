@@ -1,0 +1,78 @@
+package participant_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/internal/testutil"
+	"github.com/mew-protocol/mew/participant"
+)
+
+// benchSpace starts sdkSpace without rate limit or audit log, with calc
+// serving add, and returns calc and human.
+func benchSpace(b *testing.B) (calc, human *participant.Participant) {
+	b.Helper()
+	g := testutil.StartGateway(b, sdkSpace, gateway.Options{Rate: -1, NoAudit: true})
+	connect := func(id string) *participant.Participant {
+		p, err := participant.New(participant.Options{Client: client.Options{
+			Gateway: "ws://" + g.Addr, Space: g.Config.Space.ID, Token: id + "-token",
+		}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := p.Connect(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = p.Close() })
+		for len(p.Capabilities()) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		return p
+	}
+	calc, human = connect("calc"), connect("human")
+	if err := calc.RegisterTool(mcpAddTool(nil)); err != nil {
+		b.Fatal(err)
+	}
+	return calc, human
+}
+
+// BenchmarkToolCall measures sequential tools/call round trips between two
+// participants through a real gateway: request, schema validation,
+// execution, response.
+func BenchmarkToolCall(b *testing.B) {
+	_, human := benchSpace(b)
+	ctx := context.Background()
+	payload := mcpCall("add", map[string]any{"a": 5, "b": 3})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := human.Request(ctx, "calc", payload); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "roundtrips/s")
+}
+
+// BenchmarkToolCallParallel measures concurrent tools/call round trips
+// from one participant to another.
+func BenchmarkToolCallParallel(b *testing.B) {
+	_, human := benchSpace(b)
+	ctx := context.Background()
+	payload := mcpCall("add", map[string]any{"a": 5, "b": 3})
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := human.Request(ctx, "calc", payload); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "roundtrips/s")
+}

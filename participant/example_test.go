@@ -1,0 +1,209 @@
+package participant_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/participant"
+	"github.com/mew-protocol/mew/space"
+)
+
+// exampleSpaceYAML is the space of the examples: a trusted human, a
+// calculator that serves tools, and an agent that may only propose tool
+// calls.
+const exampleSpaceYAML = `
+space: {id: example}
+participants:
+  human:
+    tokens: [human-token]
+    capabilities: [{kind: "*"}]
+  calc:
+    tokens: [calc-token]
+    capabilities: [{kind: chat}]
+  agent:
+    tokens: [agent-token]
+    capabilities: [{kind: chat}, {kind: mcp/proposal}, {kind: mcp/withdraw}]
+`
+
+// exampleGateway starts a gateway for exampleSpaceYAML on a free port of
+// 127.0.0.1 and returns its ws:// URL and a function that stops it.
+func exampleGateway() (url string, stop func()) {
+	dir, err := os.MkdirTemp("", "mew-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	path := filepath.Join(dir, "space.yaml")
+	if err := os.WriteFile(path, []byte(exampleSpaceYAML), 0o600); err != nil {
+		log.Fatal(err)
+	}
+	cfg, err := space.Load(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv, err := gateway.New(gateway.Options{Spaces: []*space.Config{cfg}, NoAudit: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	return "ws://" + ln.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(ctx)
+		_ = srv.Close(ctx)
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// exampleJoin connects a participant of the example space.
+func exampleJoin(ctx context.Context, gatewayURL, token string) *participant.Participant {
+	p, err := participant.New(participant.Options{
+		Client: client.Options{Gateway: gatewayURL, Space: "example", Token: token},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := p.Connect(ctx); err != nil {
+		log.Fatal(err)
+	}
+	for len(p.Capabilities()) == 0 { // the welcome's handlers may still be running
+		time.Sleep(time.Millisecond)
+	}
+	return p
+}
+
+// exampleAdd is the calculator's tool.
+var exampleAdd = participant.Tool{
+	Name:        "add",
+	Description: "Add two numbers",
+	InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`),
+	Execute: func(ctx context.Context, args json.RawMessage) (any, error) {
+		var in struct{ A, B float64 }
+		if err := json.Unmarshal(args, &in); err != nil {
+			return nil, err
+		}
+		return in.A + in.B, nil
+	},
+}
+
+// A calculator serves an add tool; a human calls it. Arguments that do not
+// fit the tool's input schema are refused before the tool runs.
+func ExampleParticipant_RegisterTool() {
+	gw, stop := exampleGateway()
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	calc := exampleJoin(ctx, gw, "calc-token")
+	defer calc.Close()
+	if err := calc.RegisterTool(exampleAdd); err != nil {
+		log.Fatal(err)
+	}
+
+	human := exampleJoin(ctx, gw, "human-token")
+	defer human.Close()
+	result, err := human.Request(ctx, "calc", map[string]any{
+		"method": "tools/call",
+		"params": map[string]any{"name": "add", "arguments": map[string]any{"a": 5, "b": 3}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(string(result))
+
+	_, err = human.Request(ctx, "calc", map[string]any{
+		"method": "tools/call",
+		"params": map[string]any{"name": "add", "arguments": map[string]any{"a": "five", "b": 3}},
+	})
+	fmt.Println(err)
+	// Output:
+	// {"content":[{"type":"text","text":"8"}]}
+	// rpc error -32602: Invalid arguments for tool add: /a: got string, want number
+}
+
+// The agent may not call tools itself, so its Request becomes a proposal.
+// The human sees it, carries it out with Fulfill, and the agent's Request
+// returns the calculator's answer.
+func ExampleParticipant_Fulfill() {
+	gw, stop := exampleGateway()
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	calc := exampleJoin(ctx, gw, "calc-token")
+	defer calc.Close()
+	if err := calc.RegisterTool(exampleAdd); err != nil {
+		log.Fatal(err)
+	}
+	human := exampleJoin(ctx, gw, "human-token")
+	defer human.Close()
+	agent := exampleJoin(ctx, gw, "agent-token")
+	defer agent.Close()
+
+	// OnProposal handlers must not block: hand the proposal over.
+	proposals := make(chan *participant.Proposal, 1)
+	human.OnProposal(func(pr *participant.Proposal) { proposals <- pr })
+
+	answer := make(chan *participant.ToolResult, 1)
+	go func() {
+		raw, err := agent.Request(ctx, "calc", map[string]any{
+			"method": "tools/call",
+			"params": map[string]any{"name": "add", "arguments": map[string]any{"a": 20, "b": 22}},
+		})
+		if err != nil {
+			log.Fatal(err)
+		}
+		var r participant.ToolResult
+		if err := json.Unmarshal(raw, &r); err != nil {
+			log.Fatal(err)
+		}
+		answer <- &r
+	}()
+
+	pr := <-proposals
+	fmt.Printf("%s proposes %s %s to %v\n", pr.From(), pr.Method, pr.ToolName(), pr.To())
+	if _, err := human.Fulfill(ctx, pr); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("agent got", (<-answer).Text())
+	// Output:
+	// agent proposes tools/call add to [calc]
+	// agent got 42
+}
+
+// A proposal that the human declines fails the proposer's Request at once.
+func ExampleParticipant_Reject() {
+	gw, stop := exampleGateway()
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	human := exampleJoin(ctx, gw, "human-token")
+	defer human.Close()
+	agent := exampleJoin(ctx, gw, "agent-token")
+	defer agent.Close()
+
+	human.OnProposal(func(pr *participant.Proposal) {
+		go func() { _ = human.Reject(ctx, pr, "unsafe") }()
+	})
+	_, err := agent.Request(ctx, "calc", map[string]any{
+		"method": "tools/call",
+		"params": map[string]any{"name": "delete_everything"},
+	})
+	fmt.Println(err)
+	// Output:
+	// Proposal rejected by human: unsafe
+}
