@@ -82,55 +82,33 @@ func (p *parser) unknownKey(key string) {
 // known checks that n is a mapping (or null) and records its keys other than
 // names as unknown; the values are not looked at.
 func (p *parser) known(n *yaml.Node, key string, names ...string) error {
-	pairs, err := p.mapping(n, key)
-	if err != nil {
-		return err
+	ignore := make(map[string]field, len(names))
+	for _, name := range names {
+		ignore[name] = func(*yaml.Node, string) error { return nil }
 	}
-	for _, kv := range pairs {
-		found := false
-		for _, name := range names {
-			if kv.key == name {
-				found = true
-				break
-			}
-		}
-		if !found {
-			p.unknownKey(joinKey(key, kv.key))
-		}
-	}
-	return nil
+	return p.fields(n, key, ignore)
 }
 
 func (p *parser) space(n *yaml.Node, key string, info *Info) error {
-	pairs, err := p.mapping(n, key)
-	if err != nil {
-		return err
-	}
-	for _, kv := range pairs {
-		k := joinKey(key, kv.key)
-		switch kv.key {
-		case "id":
-			if info.ID, err = p.str(kv.v, k); err == nil && info.ID != "" {
-				if problem := idProblem(info.ID); problem != "" {
-					err = p.fail(kv.v, k, "invalid space id: %s", problem)
+	return p.fields(n, key, map[string]field{
+		"id": func(v *yaml.Node, k string) error {
+			id, err := p.str(v, k)
+			if err != nil {
+				return err
+			}
+			if id != "" {
+				if problem := idProblem(id); problem != "" {
+					return p.fail(v, k, "invalid space id: %s", problem)
 				}
 			}
-		case "name":
-			info.Name, err = p.str(kv.v, k)
-		case "description":
-			info.Description, err = p.str(kv.v, k)
-		case "default_participant":
-			info.DefaultParticipant, err = p.str(kv.v, k)
-		case "ui_theme":
-			info.UITheme, err = p.str(kv.v, k)
-		default:
-			p.unknownKey(k)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+			info.ID = id
+			return nil
+		},
+		"name":                set(&info.Name, p.str),
+		"description":         set(&info.Description, p.str),
+		"default_participant": set(&info.DefaultParticipant, p.str),
+		"ui_theme":            set(&info.UITheme, p.str),
+	})
 }
 
 func (p *parser) participants(n *yaml.Node, key string, c *Config) error {
@@ -154,51 +132,66 @@ func (p *parser) participants(n *yaml.Node, key string, c *Config) error {
 }
 
 func (p *parser) participant(n *yaml.Node, key string, part *Participant, owners map[string]string) error {
+	return p.fields(n, key, map[string]field{
+		"tokens": func(v *yaml.Node, k string) (err error) {
+			part.Tokens, err = p.tokens(v, k, part.ID, owners)
+			return err
+		},
+		"capabilities":   set(&part.Capabilities, p.capabilities),
+		"type":           set(&part.Type, p.str),
+		"command":        set(&part.Command, p.str),
+		"args":           set(&part.Args, p.strList),
+		"env":            set(&part.Env, p.env),
+		"auto_start":     set(&part.AutoStart, p.boolOr(false)),
+		"auto_connect":   set(&part.AutoConnect, p.boolOr(false)),
+		"fifo":           set(&part.Fifo, p.boolOr(false)),
+		"output_log":     set(&part.OutputLog, p.str),
+		"default_to":     set(&part.DefaultTo, p.defaultTo),
+		"restart_policy": set(&part.RestartPolicy, p.str),
+		"io":             set(&part.IO, p.str),
+		"mcp_server":     set(&part.MCPServer, p.mcpServer),
+		"bridge_config":  set(&part.BridgeConfig, p.loose),
+	})
+}
+
+// field reads one member of a mapping: its value node and key path.
+type field func(v *yaml.Node, key string) error
+
+// fields reads a mapping member by member with the field of each name; the
+// members it has no field for are recorded as unknown.
+func (p *parser) fields(n *yaml.Node, key string, byName map[string]field) error {
 	pairs, err := p.mapping(n, key)
 	if err != nil {
 		return err
 	}
 	for _, kv := range pairs {
 		k := joinKey(key, kv.key)
-		switch kv.key {
-		case "tokens":
-			part.Tokens, err = p.tokens(kv.v, k, part.ID, owners)
-		case "capabilities":
-			part.Capabilities, err = p.capabilities(kv.v, k)
-		case "type":
-			part.Type, err = p.str(kv.v, k)
-		case "command":
-			part.Command, err = p.str(kv.v, k)
-		case "args":
-			part.Args, err = p.strList(kv.v, k)
-		case "env":
-			part.Env, err = p.env(kv.v, k)
-		case "auto_start":
-			part.AutoStart, err = p.boolean(kv.v, k, false)
-		case "auto_connect":
-			part.AutoConnect, err = p.boolean(kv.v, k, false)
-		case "fifo":
-			part.Fifo, err = p.boolean(kv.v, k, false)
-		case "output_log":
-			part.OutputLog, err = p.str(kv.v, k)
-		case "default_to":
-			part.DefaultTo, err = p.defaultTo(kv.v, k)
-		case "restart_policy":
-			part.RestartPolicy, err = p.str(kv.v, k)
-		case "io":
-			part.IO, err = p.str(kv.v, k)
-		case "mcp_server":
-			part.MCPServer, err = p.mcpServer(kv.v, k)
-		case "bridge_config":
-			part.BridgeConfig, err = p.loose(kv.v, k)
-		default:
+		f, ok := byName[kv.key]
+		if !ok {
 			p.unknownKey(k)
+			continue
 		}
-		if err != nil {
+		if err := f(kv.v, k); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// set returns a field that stores in dst what read makes of the value.
+func set[T any](dst *T, read func(*yaml.Node, string) (T, error)) field {
+	return func(v *yaml.Node, k string) error {
+		x, err := read(v, k)
+		if err == nil {
+			*dst = x
+		}
+		return err
+	}
+}
+
+// boolOr returns a reader of booleans that gives def for null.
+func (p *parser) boolOr(def bool) func(*yaml.Node, string) (bool, error) {
+	return func(n *yaml.Node, key string) (bool, error) { return p.boolean(n, key, def) }
 }
 
 // tokens reads a participant's literal tokens, refusing a token already
@@ -390,28 +383,15 @@ func (p *parser) mcpServer(n *yaml.Node, key string) (*MCPServer, error) {
 	if isNull(n) {
 		return nil, nil
 	}
-	pairs, err := p.mapping(n, key)
+	s := &MCPServer{}
+	err := p.fields(n, key, map[string]field{
+		"command": set(&s.Command, p.str),
+		"args":    set(&s.Args, p.strList),
+		"env":     set(&s.Env, p.env),
+		"cwd":     set(&s.Cwd, p.str),
+	})
 	if err != nil {
 		return nil, err
-	}
-	s := &MCPServer{}
-	for _, kv := range pairs {
-		k := joinKey(key, kv.key)
-		switch kv.key {
-		case "command":
-			s.Command, err = p.str(kv.v, k)
-		case "args":
-			s.Args, err = p.strList(kv.v, k)
-		case "env":
-			s.Env, err = p.env(kv.v, k)
-		case "cwd":
-			s.Cwd, err = p.str(kv.v, k)
-		default:
-			p.unknownKey(k)
-		}
-		if err != nil {
-			return nil, err
-		}
 	}
 	return s, nil
 }
@@ -436,67 +416,20 @@ func (p *parser) loose(n *yaml.Node, key string) (map[string]any, error) {
 }
 
 func (p *parser) defaults(n *yaml.Node, key string, d *Defaults) error {
-	pairs, err := p.mapping(n, key)
-	if err != nil {
-		return err
-	}
-	for _, kv := range pairs {
-		k := joinKey(key, kv.key)
-		switch kv.key {
-		case "capabilities":
-			d.Capabilities, err = p.capabilities(kv.v, k)
-		case "routing":
-			err = p.routing(kv.v, k, d)
-		default:
-			p.unknownKey(k)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (p *parser) routing(n *yaml.Node, key string, d *Defaults) error {
-	pairs, err := p.mapping(n, key)
-	if err != nil {
-		return err
-	}
-	for _, kv := range pairs {
-		k := joinKey(key, kv.key)
-		if kv.key != "default_to" {
-			p.unknownKey(k)
-			continue
-		}
-		if d.DefaultTo, err = p.defaultTo(kv.v, k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return p.fields(n, key, map[string]field{
+		"capabilities": set(&d.Capabilities, p.capabilities),
+		"routing": func(v *yaml.Node, k string) error {
+			return p.fields(v, k, map[string]field{"default_to": set(&d.DefaultTo, p.defaultTo)})
+		},
+	})
 }
 
 func (p *parser) logging(n *yaml.Node, key string, l *Logging) error {
-	pairs, err := p.mapping(n, key)
-	if err != nil {
-		return err
-	}
-	for _, kv := range pairs {
-		k := joinKey(key, kv.key)
-		switch kv.key {
-		case "enabled":
-			l.Enabled, err = p.boolean(kv.v, k, true)
-		case "envelope_history":
-			l.EnvelopeHistory, err = p.logSwitch(kv.v, k)
-		case "capability_decisions":
-			l.CapabilityDecisions, err = p.logSwitch(kv.v, k)
-		default:
-			p.unknownKey(k)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return p.fields(n, key, map[string]field{
+		"enabled":              set(&l.Enabled, p.boolOr(true)),
+		"envelope_history":     set(&l.EnvelopeHistory, p.logSwitch),
+		"capability_decisions": set(&l.CapabilityDecisions, p.logSwitch),
+	})
 }
 
 // logSwitch reads {enabled: bool} (the reference's form) or a bare boolean;
@@ -505,44 +438,19 @@ func (p *parser) logSwitch(n *yaml.Node, key string) (bool, error) {
 	if v := deref(n); v != nil && v.Kind == yaml.ScalarNode && v.ShortTag() == tagBool {
 		return p.boolean(n, key, true)
 	}
-	pairs, err := p.mapping(n, key)
-	if err != nil {
-		return false, err
-	}
 	on := true
-	for _, kv := range pairs {
-		k := joinKey(key, kv.key)
-		if kv.key != "enabled" {
-			p.unknownKey(k)
-			continue
-		}
-		if on, err = p.boolean(kv.v, k, true); err != nil {
-			return false, err
-		}
-	}
-	return on, nil
+	err := p.fields(n, key, map[string]field{"enabled": set(&on, p.boolOr(true))})
+	return on, err
 }
 
 func (p *parser) floorControl(n *yaml.Node, key string, f *FloorControl) error {
-	pairs, err := p.mapping(n, key)
-	if err != nil {
-		return err
-	}
-	for _, kv := range pairs {
-		k := joinKey(key, kv.key)
-		switch kv.key {
-		case "enabled":
-			f.Enabled, err = p.boolean(kv.v, k, true)
-		case "ttl_ms":
-			f.TTL, err = p.milliseconds(kv.v, k, DefaultFloorTTL, maxFloorTTL)
-		default:
-			p.unknownKey(k)
-		}
-		if err != nil {
+	return p.fields(n, key, map[string]field{
+		"enabled": set(&f.Enabled, p.boolOr(true)),
+		"ttl_ms": func(v *yaml.Node, k string) (err error) {
+			f.TTL, err = p.milliseconds(v, k, DefaultFloorTTL, maxFloorTTL)
 			return err
-		}
-	}
-	return nil
+		},
+	})
 }
 
 // milliseconds reads a positive whole number of milliseconds up to limit;
