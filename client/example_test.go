@@ -5,16 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"net"
-	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/protocol"
-	"github.com/mew-protocol/mew/space"
 )
 
 // Example connects to a gateway, sends a chat message and prints it as the
@@ -115,34 +112,16 @@ func exampleGateway() (addr string, stop func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	path := filepath.Join(dir, "space.yaml")
-	const yaml = `
+	s, err := testutil.Serve(dir, `
 space: {id: demo}
 participants:
   alice: {tokens: [alice-token], capabilities: [{kind: "*"}]}
-`
-	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
-		log.Fatal(err)
-	}
-	cfg, err := space.Load(path)
+`, gateway.Options{NoAudit: true})
 	if err != nil {
 		log.Fatal(err)
 	}
-	srv, err := gateway.New(gateway.Options{Spaces: []*space.Config{cfg}, NoAudit: true})
-	if err != nil {
-		log.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	return ln.Addr().String(), func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(ctx)
-		_ = srv.Close(ctx)
+	return s.Addr, func() {
+		_ = s.Stop()
 		_ = os.RemoveAll(dir)
 	}
 }

@@ -5,16 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
-	"net"
-	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
-	"github.com/mew-protocol/mew/space"
 )
 
 // exampleSpaceYAML is the space of the examples: a trusted human, a
@@ -41,29 +38,12 @@ func exampleGateway() (url string, stop func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	path := filepath.Join(dir, "space.yaml")
-	if err := os.WriteFile(path, []byte(exampleSpaceYAML), 0o600); err != nil {
-		log.Fatal(err)
-	}
-	cfg, err := space.Load(path)
+	s, err := testutil.Serve(dir, exampleSpaceYAML, gateway.Options{NoAudit: true})
 	if err != nil {
 		log.Fatal(err)
 	}
-	srv, err := gateway.New(gateway.Options{Spaces: []*space.Config{cfg}, NoAudit: true})
-	if err != nil {
-		log.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	return "ws://" + ln.Addr().String(), func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(ctx)
-		_ = srv.Close(ctx)
+	return "ws://" + s.Addr, func() {
+		_ = s.Stop()
 		_ = os.RemoveAll(dir)
 	}
 }

@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -30,47 +31,73 @@ type Gateway struct {
 // filled in; other options are passed through.
 func StartGateway(t testing.TB, spaceYAML string, opts gateway.Options) *Gateway {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, ".mew"), 0o755); err != nil {
+	s, err := Serve(t.TempDir(), spaceYAML, opts)
+	if err != nil {
 		t.Fatal(err)
+	}
+	g := &Gateway{Server: s.Server, Config: s.Config, Dir: s.Dir, Addr: s.Addr, hs: s.hs}
+	g.URL = "http://" + g.Addr
+	g.WSURL = "ws://" + g.Addr + "/ws?space=" + g.Config.Space.ID
+	t.Cleanup(func() { g.Stop(t) })
+	return g
+}
+
+// Served is a gateway started by Serve.
+type Served struct {
+	*gateway.Server
+	Config *space.Config
+	Dir    string // the space directory
+	Addr   string // host:port on 127.0.0.1
+	hs     *http.Server
+}
+
+// Serve writes spaceYAML to dir/.mew/space.yaml and serves a gateway for it
+// on 127.0.0.1:0 until Stop. It is StartGateway for code without a
+// testing.TB, such as Examples.
+func Serve(dir, spaceYAML string, opts gateway.Options) (*Served, error) {
+	if err := os.MkdirAll(filepath.Join(dir, ".mew"), 0o755); err != nil {
+		return nil, err
 	}
 	path := filepath.Join(dir, ".mew", "space.yaml")
 	if err := os.WriteFile(path, []byte(strings.TrimLeft(spaceYAML, "\n")), 0o644); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	cfg, err := space.Load(path)
 	if err != nil {
-		t.Fatalf("space config: %v", err)
+		return nil, fmt.Errorf("space config: %w", err)
 	}
 	opts.Spaces = []*space.Config{cfg}
 	srv, err := gateway.New(opts)
 	if err != nil {
-		t.Fatalf("gateway.New: %v", err)
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		_ = srv.Close(context.Background())
+		return nil, err
 	}
-	g := &Gateway{Server: srv, Config: cfg, Dir: filepath.Dir(cfg.Path), Addr: ln.Addr().String()}
-	if filepath.Base(g.Dir) == ".mew" {
-		g.Dir = filepath.Dir(g.Dir)
+	s := &Served{Server: srv, Config: cfg, Dir: dir, Addr: ln.Addr().String()}
+	s.hs = &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = s.hs.Serve(ln) }()
+	return s, nil
+}
+
+// Stop shuts the gateway down.
+func (s *Served) Stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	_ = s.hs.Shutdown(ctx)
+	if err := s.Close(ctx); err != nil && err != gateway.ErrClosed {
+		return err
 	}
-	g.URL = "http://" + g.Addr
-	g.WSURL = "ws://" + g.Addr + "/ws?space=" + cfg.Space.ID
-	g.hs = &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = g.hs.Serve(ln) }()
-	t.Cleanup(func() { g.Stop(t) })
-	return g
+	return nil
 }
 
 // Stop shuts the gateway down as mew gateway start does on SIGTERM. It may
 // be called more than once.
 func (g *Gateway) Stop(t testing.TB) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	_ = g.hs.Shutdown(ctx)
-	if err := g.Close(ctx); err != nil && err != gateway.ErrClosed {
+	if err := (&Served{Server: g.Server, hs: g.hs}).Stop(); err != nil {
 		t.Errorf("gateway close: %v", err)
 	}
 }
