@@ -540,18 +540,7 @@ func (p *Participant) onPause(env *protocol.Envelope) {
 
 	if stop != nil {
 		id, d := env.ID, time.Duration(pause.TimeoutSeconds)*time.Second
-		p.goBackground(func(ctx context.Context) {
-			t := time.NewTimer(d)
-			defer t.Stop()
-			select {
-			case <-ctx.Done():
-				return
-			case <-stop:
-				return
-			case <-t.C:
-			}
-			p.pauseTimedOut(id)
-		})
+		p.after(p.ctx, d, stop, func() { p.pauseTimedOut(id) })
 	}
 	status := withReason(protocol.ParticipantStatusPaused, pause.Reason)
 	p.queueStatus(status, replyTo(env.From), []string{env.ID})

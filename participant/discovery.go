@@ -416,16 +416,7 @@ func (p *Participant) scheduleRefreshLocked(pe *peerDiscovery, id string) {
 	stop := make(chan struct{})
 	pe.refresh = stop
 	ctx, ttl := pe.ctx, p.opts.DiscoveryTTL
-	p.goBackground(func(context.Context) {
-		t := time.NewTimer(ttl)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return
-		case <-stop:
-			return
-		case <-t.C:
-		}
+	p.after(ctx, ttl, stop, func() {
 		d := &p.discovery
 		d.mu.Lock()
 		defer d.mu.Unlock()

@@ -217,3 +217,22 @@ func (p *Participant) goBackground(f func(ctx context.Context)) {
 	}
 	p.wg.Go(func() { f(p.ctx) })
 }
+
+// after runs f on a participant goroutine once d has passed, unless ctx
+// ends, stop is closed or the participant closes first.
+func (p *Participant) after(ctx context.Context, d time.Duration, stop <-chan struct{}, f func()) {
+	p.goBackground(func(pctx context.Context) {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-pctx.Done():
+			return
+		case <-ctx.Done():
+			return
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		f()
+	})
+}
