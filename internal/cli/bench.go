@@ -65,6 +65,34 @@ Results go to stdout, progress to stderr.`,
 	return cmd
 }
 
+// benchRunE returns the RunE of a workload: it sets up the targets, runs
+// the workload on each in turn and prints the results as a table or JSON.
+// o points at the options the flags fill in, read when the command runs.
+func benchRunE[O, R any](opts Options, f *benchFlags, name string, o *O, validate func() error,
+	gatewayTarget func() bench.Target,
+	run func(context.Context, bench.Target, O, func(string)) (R, error),
+	ratios func([]R) []ratio,
+	table func(io.Writer, O, []R) error,
+) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		targets, err := benchSetup(cmd, f, validate, gatewayTarget)
+		if err != nil {
+			return err
+		}
+		results, err := runTargets(cmd.Context(), opts.Stderr, targets,
+			func(ctx context.Context, t bench.Target, progress func(string)) (R, error) {
+				return run(ctx, t, *o, progress)
+			})
+		if err != nil {
+			return fmt.Errorf("bench %s: %w", name, err)
+		}
+		if f.json {
+			return writeBenchJSON(opts.Stdout, name, *o, results, ratios(results))
+		}
+		return table(opts.Stdout, *o, results)
+	}
+}
+
 // addBenchFlags defines the flags every workload has.
 func addBenchFlags(cmd *cobra.Command, f *benchFlags) {
 	cmd.Flags().StringVar(&f.targets, "target", targetGateway+","+targetRelay,
@@ -82,23 +110,7 @@ func newBenchFanoutCmd(opts Options, gatewayTarget func() bench.Target) *cobra.C
 		Use:   "fanout",
 		Short: "Chat envelopes from K senders delivered to all N participants of a space",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			targets, err := benchSetup(cmd, &f, o.Validate, gatewayTarget)
-			if err != nil {
-				return err
-			}
-			results, err := runTargets(cmd.Context(), opts.Stderr, targets,
-				func(ctx context.Context, t bench.Target, progress func(string)) (bench.FanoutResult, error) {
-					return bench.Fanout(ctx, t, o, progress)
-				})
-			if err != nil {
-				return fmt.Errorf("bench fanout: %w", err)
-			}
-			if f.json {
-				return writeBenchJSON(opts.Stdout, "fanout", o, results, fanoutRatios(results))
-			}
-			return writeFanout(opts.Stdout, o, results)
-		},
+		RunE:  benchRunE(opts, &f, "fanout", &o, func() error { return o.Validate() }, gatewayTarget, bench.Fanout, fanoutRatios, writeFanout),
 	}
 	addBenchFlags(cmd, &f)
 	fl := cmd.Flags()
@@ -118,23 +130,7 @@ func newBenchRPCCmd(opts Options, gatewayTarget func() bench.Target) *cobra.Comm
 		Use:   "rpc",
 		Short: "mcp/request → mcp/response round trips between requester/responder pairs",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			targets, err := benchSetup(cmd, &f, o.Validate, gatewayTarget)
-			if err != nil {
-				return err
-			}
-			results, err := runTargets(cmd.Context(), opts.Stderr, targets,
-				func(ctx context.Context, t bench.Target, progress func(string)) (bench.RPCResult, error) {
-					return bench.RPC(ctx, t, o, progress)
-				})
-			if err != nil {
-				return fmt.Errorf("bench rpc: %w", err)
-			}
-			if f.json {
-				return writeBenchJSON(opts.Stdout, "rpc", o, results, rpcRatios(results))
-			}
-			return writeRPC(opts.Stdout, o, results)
-		},
+		RunE:  benchRunE(opts, &f, "rpc", &o, func() error { return o.Validate() }, gatewayTarget, bench.RPC, rpcRatios, writeRPC),
 	}
 	addBenchFlags(cmd, &f)
 	fl := cmd.Flags()
@@ -153,23 +149,7 @@ func newBenchIdleCmd(opts Options, gatewayTarget func() bench.Target) *cobra.Com
 		Use:   "idle",
 		Short: "Memory and goroutines per idle connection",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			targets, err := benchSetup(cmd, &f, o.Validate, gatewayTarget)
-			if err != nil {
-				return err
-			}
-			results, err := runTargets(cmd.Context(), opts.Stderr, targets,
-				func(ctx context.Context, t bench.Target, progress func(string)) (bench.IdleResult, error) {
-					return bench.Idle(ctx, t, o, progress)
-				})
-			if err != nil {
-				return fmt.Errorf("bench idle: %w", err)
-			}
-			if f.json {
-				return writeBenchJSON(opts.Stdout, "idle", o, results, idleRatios(results))
-			}
-			return writeIdle(opts.Stdout, o, results)
-		},
+		RunE:  benchRunE(opts, &f, "idle", &o, func() error { return o.Validate() }, gatewayTarget, bench.Idle, idleRatios, writeIdle),
 	}
 	addBenchFlags(cmd, &f)
 	fl := cmd.Flags()
