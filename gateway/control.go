@@ -221,13 +221,17 @@ func (sp *liveSpace) invite(o origin, env *protocol.Envelope, now time.Time) (ou
 	}
 	id := p.ParticipantID
 	sp.mu.Lock()
-	defer sp.mu.Unlock()
 	exists := sp.resolveLocked(id) != nil || id == protocol.GatewayID
-	if !exists && len(sp.order)-len(sp.cfg.Participants) >= maxInvited {
+	full := len(sp.order)-len(sp.cfg.Participants) >= maxInvited
+	sp.mu.Unlock()
+	if !exists && full {
 		return outcome{}, refuse(ErrorLimitExceeded, fmt.Sprintf("this space already has %d invited participants", maxInvited))
 	}
 	var tok string
 	if !exists {
+		// The token file is written without the space lock held, so that
+		// the disk never holds up delivery. Generate refuses an existing
+		// file, so of two invitations of one id only one gets a token.
 		var err error
 		tok, err = sp.srv.opts.TokenStore(sp.cfg).Generate(id)
 		if err != nil {
@@ -236,6 +240,8 @@ func (sp *liveSpace) invite(o origin, env *protocol.Envelope, now time.Time) (ou
 			sp.srv.opts.Logger.Info("invite: no new token", "space", sp.id, "participant", id, "err", err)
 		}
 	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
 	if exists {
 		ack := sp.inviteAck(o, env, protocol.InviteAck{
 			Status: protocol.InviteAlreadyExists, ParticipantID: id,
