@@ -53,5 +53,6 @@ and take the floor in turn instead of all answering at once.`,
 	root.AddCommand(newVersionCmd(ver))
 	root.AddCommand(newBenchCmd(opts, gatewayBenchTarget))
 	root.AddCommand(newGatewayCmd())
+	root.AddCommand(newTokenCmd())
 	return root
 }
