@@ -1,4 +1,6 @@
 // Package testutil holds helpers shared by mew's tests: a real gateway on
-// 127.0.0.1:0 built from a space.yaml written to a temporary directory, and
-// a small WebSocket peer that speaks the wire protocol directly.
+// 127.0.0.1:0 built from a space.yaml written to a temporary directory
+// (StartGateway, and Serve for Examples), a small WebSocket peer that speaks
+// the wire protocol directly, and LLMServer, a scripted OpenAI-compatible
+// HTTP server that stands in for the model and nothing else.
 package testutil

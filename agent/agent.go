@@ -1,0 +1,486 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mew-protocol/mew/llm"
+	"github.com/mew-protocol/mew/participant"
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxIterations = 10
+	DefaultHistoryLength = 50
+	DefaultQueueSize     = 5
+	DefaultDiscoveryWait = 5 * time.Second
+)
+
+// ackTimeout bounds the chat/acknowledge sent from the dispatch goroutine.
+const ackTimeout = 2 * time.Second
+
+// sendTimeout bounds each envelope the agent sends while answering.
+const sendTimeout = 10 * time.Second
+
+// Errors callers branch on.
+var (
+	// ErrNoProvider: Options.Provider is nil.
+	ErrNoProvider = errors.New("agent: no model provider")
+	// ErrMaxIterations: the model kept calling tools for
+	// Config.MaxIterations rounds without giving an answer.
+	ErrMaxIterations = errors.New("agent: no answer within the maximum number of iterations")
+	// ErrAmbiguousToolName: a participant id or tool name that cannot be
+	// mapped to a model tool name and back (see ToolName).
+	ErrAmbiguousToolName = errors.New("agent: ambiguous tool name")
+)
+
+// Config is what the agent does, as the reference agent's MEW_AGENT_CONFIG
+// describes it. The zero value of each field means its default.
+type Config struct {
+	// Name is the agent's display name, which also counts as a mention
+	// ("@Name"); empty means none (the participant id always counts).
+	Name string
+	// SystemPrompt frames every conversation with the model; empty means a
+	// short prompt naming the agent and asking it to use the tools.
+	SystemPrompt string
+	// Model is the model asked for; empty means the provider's.
+	Model string
+	// ReasoningEnabled sends reasoning/start, reasoning/thought and
+	// reasoning/conclusion around each answer.
+	ReasoningEnabled bool
+	// AutoRespond answers broadcast chats that neither address nor mention
+	// the agent. Without it the agent answers only chats addressed to it and
+	// chats that mention it.
+	AutoRespond bool
+	// MaxIterations bounds the model calls for one chat (default 10).
+	MaxIterations int
+	// HistoryLength is how many earlier messages (questions and answers) are
+	// given to the model (default 50; negative means none).
+	HistoryLength int
+	// QueueSize bounds the chats waiting to be answered (default 5).
+	QueueSize int
+	// DiscoveryWait bounds the wait for tool discoveries under way before
+	// the model is asked (default 5 s; negative means no wait).
+	DiscoveryWait time.Duration
+}
+
+// withDefaults returns c with its zero fields set to their defaults.
+func (c Config) withDefaults() Config {
+	if c.MaxIterations <= 0 {
+		c.MaxIterations = DefaultMaxIterations
+	}
+	if c.HistoryLength == 0 {
+		c.HistoryLength = DefaultHistoryLength
+	}
+	if c.HistoryLength < 0 {
+		c.HistoryLength = 0
+	}
+	if c.QueueSize <= 0 {
+		c.QueueSize = DefaultQueueSize
+	}
+	if c.DiscoveryWait == 0 {
+		c.DiscoveryWait = DefaultDiscoveryWait
+	}
+	return c
+}
+
+// Options configures an Agent.
+type Options struct {
+	// Participant configures the participant the agent is. AutoDiscovery
+	// is always switched on: the agent offers the discovered tools to its
+	// model.
+	Participant participant.Options
+	// Provider is the language model; required.
+	Provider llm.Provider
+	// Config is the agent's behaviour.
+	Config Config
+	// Logger receives diagnostics; nil means none. It is also the
+	// participant's logger when Participant.Logger is nil.
+	Logger *slog.Logger
+}
+
+// Agent is a MEW participant that answers chats with a language model and
+// the tools of the space.
+type Agent struct {
+	p        *participant.Participant
+	provider llm.Provider
+	cfg      Config
+	log      *slog.Logger
+
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	start  sync.Once
+	wake   chan struct{} // a chat was queued
+	resume chan struct{} // the pause ended
+
+	mu      sync.Mutex
+	queue   []*protocol.Envelope
+	active  *run
+	history []llm.Message
+	answers []string // ids of the latest answers sent, oldest first
+}
+
+// maxAnswers is how many of its answers' ids the agent remembers.
+const maxAnswers = 64
+
+// run is the chat being answered.
+type run struct {
+	question  string // the chat's envelope id
+	reasoning string // the reasoning/start id, "" without reasoning
+	cancel    context.CancelCauseFunc
+}
+
+// cancelledError is the cause of a run stopped by a cancel envelope.
+type cancelledError struct{ reason string }
+
+func (e *cancelledError) Error() string { return "agent: cancelled: " + e.reason }
+
+// New returns an agent; Connect connects it. Close must be called to release
+// it.
+func New(opts Options) (*Agent, error) {
+	if opts.Provider == nil {
+		return nil, ErrNoProvider
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	popts := opts.Participant
+	popts.AutoDiscovery = true
+	if popts.Logger == nil {
+		popts.Logger = opts.Logger
+	}
+	p, err := participant.New(popts)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &Agent{
+		p:        p,
+		provider: opts.Provider,
+		cfg:      opts.Config.withDefaults(),
+		log:      logger,
+		ctx:      ctx,
+		cancel:   cancel,
+		wake:     make(chan struct{}, 1),
+		resume:   make(chan struct{}, 1),
+	}
+	c := p.Client()
+	c.OnKind(protocol.KindChat, a.onChat)
+	c.OnKind(protocol.KindChatCancel, a.onChatCancel)
+	c.OnKind(protocol.KindReasoningCancel, a.onReasoningCancel)
+	p.OnPauseChange(func(paused bool, _ string) {
+		if !paused {
+			signal(a.resume)
+		}
+	})
+	p.OnForget(a.forget)
+	p.OnClear(a.clear)
+	return a, nil
+}
+
+// Participant returns the participant the agent is, to register tools and
+// resources, handle proposals or send envelopes of its own.
+func (a *Agent) Participant() *participant.Participant { return a.p }
+
+// Config returns the agent's configuration, defaults filled in.
+func (a *Agent) Config() Config { return a.cfg }
+
+// Connect connects to the gateway, returns once the welcome arrived, and
+// starts answering chats.
+func (a *Agent) Connect(ctx context.Context) error {
+	if err := a.ctx.Err(); err != nil {
+		return fmt.Errorf("agent: connect: %w", participant.ErrClosed)
+	}
+	a.start.Do(func() {
+		a.wg.Add(1)
+		go a.work()
+	})
+	if err := a.p.Connect(ctx); err != nil {
+		return fmt.Errorf("agent: connect: %w", err)
+	}
+	return nil
+}
+
+// Close stops the chat being answered (sending nothing more for it), waits
+// for the agent's goroutines and closes the participant. It must not be
+// called from a handler.
+func (a *Agent) Close() error {
+	a.cancel()
+	a.wg.Wait()
+	if err := a.p.Close(); err != nil {
+		return fmt.Errorf("agent: close: %w", err)
+	}
+	return nil
+}
+
+// History returns a copy of the conversation history the model is given:
+// the questions answered (role user, Name the asker) and the answers.
+func (a *Agent) History() []llm.Message {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]llm.Message(nil), a.history...)
+}
+
+// signal wakes whoever waits on ch without blocking.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// shouldRespond applies the response policy to a chat.
+func (a *Agent) shouldRespond(env *protocol.Envelope) bool {
+	self := a.p.ID()
+	if env.From == "" || env.From == self || env.From == protocol.GatewayID {
+		return false
+	}
+	if a.isReplyToAnswer(env) {
+		return false
+	}
+	if !env.IsBroadcast() {
+		return env.AddressedTo(self)
+	}
+	var chat protocol.Chat
+	if err := env.DecodePayload(&chat); err != nil {
+		return false
+	}
+	if mentions(chat.Text, self) || (a.cfg.Name != "" && mentions(chat.Text, a.cfg.Name)) {
+		return true
+	}
+	return a.cfg.AutoRespond
+}
+
+// isReplyToAnswer reports whether env is correlated to one of the agent's
+// answers: the answer of another agent to it, which answering again would
+// turn into an endless exchange.
+func (a *Agent) isReplyToAnswer(env *protocol.Envelope) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, id := range a.answers {
+		if env.CorrelatesWith(id) {
+			return true
+		}
+	}
+	return false
+}
+
+// sentAnswer remembers the id of an answer sent.
+func (a *Agent) sentAnswer(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.answers = append(a.answers, id)
+	if over := len(a.answers) - maxAnswers; over > 0 {
+		a.answers = append([]string(nil), a.answers[over:]...)
+	}
+}
+
+// mentions reports whether text holds "@name" not followed by more of a
+// participant id: what follows, past any '.' and '-' (punctuation ending a
+// sentence), is the end of the text or a character that cannot be in an id.
+func mentions(text, name string) bool {
+	if name == "" {
+		return false
+	}
+	at := "@" + name
+	for i := 0; ; {
+		j := strings.Index(text[i:], at)
+		if j < 0 {
+			return false
+		}
+		end := i + j + len(at)
+		for end < len(text) && (text[end] == '.' || text[end] == '-') { // punctuation after the name
+			end++
+		}
+		if end == len(text) || !isIDChar(text[end]) {
+			return true
+		}
+		i = i + j + 1
+	}
+}
+
+// isIDChar reports whether c may continue a participant id.
+func isIDChar(c byte) bool {
+	return c == '-' || c == '_' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// onChat runs on the dispatch goroutine for every chat.
+func (a *Agent) onChat(env *protocol.Envelope) {
+	if a.ctx.Err() != nil || !a.shouldRespond(env) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, ackTimeout)
+	if err := a.p.Acknowledge(ctx, env, "processing"); err != nil {
+		a.log.Warn("agent: acknowledge failed", "chat", env.ID, "err", err)
+	}
+	cancel()
+	env = env.Clone()
+	a.mu.Lock()
+	a.queue = append(a.queue, env)
+	if over := len(a.queue) - a.cfg.QueueSize; over > 0 {
+		for _, dropped := range a.queue[:over] {
+			a.log.Warn("agent: too many chats waiting; dropping the oldest", "chat", dropped.ID, "from", dropped.From)
+		}
+		a.queue = append([]*protocol.Envelope(nil), a.queue[over:]...)
+	}
+	a.mu.Unlock()
+	signal(a.wake)
+}
+
+// onChatCancel stops the answer to the cancelled chat, or drops it from the
+// queue.
+func (a *Agent) onChatCancel(env *protocol.Envelope) {
+	if env.From == a.p.ID() || !env.AddressedTo(a.p.ID()) {
+		return
+	}
+	var cc protocol.ChatCancel
+	_ = env.DecodePayload(&cc)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	kept := a.queue[:0]
+	for _, q := range a.queue {
+		if env.CorrelatesWith(q.ID) {
+			a.log.Info("agent: queued chat cancelled", "chat", q.ID)
+			continue
+		}
+		kept = append(kept, q)
+	}
+	a.queue = kept
+	if r := a.active; r != nil && env.CorrelatesWith(r.question) {
+		r.cancel(&cancelledError{reason: reasonOr(cc.Reason)})
+	}
+}
+
+// onReasoningCancel stops the reasoning in progress when the cancel names it.
+func (a *Agent) onReasoningCancel(env *protocol.Envelope) {
+	if env.From == a.p.ID() || !env.AddressedTo(a.p.ID()) {
+		return
+	}
+	var rc protocol.ReasoningCancel
+	_ = env.DecodePayload(&rc)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r := a.active; r != nil && r.reasoning != "" && env.Context == r.reasoning {
+		r.cancel(&cancelledError{reason: reasonOr(rc.Reason)})
+	}
+}
+
+// reasonOr returns reason, or "cancelled" when it is empty.
+func reasonOr(reason string) string {
+	if reason == "" {
+		return "cancelled"
+	}
+	return reason
+}
+
+// work answers the queued chats one at a time until Close.
+func (a *Agent) work() {
+	defer a.wg.Done()
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-a.wake:
+		}
+		for {
+			if !a.waitUnpaused(a.ctx) {
+				return
+			}
+			env := a.dequeue()
+			if env == nil {
+				break
+			}
+			a.answer(env)
+			if a.ctx.Err() != nil {
+				return
+			}
+		}
+	}
+}
+
+// waitUnpaused waits while the participant is paused; false means that ctx
+// ended.
+func (a *Agent) waitUnpaused(ctx context.Context) bool {
+	for a.p.Paused() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-a.resume:
+		case <-time.After(time.Second): // the pause may end without a signal we saw
+		}
+	}
+	return ctx.Err() == nil
+}
+
+// dequeue takes the oldest queued chat, nil when there is none.
+func (a *Agent) dequeue() *protocol.Envelope {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.queue) == 0 {
+		return nil
+	}
+	env := a.queue[0]
+	a.queue = a.queue[1:]
+	return env
+}
+
+// remember appends one exchange to the history, keeping the latest
+// HistoryLength messages.
+func (a *Agent) remember(msgs ...llm.Message) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.history = append(a.history, msgs...)
+	if over := len(a.history) - a.cfg.HistoryLength; over > 0 {
+		a.history = append([]llm.Message(nil), a.history[over:]...)
+	}
+}
+
+// recentHistory returns a copy of the history.
+func (a *Agent) recentHistory() []llm.Message {
+	return a.History()
+}
+
+// forget is the participant/forget hook: it drops entries messages from
+// the oldest or newest end of the history, all of them when entries is 0.
+func (a *Agent) forget(_ context.Context, direction string, entries int) error {
+	a.mu.Lock()
+	n := len(a.history)
+	if entries <= 0 || entries > n {
+		entries = n
+	}
+	if direction == "newest" {
+		a.history = append([]llm.Message(nil), a.history[:n-entries]...)
+	} else {
+		a.history = append([]llm.Message(nil), a.history[entries:]...)
+	}
+	tokens, msgs := usage(a.history), len(a.history)
+	a.mu.Unlock()
+	a.p.SetContextUsage(tokens, msgs)
+	return nil
+}
+
+// clear is the participant/clear hook: it drops the whole history.
+func (a *Agent) clear(context.Context) error {
+	a.mu.Lock()
+	a.history = nil
+	a.mu.Unlock()
+	return nil
+}
+
+// usage estimates the tokens of msgs: about one per four bytes of text.
+func usage(msgs []llm.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += (len(m.Content) + 3) / 4
+	}
+	return n
+}

@@ -1,0 +1,371 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mew-protocol/mew/agent"
+	"github.com/mew-protocol/mew/internal/testutil"
+	"github.com/mew-protocol/mew/llm"
+	"github.com/mew-protocol/mew/participant"
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// TestAnswerWithTool follows one question through acknowledgement,
+// reasoning, a tool call to the calculator and the answer.
+func TestAnswerWithTool(t *testing.T) {
+	g := startGateway(t)
+	llmSrv := testutil.NewLLMServer(t)
+	llmSrv.Script(
+		testutil.LLMCall(testutil.LLMToolCall{Name: "calc_add", Arguments: `{"a":2,"b":3}`}),
+		testutil.LLMReply("2 + 3 = 5"),
+	)
+	human := join(t, g, "human")
+	join(t, g, "calc", addTool)
+	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{ReasoningEnabled: true, SystemPrompt: "Be brief."})
+	rec := record(t, human)
+
+	q := sendChat(t, human, "what is 2 plus 3?", "agent")
+	answer := rec.wait(t, "the answer", answerTo("agent", q))
+	if got := chatText(answer); got != "2 + 3 = 5" {
+		t.Errorf("answer %q", got)
+	}
+	if len(answer.To) != 1 || answer.To[0] != "human" {
+		t.Errorf("answer to %v, want [human]", answer.To)
+	}
+
+	// The envelopes of the exchange, from the question on.
+	var seq []string
+	var start, call *protocol.Envelope
+	started := false
+	for _, e := range rec.all() {
+		if e.ID == q {
+			started = true
+		}
+		if !started || e.Kind == protocol.KindParticipantStatus {
+			continue
+		}
+		seq = append(seq, e.From+" "+e.Kind)
+		switch e.Kind {
+		case protocol.KindReasoningStart:
+			start = e
+		case protocol.KindMCPRequest:
+			call = e
+		}
+	}
+	want := []string{
+		"human chat",
+		"agent chat/acknowledge",
+		"agent reasoning/start",
+		"agent reasoning/thought",
+		"agent mcp/request",
+		"calc mcp/response",
+		"agent reasoning/thought",
+		"agent reasoning/conclusion",
+		"agent chat",
+	}
+	if strings.Join(seq, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("sequence:\n%s\nwant:\n%s\nall:\n%s", strings.Join(seq, "\n"), strings.Join(want, "\n"), dump(rec.all()))
+	}
+	if !start.CorrelatesWith(q) {
+		t.Errorf("reasoning/start correlation %v, want %s", start.CorrelationID, q)
+	}
+	for _, e := range rec.all() {
+		if (e.Kind == protocol.KindReasoningThought || e.Kind == protocol.KindReasoningConclusion) && e.Context != start.ID {
+			t.Errorf("%s context %q, want %q", e.Kind, e.Context, start.ID)
+		}
+	}
+	var mcp struct {
+		Method string `json:"method"`
+		Params struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"params"`
+	}
+	if err := call.DecodePayload(&mcp); err != nil {
+		t.Fatal(err)
+	}
+	if mcp.Method != "tools/call" || mcp.Params.Name != "add" || len(call.To) != 1 || call.To[0] != "calc" {
+		t.Errorf("tool call %s to %v", call.Payload, call.To)
+	}
+
+	reqs := llmSrv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	if len(reqs[0].Tools) == 0 || reqs[0].Tools[0].Name != "calc_add" {
+		t.Errorf("tools offered: %+v", reqs[0].Tools)
+	}
+	if m := reqs[0].Messages; len(m) < 2 || m[0].Role != "system" || m[0].Content != "Be brief." || m[len(m)-1].Content != "what is 2 plus 3?" {
+		t.Errorf("first request messages: %+v", m)
+	}
+	last := reqs[1].Messages[len(reqs[1].Messages)-1]
+	if last.Role != "tool" || !strings.Contains(last.Content, "5") {
+		t.Errorf("tool result given to the model: %+v", last)
+	}
+}
+
+// TestResponsePolicy: a broadcast is ignored without AutoRespond, a mention
+// is answered, and the history carries the earlier exchange.
+func TestResponsePolicy(t *testing.T) {
+	g := startGateway(t)
+	llmSrv := testutil.NewLLMServer(t)
+	llmSrv.SetFallback(func(r testutil.LLMRequest) testutil.LLMStep {
+		return testutil.LLMReply("reply to " + r.Messages[len(r.Messages)-1].Content)
+	})
+	human := join(t, g, "human")
+	join(t, g, "calc", addTool)
+	a := startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{})
+	rec := record(t, human)
+
+	broadcast := sendChat(t, human, "hello everyone")
+	mention := sendChat(t, human, "hey @agent, how are you?")
+	rec.wait(t, "the answer to the mention", answerTo("agent", mention))
+	direct := sendChat(t, human, "and now?", "agent")
+	rec.wait(t, "the answer to the direct chat", answerTo("agent", direct))
+	for _, e := range rec.all() {
+		if e.From == "agent" && e.CorrelatesWith(broadcast) {
+			t.Errorf("the agent reacted to a broadcast: %s %s", e.Kind, e.Payload)
+		}
+	}
+	reqs := llmSrv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	var contents []string
+	for _, m := range reqs[1].Messages {
+		contents = append(contents, m.Role+":"+m.Content)
+	}
+	want := "user:hey @agent, how are you?|assistant:reply to hey @agent, how are you?|user:and now?"
+	if got := strings.Join(contents[1:], "|"); got != want {
+		t.Errorf("second request:\n%s\nwant\n%s", got, want)
+	}
+	if h := a.History(); len(h) != 4 {
+		t.Errorf("history has %d messages, want 4", len(h))
+	}
+}
+
+// TestAutoRespond: with AutoRespond a broadcast chat is answered.
+func TestAutoRespond(t *testing.T) {
+	g := startGateway(t)
+	human := join(t, g, "human")
+	join(t, g, "calc", addTool)
+	startAgent(t, g, "agent", llm.NewOffline(), agent.Config{AutoRespond: true})
+	rec := record(t, human)
+	q := sendChat(t, human, "add 2 and 3")
+	answer := rec.wait(t, "the answer", answerTo("agent", q))
+	if got := chatText(answer); !strings.Contains(got, "5") {
+		t.Errorf("answer %q", got)
+	}
+}
+
+// TestProposalFallback: an agent without mcp/request proposes its tool
+// call, and the human fulfils it.
+func TestProposalFallback(t *testing.T) {
+	g := startGateway(t)
+	llmSrv := testutil.NewLLMServer(t)
+	llmSrv.Script(
+		testutil.LLMCall(testutil.LLMToolCall{Name: "calc_add", Arguments: `{"a":4,"b":5}`}),
+		testutil.LLMReply("It is 9."),
+	)
+	human := join(t, g, "human")
+	join(t, g, "calc", addTool)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	human.OnProposal(func(pr *participant.Proposal) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := human.Fulfill(ctx, pr); err != nil && ctx.Err() == nil {
+				t.Errorf("fulfil: %v", err)
+			}
+		}()
+	})
+	startAgent(t, g, "proposer", openAI(t, llmSrv), agent.Config{})
+	rec := record(t, human)
+	q := sendChat(t, human, "add 4 and 5", "proposer")
+	answer := rec.wait(t, "the answer", answerTo("proposer", q))
+	if got := chatText(answer); got != "It is 9." {
+		t.Errorf("answer %q", got)
+	}
+	rec.wait(t, "the proposal", func(e *protocol.Envelope) bool {
+		return e.Kind == protocol.KindMCPProposal && e.From == "proposer"
+	})
+	reqs := llmSrv.Requests()
+	last := reqs[len(reqs)-1].Messages
+	if m := last[len(last)-1]; m.Role != "tool" || !strings.Contains(m.Content, "9") {
+		t.Errorf("tool result given to the model: %+v", m)
+	}
+}
+
+// TestReasoningCancel: a reasoning/cancel during a slow model call stops the
+// answer and ends the reasoning.
+func TestReasoningCancel(t *testing.T) {
+	g := startGateway(t)
+	llmSrv := testutil.NewLLMServer(t)
+	slow := testutil.LLMReply("too late")
+	slow.Delay = 10 * time.Second
+	llmSrv.Script(slow)
+	human := join(t, g, "human")
+	join(t, g, "calc", addTool)
+	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{ReasoningEnabled: true})
+	rec := record(t, human)
+	q := sendChat(t, human, "think hard", "agent")
+	start := rec.wait(t, "reasoning/start", func(e *protocol.Envelope) bool {
+		return e.Kind == protocol.KindReasoningStart && e.CorrelatesWith(q)
+	})
+	for deadline := time.Now().Add(5 * time.Second); len(llmSrv.Requests()) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the model was never asked")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancelEnv, err := protocol.New(protocol.KindReasoningCancel, protocol.ReasoningCancel{Reason: "stop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelEnv.Context = start.ID
+	began := time.Now()
+	sendEnv(t, human, cancelEnv)
+	concl := rec.wait(t, "reasoning/conclusion", func(e *protocol.Envelope) bool {
+		return e.Kind == protocol.KindReasoningConclusion && e.Context == start.ID
+	})
+	if time.Since(began) > 5*time.Second {
+		t.Errorf("cancel took %v", time.Since(began))
+	}
+	var p map[string]any
+	_ = concl.DecodePayload(&p)
+	if p["cancelled"] != true || p["reason"] != "stop" {
+		t.Errorf("conclusion payload %s", concl.Payload)
+	}
+	time.Sleep(200 * time.Millisecond)
+	for _, e := range rec.all() {
+		if e.Kind == protocol.KindChat && e.From == "agent" {
+			t.Errorf("answer sent after the cancel: %s", e.Payload)
+		}
+	}
+}
+
+// TestChatCancel: a chat/cancel of the question stops the answer.
+func TestChatCancel(t *testing.T) {
+	g := startGateway(t)
+	llmSrv := testutil.NewLLMServer(t)
+	slow := testutil.LLMReply("too late")
+	slow.Delay = 10 * time.Second
+	llmSrv.Script(slow, testutil.LLMReply("second answer"))
+	human := join(t, g, "human")
+	join(t, g, "calc", addTool)
+	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{})
+	rec := record(t, human)
+	q := sendChat(t, human, "slow question", "agent")
+	for deadline := time.Now().Add(5 * time.Second); len(llmSrv.Requests()) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the model was never asked")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := human.CancelChat(ctx, q, "never mind"); err != nil {
+		t.Fatal(err)
+	}
+	// The agent is free again: the next question is answered.
+	q2 := sendChat(t, human, "second question", "agent")
+	if got := chatText(rec.wait(t, "the second answer", answerTo("agent", q2))); got != "second answer" {
+		t.Errorf("second answer %q", got)
+	}
+	for _, e := range rec.all() {
+		if e.Kind == protocol.KindChat && e.From == "agent" && e.CorrelatesWith(q) {
+			t.Errorf("cancelled question answered: %s", e.Payload)
+		}
+	}
+}
+
+// TestProviderError: a failing model gives a chat saying what went wrong.
+func TestProviderError(t *testing.T) {
+	g := startGateway(t)
+	llmSrv := testutil.NewLLMServer(t)
+	llmSrv.Script(testutil.LLMFail(400, "the model is confused"))
+	human := join(t, g, "human")
+	join(t, g, "calc", addTool)
+	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{ReasoningEnabled: true})
+	rec := record(t, human)
+	q := sendChat(t, human, "hello", "agent")
+	got := chatText(rec.wait(t, "the error answer", answerTo("agent", q)))
+	if !strings.Contains(got, "could not answer") || !strings.Contains(got, "the model is confused") {
+		t.Errorf("answer %q", got)
+	}
+	rec.wait(t, "reasoning/conclusion", func(e *protocol.Envelope) bool {
+		return e.Kind == protocol.KindReasoningConclusion && e.From == "agent"
+	})
+}
+
+// TestMaxIterations: a model that only calls tools is stopped.
+func TestMaxIterations(t *testing.T) {
+	g := startGateway(t)
+	llmSrv := testutil.NewLLMServer(t)
+	llmSrv.SetFallback(func(testutil.LLMRequest) testutil.LLMStep {
+		return testutil.LLMCall(testutil.LLMToolCall{Name: "calc_add", Arguments: `{"a":1,"b":1}`})
+	})
+	human := join(t, g, "human")
+	join(t, g, "calc", addTool)
+	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{MaxIterations: 2})
+	rec := record(t, human)
+	q := sendChat(t, human, "loop", "agent")
+	got := chatText(rec.wait(t, "the error answer", answerTo("agent", q)))
+	if !strings.Contains(got, "maximum number of iterations") {
+		t.Errorf("answer %q", got)
+	}
+	if n := len(llmSrv.Requests()); n != 2 {
+		t.Errorf("%d model requests, want 2", n)
+	}
+}
+
+func TestNewWithoutProvider(t *testing.T) {
+	if _, err := agent.New(agent.Options{}); !errors.Is(err, agent.ErrNoProvider) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestToolName(t *testing.T) {
+	name, err := agent.ToolName("calc", "add/more")
+	if err != nil || name != "calc/add/more" {
+		t.Fatalf("ToolName = %q, %v", name, err)
+	}
+	p, tool, ok := agent.SplitToolName(name)
+	if !ok || p != "calc" || tool != "add/more" {
+		t.Errorf("SplitToolName = %q %q %v", p, tool, ok)
+	}
+	for _, bad := range [][2]string{{"a/b", "c"}, {"", "c"}, {"a", ""}} {
+		if _, err := agent.ToolName(bad[0], bad[1]); !errors.Is(err, agent.ErrAmbiguousToolName) {
+			t.Errorf("ToolName(%q, %q) err = %v", bad[0], bad[1], err)
+		}
+	}
+	for _, bad := range []string{"add", "/add", "calc/"} {
+		if _, _, ok := agent.SplitToolName(bad); ok {
+			t.Errorf("SplitToolName(%q) ok", bad)
+		}
+	}
+}
+
+func TestConfigMergeJSON(t *testing.T) {
+	c := agent.Config{Name: "keep", ReasoningEnabled: true, MaxIterations: 3}
+	err := c.MergeJSON([]byte(`{"model":"m","autoRespond":true,"maxIterations":100,"conversationHistoryLength":0,"messageQueue":{"maxQueueSize":2},"apiKey":"ignored"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := agent.Config{Name: "keep", Model: "m", ReasoningEnabled: true, AutoRespond: true, MaxIterations: 100, HistoryLength: -1, QueueSize: 2}
+	if c != want {
+		t.Errorf("got %+v\nwant %+v", c, want)
+	}
+	if err := c.MergeJSON([]byte(`[1]`)); err == nil {
+		t.Error("a JSON array was accepted")
+	}
+}

@@ -1,0 +1,227 @@
+package agent_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mew-protocol/mew/agent"
+	"github.com/mew-protocol/mew/internal/testutil"
+	"github.com/mew-protocol/mew/participant"
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// control sends a participant control of kind with payload to the agent and
+// waits for its status answer (one whose status starts with want).
+func control(t *testing.T, from *participant.Participant, rec *recorder, kind string, payload any, want string) {
+	t.Helper()
+	env, err := protocol.New(kind, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.ID = protocol.NewID()
+	env.To = []string{"agent"}
+	sendEnv(t, from, env)
+	rec.wait(t, kind+" status "+want, func(e *protocol.Envelope) bool {
+		if e.Kind != protocol.KindParticipantStatus || e.From != "agent" {
+			return false
+		}
+		var s protocol.Status
+		_ = e.DecodePayload(&s)
+		return strings.HasPrefix(s.Status, want) && (e.CorrelatesWith(env.ID) || kind == protocol.KindParticipantForget)
+	})
+}
+
+// echo answers each question by quoting it.
+func echo(r testutil.LLMRequest) testutil.LLMStep {
+	return testutil.LLMReply("echo: " + r.Messages[len(r.Messages)-1].Content)
+}
+
+// TestPause: a paused agent acknowledges but answers only once resumed.
+func TestPause(t *testing.T) {
+	g := startGateway(t)
+	llmSrv := testutil.NewLLMServer(t)
+	llmSrv.SetFallback(echo)
+	human := join(t, g, "human")
+	join(t, g, "calc", addTool)
+	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{})
+	rec := record(t, human)
+
+	control(t, human, rec, protocol.KindParticipantPause, protocol.Pause{Reason: "wait"}, "paused")
+	q := sendChat(t, human, "are you there?", "agent")
+	rec.wait(t, "the acknowledgement", func(e *protocol.Envelope) bool {
+		return e.Kind == protocol.KindChatAcknowledge && e.From == "agent" && e.CorrelatesWith(q)
+	})
+	time.Sleep(200 * time.Millisecond)
+	if n := len(llmSrv.Requests()); n != 0 {
+		t.Fatalf("a paused agent asked its model %d times", n)
+	}
+	control(t, human, rec, protocol.KindParticipantResume, protocol.Resume{}, "active")
+	rec.wait(t, "the answer", answerTo("agent", q))
+}
+
+// TestForgetAndClear: the controls drop conversation history.
+func TestForgetAndClear(t *testing.T) {
+	g := startGateway(t)
+	llmSrv := testutil.NewLLMServer(t)
+	llmSrv.SetFallback(echo)
+	human := join(t, g, "human")
+	join(t, g, "calc", addTool)
+	a := startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{})
+	rec := record(t, human)
+	for _, text := range []string{"one", "two"} {
+		q := sendChat(t, human, text, "agent")
+		rec.wait(t, "the answer to "+text, answerTo("agent", q))
+	}
+	if h := a.History(); len(h) != 4 {
+		t.Fatalf("history %+v", h)
+	}
+	control(t, human, rec, protocol.KindParticipantForget, protocol.Forget{Direction: protocol.ForgetOldest, Entries: 1}, "compacted")
+	if h := a.History(); len(h) != 3 || h[0].Content != "echo: one" {
+		t.Fatalf("history after forgetting the oldest: %+v", h)
+	}
+	control(t, human, rec, protocol.KindParticipantClear, struct{}{}, "cleared")
+	if h := a.History(); len(h) != 0 {
+		t.Fatalf("history after clear: %+v", h)
+	}
+	q := sendChat(t, human, "three", "agent")
+	rec.wait(t, "the answer to three", answerTo("agent", q))
+	reqs := llmSrv.Requests()
+	if n := len(reqs[len(reqs)-1].Messages); n != 2 {
+		t.Errorf("after clear the model got %d messages, want 2 (system, question)", n)
+	}
+}
+
+// TestQueueDropsOldest: beyond QueueSize waiting chats the oldest is
+// dropped.
+func TestQueueDropsOldest(t *testing.T) {
+	g := startGateway(t)
+	llmSrv := testutil.NewLLMServer(t)
+	slow := testutil.LLMReply("first")
+	slow.Delay = 500 * time.Millisecond
+	llmSrv.Script(slow)
+	llmSrv.SetFallback(echo)
+	human := join(t, g, "human")
+	join(t, g, "calc", addTool)
+	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{QueueSize: 1})
+	rec := record(t, human)
+	q1 := sendChat(t, human, "q1", "agent")
+	for deadline := time.Now().Add(5 * time.Second); len(llmSrv.Requests()) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the model was never asked")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	q2 := sendChat(t, human, "q2", "agent")
+	q3 := sendChat(t, human, "q3", "agent")
+	rec.wait(t, "the answer to q1", answerTo("agent", q1))
+	rec.wait(t, "the answer to q3", answerTo("agent", q3))
+	for _, e := range rec.all() {
+		if answerTo("agent", q2)(e) {
+			t.Errorf("the dropped chat was answered")
+		}
+	}
+}
+
+// TestNoReplyToReplies: a chat correlated to the agent's answer (another
+// agent answering it) is not answered.
+func TestNoReplyToReplies(t *testing.T) {
+	g := startGateway(t)
+	llmSrv := testutil.NewLLMServer(t)
+	llmSrv.SetFallback(echo)
+	human := join(t, g, "human")
+	join(t, g, "calc", addTool)
+	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{})
+	rec := record(t, human)
+	q := sendChat(t, human, "hi", "agent")
+	ans := rec.wait(t, "the answer", answerTo("agent", q))
+	reply, err := protocol.New(protocol.KindChat, protocol.Chat{Text: "thanks"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply.ID = protocol.NewID()
+	reply.To = []string{"agent"}
+	reply.CorrelationID = []string{ans.ID}
+	sendEnv(t, human, reply)
+	q2 := sendChat(t, human, "next", "agent")
+	rec.wait(t, "the answer to the next chat", answerTo("agent", q2))
+	for _, e := range rec.all() {
+		if e.From == "agent" && e.CorrelatesWith(reply.ID) {
+			t.Errorf("the agent reacted to a reply: %s", e.Kind)
+		}
+	}
+	if n := len(llmSrv.Requests()); n != 2 {
+		t.Errorf("%d model requests, want 2", n)
+	}
+}
+
+// TestCloseDuringAnswer: Close stops a run under way promptly.
+func TestCloseDuringAnswer(t *testing.T) {
+	g := startGateway(t)
+	llmSrv := testutil.NewLLMServer(t)
+	slow := testutil.LLMReply("too late")
+	slow.Delay = 10 * time.Second
+	llmSrv.Script(slow)
+	human := join(t, g, "human")
+	join(t, g, "calc", addTool)
+	a := startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{ReasoningEnabled: true})
+	rec := record(t, human)
+	sendChat(t, human, "slow", "agent")
+	for deadline := time.Now().Add(5 * time.Second); len(llmSrv.Requests()) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the model was never asked")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	began := time.Now()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(began); d > 3*time.Second {
+		t.Errorf("Close took %v", d)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := a.Connect(ctx); err == nil {
+		t.Error("Connect after Close succeeded")
+	}
+	time.Sleep(100 * time.Millisecond)
+	for _, e := range rec.all() {
+		if e.From == "agent" && (e.Kind == protocol.KindChat || e.Kind == protocol.KindReasoningConclusion) {
+			t.Errorf("sent %s after Close", e.Kind)
+		}
+	}
+}
+
+// TestPauseDuringAnswer: a pause while the model thinks holds the answer
+// back until the resume.
+func TestPauseDuringAnswer(t *testing.T) {
+	g := startGateway(t)
+	llmSrv := testutil.NewLLMServer(t)
+	slow := testutil.LLMReply("after the pause")
+	slow.Delay = 300 * time.Millisecond
+	llmSrv.Script(slow)
+	human := join(t, g, "human")
+	join(t, g, "calc", addTool)
+	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{ReasoningEnabled: true})
+	rec := record(t, human)
+	q := sendChat(t, human, "slow", "agent")
+	for deadline := time.Now().Add(5 * time.Second); len(llmSrv.Requests()) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the model was never asked")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	control(t, human, rec, protocol.KindParticipantPause, protocol.Pause{}, "paused")
+	time.Sleep(600 * time.Millisecond)
+	for _, e := range rec.all() {
+		if answerTo("agent", q)(e) || (e.From == "agent" && e.Kind == protocol.KindReasoningConclusion) {
+			t.Fatalf("%s sent while paused", e.Kind)
+		}
+	}
+	control(t, human, rec, protocol.KindParticipantResume, protocol.Resume{}, "active")
+	if got := chatText(rec.wait(t, "the answer", answerTo("agent", q))); got != "after the pause" {
+		t.Errorf("answer %q", got)
+	}
+}

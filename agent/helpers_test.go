@@ -1,0 +1,240 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/mew-protocol/mew/agent"
+	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/internal/testutil"
+	"github.com/mew-protocol/mew/llm"
+	"github.com/mew-protocol/mew/participant"
+	"github.com/mew-protocol/mew/protocol"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// agentSpace: a trusted human, a calculator, an agent that may call tools
+// and one that may only propose them. Tokens are "<id>-token".
+const agentSpace = `
+space: {id: agents}
+participants:
+  human:
+    tokens: [human-token]
+    capabilities: [{kind: "*"}]
+  calc:
+    tokens: [calc-token]
+    capabilities: [{kind: chat}]
+  agent:
+    tokens: [agent-token]
+    capabilities:
+      - {kind: chat}
+      - {kind: "chat/*"}
+      - {kind: "reasoning/*"}
+      - {kind: mcp/request}
+      - {kind: "participant/*"}
+  proposer:
+    tokens: [proposer-token]
+    capabilities:
+      - {kind: chat}
+      - {kind: "chat/*"}
+      - {kind: "reasoning/*"}
+      - {kind: mcp/proposal}
+      - {kind: mcp/withdraw}
+      - {kind: mcp/request, payload: {method: "tools/list"}}
+      - {kind: "participant/*"}
+`
+
+// addTool is the calculator's tool.
+var addTool = participant.Tool{
+	Name:        "add",
+	Description: "Add two numbers",
+	InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`),
+	Execute: func(ctx context.Context, args json.RawMessage) (any, error) {
+		var in struct{ A, B float64 }
+		if err := json.Unmarshal(args, &in); err != nil {
+			return nil, err
+		}
+		return in.A + in.B, nil
+	},
+}
+
+// waitReady waits until c's welcome handlers have run.
+func waitReady(t *testing.T, c *client.Client) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); c.State() != client.Ready; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never became ready", c.ID())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// join connects participant id and closes it when the test ends.
+func join(t *testing.T, g *testutil.Gateway, id string, tools ...participant.Tool) *participant.Participant {
+	t.Helper()
+	p, err := participant.New(participant.Options{Client: client.Options{
+		Gateway: "ws://" + g.Addr, Space: g.Config.Space.ID, Token: id + "-token",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools {
+		if err := p.RegisterTool(tool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Connect(ctx); err != nil {
+		t.Fatalf("connect %s: %v", id, err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	waitReady(t, p.Client())
+	return p
+}
+
+// startAgent connects agent id with provider and cfg, and waits until it has
+// discovered the calculator's tools.
+func startAgent(t *testing.T, g *testutil.Gateway, id string, provider llm.Provider, cfg agent.Config) *agent.Agent {
+	t.Helper()
+	a, err := agent.New(agent.Options{
+		Participant: participant.Options{Client: client.Options{
+			Gateway: "ws://" + g.Addr, Space: g.Config.Space.ID, Token: id + "-token",
+		}},
+		Provider: provider,
+		Config:   cfg,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.Connect(ctx); err != nil {
+		t.Fatalf("connect %s: %v", id, err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	waitReady(t, a.Participant().Client())
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if err := a.Participant().WaitForPendingDiscoveries(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if len(a.Participant().AvailableTools()) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s discovered no tools: %v", id, a.Participant().DiscoveryStatus())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return a
+}
+
+// openAI returns the real OpenAI provider pointed at a scripted server.
+func openAI(t *testing.T, s *testutil.LLMServer) llm.Provider {
+	t.Helper()
+	p, err := llm.NewOpenAI(llm.Config{BaseURL: s.URL(), APIKey: "test-key", MaxRetries: -1, Model: "test-model"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// recorder keeps every envelope one participant sees.
+type recorder struct {
+	mu   sync.Mutex
+	envs []*protocol.Envelope
+}
+
+// record starts recording what p sees.
+func record(t *testing.T, p *participant.Participant) *recorder {
+	r := &recorder{}
+	remove := p.Client().OnMessage(func(env *protocol.Envelope) {
+		r.mu.Lock()
+		r.envs = append(r.envs, env.Clone())
+		r.mu.Unlock()
+	})
+	t.Cleanup(remove)
+	return r
+}
+
+// all returns the envelopes seen so far.
+func (r *recorder) all() []*protocol.Envelope {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*protocol.Envelope(nil), r.envs...)
+}
+
+// wait returns the first envelope seen that satisfies match, failing the
+// test after 10 s.
+func (r *recorder) wait(t *testing.T, what string, match func(*protocol.Envelope) bool) *protocol.Envelope {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		for _, env := range r.all() {
+			if match(env) {
+				return env
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never saw %s; saw:\n%s", what, dump(r.all()))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// dump lists envelopes one a line, for failure messages.
+func dump(envs []*protocol.Envelope) string {
+	var b strings.Builder
+	for _, e := range envs {
+		b.WriteString(e.From + " " + e.Kind + " to=" + strings.Join(e.To, ",") + " corr=" + strings.Join(e.CorrelationID, ",") + " ctx=" + e.Context + " " + string(e.Payload) + "\n")
+	}
+	return b.String()
+}
+
+// chatText returns a chat envelope's text.
+func chatText(env *protocol.Envelope) string {
+	var c protocol.Chat
+	_ = env.DecodePayload(&c)
+	return c.Text
+}
+
+// send sends a chat from p and returns its id.
+func sendChat(t *testing.T, p *participant.Participant, text string, to ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	id, err := p.Chat(ctx, text, to...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// answerTo matches the chat from `from` correlated to id.
+func answerTo(from, id string) func(*protocol.Envelope) bool {
+	return func(e *protocol.Envelope) bool {
+		return e.Kind == protocol.KindChat && e.From == from && e.CorrelatesWith(id)
+	}
+}
+
+// sendEnv sends env from p.
+func sendEnv(t *testing.T, p *participant.Participant, env *protocol.Envelope) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Send(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startGateway starts a gateway for agentSpace.
+func startGateway(t *testing.T) *testutil.Gateway {
+	return testutil.StartGateway(t, agentSpace, gateway.Options{})
+}

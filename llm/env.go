@@ -1,0 +1,93 @@
+package llm
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+)
+
+// Defaults of [Config].
+const (
+	// DefaultModel is the model asked for when none is configured.
+	DefaultModel = "gpt-4o-mini"
+	// DefaultTimeout bounds one attempt of a call; for a stream, the wait
+	// for each piece. It is generous for local models on a CPU; a caller
+	// that needs an answer sooner bounds its context.
+	DefaultTimeout = 5 * time.Minute
+	// DefaultMaxRetries is how often a call is retried after a rate limit,
+	// a server error or a broken connection.
+	DefaultMaxRetries = 2
+)
+
+// The environment variables [FromEnv] reads.
+const (
+	EnvAPIKey  = "OPENAI_API_KEY"
+	EnvBaseURL = "OPENAI_BASE_URL"
+	EnvModel   = "OPENAI_MODEL"
+)
+
+// Config configures the OpenAI provider, and through [FromEnv] the choice of
+// provider. The zero value of each field means its default.
+type Config struct {
+	// Provider forces a choice in [FromEnv]: "openai" or "offline". Empty
+	// chooses by APIKey and BaseURL.
+	Provider string
+	// APIKey is sent as a bearer token; local servers may need none.
+	APIKey string
+	// BaseURL is the API's root, such as "http://localhost:11434/v1" for
+	// Ollama; empty means OpenAI's.
+	BaseURL string
+	// Model is the model asked for when a [Request] names none; empty
+	// means [DefaultModel].
+	Model string
+	// Timeout bounds each attempt: the whole answer of Complete, and for
+	// Stream the wait for the first piece and then for each next one.
+	// Zero means [DefaultTimeout]; negative means no timeout beyond the
+	// caller's context.
+	Timeout time.Duration
+	// MaxRetries is how often a failed attempt is retried, with
+	// exponential backoff or the wait the server asks for: after HTTP 408,
+	// 409, 429 and 5xx and after connection errors, never after other
+	// statuses or once a stream has begun. Zero means
+	// [DefaultMaxRetries]; negative means no retry.
+	MaxRetries int
+	// HTTPClient, when set, makes the requests.
+	HTTPClient *http.Client
+}
+
+// FromEnv returns the provider that configuration selects: the OpenAI
+// provider when an API key or a base URL is configured, else the offline
+// one. Configuration comes from getenv (nil means [os.Getenv]: the variables
+// [EnvAPIKey], [EnvBaseURL] and [EnvModel]), and each non-zero field of
+// overrides (a command's --base-url, --model, ...) takes precedence over it.
+func FromEnv(getenv func(string) string, overrides Config) (Provider, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	cfg := overrides
+	if cfg.APIKey == "" {
+		cfg.APIKey = getenv(EnvAPIKey)
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = getenv(EnvBaseURL)
+	}
+	if cfg.Model == "" {
+		cfg.Model = getenv(EnvModel)
+	}
+	switch cfg.Provider {
+	case "":
+		if cfg.APIKey == "" && cfg.BaseURL == "" {
+			return NewOffline(), nil
+		}
+	case "offline":
+		return NewOffline(), nil
+	case "openai":
+		if cfg.APIKey == "" && cfg.BaseURL == "" {
+			return nil, fmt.Errorf("llm: the openai provider needs %s or a base URL (%s, --base-url)", EnvAPIKey, EnvBaseURL)
+		}
+	default:
+		return nil, fmt.Errorf("llm: unknown provider %q (want \"openai\" or \"offline\")", cfg.Provider)
+	}
+	return NewOpenAI(cfg)
+}

@@ -1,0 +1,323 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// OfflineLabel ends every answer the offline provider writes, so that no one
+// takes it for a language model's.
+const OfflineLabel = "(offline model)"
+
+// OfflineModel is the model name the offline provider reports.
+const OfflineModel = "offline-rules"
+
+// Offline is the rule-based [Provider] for a machine with no model. It is
+// deterministic: the same request always gets the same answer.
+//
+// It reads the last user message as the request. When tool results follow
+// it, the answer states them ("The result is 5."). Otherwise, when a tool
+// whose name or description shares words with the request (with synonyms:
+// "plus" and "sum" mean add, "times" multiply, "show" read, ...) can have its
+// required arguments filled from the request, it calls that tool: numbers
+// fill number and integer properties in the order of the schema, a filename
+// fills a path or file property, a quoted text or else the request's
+// remaining words fill other strings, and an enum takes the value the request
+// names. Otherwise it says that it is the offline model and which tools it
+// could use. "add 2 and 3", "what is 7 times 6", "subtract 3 from 10" and
+// "read notes.txt" work; a conversation does not.
+type Offline struct{}
+
+// NewOffline returns the offline provider.
+func NewOffline() *Offline { return &Offline{} }
+
+// Name returns "offline".
+func (*Offline) Name() string { return "offline" }
+
+// Model returns [OfflineModel].
+func (*Offline) Model() string { return OfflineModel }
+
+// Complete implements [Provider].
+func (o *Offline) Complete(ctx context.Context, req Request) (*Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("llm: offline: %w", err)
+	}
+	return o.answer(req), nil
+}
+
+// Stream implements [Provider]: the answer comes word by word, and a tool
+// call in one piece.
+func (o *Offline) Stream(ctx context.Context, req Request, onDelta func(Delta)) (*Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("llm: offline: %w", err)
+	}
+	r := o.answer(req)
+	if onDelta == nil {
+		return r, nil
+	}
+	var deltas []Delta
+	if r.Reasoning != "" {
+		deltas = append(deltas, Delta{Reasoning: r.Reasoning})
+	}
+	for _, w := range strings.SplitAfter(r.Content, " ") {
+		if w != "" {
+			deltas = append(deltas, Delta{Content: w})
+		}
+	}
+	for i, tc := range r.ToolCalls {
+		deltas = append(deltas, Delta{ToolCall: &ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Name, Arguments: string(tc.Arguments)}})
+	}
+	for _, d := range deltas {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("llm: offline: %w", err)
+		}
+		onDelta(d)
+	}
+	return r, nil
+}
+
+// answer is the whole of the offline model.
+func (o *Offline) answer(req Request) *Response {
+	last := -1
+	for i, m := range req.Messages {
+		if m.Role == RoleUser {
+			last = i
+		}
+	}
+	var r *Response
+	switch {
+	case last < 0:
+		r = &Response{Content: plainAnswer(req.Tools)}
+	case hasToolResults(req.Messages[last+1:]):
+		r = &Response{Content: conclude(req.Messages[last+1:])}
+	default:
+		r = plan(req.Messages[last].Content, req.Tools, len(req.Messages))
+	}
+	r.Model = OfflineModel
+	r.FinishReason = FinishStop
+	if len(r.ToolCalls) > 0 {
+		r.FinishReason = FinishToolCalls
+	}
+	r.Usage = estimateUsage(req, r)
+	return r
+}
+
+func hasToolResults(msgs []Message) bool {
+	return slices.ContainsFunc(msgs, func(m Message) bool { return m.Role == RoleTool })
+}
+
+// labelled ends an answer with OfflineLabel.
+func labelled(s string) string {
+	s = strings.TrimRight(s, " \t\r\n")
+	if strings.Contains(s, "\n") {
+		return s + "\n\n" + OfflineLabel
+	}
+	return s + " " + OfflineLabel
+}
+
+// plainAnswer is what the offline model says when no tool fits.
+func plainAnswer(tools []Tool) string {
+	var b strings.Builder
+	b.WriteString("I am the offline rule-based model, not a language model, so I cannot answer that myself. ")
+	b.WriteString("I can only call a tool whose name or description matches the request, with the numbers and words in it. ")
+	names := make([]string, 0, len(tools))
+	for _, t := range tools {
+		names = append(names, t.Name)
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	switch {
+	case len(names) == 0:
+		b.WriteString("No tools are available to me right now. ")
+	case len(names) > 10:
+		fmt.Fprintf(&b, "Tools I can use: %s and %d more. ", strings.Join(names[:10], ", "), len(names)-10)
+	default:
+		fmt.Fprintf(&b, "Tools I can use: %s. ", strings.Join(names, ", "))
+	}
+	b.WriteString("For real answers, configure a model: " + EnvAPIKey + ", or --base-url for a local server.")
+	return labelled(b.String())
+}
+
+// plan chooses a tool for the request and fills its arguments, or answers
+// plainly.
+func plan(text string, tools []Tool, turn int) *Response {
+	q := analyze(text)
+	type candidate struct {
+		tool  Tool
+		score int
+		words []string
+	}
+	var cands []candidate
+	for _, t := range tools {
+		score, words := q.score(t)
+		if score >= 2 {
+			cands = append(cands, candidate{t, score, words})
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b candidate) int {
+		if a.score != b.score {
+			return b.score - a.score
+		}
+		return strings.Compare(a.tool.Name, b.tool.Name)
+	})
+	for _, c := range cands {
+		args, ok := q.fill(c.tool)
+		if !ok {
+			continue
+		}
+		raw, err := json.Marshal(args)
+		if err != nil {
+			continue
+		}
+		return &Response{
+			Reasoning: fmt.Sprintf("The request shares the words %s with the tool %s, so the offline model calls it with %s, taken from the request. %s",
+				strings.Join(c.words, ", "), c.tool.Name, raw, OfflineLabel),
+			ToolCalls: []ToolCall{{
+				ID:        "call_offline_" + strconv.Itoa(turn),
+				Name:      c.tool.Name,
+				Arguments: raw,
+			}},
+		}
+	}
+	return &Response{Content: plainAnswer(tools)}
+}
+
+// conclude states the results of the tool calls in msgs.
+func conclude(msgs []Message) string {
+	names := map[string]string{}
+	for _, m := range msgs {
+		for _, tc := range m.ToolCalls {
+			names[tc.ID] = tc.Name
+		}
+	}
+	type result struct {
+		name, text string
+		failed     bool
+	}
+	var results []result
+	for _, m := range msgs {
+		if m.Role != RoleTool {
+			continue
+		}
+		name := names[m.ToolCallID]
+		if name == "" {
+			name = "the tool"
+		}
+		text, failed := resultText(m.Content)
+		results = append(results, result{name, text, failed})
+	}
+	if len(results) == 1 {
+		r := results[0]
+		switch {
+		case r.failed:
+			return labelled(fmt.Sprintf("%s failed: %s", r.name, sentence(r.text)))
+		case r.text == "":
+			return labelled(fmt.Sprintf("%s returned nothing.", r.name))
+		case !strings.ContainsAny(r.text, " \t\n") && len(r.text) <= 120:
+			return labelled("The result is " + sentence(r.text))
+		case !strings.Contains(r.text, "\n") && len(r.text) <= 200:
+			return labelled(fmt.Sprintf("%s returned: %s", r.name, sentence(r.text)))
+		default:
+			return labelled(fmt.Sprintf("Here is what %s returned:\n\n%s", r.name, r.text))
+		}
+	}
+	var b strings.Builder
+	b.WriteString("Here are the results:")
+	for _, r := range results {
+		if r.failed {
+			r.text = "failed: " + r.text
+		}
+		fmt.Fprintf(&b, "\n- %s: %s", r.name, r.text)
+	}
+	return labelled(b.String())
+}
+
+// sentence ends s with a full stop unless it ends with punctuation.
+func sentence(s string) string {
+	if s == "" || strings.ContainsRune(".!?", rune(s[len(s)-1])) {
+		return s
+	}
+	return s + "."
+}
+
+// resultText finds the text of a tool result, which may be plain text or
+// JSON: an MCP result {"content": [{"type": "text", "text": ...}],
+// "isError": ...}, {"result": ...}, {"error": ...} or any other value.
+func resultText(content string) (text string, failed bool) {
+	s := strings.TrimSpace(content)
+	var v any
+	if json.Unmarshal([]byte(s), &v) == nil {
+		switch v := v.(type) {
+		case string:
+			s = strings.TrimSpace(v)
+		case map[string]any:
+			if isErr, _ := v["isError"].(bool); isErr {
+				failed = true
+			}
+			if parts, ok := v["content"].([]any); ok {
+				var texts []string
+				for _, p := range parts {
+					if m, ok := p.(map[string]any); ok {
+						if t, ok := m["text"].(string); ok {
+							texts = append(texts, strings.TrimSpace(t))
+						}
+					}
+				}
+				if len(texts) > 0 {
+					return strings.Join(texts, "\n"), failed
+				}
+			}
+			for _, key := range []string{"result", "text", "error"} {
+				if x, ok := v[key]; ok {
+					if key == "error" {
+						failed = true
+					}
+					return jsonText(x), failed
+				}
+			}
+		}
+	}
+	lower := strings.ToLower(s)
+	if strings.HasPrefix(lower, "error") || strings.HasPrefix(lower, "failed") {
+		failed = true
+	}
+	return s, failed
+}
+
+// jsonText renders a decoded JSON value as text: strings bare, others as
+// JSON.
+func jsonText(v any) string {
+	if s, ok := v.(string); ok {
+		return strings.TrimSpace(s)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// estimateUsage counts about one token per four characters.
+func estimateUsage(req Request, r *Response) Usage {
+	prompt := 0
+	for _, m := range req.Messages {
+		prompt += len(m.Content) + 4
+		for _, tc := range m.ToolCalls {
+			prompt += len(tc.Name) + len(tc.Arguments)
+		}
+	}
+	for _, t := range req.Tools {
+		prompt += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	completion := len(r.Content)
+	for _, tc := range r.ToolCalls {
+		completion += len(tc.Name) + len(tc.Arguments)
+	}
+	u := Usage{PromptTokens: (prompt + 3) / 4, CompletionTokens: (completion + 3) / 4}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return u
+}

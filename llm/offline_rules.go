@@ -1,0 +1,775 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// This file is the offline model's reading of requests and tools: a request
+// is taken apart into tokens (words, numbers, filenames, quoted texts,
+// operators), words are reduced to a canonical form shared with the tools'
+// names and descriptions, and a tool's JSON Schema says which tokens fill
+// which argument.
+
+type tokenKind int
+
+const (
+	tokWord tokenKind = iota
+	tokNumber
+	tokPath
+	tokQuoted
+	tokOp
+)
+
+type token struct {
+	kind  tokenKind
+	text  string  // as written
+	canon string  // words: canonical form, "" for a filler word; ops: the operation
+	num   float64 // numbers
+}
+
+// query is a request taken apart.
+type query struct {
+	text    string
+	tokens  []token
+	words   map[string]bool // canonical words, operations included
+	numbers []float64
+	paths   []string
+	quoted  []string
+}
+
+// synonyms map words to the canonical word of their meaning.
+var synonyms = map[string]string{
+	"add": "add", "plus": "add", "sum": "add", "total": "add", "addition": "add", "added": "add",
+	"subtract": "subtract", "minus": "subtract", "difference": "subtract", "subtraction": "subtract",
+	"subtracted": "subtract", "deduct": "subtract",
+	"multiply": "multiply", "times": "multiply", "product": "multiply", "multiplication": "multiply",
+	"multiplied": "multiply",
+	"divide":     "divide", "divided": "divide", "division": "divide", "quotient": "divide",
+	"power": "power", "pow": "power", "exponent": "power",
+	"calculate": "calculate", "calculator": "calculate", "calc": "calculate", "compute": "calculate", "calculation": "calculate",
+	"math": "calculate", "arithmetic": "calculate",
+	"read": "read", "open": "read", "show": "read", "cat": "read", "view": "read", "display": "read",
+	"content": "read", "contents": "read",
+	"write": "write", "save": "write", "store": "write", "writing": "write", "written": "write",
+	"list": "list", "ls": "list", "enumerate": "list",
+	"search": "search", "find": "search", "lookup": "search", "grep": "search",
+	"delete": "delete", "remove": "delete", "rm": "delete", "erase": "delete",
+	"echo": "echo", "repeat": "echo", "say": "echo",
+	"file": "file", "files": "file",
+	"directory": "directory", "dir": "directory", "folder": "directory", "directories": "directory",
+	"time": "time", "clock": "time",
+	"date": "date", "today": "date",
+	"weather": "weather", "forecast": "weather",
+}
+
+// stopwords carry no meaning for choosing a tool.
+var stopwords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`a an the and or but of to in on at by for with from into onto as is are
+		was were be been being am what which who whom how much many please pls can could would will shall
+		should may might must you your me my i we us our it its this that these those do does did
+		done give tell let know want need like some any all just also then than so very really result results
+		answer use using call tool tools run get s t d m ll re ve don`) {
+		stopwords[w] = true
+	}
+}
+
+// numberWords are the numbers a request may spell out.
+var numberWords = map[string]float64{
+	"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+	"nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+	"sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20,
+}
+
+// operators are the symbols of arithmetic.
+var operators = map[string]string{
+	"+": "add", "-": "subtract", "−": "subtract", "*": "multiply", "×": "multiply", "/": "divide", "÷": "divide", "^": "power",
+}
+
+// canon reduces a lower-case word to its canonical form, "" for a filler.
+func canon(w string) string {
+	if stopwords[w] {
+		return ""
+	}
+	if s, ok := synonyms[w]; ok {
+		return s
+	}
+	st := stem(w)
+	if stopwords[st] {
+		return ""
+	}
+	if s, ok := synonyms[st]; ok {
+		return s
+	}
+	return st
+}
+
+// stem strips the commonest English endings.
+func stem(w string) string {
+	switch {
+	case len(w) > 5 && strings.HasSuffix(w, "ing"):
+		return w[:len(w)-3]
+	case len(w) > 4 && strings.HasSuffix(w, "ies"):
+		return w[:len(w)-3] + "y"
+	case len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") &&
+		!strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is"):
+		return w[:len(w)-1]
+	}
+	return w
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// quoteCloser gives the closing quote for an opening one.
+func quoteCloser(r rune) (rune, bool) {
+	switch r {
+	case '"', '\'', '`':
+		return r, true
+	case '“':
+		return '”', true
+	case '‘':
+		return '’', true
+	}
+	return 0, false
+}
+
+// tokenize takes a request apart.
+func tokenize(s string) []token {
+	rs := []rune(s)
+	var toks []token
+	for i := 0; i < len(rs); {
+		if unicode.IsSpace(rs[i]) {
+			i++
+			continue
+		}
+		if closer, ok := quoteCloser(rs[i]); ok && (i == 0 || !isWordRune(rs[i-1])) {
+			if end := findCloser(rs, i+1, closer); end > i+1 {
+				toks = append(toks, token{kind: tokQuoted, text: string(rs[i+1 : end])})
+				i = end + 1
+				continue
+			}
+		}
+		j := i
+		for j < len(rs) && !unicode.IsSpace(rs[j]) {
+			j++
+		}
+		toks = append(toks, classify(string(rs[i:j]))...)
+		i = j
+	}
+	// "7 x 6" multiplies.
+	for k := 1; k+1 < len(toks); k++ {
+		if toks[k].kind == tokWord && strings.EqualFold(toks[k].text, "x") &&
+			toks[k-1].kind == tokNumber && toks[k+1].kind == tokNumber {
+			toks[k] = token{kind: tokOp, text: toks[k].text, canon: "multiply"}
+		}
+	}
+	return toks
+}
+
+// findCloser finds the quote that closes one opened before from; a closing
+// apostrophe must end a word ("'hi'", not "what's").
+func findCloser(rs []rune, from int, closer rune) int {
+	for k := from; k < len(rs); k++ {
+		if rs[k] == closer && (closer != '\'' || k+1 == len(rs) || !isWordRune(rs[k+1])) {
+			return k
+		}
+	}
+	return -1
+}
+
+// classify turns one run of non-space characters into tokens.
+func classify(chunk string) []token {
+	c := strings.TrimLeft(chunk, "([{<\"'`“‘")
+	c = strings.TrimRight(c, ")]}>\"'`”’.,;:!?")
+	if c == "" {
+		return nil
+	}
+	if op, ok := operators[c]; ok {
+		return []token{{kind: tokOp, text: c, canon: op}}
+	}
+	if n, ok := parseNumber(strings.TrimRight(strings.TrimLeft(c, "$€£"), "%")); ok {
+		return []token{{kind: tokNumber, text: c, num: n}}
+	}
+	if toks, ok := splitExpression(c); ok {
+		return toks
+	}
+	if isPath(c) {
+		return []token{{kind: tokPath, text: c}}
+	}
+	var toks []token
+	for _, piece := range strings.FieldsFunc(c, func(r rune) bool { return !isWordRune(r) }) {
+		lower := strings.ToLower(piece)
+		if n, ok := numberWords[lower]; ok {
+			toks = append(toks, token{kind: tokNumber, text: piece, num: n})
+			continue
+		}
+		if strings.IndexFunc(lower, func(r rune) bool { return !unicode.IsDigit(r) }) < 0 {
+			continue // digits glued to other signs, as in "1,000": no reliable number
+		}
+		toks = append(toks, token{kind: tokWord, text: piece, canon: canon(lower)})
+	}
+	return toks
+}
+
+// parseNumber accepts plain decimal numbers only (no "inf", "1e9", "0x10").
+func parseNumber(s string) (float64, bool) {
+	if s == "" {
+		return 0, false
+	}
+	digits, dots := 0, 0
+	for i, r := range s {
+		switch {
+		case r >= '0' && r <= '9':
+			digits++
+		case r == '.':
+			dots++
+		case (r == '-' || r == '+') && i == 0:
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || dots > 1 {
+		return 0, false
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(n, 0) {
+		return 0, false
+	}
+	return n, true
+}
+
+// splitExpression reads "2+3", "7*6", "10/2" or "5-3".
+func splitExpression(c string) ([]token, bool) {
+	var toks []token
+	rs := []rune(c)
+	for i := 0; i < len(rs); {
+		if len(toks)%2 == 1 { // an operator
+			op, ok := operators[string(rs[i])]
+			if !ok {
+				return nil, false
+			}
+			toks = append(toks, token{kind: tokOp, text: string(rs[i]), canon: op})
+			i++
+			continue
+		}
+		j := i
+		if rs[j] == '-' || rs[j] == '+' {
+			j++
+		}
+		for j < len(rs) && (rs[j] >= '0' && rs[j] <= '9' || rs[j] == '.') {
+			j++
+		}
+		n, ok := parseNumber(string(rs[i:j]))
+		if !ok {
+			return nil, false
+		}
+		toks = append(toks, token{kind: tokNumber, text: string(rs[i:j]), num: n})
+		i = j
+	}
+	return toks, len(toks) >= 3 && len(toks)%2 == 1
+}
+
+// isPath tells a filename ("notes.txt", "./a/b.go", "/etc/hosts") from a
+// word.
+func isPath(c string) bool {
+	if strings.IndexFunc(c, unicode.IsLetter) < 0 {
+		return false
+	}
+	for _, prefix := range []string{"/", "./", "../", "~/"} {
+		if strings.HasPrefix(c, prefix) && len(c) > len(prefix) {
+			return true
+		}
+	}
+	switch strings.ToLower(c) {
+	case "e.g", "i.e", "etc", "vs":
+		return false
+	}
+	d := strings.LastIndexByte(c, '.')
+	if d <= 0 || d == len(c)-1 {
+		return false
+	}
+	ext := c[d+1:]
+	if len(ext) > 8 || strings.IndexFunc(ext, func(r rune) bool { return !isWordRune(r) }) >= 0 ||
+		strings.IndexFunc(ext, unicode.IsLetter) < 0 {
+		return false
+	}
+	last := rune(c[d-1])
+	return isWordRune(last) || last == '_' || last == '-'
+}
+
+// analyze takes a request apart.
+func analyze(text string) *query {
+	q := &query{text: text, tokens: tokenize(text), words: map[string]bool{}}
+	for _, t := range q.tokens {
+		switch t.kind {
+		case tokWord, tokOp:
+			if t.canon != "" {
+				q.words[t.canon] = true
+			}
+		case tokNumber:
+			q.numbers = append(q.numbers, t.num)
+		case tokPath:
+			q.paths = append(q.paths, t.text)
+			q.words["file"] = true
+			for _, w := range nameWords(t.text) {
+				q.words[w] = true
+			}
+		case tokQuoted:
+			q.quoted = append(q.quoted, t.text)
+		}
+	}
+	// "subtract 3 from 10" is 10 - 3.
+	if q.words["subtract"] && len(q.numbers) >= 2 {
+		seen, from := 0, false
+		for _, t := range q.tokens {
+			if t.kind == tokNumber {
+				seen++
+				if seen == 2 {
+					break
+				}
+			}
+			if seen == 1 && t.kind == tokWord && strings.EqualFold(t.text, "from") {
+				from = true
+			}
+		}
+		if from {
+			q.numbers[0], q.numbers[1] = q.numbers[1], q.numbers[0]
+		}
+	}
+	return q
+}
+
+// nameWords are the canonical words of a tool name ("calculator_add",
+// "participant/tool", "getWeather").
+func nameWords(name string) []string {
+	var words []string
+	for _, part := range strings.FieldsFunc(name, func(r rune) bool { return !isWordRune(r) }) {
+		rs := []rune(part)
+		start := 0
+		for i := 1; i <= len(rs); i++ {
+			if i == len(rs) || unicode.IsUpper(rs[i]) && unicode.IsLower(rs[i-1]) {
+				if w := canon(strings.ToLower(string(rs[start:i]))); w != "" && !slices.Contains(words, w) {
+					words = append(words, w)
+				}
+				start = i
+			}
+		}
+	}
+	return words
+}
+
+// textWords are the canonical words of a description.
+func textWords(s string) []string {
+	var words []string
+	for _, t := range tokenize(s) {
+		if (t.kind == tokWord || t.kind == tokOp) && t.canon != "" && !slices.Contains(words, t.canon) {
+			words = append(words, t.canon)
+		}
+	}
+	return words
+}
+
+// toolWords are the canonical words of a tool's name, and of its
+// description that are not in the name.
+func toolWords(t Tool, s toolSchema) (name, desc []string) {
+	name = nameWords(t.Name)
+	for _, w := range textWords(t.Description) {
+		if !slices.Contains(name, w) {
+			desc = append(desc, w)
+		}
+	}
+	for _, p := range s.props {
+		if p.typ == "string" && pathish(p.name) && !slices.Contains(name, "file") && !slices.Contains(desc, "file") {
+			desc = append(desc, "file")
+		}
+	}
+	return name, desc
+}
+
+// score rates how well a tool matches the request: 3 for each word of its
+// name in the request, 1 for each of its description, 10 when the request
+// names it. It returns the words that matched.
+func (q *query) score(t Tool) (int, []string) {
+	name, desc := toolWords(t, parseSchema(t.Parameters))
+	score := 0
+	var matched []string
+	for _, w := range name {
+		if q.words[w] {
+			score += 3
+			matched = append(matched, w)
+		}
+	}
+	for _, w := range desc {
+		if q.words[w] {
+			score++
+			matched = append(matched, w)
+		}
+	}
+	if mentions(q.text, t.Name) {
+		score += 10
+	}
+	return score, matched
+}
+
+// mentions tells whether text names a tool, as a whole word.
+func mentions(text, name string) bool {
+	if len(name) < 3 {
+		return false
+	}
+	text, name = strings.ToLower(text), strings.ToLower(name)
+	for from := 0; ; {
+		i := strings.Index(text[from:], name)
+		if i < 0 {
+			return false
+		}
+		start, end := from+i, from+i+len(name)
+		before, after := ' ', ' '
+		if start > 0 {
+			before = rune(text[start-1])
+		}
+		if end < len(text) {
+			after = rune(text[end])
+		}
+		if !isWordRune(before) && before != '_' && !isWordRune(after) && after != '_' {
+			return true
+		}
+		from = start + 1
+	}
+}
+
+// remainder is the text of the request that says more than which tool to
+// use: the words after the first word that matches the tool (or else before
+// it), without the values of the schema's enums and without fillers at
+// either end. "echo hello world" gives "hello world", "what is the weather
+// in Tokyo" gives "Tokyo".
+func (q *query) remainder(t Tool, s toolSchema) string {
+	name, desc := toolWords(t, s)
+	enumValue := func(w string) bool {
+		return slices.ContainsFunc(s.props, func(p schemaProp) bool {
+			return slices.ContainsFunc(p.enum, func(v any) bool { e, ok := v.(string); return ok && strings.EqualFold(e, w) })
+		})
+	}
+	at := -1
+	for i, tok := range q.tokens {
+		if tok.canon != "" && (slices.Contains(name, tok.canon) || slices.Contains(desc, tok.canon)) {
+			at = i
+			break
+		}
+	}
+	words := func(toks []token) string {
+		var out []string
+		for _, tok := range toks {
+			if tok.kind == tokWord && !enumValue(tok.text) {
+				out = append(out, tok.text)
+			}
+		}
+		for len(out) > 0 && stopwords[strings.ToLower(out[0])] {
+			out = out[1:]
+		}
+		for len(out) > 0 && stopwords[strings.ToLower(out[len(out)-1])] {
+			out = out[:len(out)-1]
+		}
+		return strings.Join(out, " ")
+	}
+	if at < 0 {
+		return words(q.tokens)
+	}
+	if r := words(q.tokens[at+1:]); r != "" {
+		return r
+	}
+	return words(q.tokens[:at])
+}
+
+// pathish tells a property that wants a filename.
+func pathish(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"path", "file", "dir", "folder", "url", "uri"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// fill makes the arguments of a tool from the request: the required
+// properties first, then the optional ones, each in the schema's order. It
+// fails when a required property cannot be filled.
+func (q *query) fill(t Tool) (map[string]any, bool) {
+	s := parseSchema(t.Parameters)
+	args := map[string]any{}
+	f := filler{q: q, tool: t, schema: s}
+	for _, required := range []bool{true, false} {
+		for _, p := range s.props {
+			if s.required[p.name] != required {
+				continue
+			}
+			v, ok := f.value(p, required)
+			if ok {
+				args[p.name] = v
+			} else if required {
+				return nil, false
+			}
+		}
+	}
+	return args, true
+}
+
+// filler hands out the request's tokens to properties, each token once.
+type filler struct {
+	q                    *query
+	tool                 Tool
+	schema               toolSchema
+	nextNumber, nextPath int
+	nextQuoted           int
+	usedRemainder        bool
+}
+
+func (f *filler) number() (float64, bool) {
+	if f.nextNumber >= len(f.q.numbers) {
+		return 0, false
+	}
+	f.nextNumber++
+	return f.q.numbers[f.nextNumber-1], true
+}
+
+// text hands out a filename (first, when path), a quoted text, or (when
+// loose) the request's remaining words.
+func (f *filler) text(path, loose bool) (string, bool) {
+	if path && f.nextPath < len(f.q.paths) {
+		f.nextPath++
+		return f.q.paths[f.nextPath-1], true
+	}
+	if f.nextQuoted < len(f.q.quoted) {
+		f.nextQuoted++
+		return f.q.quoted[f.nextQuoted-1], true
+	}
+	if !path && f.nextPath < len(f.q.paths) && !f.anyPathProperty() {
+		f.nextPath++
+		return f.q.paths[f.nextPath-1], true
+	}
+	if loose && !f.usedRemainder {
+		f.usedRemainder = true
+		if r := f.q.remainder(f.tool, f.schema); r != "" {
+			return r, true
+		}
+	}
+	return "", false
+}
+
+func (f *filler) anyPathProperty() bool {
+	return slices.ContainsFunc(f.schema.props, func(p schemaProp) bool { return p.typ == "string" && pathish(p.name) })
+}
+
+// value fills one property.
+func (f *filler) value(p schemaProp, required bool) (any, bool) {
+	switch p.typ {
+	case "number", "integer":
+		n, ok := f.number()
+		if !ok || p.typ == "integer" && n != math.Trunc(n) {
+			return nil, false
+		}
+		if p.typ == "integer" {
+			return int64(n), true
+		}
+		return n, true
+	case "string":
+		if len(p.enum) > 0 {
+			return f.enum(p.enum, required)
+		}
+		if s, ok := f.text(pathish(p.name), required); ok {
+			return s, true
+		}
+		if required {
+			if n, ok := f.number(); ok {
+				return strconv.FormatFloat(n, 'f', -1, 64), true
+			}
+		}
+		return nil, false
+	case "boolean":
+		if !required {
+			return nil, false
+		}
+		for _, w := range []string{"true", "yes", "enable", "enabled"} {
+			if slices.ContainsFunc(f.q.tokens, func(t token) bool { return strings.EqualFold(t.text, w) }) {
+				return true, true
+			}
+		}
+		return false, true
+	case "array":
+		var items []any
+		switch p.itemType {
+		case "number", "integer":
+			for n, ok := f.number(); ok; n, ok = f.number() {
+				if p.itemType == "integer" {
+					if n != math.Trunc(n) {
+						return nil, false
+					}
+					items = append(items, int64(n))
+				} else {
+					items = append(items, n)
+				}
+			}
+		case "string":
+			for s, ok := f.text(false, required); ok; s, ok = f.text(false, required) {
+				items = append(items, s)
+			}
+		}
+		if len(items) == 0 && !required {
+			return nil, false
+		}
+		if items == nil {
+			items = []any{}
+		}
+		return items, true
+	case "object":
+		if required {
+			return map[string]any{}, true
+		}
+		return nil, false
+	case "null":
+		return nil, false
+	}
+	// No usable type: a required property takes what is there.
+	if !required {
+		return nil, false
+	}
+	if n, ok := f.number(); ok {
+		return n, true
+	}
+	return f.text(pathish(p.name), true)
+}
+
+// enum picks the value the request names, or else the first one when one is
+// required.
+func (f *filler) enum(values []any, required bool) (any, bool) {
+	for _, v := range values {
+		s, ok := v.(string)
+		if !ok || s == "" {
+			continue
+		}
+		if slices.ContainsFunc(f.q.tokens, func(t token) bool { return strings.EqualFold(t.text, s) }) ||
+			slices.ContainsFunc(f.q.quoted, func(t string) bool { return strings.EqualFold(t, s) }) {
+			return s, true
+		}
+	}
+	if required {
+		return values[0], true
+	}
+	return nil, false
+}
+
+// toolSchema is what the offline model reads of a JSON Schema.
+type toolSchema struct {
+	props    []schemaProp // in the order written
+	required map[string]bool
+}
+
+type schemaProp struct {
+	name     string
+	typ      string // "" when the schema says none the model can use
+	itemType string // for arrays
+	enum     []any
+}
+
+// parseSchema reads the properties of an object schema in the order they
+// are written. Anything it cannot read counts as absent.
+func parseSchema(raw json.RawMessage) toolSchema {
+	s := toolSchema{required: map[string]bool{}}
+	var top struct {
+		Properties json.RawMessage   `json:"properties"`
+		Required   []json.RawMessage `json:"required"`
+	}
+	if json.Unmarshal(raw, &top) != nil {
+		return s
+	}
+	for _, r := range top.Required {
+		var name string
+		if json.Unmarshal(r, &name) == nil {
+			s.required[name] = true
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(top.Properties))
+	if tok, err := dec.Token(); err == nil && tok == json.Delim('{') {
+		for dec.More() {
+			key, err := dec.Token()
+			if err != nil {
+				break
+			}
+			var value json.RawMessage
+			if err := dec.Decode(&value); err != nil {
+				break
+			}
+			name, _ := key.(string)
+			p := schemaProp{name: name}
+			var fields map[string]json.RawMessage
+			if json.Unmarshal(value, &fields) == nil {
+				p.typ = schemaType(fields)
+				if items := map[string]json.RawMessage{}; json.Unmarshal(fields["items"], &items) == nil {
+					p.itemType = schemaType(items)
+				}
+				_ = json.Unmarshal(fields["enum"], &p.enum)
+				if p.typ == "" && len(p.enum) > 0 {
+					switch p.enum[0].(type) {
+					case string:
+						p.typ = "string"
+					case float64:
+						p.typ = "number"
+					case bool:
+						p.typ = "boolean"
+					}
+				}
+			}
+			if !slices.ContainsFunc(s.props, func(o schemaProp) bool { return o.name == name }) {
+				s.props = append(s.props, p)
+			}
+		}
+	}
+	// A required property the schema does not describe still needs a value.
+	var missing []string
+	for name := range s.required {
+		if !slices.ContainsFunc(s.props, func(p schemaProp) bool { return p.name == name }) {
+			missing = append(missing, name)
+		}
+	}
+	slices.Sort(missing)
+	for _, name := range missing {
+		s.props = append(s.props, schemaProp{name: name})
+	}
+	return s
+}
+
+// schemaType reads "type" (a name, or a list of names of which the first
+// that is not "null" counts), else the type of the first branch of anyOf or
+// oneOf that has one.
+func schemaType(fields map[string]json.RawMessage) string {
+	var one string
+	if json.Unmarshal(fields["type"], &one) == nil {
+		return one
+	}
+	var many []string
+	if json.Unmarshal(fields["type"], &many) == nil {
+		for _, t := range many {
+			if t != "null" {
+				return t
+			}
+		}
+	}
+	for _, key := range []string{"anyOf", "oneOf"} {
+		var branches []map[string]json.RawMessage
+		if json.Unmarshal(fields[key], &branches) == nil {
+			for _, b := range branches {
+				if t := schemaType(b); t != "" && t != "null" {
+					return t
+				}
+			}
+		}
+	}
+	return ""
+}
