@@ -209,10 +209,7 @@ func TestProposalFallback(t *testing.T) {
 // answer and ends the reasoning.
 func TestReasoningCancel(t *testing.T) {
 	g := startGateway(t)
-	llmSrv := testutil.NewLLMServer(t)
-	slow := testutil.LLMReply("too late")
-	slow.Delay = 10 * time.Second
-	llmSrv.Script(slow)
+	llmSrv := slowModel(t, "too late", 10*time.Second)
 	human := join(t, g, "human")
 	join(t, g, "calc", addTool)
 	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{ReasoningEnabled: true})

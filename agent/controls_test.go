@@ -97,10 +97,7 @@ func TestForgetAndClear(t *testing.T) {
 // dropped.
 func TestQueueDropsOldest(t *testing.T) {
 	g := startGateway(t)
-	llmSrv := testutil.NewLLMServer(t)
-	slow := testutil.LLMReply("first")
-	slow.Delay = 500 * time.Millisecond
-	llmSrv.Script(slow)
+	llmSrv := slowModel(t, "first", 500*time.Millisecond)
 	llmSrv.SetFallback(echo)
 	human := join(t, g, "human")
 	join(t, g, "calc", addTool)
@@ -159,10 +156,7 @@ func TestNoReplyToReplies(t *testing.T) {
 // TestCloseDuringAnswer: Close stops a run under way promptly.
 func TestCloseDuringAnswer(t *testing.T) {
 	g := startGateway(t)
-	llmSrv := testutil.NewLLMServer(t)
-	slow := testutil.LLMReply("too late")
-	slow.Delay = 10 * time.Second
-	llmSrv.Script(slow)
+	llmSrv := slowModel(t, "too late", 10*time.Second)
 	human := join(t, g, "human")
 	join(t, g, "calc", addTool)
 	a := startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{ReasoningEnabled: true})
@@ -198,10 +192,7 @@ func TestCloseDuringAnswer(t *testing.T) {
 // back until the resume.
 func TestPauseDuringAnswer(t *testing.T) {
 	g := startGateway(t)
-	llmSrv := testutil.NewLLMServer(t)
-	slow := testutil.LLMReply("after the pause")
-	slow.Delay = 300 * time.Millisecond
-	llmSrv.Script(slow)
+	llmSrv := slowModel(t, "after the pause", 300*time.Millisecond)
 	human := join(t, g, "human")
 	join(t, g, "calc", addTool)
 	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{ReasoningEnabled: true})

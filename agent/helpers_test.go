@@ -238,3 +238,13 @@ func sendEnv(t *testing.T, p *participant.Participant, env *protocol.Envelope) {
 func startGateway(t *testing.T) *testutil.Gateway {
 	return testutil.StartGateway(t, agentSpace, gateway.Options{})
 }
+
+// slowModel returns a scripted model whose first answer, text, takes delay.
+func slowModel(t *testing.T, text string, delay time.Duration) *testutil.LLMServer {
+	t.Helper()
+	srv := testutil.NewLLMServer(t)
+	step := testutil.LLMReply(text)
+	step.Delay = delay
+	srv.Script(step)
+	return srv
+}
