@@ -282,13 +282,12 @@ func (sp *liveSpace) invite(o origin, env *protocol.Envelope, now time.Time) (ou
 // inviteAck encodes the answer to an invitation. What the audit log records
 // has the token blanked out.
 func (sp *liveSpace) inviteAck(o origin, env *protocol.Envelope, ack protocol.InviteAck) delivery {
-	d := sp.systemEnvelope(protocol.KindSpaceInviteAck, []string{o.id}, ack)
+	d := sp.systemEnvelope(protocol.KindSpaceInviteAck, []string{o.id}, ack, env.ID)
 	if ack.Token != "" {
 		redacted := ack
 		redacted.Token = "[redacted]"
-		d.logged = sp.systemEnvelope(protocol.KindSpaceInviteAck, []string{o.id}, redacted).data
+		d.logged = sp.systemEnvelope(protocol.KindSpaceInviteAck, []string{o.id}, redacted, env.ID).data
 	}
-	d = withCorrelation(d, env.ID)
 	return d
 }
 
@@ -391,28 +390,12 @@ func (sp *liveSpace) expirePauses(now time.Time) {
 		if m.sess != nil {
 			to = m.sess.id
 		}
-		d := sp.systemEnvelope(protocol.KindParticipantResume, []string{to}, protocol.Resume{Reason: "timeout"})
-		sp.broadcastLocked(withCorrelation(d, m.ctl.pauseID), nil)
-	}
-}
-
-// withCorrelation re-encodes a gateway envelope with a correlation_id.
-func withCorrelation(d delivery, id string) delivery {
-	if id == "" {
-		return d
-	}
-	for _, b := range []*[]byte{&d.data, &d.logged} {
-		if *b == nil {
-			continue
+		var corr []string
+		if m.ctl.pauseID != "" {
+			corr = []string{m.ctl.pauseID}
 		}
-		env, err := protocol.Decode(*b)
-		if err != nil {
-			continue
-		}
-		env.CorrelationID = []string{id}
-		*b = env.AppendJSON(nil)
+		sp.broadcastLocked(sp.systemEnvelope(protocol.KindParticipantResume, []string{to}, protocol.Resume{Reason: "timeout"}, corr...), nil)
 	}
-	return d
 }
 
 func notFound(id string) *refusal {

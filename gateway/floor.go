@@ -140,8 +140,8 @@ func (sp *liveSpace) yieldLocked(loser, winner *claim, msg string) {
 	if s == nil {
 		return
 	}
-	d := sp.systemEnvelope(protocol.KindFloorYield, []string{s.id}, protocol.Yield{Winner: winner.id, WinnerStartedAt: winner.startedAt})
-	sp.unicastLocked(s, withCorrelation(d, msg))
+	sp.unicastLocked(s, sp.systemEnvelope(protocol.KindFloorYield, []string{s.id},
+		protocol.Yield{Winner: winner.id, WinnerStartedAt: winner.startedAt}, msg))
 }
 
 // floorLeaveLocked clears the claims of a participant that leaves. mu must

@@ -260,8 +260,9 @@ func (sp *liveSpace) welcomeLocked(s *session) delivery {
 	return sp.systemEnvelope(protocol.KindSystemWelcome, []string{s.id}, w)
 }
 
-// systemEnvelope encodes an envelope from the gateway.
-func (sp *liveSpace) systemEnvelope(kind string, to []string, payload any) delivery {
+// systemEnvelope encodes an envelope from the gateway, correlated to corr
+// when given.
+func (sp *liveSpace) systemEnvelope(kind string, to []string, payload any, corr ...string) delivery {
 	env, err := protocol.New(kind, payload)
 	if err != nil {
 		// Only our own payload types reach here; they always encode.
@@ -272,6 +273,7 @@ func (sp *liveSpace) systemEnvelope(kind string, to []string, payload any) deliv
 	env.TS = protocol.FormatTime(now)
 	env.From = protocol.GatewayID
 	env.To = to
+	env.CorrelationID = corr
 	return delivery{data: env.AppendJSON(nil), id: env.ID, kind: kind, at: now}
 }
 
