@@ -15,14 +15,6 @@ import (
 	"github.com/mew-protocol/mew/protocol"
 )
 
-// Defaults of Config.
-const (
-	DefaultMaxIterations = 10
-	DefaultHistoryLength = 50
-	DefaultQueueSize     = 5
-	DefaultDiscoveryWait = 5 * time.Second
-)
-
 // ackTimeout bounds the chat/acknowledge sent from the dispatch goroutine.
 const ackTimeout = 2 * time.Second
 
@@ -40,56 +32,6 @@ var (
 	// mapped to a model tool name and back (see ToolName).
 	ErrAmbiguousToolName = errors.New("agent: ambiguous tool name")
 )
-
-// Config is what the agent does, as the reference agent's MEW_AGENT_CONFIG
-// describes it. The zero value of each field means its default.
-type Config struct {
-	// Name is the agent's display name, which also counts as a mention
-	// ("@Name"); empty means none (the participant id always counts).
-	Name string
-	// SystemPrompt frames every conversation with the model; empty means a
-	// short prompt naming the agent and asking it to use the tools.
-	SystemPrompt string
-	// Model is the model asked for; empty means the provider's.
-	Model string
-	// ReasoningEnabled sends reasoning/start, reasoning/thought and
-	// reasoning/conclusion around each answer.
-	ReasoningEnabled bool
-	// AutoRespond answers broadcast chats that neither address nor mention
-	// the agent. Without it the agent answers only chats addressed to it and
-	// chats that mention it.
-	AutoRespond bool
-	// MaxIterations bounds the model calls for one chat (default 10).
-	MaxIterations int
-	// HistoryLength is how many earlier messages (questions and answers) are
-	// given to the model (default 50; negative means none).
-	HistoryLength int
-	// QueueSize bounds the chats waiting to be answered (default 5).
-	QueueSize int
-	// DiscoveryWait bounds the wait for tool discoveries under way before
-	// the model is asked (default 5 s; negative means no wait).
-	DiscoveryWait time.Duration
-}
-
-// withDefaults returns c with its zero fields set to their defaults.
-func (c Config) withDefaults() Config {
-	if c.MaxIterations <= 0 {
-		c.MaxIterations = DefaultMaxIterations
-	}
-	if c.HistoryLength == 0 {
-		c.HistoryLength = DefaultHistoryLength
-	}
-	if c.HistoryLength < 0 {
-		c.HistoryLength = 0
-	}
-	if c.QueueSize <= 0 {
-		c.QueueSize = DefaultQueueSize
-	}
-	if c.DiscoveryWait == 0 {
-		c.DiscoveryWait = DefaultDiscoveryWait
-	}
-	return c
-}
 
 // Options configures an Agent.
 type Options struct {
@@ -121,11 +63,13 @@ type Agent struct {
 	wake   chan struct{} // a chat was queued
 	resume chan struct{} // the pause ended
 
-	mu      sync.Mutex
-	queue   []*protocol.Envelope
-	active  *run
-	history []llm.Message
-	answers []string // ids of the latest answers sent, oldest first
+	mu          sync.Mutex
+	queue       []*item
+	active      *run
+	recent      []line      // the latest chats of the space, for the classifier
+	unaddressed []time.Time // answers to unaddressed chats in the last minute
+	history     []llm.Message
+	answers     []string // ids of the latest answers sent, oldest first
 }
 
 // maxAnswers is how many of its answers' ids the agent remembers.
@@ -135,6 +79,7 @@ const maxAnswers = 64
 type run struct {
 	question  string // the chat's envelope id
 	reasoning string // the reasoning/start id, "" without reasoning
+	trace     *trace // the reasoning's stream, nil without one
 	cancel    context.CancelCauseFunc
 }
 
@@ -153,8 +98,15 @@ func New(opts Options) (*Agent, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if err := opts.Config.Validate(); err != nil {
+		return nil, err
+	}
+	cfg := opts.Config.withDefaults()
 	popts := opts.Participant
 	popts.AutoDiscovery = true
+	if popts.ContextTokens == 0 {
+		popts.ContextTokens = cfg.ContextTokenLimit
+	}
 	if popts.Logger == nil {
 		popts.Logger = opts.Logger
 	}
@@ -166,7 +118,7 @@ func New(opts Options) (*Agent, error) {
 	a := &Agent{
 		p:        p,
 		provider: opts.Provider,
-		cfg:      opts.Config.withDefaults(),
+		cfg:      cfg,
 		log:      logger,
 		ctx:      ctx,
 		cancel:   cancel,
@@ -184,6 +136,7 @@ func New(opts Options) (*Agent, error) {
 	})
 	p.OnForget(a.forget)
 	p.OnClear(a.clear)
+	p.OnCompact(a.compact)
 	return a, nil
 }
 
@@ -222,42 +175,12 @@ func (a *Agent) Close() error {
 	return nil
 }
 
-// History returns a copy of the conversation history the model is given:
-// the questions answered (role user, Name the asker) and the answers.
-func (a *Agent) History() []llm.Message {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]llm.Message(nil), a.history...)
-}
-
 // signal wakes whoever waits on ch without blocking.
 func signal(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
 	default:
 	}
-}
-
-// shouldRespond applies the response policy to a chat.
-func (a *Agent) shouldRespond(env *protocol.Envelope) bool {
-	self := a.p.ID()
-	if env.From == "" || env.From == self || env.From == protocol.GatewayID {
-		return false
-	}
-	if a.isReplyToAnswer(env) {
-		return false
-	}
-	if !env.IsBroadcast() {
-		return env.AddressedTo(self)
-	}
-	var chat protocol.Chat
-	if err := env.DecodePayload(&chat); err != nil {
-		return false
-	}
-	if mentions(chat.Text, self) || (a.cfg.Name != "" && mentions(chat.Text, a.cfg.Name)) {
-		return true
-	}
-	return a.cfg.AutoRespond
 }
 
 // isReplyToAnswer reports whether env is correlated to one of the agent's
@@ -315,25 +238,43 @@ func isIDChar(c byte) bool {
 
 // onChat runs on the dispatch goroutine for every chat.
 func (a *Agent) onChat(env *protocol.Envelope) {
-	if a.ctx.Err() != nil || !a.shouldRespond(env) {
+	if a.ctx.Err() != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(a.ctx, ackTimeout)
-	if err := a.p.Acknowledge(ctx, env, "processing"); err != nil {
-		a.log.Warn("agent: acknowledge failed", "chat", env.ID, "err", err)
+	var chat protocol.Chat
+	if err := env.DecodePayload(&chat); err != nil || strings.TrimSpace(chat.Text) == "" {
+		return
 	}
-	cancel()
-	env = env.Clone()
+	if env.From != a.p.ID() {
+		a.heard(env.From, chat.Text)
+	}
+	v := a.judge(env, chat.Text)
+	if v == ignore {
+		return
+	}
+	it := &item{env: env.Clone(), text: chat.Text, classify: v == classify}
+	if !it.classify {
+		a.acknowledge(it.env)
+	}
 	a.mu.Lock()
-	a.queue = append(a.queue, env)
+	a.queue = append(a.queue, it)
 	if over := len(a.queue) - a.cfg.QueueSize; over > 0 {
 		for _, dropped := range a.queue[:over] {
-			a.log.Warn("agent: too many chats waiting; dropping the oldest", "chat", dropped.ID, "from", dropped.From)
+			a.log.Warn("agent: too many chats waiting; dropping the oldest", "chat", dropped.env.ID, "from", dropped.env.From)
 		}
-		a.queue = append([]*protocol.Envelope(nil), a.queue[over:]...)
+		a.queue = append([]*item(nil), a.queue[over:]...)
 	}
 	a.mu.Unlock()
 	signal(a.wake)
+}
+
+// acknowledge sends chat/acknowledge for a chat the agent will answer.
+func (a *Agent) acknowledge(env *protocol.Envelope) {
+	ctx, cancel := context.WithTimeout(a.ctx, ackTimeout)
+	defer cancel()
+	if err := a.p.Acknowledge(ctx, env, "processing"); err != nil {
+		a.log.Warn("agent: acknowledge failed", "chat", env.ID, "err", err)
+	}
 }
 
 // onChatCancel stops the answer to the cancelled chat, or drops it from the
@@ -348,8 +289,8 @@ func (a *Agent) onChatCancel(env *protocol.Envelope) {
 	defer a.mu.Unlock()
 	kept := a.queue[:0]
 	for _, q := range a.queue {
-		if env.CorrelatesWith(q.ID) {
-			a.log.Info("agent: queued chat cancelled", "chat", q.ID)
+		if env.CorrelatesWith(q.env.ID) {
+			a.log.Info("agent: queued chat cancelled", "chat", q.env.ID)
 			continue
 		}
 		kept = append(kept, q)
@@ -395,11 +336,17 @@ func (a *Agent) work() {
 			if !a.waitUnpaused(a.ctx) {
 				return
 			}
-			env := a.dequeue()
-			if env == nil {
+			it := a.dequeue()
+			if it == nil {
 				break
 			}
-			a.answer(env)
+			if it.classify {
+				if !a.shouldAnswer(a.ctx, it) {
+					continue
+				}
+				a.acknowledge(it.env)
+			}
+			a.answer(it)
 			if a.ctx.Err() != nil {
 				return
 			}
@@ -422,7 +369,7 @@ func (a *Agent) waitUnpaused(ctx context.Context) bool {
 }
 
 // dequeue takes the oldest queued chat, nil when there is none.
-func (a *Agent) dequeue() *protocol.Envelope {
+func (a *Agent) dequeue() *item {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if len(a.queue) == 0 {
@@ -431,56 +378,4 @@ func (a *Agent) dequeue() *protocol.Envelope {
 	env := a.queue[0]
 	a.queue = a.queue[1:]
 	return env
-}
-
-// remember appends one exchange to the history, keeping the latest
-// HistoryLength messages.
-func (a *Agent) remember(msgs ...llm.Message) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.history = append(a.history, msgs...)
-	if over := len(a.history) - a.cfg.HistoryLength; over > 0 {
-		a.history = append([]llm.Message(nil), a.history[over:]...)
-	}
-}
-
-// recentHistory returns a copy of the history.
-func (a *Agent) recentHistory() []llm.Message {
-	return a.History()
-}
-
-// forget is the participant/forget hook: it drops entries messages from
-// the oldest or newest end of the history, all of them when entries is 0.
-func (a *Agent) forget(_ context.Context, direction string, entries int) error {
-	a.mu.Lock()
-	n := len(a.history)
-	if entries <= 0 || entries > n {
-		entries = n
-	}
-	if direction == "newest" {
-		a.history = append([]llm.Message(nil), a.history[:n-entries]...)
-	} else {
-		a.history = append([]llm.Message(nil), a.history[entries:]...)
-	}
-	tokens, msgs := usage(a.history), len(a.history)
-	a.mu.Unlock()
-	a.p.SetContextUsage(tokens, msgs)
-	return nil
-}
-
-// clear is the participant/clear hook: it drops the whole history.
-func (a *Agent) clear(context.Context) error {
-	a.mu.Lock()
-	a.history = nil
-	a.mu.Unlock()
-	return nil
-}
-
-// usage estimates the tokens of msgs: about one per four bytes of text.
-func usage(msgs []llm.Message) int {
-	n := 0
-	for _, m := range msgs {
-		n += (len(m.Content) + 3) / 4
-	}
-	return n
 }

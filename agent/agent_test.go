@@ -16,23 +16,24 @@ import (
 	"github.com/mew-protocol/mew/protocol"
 )
 
-// TestAnswerWithTool follows one question through acknowledgement,
-// reasoning, a tool call to the calculator and the answer.
-func TestAnswerWithTool(t *testing.T) {
+// TestAnswerWithTools follows one question through acknowledgement,
+// reasoning, two tool calls to the calculator and the answer.
+func TestAnswerWithTools(t *testing.T) {
 	g := startGateway(t)
 	llmSrv := testutil.NewLLMServer(t)
 	llmSrv.Script(
 		testutil.LLMCall(testutil.LLMToolCall{Name: "calc_add", Arguments: `{"a":2,"b":3}`}),
-		testutil.LLMReply("2 + 3 = 5"),
+		testutil.LLMCall(testutil.LLMToolCall{Name: "calc_multiply", Arguments: `{"a":5,"b":4}`}),
+		testutil.LLMReply("(2 + 3) × 4 = 20"),
 	)
 	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
+	join(t, g, "calc", addTool, multiplyTool)
 	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{ReasoningEnabled: true, SystemPrompt: "Be brief."})
 	rec := record(t, human)
 
-	q := sendChat(t, human, "what is 2 plus 3?", "agent")
+	q := sendChat(t, human, "what is (2 plus 3) times 4?", "agent")
 	answer := rec.wait(t, "the answer", answerTo("agent", q))
-	if got := chatText(answer); got != "2 + 3 = 5" {
+	if got := chatText(answer); got != "(2 + 3) × 4 = 20" {
 		t.Errorf("answer %q", got)
 	}
 	if len(answer.To) != 1 || answer.To[0] != "human" {
@@ -41,7 +42,8 @@ func TestAnswerWithTool(t *testing.T) {
 
 	// The envelopes of the exchange, from the question on.
 	var seq []string
-	var start, call *protocol.Envelope
+	var start *protocol.Envelope
+	var calls []*protocol.Envelope
 	started := false
 	for _, e := range rec.all() {
 		if e.ID == q {
@@ -55,13 +57,16 @@ func TestAnswerWithTool(t *testing.T) {
 		case protocol.KindReasoningStart:
 			start = e
 		case protocol.KindMCPRequest:
-			call = e
+			calls = append(calls, e)
 		}
 	}
 	want := []string{
 		"human chat",
 		"agent chat/acknowledge",
 		"agent reasoning/start",
+		"agent reasoning/thought",
+		"agent mcp/request",
+		"calc mcp/response",
 		"agent reasoning/thought",
 		"agent mcp/request",
 		"calc mcp/response",
@@ -80,33 +85,37 @@ func TestAnswerWithTool(t *testing.T) {
 			t.Errorf("%s context %q, want %q", e.Kind, e.Context, start.ID)
 		}
 	}
-	var mcp struct {
-		Method string `json:"method"`
-		Params struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"params"`
-	}
-	if err := call.DecodePayload(&mcp); err != nil {
-		t.Fatal(err)
-	}
-	if mcp.Method != "tools/call" || mcp.Params.Name != "add" || len(call.To) != 1 || call.To[0] != "calc" {
-		t.Errorf("tool call %s to %v", call.Payload, call.To)
+	for i, tool := range []string{"add", "multiply"} {
+		var mcp struct {
+			Method string `json:"method"`
+			Params struct {
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+			} `json:"params"`
+		}
+		if err := calls[i].DecodePayload(&mcp); err != nil {
+			t.Fatal(err)
+		}
+		if mcp.Method != "tools/call" || mcp.Params.Name != tool || len(calls[i].To) != 1 || calls[i].To[0] != "calc" {
+			t.Errorf("tool call %d: %s to %v", i, calls[i].Payload, calls[i].To)
+		}
 	}
 
 	reqs := llmSrv.Requests()
-	if len(reqs) != 2 {
-		t.Fatalf("%d model requests, want 2", len(reqs))
+	if len(reqs) != 3 {
+		t.Fatalf("%d model requests, want 3", len(reqs))
 	}
-	if len(reqs[0].Tools) == 0 || reqs[0].Tools[0].Name != "calc_add" {
+	if len(reqs[0].Tools) != 2 || reqs[0].Tools[0].Name != "calc_add" {
 		t.Errorf("tools offered: %+v", reqs[0].Tools)
 	}
-	if m := reqs[0].Messages; len(m) < 2 || m[0].Role != "system" || m[0].Content != "Be brief." || m[len(m)-1].Content != "what is 2 plus 3?" {
+	if m := reqs[0].Messages; len(m) < 2 || m[0].Role != "system" || m[0].Content != "Be brief." || m[len(m)-1].Content != "what is (2 plus 3) times 4?" {
 		t.Errorf("first request messages: %+v", m)
 	}
-	last := reqs[1].Messages[len(reqs[1].Messages)-1]
-	if last.Role != "tool" || !strings.Contains(last.Content, "5") {
-		t.Errorf("tool result given to the model: %+v", last)
+	for i, want := range []string{"5", "20"} {
+		last := reqs[i+1].Messages[len(reqs[i+1].Messages)-1]
+		if last.Role != "tool" || last.Content != want {
+			t.Errorf("tool result %d given to the model: %+v, want %s", i, last, want)
+		}
 	}
 }
 
@@ -150,17 +159,24 @@ func TestResponsePolicy(t *testing.T) {
 	}
 }
 
-// TestAutoRespond: with AutoRespond a broadcast chat is answered.
+// TestAutoRespond: with AutoRespond and the offline model, a broadcast chat
+// that a tool fits is answered; small talk is not.
 func TestAutoRespond(t *testing.T) {
 	g := startGateway(t)
 	human := join(t, g, "human")
 	join(t, g, "calc", addTool)
 	startAgent(t, g, "agent", llm.NewOffline(), agent.Config{AutoRespond: true})
 	rec := record(t, human)
+	chatter := sendChat(t, human, "nice weather today")
 	q := sendChat(t, human, "add 2 and 3")
 	answer := rec.wait(t, "the answer", answerTo("agent", q))
 	if got := chatText(answer); !strings.Contains(got, "5") {
 		t.Errorf("answer %q", got)
+	}
+	for _, e := range rec.all() {
+		if e.From == "agent" && e.CorrelatesWith(chatter) {
+			t.Errorf("small talk answered: %s %s", e.Kind, e.Payload)
+		}
 	}
 }
 
@@ -349,20 +365,5 @@ func TestToolName(t *testing.T) {
 		if _, _, ok := agent.SplitToolName(bad); ok {
 			t.Errorf("SplitToolName(%q) ok", bad)
 		}
-	}
-}
-
-func TestConfigMergeJSON(t *testing.T) {
-	c := agent.Config{Name: "keep", ReasoningEnabled: true, MaxIterations: 3}
-	err := c.MergeJSON([]byte(`{"model":"m","autoRespond":true,"maxIterations":100,"conversationHistoryLength":0,"messageQueue":{"maxQueueSize":2},"apiKey":"ignored"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := agent.Config{Name: "keep", Model: "m", ReasoningEnabled: true, AutoRespond: true, MaxIterations: 100, HistoryLength: -1, QueueSize: 2}
-	if c != want {
-		t.Errorf("got %+v\nwant %+v", c, want)
-	}
-	if err := c.MergeJSON([]byte(`[1]`)); err == nil {
-		t.Error("a JSON array was accepted")
 	}
 }

@@ -1,59 +1,434 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/mew-protocol/mew/llm"
 )
 
-// MergeJSON sets the fields of c that a JSON object such as the reference
-// agent's MEW_AGENT_CONFIG names, leaving the others as they are: name,
-// systemPrompt, model, reasoningEnabled, autoRespond, maxIterations,
-// conversationHistoryLength (0 there means no history, as in the reference,
-// and sets HistoryLength to -1) and messageQueue.maxQueueSize. Other members
-// (the reference's apiKey, baseURL, logLevel, prompts, chatResponse...) are
-// ignored; the model's endpoint is the provider's business.
-func (c *Config) MergeJSON(data []byte) error {
-	var in struct {
-		Name                      *string `json:"name"`
-		SystemPrompt              *string `json:"systemPrompt"`
-		Model                     *string `json:"model"`
-		ReasoningEnabled          *bool   `json:"reasoningEnabled"`
-		AutoRespond               *bool   `json:"autoRespond"`
-		MaxIterations             *int    `json:"maxIterations"`
-		ConversationHistoryLength *int    `json:"conversationHistoryLength"`
-		MessageQueue              *struct {
-			MaxQueueSize *int `json:"maxQueueSize"`
-		} `json:"messageQueue"`
+// Defaults of Config.
+const (
+	DefaultMaxIterations       = 10
+	DefaultHistoryLength       = 50
+	DefaultQueueSize           = 5
+	DefaultDiscoveryWait       = 5 * time.Second
+	DefaultConfidenceThreshold = 0.5
+	DefaultContextWindow       = 10
+	DefaultAnswersPerMinute    = 30
+	DefaultContextTokenLimit   = 128000
+)
+
+// Reasoning formats: how the steps of the ReAct loop so far are given to the
+// model.
+const (
+	// FormatNative gives each tool call as an assistant message with
+	// tool_calls and each result as a tool message.
+	FormatNative = "native"
+	// FormatScratchpad gives the steps as one text ("Reasoning: … Action:
+	// … Observation: …"), for models without tool messages in their
+	// history.
+	FormatScratchpad = "scratchpad"
+)
+
+// Config is what the agent does: the reference's AgentConfig, as
+// MEW_AGENT_CONFIG or a configuration file give it (see MergeJSON and
+// LoadFile for the keys). The zero value of each field means its default.
+type Config struct {
+	// Name is the agent's display name, which also counts as a mention
+	// ("@Name"); empty means none (the participant id always counts).
+	Name string
+	// SystemPrompt frames every conversation with the model; empty means a
+	// short prompt naming the agent and asking it to use the tools.
+	// Prompts.System, when set, takes its place.
+	SystemPrompt string
+	// Model is the model asked for; empty means the provider's.
+	Model string
+	// APIKey and BaseURL select and configure the model endpoint in
+	// Config.Provider; the agent itself does not read them.
+	APIKey  string
+	BaseURL string
+	// MockLLM selects the offline provider in Config.Provider, as the
+	// reference's mockLLM does.
+	MockLLM bool
+	// ReasoningEnabled sends reasoning/start, reasoning/thought and
+	// reasoning/conclusion around each answer, and streams the model's
+	// output into a reasoning stream when the agent may open one.
+	ReasoningEnabled bool
+	// ReasoningFormat is FormatNative (default) or FormatScratchpad.
+	ReasoningFormat string
+	// AutoRespond lets the agent answer broadcast chats that neither
+	// address nor mention it, when the classifier says it should (see the
+	// package documentation). Without it the agent answers only chats
+	// addressed to it and chats that mention it.
+	AutoRespond bool
+	// MaxIterations bounds the model calls for one chat (default 10).
+	MaxIterations int
+	// HistoryLength is how many earlier messages (questions and answers) are
+	// given to the model (default 50; negative means none).
+	HistoryLength int
+	// ContextTokenLimit is the model's context size in tokens (default
+	// 128000). The agent drops the oldest history before a model call so
+	// that the conversation stays below 70% of it, and reports it in its
+	// status telemetry.
+	ContextTokenLimit int
+	// QueueSize bounds the chats waiting to be answered (default 5).
+	QueueSize int
+	// DiscoveryWait bounds the wait for tool discoveries under way before
+	// the model is asked (default 5 s; negative means no wait).
+	DiscoveryWait time.Duration
+	// Prompts overrides the prompts of the phases of an answer.
+	Prompts Prompts
+	// ChatResponse tunes which chats the agent answers.
+	ChatResponse ChatResponse
+}
+
+// Prompts are templates for the phases of an answer. Placeholders are
+// replaced once, in one pass: a value that contains "{input}" is inserted as
+// it is, never expanded again. Empty means the default.
+type Prompts struct {
+	// System replaces Config.SystemPrompt.
+	System string
+	// Reason is the user message that asks the question: {input} is the
+	// chat's text, {tools} the list of tools offered. Default "{input}".
+	Reason string
+	// Act, when set, follows the results of each round of tool calls as a
+	// user message: {objective} is the chat's text, {observation} the
+	// round's results, {tools} the tools offered. Default: none.
+	Act string
+	// Respond, when set, is asked after the loop ends if tools were used:
+	// one more call without tools, with this user message, writes the
+	// answer. {input} and {objective} are the chat's text, {observation}
+	// every result. Default: the model's own last answer is the answer.
+	Respond string
+	// Classify is the question to the classifier (see ChatResponse):
+	// {input} is the chat's text, {name} the agent's, {tools} its tools.
+	Classify string
+}
+
+// ChatResponse tunes the response policy. Nil booleans mean true.
+type ChatResponse struct {
+	// RespondToDirect answers chats addressed to the agent.
+	RespondToDirect *bool
+	// RespondToMentions answers broadcast chats that mention the agent.
+	RespondToMentions *bool
+	// RespondToQuestions answers a broadcast chat with a question mark
+	// when there is no classifier answer (offline model, or the
+	// classifier failed).
+	RespondToQuestions *bool
+	// ConfidenceThreshold is the classifier confidence, from 0 to 1, from
+	// which the agent answers (default 0.5).
+	ConfidenceThreshold float64
+	// ContextWindow is how many of the latest chats of the space the
+	// classifier sees (default 10).
+	ContextWindow int
+	// AnswersPerMinute bounds the answers to broadcast chats that neither
+	// address nor mention the agent (default 30; negative means no limit).
+	// Beyond it such chats are ignored, with a log line.
+	AnswersPerMinute int
+}
+
+// on reports *b, true when b is nil.
+func on(b *bool) bool { return b == nil || *b }
+
+// withDefaults returns c with its zero fields set to their defaults.
+func (c Config) withDefaults() Config {
+	if c.MaxIterations <= 0 {
+		c.MaxIterations = DefaultMaxIterations
 	}
-	if err := json.Unmarshal(data, &in); err != nil {
-		return fmt.Errorf("agent: config: %w", err)
+	if c.HistoryLength == 0 {
+		c.HistoryLength = DefaultHistoryLength
 	}
-	if in.Name != nil {
-		c.Name = *in.Name
+	if c.HistoryLength < 0 {
+		c.HistoryLength = 0
 	}
-	if in.SystemPrompt != nil {
-		c.SystemPrompt = *in.SystemPrompt
+	if c.QueueSize <= 0 {
+		c.QueueSize = DefaultQueueSize
 	}
-	if in.Model != nil {
-		c.Model = *in.Model
+	if c.DiscoveryWait == 0 {
+		c.DiscoveryWait = DefaultDiscoveryWait
 	}
-	if in.ReasoningEnabled != nil {
-		c.ReasoningEnabled = *in.ReasoningEnabled
+	if c.ContextTokenLimit <= 0 {
+		c.ContextTokenLimit = DefaultContextTokenLimit
 	}
-	if in.AutoRespond != nil {
-		c.AutoRespond = *in.AutoRespond
+	if c.ReasoningFormat == "" {
+		c.ReasoningFormat = FormatNative
 	}
-	if in.MaxIterations != nil {
-		c.MaxIterations = *in.MaxIterations
+	r := &c.ChatResponse
+	if r.ConfidenceThreshold <= 0 {
+		r.ConfidenceThreshold = DefaultConfidenceThreshold
 	}
-	if n := in.ConversationHistoryLength; n != nil {
+	if r.ContextWindow <= 0 {
+		r.ContextWindow = DefaultContextWindow
+	}
+	if r.AnswersPerMinute == 0 {
+		r.AnswersPerMinute = DefaultAnswersPerMinute
+	}
+	return c
+}
+
+// Validate reports the first value of c that cannot work.
+func (c Config) Validate() error {
+	switch c.ReasoningFormat {
+	case "", FormatNative, FormatScratchpad:
+	default:
+		return fmt.Errorf("agent: config: reasoningFormat %q: want %q or %q", c.ReasoningFormat, FormatNative, FormatScratchpad)
+	}
+	if t := c.ChatResponse.ConfidenceThreshold; t < 0 || t > 1 {
+		return fmt.Errorf("agent: config: chatResponse.confidenceThreshold %v: want a number from 0 to 1", t)
+	}
+	return nil
+}
+
+// Provider returns the model provider c selects: the offline one with
+// MockLLM, else as llm.FromEnv chooses with c's APIKey, BaseURL and Model
+// over the OPENAI_* variables that getenv (nil means os.Getenv) reads.
+func (c Config) Provider(getenv func(string) string) (llm.Provider, error) {
+	if c.MockLLM {
+		return llm.NewOffline(), nil
+	}
+	p, err := llm.FromEnv(getenv, llm.Config{APIKey: c.APIKey, BaseURL: c.BaseURL, Model: c.Model})
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return p, nil
+}
+
+// jsonConfig is Config as the reference spells it. The members it only
+// accepts (logLevel, requestTimeout, ...) are read and ignored.
+type jsonConfig struct {
+	Name                      *string          `json:"name"`
+	SystemPrompt              *string          `json:"systemPrompt"`
+	Model                     *string          `json:"model"`
+	APIKey                    *string          `json:"apiKey"`
+	BaseURL                   *string          `json:"baseURL"`
+	MockLLM                   *bool            `json:"mockLLM"`
+	ReasoningEnabled          *bool            `json:"reasoningEnabled"`
+	ThinkingEnabled           *bool            `json:"thinkingEnabled"` // the spec's older name
+	ReasoningFormat           *string          `json:"reasoningFormat"`
+	AutoRespond               *bool            `json:"autoRespond"`
+	MaxIterations             *int             `json:"maxIterations"`
+	ConversationHistoryLength *int             `json:"conversationHistoryLength"`
+	ContextTokenLimit         *int             `json:"contextTokenLimit"`
+	DiscoveryWaitMS           *int             `json:"discoveryWaitMs"`
+	MessageQueue              *jsonQueue       `json:"messageQueue"`
+	Prompts                   *jsonPrompts     `json:"prompts"`
+	ChatResponse              *jsonChatRespond `json:"chatResponse"`
+
+	LogLevel       json.RawMessage `json:"logLevel"`
+	RequestTimeout json.RawMessage `json:"requestTimeout"`
+}
+
+type jsonQueue struct {
+	MaxQueueSize *int `json:"maxQueueSize"`
+	// Accepted for the reference's sake; this agent always queues and
+	// drops the oldest.
+	EnableQueueing                  json.RawMessage `json:"enableQueueing"`
+	DropStrategy                    json.RawMessage `json:"dropStrategy"`
+	NotifyQueueing                  json.RawMessage `json:"notifyQueueing"`
+	IncludeQueuedSenderNotification json.RawMessage `json:"includeQueuedSenderNotification"`
+	QueueInjectionPrompt            json.RawMessage `json:"queueInjectionPrompt"`
+}
+
+type jsonPrompts struct {
+	System   *string `json:"system"`
+	Reason   *string `json:"reason"`
+	Act      *string `json:"act"`
+	Respond  *string `json:"respond"`
+	Classify *string `json:"classify"`
+}
+
+type jsonChatRespond struct {
+	RespondToQuestions  *bool    `json:"respondToQuestions"`
+	RespondToMentions   *bool    `json:"respondToMentions"`
+	RespondToDirect     *bool    `json:"respondToDirect"`
+	ConfidenceThreshold *float64 `json:"confidenceThreshold"`
+	ContextWindow       *int     `json:"contextWindow"`
+	AnswersPerMinute    *int     `json:"answersPerMinute"`
+}
+
+// setStr sets *dst when src is given.
+func setStr(dst *string, src *string) {
+	if src != nil {
+		*dst = *src
+	}
+}
+
+// setInt sets *dst when src is given.
+func setInt(dst *int, src *int) {
+	if src != nil {
+		*dst = *src
+	}
+}
+
+// apply sets the members of c that j names.
+func (j *jsonConfig) apply(c *Config) {
+	setStr(&c.Name, j.Name)
+	setStr(&c.SystemPrompt, j.SystemPrompt)
+	setStr(&c.Model, j.Model)
+	setStr(&c.APIKey, j.APIKey)
+	setStr(&c.BaseURL, j.BaseURL)
+	setStr(&c.ReasoningFormat, j.ReasoningFormat)
+	for _, b := range []struct {
+		dst *bool
+		src *bool
+	}{{&c.MockLLM, j.MockLLM}, {&c.ReasoningEnabled, j.ThinkingEnabled}, {&c.ReasoningEnabled, j.ReasoningEnabled}, {&c.AutoRespond, j.AutoRespond}} {
+		if b.src != nil {
+			*b.dst = *b.src
+		}
+	}
+	setInt(&c.MaxIterations, j.MaxIterations)
+	setInt(&c.ContextTokenLimit, j.ContextTokenLimit)
+	if n := j.ConversationHistoryLength; n != nil {
 		c.HistoryLength = *n
-		if *n == 0 {
+		if *n == 0 { // the reference's 0 is no history
 			c.HistoryLength = -1
 		}
 	}
-	if q := in.MessageQueue; q != nil && q.MaxQueueSize != nil {
-		c.QueueSize = *q.MaxQueueSize
+	if ms := j.DiscoveryWaitMS; ms != nil {
+		c.DiscoveryWait = time.Duration(*ms) * time.Millisecond
+		if *ms == 0 {
+			c.DiscoveryWait = -1
+		}
 	}
+	if q := j.MessageQueue; q != nil {
+		setInt(&c.QueueSize, q.MaxQueueSize)
+	}
+	if p := j.Prompts; p != nil {
+		setStr(&c.Prompts.System, p.System)
+		setStr(&c.Prompts.Reason, p.Reason)
+		setStr(&c.Prompts.Act, p.Act)
+		setStr(&c.Prompts.Respond, p.Respond)
+		setStr(&c.Prompts.Classify, p.Classify)
+	}
+	if r := j.ChatResponse; r != nil {
+		cr := &c.ChatResponse
+		for _, b := range []struct {
+			dst **bool
+			src *bool
+		}{{&cr.RespondToQuestions, r.RespondToQuestions}, {&cr.RespondToMentions, r.RespondToMentions}, {&cr.RespondToDirect, r.RespondToDirect}} {
+			if b.src != nil {
+				v := *b.src
+				*b.dst = &v
+			}
+		}
+		if r.ConfidenceThreshold != nil {
+			cr.ConfidenceThreshold = *r.ConfidenceThreshold
+		}
+		setInt(&cr.ContextWindow, r.ContextWindow)
+		setInt(&cr.AnswersPerMinute, r.AnswersPerMinute)
+	}
+}
+
+// MergeJSON sets the fields of c that a JSON object such as the reference
+// agent's MEW_AGENT_CONFIG names, leaving the others as they are. The keys:
+// name, systemPrompt, model, apiKey, baseURL, mockLLM, reasoningEnabled
+// (or thinkingEnabled), reasoningFormat, autoRespond, maxIterations,
+// conversationHistoryLength (0 there means no history, as in the reference,
+// and sets HistoryLength to -1), contextTokenLimit, discoveryWaitMs,
+// messageQueue.maxQueueSize, prompts.{system,reason,act,respond,classify}
+// and chatResponse.{respondToDirect,respondToMentions,respondToQuestions,
+// confidenceThreshold,contextWindow,answersPerMinute}. Keys it does not know
+// are ignored, since the reference's scripts pass some of their own; a
+// known key with a value of the wrong type is an error that names it.
+func (c *Config) MergeJSON(data []byte) error {
+	return c.merge(data, false)
+}
+
+// merge decodes data into c, refusing unknown keys when strict.
+func (c *Config) merge(data []byte, strict bool) error {
+	var j jsonConfig
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(&j); err != nil {
+		return fmt.Errorf("agent: config: %w", explain(err))
+	}
+	if dec.More() {
+		return errors.New("agent: config: more than one JSON value")
+	}
+	next := *c
+	j.apply(&next)
+	if err := next.Validate(); err != nil {
+		return err
+	}
+	*c = next
 	return nil
+}
+
+// explain rewrites a JSON decoding error to name the key at fault.
+func explain(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return fmt.Errorf("%s: %s is not a %s", te.Field, te.Value, te.Type)
+	}
+	return err
+}
+
+// File is an agent configuration file: where to connect and what to do.
+type File struct {
+	// Gateway, Space, Token and ParticipantID are the connection, each
+	// optional (flags and MEW_* variables fill what is missing).
+	Gateway, Space, Token, ParticipantID string
+	// Config is the agent's behaviour.
+	Config Config
+}
+
+// maxFileSize bounds a configuration file.
+const maxFileSize = 256 << 10
+
+// LoadFile reads an agent configuration file, YAML or JSON: the keys of
+// MergeJSON plus gateway, space, token and participant_id. Unlike
+// MEW_AGENT_CONFIG, a file with a key the agent does not know is refused,
+// naming the key, so that a misspelt setting is not silently ignored.
+func LoadFile(path string) (File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return File{}, fmt.Errorf("agent: config: %w", err)
+	}
+	f, err := ParseFile(data)
+	if err != nil {
+		return File{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
+}
+
+// ParseFile is LoadFile on the file's content.
+func ParseFile(data []byte) (File, error) {
+	if len(data) > maxFileSize {
+		return File{}, fmt.Errorf("agent: config: larger than %d bytes", maxFileSize)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return File{}, fmt.Errorf("agent: config: %w", err)
+	}
+	var f File
+	for key, dst := range map[string]*string{"gateway": &f.Gateway, "space": &f.Space, "token": &f.Token, "participant_id": &f.ParticipantID} {
+		v, ok := doc[key]
+		if !ok {
+			continue
+		}
+		s, ok := v.(string)
+		if !ok {
+			return File{}, fmt.Errorf("agent: config: %s: want a string", key)
+		}
+		*dst = strings.TrimSpace(s)
+		delete(doc, key)
+	}
+	rest, err := json.Marshal(doc)
+	if err != nil {
+		return File{}, fmt.Errorf("agent: config: %w", err)
+	}
+	if err := f.Config.merge(rest, true); err != nil {
+		return File{}, err
+	}
+	return f, nil
 }

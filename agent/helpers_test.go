@@ -21,8 +21,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// agentSpace: a trusted human, a calculator, an agent that may call tools
-// and one that may only propose them. Tokens are "<id>-token".
+// agentSpace: a trusted human, a calculator, an agent that may call tools,
+// one that may also open streams and one that may only propose them. Tokens are "<id>-token".
 const agentSpace = `
 space: {id: agents}
 participants:
@@ -40,6 +40,15 @@ participants:
       - {kind: "reasoning/*"}
       - {kind: mcp/request}
       - {kind: "participant/*"}
+  thinker:
+    tokens: [thinker-token]
+    capabilities:
+      - {kind: chat}
+      - {kind: "chat/*"}
+      - {kind: "reasoning/*"}
+      - {kind: mcp/request}
+      - {kind: "participant/*"}
+      - {kind: "stream/*"}
   proposer:
     tokens: [proposer-token]
     capabilities:
@@ -63,6 +72,20 @@ var addTool = participant.Tool{
 			return nil, err
 		}
 		return in.A + in.B, nil
+	},
+}
+
+// multiplyTool is the calculator's other tool.
+var multiplyTool = participant.Tool{
+	Name:        "multiply",
+	Description: "Multiply two numbers",
+	InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`),
+	Execute: func(ctx context.Context, args json.RawMessage) (any, error) {
+		var in struct{ A, B float64 }
+		if err := json.Unmarshal(args, &in); err != nil {
+			return nil, err
+		}
+		return in.A * in.B, nil
 	},
 }
 

@@ -16,6 +16,16 @@ type Options struct {
 	// Version is the version the binary reports, usually set at link time in package main.
 	// Empty means: the main module's version from the build info, else "devel".
 	Version string
+	// Getenv reads the environment; nil means os.Getenv. Tests set it.
+	Getenv func(string) string
+}
+
+// getenv returns Options.Getenv or os.Getenv.
+func (o Options) getenv() func(string) string {
+	if o.Getenv != nil {
+		return o.Getenv
+	}
+	return os.Getenv
 }
 
 // NewRoot returns the root `mew` command with all its subcommands. Errors are returned from
@@ -54,5 +64,6 @@ and take the floor in turn instead of all answering at once.`,
 	root.AddCommand(newBenchCmd(opts, gatewayBenchTarget))
 	root.AddCommand(newGatewayCmd())
 	root.AddCommand(newTokenCmd())
+	root.AddCommand(newAgentCmd(opts))
 	return root
 }
