@@ -46,6 +46,9 @@ type Options struct {
 	// Logger receives diagnostics; nil means none. It is also the
 	// participant's logger when Participant.Logger is nil.
 	Logger *slog.Logger
+	// Now is the clock of the floor claims' started_at; nil means
+	// time.Now. Tests set it.
+	Now func() time.Time
 }
 
 // Agent is a MEW participant that answers chats with a language model and
@@ -68,8 +71,13 @@ type Agent struct {
 	active      *run
 	recent      []line      // the latest chats of the space, for the classifier
 	unaddressed []time.Time // answers to unaddressed chats in the last minute
-	history     []llm.Message
-	answers     []string // ids of the latest answers sent, oldest first
+
+	now             func() time.Time
+	claims          map[string]claim // others' floor claims by message id
+	floorYields     int
+	floorSuppressed int
+	history         []llm.Message
+	answers         []string // ids of the latest answers sent, oldest first
 }
 
 // maxAnswers is how many of its answers' ids the agent remembers.
@@ -80,6 +88,7 @@ type run struct {
 	question  string // the chat's envelope id
 	reasoning string // the reasoning/start id, "" without reasoning
 	trace     *trace // the reasoning's stream, nil without one
+	startedAt int64  // the floor claim's started_at (guarded by Agent.mu), 0 without one
 	cancel    context.CancelCauseFunc
 }
 
@@ -124,11 +133,18 @@ func New(opts Options) (*Agent, error) {
 		cancel:   cancel,
 		wake:     make(chan struct{}, 1),
 		resume:   make(chan struct{}, 1),
+		now:      opts.Now,
+		claims:   make(map[string]claim),
+	}
+	if a.now == nil {
+		a.now = time.Now
 	}
 	c := p.Client()
 	c.OnKind(protocol.KindChat, a.onChat)
 	c.OnKind(protocol.KindChatCancel, a.onChatCancel)
 	c.OnKind(protocol.KindReasoningCancel, a.onReasoningCancel)
+	c.OnKind(protocol.KindFloorRespondingTo, a.onRespondingTo)
+	c.OnKind(protocol.KindFloorYield, a.onYield)
 	p.OnPauseChange(func(paused bool, _ string) {
 		if !paused {
 			signal(a.resume)
@@ -252,7 +268,10 @@ func (a *Agent) onChat(env *protocol.Envelope) {
 	if v == ignore {
 		return
 	}
-	it := &item{env: env.Clone(), text: chat.Text, classify: v == classify}
+	it := &item{env: env.Clone(), text: chat.Text, classify: v == classify, floor: a.needsFloor(env, v)}
+	if it.floor {
+		it.notBefore = time.Now().Add(a.floorDelay())
+	}
 	if !it.classify {
 		a.acknowledge(it.env)
 	}
@@ -340,8 +359,15 @@ func (a *Agent) work() {
 			if it == nil {
 				break
 			}
+			if it.floor && !a.awaitFloor(a.ctx, it) {
+				continue
+			}
 			if it.classify {
 				if !a.shouldAnswer(a.ctx, it) {
+					continue
+				}
+				if who := a.claimedBy(it.env.ID); it.floor && who != "" {
+					a.suppressed(it, who)
 					continue
 				}
 				a.acknowledge(it.env)

@@ -165,7 +165,7 @@ func TestAutoRespond(t *testing.T) {
 	g := startGateway(t)
 	human := join(t, g, "human")
 	join(t, g, "calc", addTool)
-	startAgent(t, g, "agent", llm.NewOffline(), agent.Config{AutoRespond: true})
+	startAgent(t, g, "agent", llm.NewOffline(), agent.Config{AutoRespond: true, FloorControl: quickFloor})
 	rec := record(t, human)
 	chatter := sendChat(t, human, "nice weather today")
 	q := sendChat(t, human, "add 2 and 3")

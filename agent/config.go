@@ -88,6 +88,9 @@ type Config struct {
 	Prompts Prompts
 	// ChatResponse tunes which chats the agent answers.
 	ChatResponse ChatResponse
+	// FloorControl tunes how the agent takes the floor before answering a
+	// chat that does not address it.
+	FloorControl FloorControl
 }
 
 // Prompts are templates for the phases of an answer. Placeholders are
@@ -171,6 +174,7 @@ func (c Config) withDefaults() Config {
 	if r.AnswersPerMinute == 0 {
 		r.AnswersPerMinute = DefaultAnswersPerMinute
 	}
+	c.FloorControl = c.FloorControl.withDefaults()
 	return c
 }
 
@@ -180,6 +184,9 @@ func (c Config) Validate() error {
 	case "", FormatNative, FormatScratchpad:
 	default:
 		return fmt.Errorf("agent: config: reasoningFormat %q: want %q or %q", c.ReasoningFormat, FormatNative, FormatScratchpad)
+	}
+	if f := c.FloorControl; f.MinDelay < 0 || f.MaxDelay < 0 {
+		return fmt.Errorf("agent: config: floorControl: negative delay")
 	}
 	if t := c.ChatResponse.ConfidenceThreshold; t < 0 || t > 1 {
 		return fmt.Errorf("agent: config: chatResponse.confidenceThreshold %v: want a number from 0 to 1", t)
@@ -221,6 +228,7 @@ type jsonConfig struct {
 	MessageQueue              *jsonQueue       `json:"messageQueue"`
 	Prompts                   *jsonPrompts     `json:"prompts"`
 	ChatResponse              *jsonChatRespond `json:"chatResponse"`
+	FloorControl              *jsonFloor       `json:"floorControl"`
 
 	LogLevel       json.RawMessage `json:"logLevel"`
 	RequestTimeout json.RawMessage `json:"requestTimeout"`
@@ -252,6 +260,13 @@ type jsonChatRespond struct {
 	ConfidenceThreshold *float64 `json:"confidenceThreshold"`
 	ContextWindow       *int     `json:"contextWindow"`
 	AnswersPerMinute    *int     `json:"answersPerMinute"`
+}
+
+type jsonFloor struct {
+	Enabled    *bool    `json:"enabled"`
+	MinDelayMS *int     `json:"minDelayMs"`
+	MaxDelayMS *int     `json:"maxDelayMs"`
+	Operators  []string `json:"operators"`
 }
 
 // setStr sets *dst when src is given.
@@ -325,6 +340,23 @@ func (j *jsonConfig) apply(c *Config) {
 		setInt(&cr.ContextWindow, r.ContextWindow)
 		setInt(&cr.AnswersPerMinute, r.AnswersPerMinute)
 	}
+	if f := j.FloorControl; f != nil {
+		fc := &c.FloorControl
+		if f.Enabled != nil {
+			fc.Disabled = !*f.Enabled
+		}
+		for _, d := range []struct {
+			dst *time.Duration
+			ms  *int
+		}{{&fc.MinDelay, f.MinDelayMS}, {&fc.MaxDelay, f.MaxDelayMS}} {
+			if d.ms != nil {
+				*d.dst = time.Duration(*d.ms) * time.Millisecond
+			}
+		}
+		if f.Operators != nil {
+			fc.Operators = f.Operators
+		}
+	}
 }
 
 // MergeJSON sets the fields of c that a JSON object such as the reference
@@ -335,7 +367,8 @@ func (j *jsonConfig) apply(c *Config) {
 // and sets HistoryLength to -1), contextTokenLimit, discoveryWaitMs,
 // messageQueue.maxQueueSize, prompts.{system,reason,act,respond,classify}
 // and chatResponse.{respondToDirect,respondToMentions,respondToQuestions,
-// confidenceThreshold,contextWindow,answersPerMinute}. Keys it does not know
+// confidenceThreshold,contextWindow,answersPerMinute} and
+// floorControl.{enabled,minDelayMs,maxDelayMs,operators}. Keys it does not know
 // are ignored, since the reference's scripts pass some of their own; a
 // known key with a value of the wrong type is an error that names it.
 func (c *Config) MergeJSON(data []byte) error {

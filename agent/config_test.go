@@ -31,6 +31,14 @@ func TestConfigMergeJSON(t *testing.T) {
 	if err := c.MergeJSON([]byte(`{"thinkingEnabled":false}`)); err != nil || c.ReasoningEnabled {
 		t.Errorf("thinkingEnabled: %v, %v", c.ReasoningEnabled, err)
 	}
+	err = c.MergeJSON([]byte(`{"floorControl":{"enabled":false,"minDelayMs":5,"maxDelayMs":10,"operators":["boss"]}}`))
+	wantFloor := agent.FloorControl{Disabled: true, MinDelay: 5 * time.Millisecond, MaxDelay: 10 * time.Millisecond, Operators: []string{"boss"}}
+	if err != nil || !reflect.DeepEqual(c.FloorControl, wantFloor) {
+		t.Errorf("floorControl: %+v, %v", c.FloorControl, err)
+	}
+	if err := c.MergeJSON([]byte(`{"floorControl":{"minDelayMs":-1}}`)); err == nil {
+		t.Error("a negative delay was accepted")
+	}
 }
 
 func TestConfigMergeJSONRefuses(t *testing.T) {

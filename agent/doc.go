@@ -50,6 +50,21 @@
 // fails, or the loop runs out of iterations, the answer is a chat saying what
 // went wrong.
 //
+// # Floor control
+//
+// Before answering a broadcast chat that neither addresses nor mentions it
+// (and does not come from one of Config.FloorControl.Operators), the agent
+// waits a random delay (2 to 8 s by default, counted from the chat's
+// arrival), skips the chat if another participant's floor/responding-to
+// for it has been seen, and otherwise claims it with floor/responding-to
+// (started_at: the time just before the first model call). A floor/yield
+// from the gateway for that chat, or another claim that beats the agent's
+// (earlier started_at, or the same and a smaller id), stops the answer: the
+// model call is cancelled, nothing is sent, and an open reasoning ends with
+// reasoning/cancel. participant/status carries the counters floor_yields
+// and answers_suppressed. A broadcast chat that mentions another
+// participant is left to them.
+//
 // # Prompts
 //
 // Config.Prompts shapes what the model is asked (see Prompts for the

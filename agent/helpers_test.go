@@ -103,9 +103,7 @@ func waitReady(t *testing.T, c *client.Client) {
 // join connects participant id and closes it when the test ends.
 func join(t *testing.T, g *testutil.Gateway, id string, tools ...participant.Tool) *participant.Participant {
 	t.Helper()
-	p, err := participant.New(participant.Options{Client: client.Options{
-		Gateway: "ws://" + g.Addr, Space: g.Config.Space.ID, Token: id + "-token",
-	}})
+	p, err := participant.New(participantOpts(g, id))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,27 +122,37 @@ func join(t *testing.T, g *testutil.Gateway, id string, tools ...participant.Too
 	return p
 }
 
+// participantOpts are the options of participant id in g's space.
+func participantOpts(g *testutil.Gateway, id string) participant.Options {
+	return participant.Options{Client: client.Options{
+		Gateway: "ws://" + g.Addr, Space: g.Config.Space.ID, Token: id + "-token",
+	}}
+}
+
+// connect connects a, waits until it is ready and closes it when the test
+// ends.
+func connect(t *testing.T, a *agent.Agent) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.Connect(ctx); err != nil {
+		t.Fatalf("connect %s: %v", a.Participant().ID(), err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	waitReady(t, a.Participant().Client())
+}
+
 // startAgent connects agent id with provider and cfg, and waits until it has
 // discovered the calculator's tools.
 func startAgent(t *testing.T, g *testutil.Gateway, id string, provider llm.Provider, cfg agent.Config) *agent.Agent {
 	t.Helper()
-	a, err := agent.New(agent.Options{
-		Participant: participant.Options{Client: client.Options{
-			Gateway: "ws://" + g.Addr, Space: g.Config.Space.ID, Token: id + "-token",
-		}},
-		Provider: provider,
-		Config:   cfg,
-	})
+	a, err := agent.New(agent.Options{Participant: participantOpts(g, id), Provider: provider, Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
+	connect(t, a)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := a.Connect(ctx); err != nil {
-		t.Fatalf("connect %s: %v", id, err)
-	}
-	t.Cleanup(func() { _ = a.Close() })
-	waitReady(t, a.Participant().Client())
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		if err := a.Participant().WaitForPendingDiscoveries(ctx); err != nil {
 			t.Fatal(err)
@@ -271,3 +279,6 @@ func slowModel(t *testing.T, text string, delay time.Duration) *testutil.LLMServ
 	srv.Script(step)
 	return srv
 }
+
+// quickFloor is floor control with a wait of milliseconds.
+var quickFloor = agent.FloorControl{MinDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}

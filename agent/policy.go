@@ -37,9 +37,11 @@ const (
 
 // item is a chat waiting in the queue.
 type item struct {
-	env      *protocol.Envelope
-	text     string
-	classify bool // ask the classifier before answering
+	env       *protocol.Envelope
+	text      string
+	classify  bool      // ask the classifier before answering
+	floor     bool      // claim the floor before answering
+	notBefore time.Time // with floor: the end of the random wait
 }
 
 // line is one chat of the space, as the classifier sees the conversation.
@@ -67,7 +69,7 @@ func (a *Agent) judge(env *protocol.Envelope, text string) verdict {
 		}
 		return ignore
 	}
-	if !a.cfg.AutoRespond {
+	if !a.cfg.AutoRespond || a.mentionsOther(text) {
 		return ignore
 	}
 	if !a.allowUnaddressed(time.Now()) {
@@ -75,6 +77,20 @@ func (a *Agent) judge(env *protocol.Envelope, text string) verdict {
 		return ignore
 	}
 	return classify
+}
+
+// mentionsOther reports whether text mentions another participant known to
+// the agent: a chat for them.
+func (a *Agent) mentionsOther(text string) bool {
+	if !strings.Contains(text, "@") {
+		return false
+	}
+	for id := range a.p.DiscoveryStatus() {
+		if id != a.p.ID() && mentions(text, id) {
+			return true
+		}
+	}
+	return false
 }
 
 // allowUnaddressed reports whether one more answer to an unaddressed chat

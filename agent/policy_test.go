@@ -53,7 +53,7 @@ func TestClassifierGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startAgent(t, g, "agent", prov, agent.Config{AutoRespond: true})
+	startAgent(t, g, "agent", prov, agent.Config{AutoRespond: true, FloorControl: quickFloor})
 	rec := record(t, human)
 
 	ids := map[string]string{}
@@ -107,7 +107,7 @@ func TestAnswerRate(t *testing.T) {
 	g := startGateway(t)
 	human := join(t, g, "human")
 	join(t, g, "calc", addTool)
-	startAgent(t, g, "agent", llm.NewOffline(), agent.Config{AutoRespond: true, ChatResponse: agent.ChatResponse{AnswersPerMinute: 1}})
+	startAgent(t, g, "agent", llm.NewOffline(), agent.Config{AutoRespond: true, FloorControl: quickFloor, ChatResponse: agent.ChatResponse{AnswersPerMinute: 1}})
 	rec := record(t, human)
 	first := sendChat(t, human, "add 1 and 2")
 	second := sendChat(t, human, "add 3 and 4")

@@ -31,6 +31,9 @@ func (a *Agent) answer(it *item) {
 		a.active = nil
 		a.mu.Unlock()
 	}()
+	if it.floor {
+		a.claimFloor(ctx, r)
+	}
 
 	if r.reasoning != "" {
 		start := &protocol.Envelope{ID: r.reasoning, CorrelationID: []string{env.ID}}
@@ -47,6 +50,11 @@ func (a *Agent) answer(it *item) {
 	a.waitUnpaused(ctx) // a paused participant may not chat; a cancel ends the wait
 	if a.ctx.Err() != nil {
 		return // closing: send nothing more
+	}
+	var y *yieldedError
+	if errors.As(context.Cause(ctx), &y) {
+		a.yielded(r, y)
+		return
 	}
 	var cancelled *cancelledError
 	if errors.As(context.Cause(ctx), &cancelled) {

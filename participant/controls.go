@@ -2,8 +2,10 @@ package participant
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -71,7 +73,8 @@ type controlState struct {
 	shutdown    bool
 
 	tokens, messages int
-	nearLimit        bool // a near_limit status went out for this crossing
+	nearLimit        bool                       // a near_limit status went out for this crossing
+	extra            map[string]json.RawMessage // SetStatusField's members
 
 	hooks controlHooks
 
@@ -350,12 +353,53 @@ func (p *Participant) telemetry(status string) protocol.Status {
 			status = protocol.ParticipantStatusActive
 		}
 	}
-	return protocol.Status{
+	st := protocol.Status{
 		Tokens:            c.tokens,
 		MaxTokens:         p.opts.ContextTokens,
 		MessagesInContext: c.messages,
 		Status:            status,
 	}
+	if len(c.extra) > 0 {
+		st.Extra = maps.Clone(c.extra)
+	}
+	return st
+}
+
+// isStatusMember reports whether name is a member of participant/status
+// that the telemetry writes itself.
+func isStatusMember(name string) bool {
+	switch name {
+	case "tokens", "max_tokens", "messages_in_context", "latency_ms", "status":
+		return true
+	}
+	return false
+}
+
+// SetStatusField sets a member that every participant/status of the
+// participant carries besides its telemetry, such as an agent's counters;
+// a nil value removes it. The telemetry's own members cannot be set.
+func (p *Participant) SetStatusField(name string, value any) error {
+	if name == "" || isStatusMember(name) {
+		return fmt.Errorf("participant: status field %q: empty or written by the telemetry", name)
+	}
+	c := &p.controls
+	if value == nil {
+		c.mu.Lock()
+		delete(c.extra, name)
+		c.mu.Unlock()
+		return nil
+	}
+	raw, err := json.Marshal(value)
+	if err != nil {
+		return fmt.Errorf("participant: status field %q: %w", name, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.extra == nil {
+		c.extra = make(map[string]json.RawMessage)
+	}
+	c.extra[name] = raw
+	return nil
 }
 
 // ReportStatus broadcasts a participant/status with the participant's
