@@ -2,6 +2,9 @@ package gateway_test
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -124,6 +127,23 @@ func TestFloorClaims(t *testing.T) {
 		f.ask(t, "q6", "")
 		claim(f.a3, "q6", 100)
 		f.human.ExpectFunc("floor/responding-to", func(m testutil.Msg) bool { return claimOf(m, "a3", "q6") })
+	})
+	t.Run("an answer after a yield is delivered and counted", func(t *testing.T) {
+		f.ask(t, "q8", "")
+		claim(f.a1, "q8", 100)
+		claim(f.a2, "q8", 200)
+		expectYield(t, f.a2, "q8", "a1", 100)
+		f.a2.SendText(`{"kind":"chat","correlation_id":["q8"],"payload":{"text":"answering anyway"}}`)
+		f.human.ExpectFunc("chat", func(m testutil.Msg) bool { return m.From() == "a2" && m.Payload()["text"] == "answering anyway" })
+		resp, err := http.Get(g.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), `mew_gateway_floor_total{event="ignored_yield"} 1`) {
+			t.Errorf("metrics lack the ignored yield:\n%s", body)
+		}
 	})
 	t.Run("leaving clears the claim", func(t *testing.T) {
 		f.ask(t, "q7", "")
