@@ -163,7 +163,7 @@ func (a *Agent) shouldAnswer(ctx context.Context, it *item) bool {
 	if a.provider.Name() == "offline" {
 		// The rule-based model cannot judge a conversation, but it can tell
 		// whether one of the tools fits the request.
-		resp, err := a.provider.Complete(ctx, llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: it.text}}, Tools: tools})
+		resp, err := a.provider.Complete(ctx, llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: it.text}}, Tools: llmTools(tools)})
 		return fallback || (err == nil && len(resp.ToolCalls) > 0)
 	}
 	tmpl := a.cfg.Prompts.Classify
@@ -173,7 +173,7 @@ func (a *Agent) shouldAnswer(ctx context.Context, it *item) bool {
 	prompt := render(tmpl, map[string]string{
 		"input":   it.text,
 		"name":    a.displayName(),
-		"tools":   toolList(tools),
+		"tools":   toolList(llmTools(tools)),
 		"context": a.conversation(it.text),
 	})
 	resp, err := a.provider.Complete(ctx, llm.Request{

@@ -82,162 +82,60 @@ func (a *Agent) answer(it *item) {
 	}
 }
 
-// step is one round of tool calls, for the scratchpad and the respond
-// prompt.
-type step struct {
-	reasoning    string
-	calls        []llm.ToolCall
-	observations []string
-}
-
 // react runs the ReAct loop and returns the model's final text.
 func (a *Agent) react(ctx context.Context, r *run, asker, question string) (string, error) {
 	tools := a.modelTools(ctx)
-	offered := make(map[string]bool, len(tools))
-	for _, t := range tools {
-		offered[t.Name] = true
-	}
 	ask := question
 	if a.cfg.Prompts.Reason != "" {
-		ask = render(a.cfg.Prompts.Reason, map[string]string{"input": question, "tools": toolList(tools)})
+		ask = render(a.cfg.Prompts.Reason, map[string]string{"input": question, "tools": toolList(llmTools(tools))})
 	}
 	system := llm.Message{Role: llm.RoleSystem, Content: a.systemPrompt()}
 	user := llm.Message{Role: llm.RoleUser, Content: ask, Name: asker}
-	base := append([]llm.Message{system}, a.fitHistory(ctx, system, user)...)
-	base = append(base, user)
-
-	msgs := base // the conversation of the native format
-	var steps []step
-	for i := 0; i < a.cfg.MaxIterations; i++ {
-		if !a.waitUnpaused(ctx) { // a pause stops the work between steps
-			return "", fmt.Errorf("agent: %w", context.Cause(ctx))
-		}
-		if a.cfg.ReasoningFormat == FormatScratchpad && len(steps) > 0 {
-			msgs = append(base[:len(base):len(base)], llm.Message{Role: llm.RoleUser, Content: scratchpad(steps)})
-		}
-		resp, err := a.complete(ctx, r, llm.Request{Model: a.cfg.Model, Messages: msgs, Tools: tools})
-		if err != nil {
-			return "", err
-		}
-		if len(resp.ToolCalls) == 0 {
-			a.thought(ctx, r, resp, "respond", nil)
-			if a.cfg.Prompts.Respond != "" && len(steps) > 0 {
-				return a.respond(ctx, r, base, question, steps)
+	msgs := append([]llm.Message{system}, a.fitHistory(ctx, system, user)...)
+	msgs = append(msgs, user)
+	opts := RunOptions{
+		Provider:        a.provider,
+		Model:           a.cfg.Model,
+		Messages:        msgs,
+		Objective:       question,
+		Tools:           tools,
+		MaxIterations:   a.cfg.MaxIterations,
+		ReasoningFormat: a.cfg.ReasoningFormat,
+		Prompts:         a.cfg.Prompts,
+		BeforeStep: func(ctx context.Context) error {
+			if !a.waitUnpaused(ctx) { // a pause stops the work between steps
+				return fmt.Errorf("agent: %w", context.Cause(ctx))
 			}
-			if strings.TrimSpace(resp.Content) == "" {
-				return "", fmt.Errorf("model %s: empty answer (finish reason %q)", a.provider.Name(), resp.FinishReason)
-			}
-			return resp.Content, nil
-		}
-		calls := make([]map[string]any, len(resp.ToolCalls))
-		for j, c := range resp.ToolCalls {
-			calls[j] = map[string]any{"name": c.Name, "arguments": c.Arguments}
-		}
-		a.thought(ctx, r, resp, "tool_call", calls)
-		s := step{reasoning: firstNonEmpty(resp.Reasoning, resp.Content), calls: resp.ToolCalls}
-		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
-		for _, call := range resp.ToolCalls {
-			out, err := a.callTool(ctx, offered, call)
-			if err != nil {
-				return "", err
-			}
-			s.observations = append(s.observations, out)
-			msgs = append(msgs, llm.Message{Role: llm.RoleTool, Content: out, ToolCallID: call.ID})
+			return nil
+		},
+		OnResponse: func(resp *llm.Response) { a.thought(ctx, r, resp) },
+		OnObservation: func(call llm.ToolCall, out string) {
 			r.trace.write(ctx, traceEvent{Type: "observation", Tool: call.Name, Text: out})
-		}
-		steps = append(steps, s)
-		if a.cfg.Prompts.Act != "" {
-			msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: render(a.cfg.Prompts.Act, map[string]string{
-				"objective": question, "observation": strings.Join(s.observations, "\n"), "tools": toolList(tools),
-			})})
-		}
+		},
 	}
-	return "", fmt.Errorf("%w (%d)", ErrMaxIterations, a.cfg.MaxIterations)
-}
-
-// respond asks the model, without tools, for the answer that
-// Prompts.Respond describes.
-func (a *Agent) respond(ctx context.Context, r *run, base []llm.Message, question string, steps []step) (string, error) {
-	var obs []string
-	for _, s := range steps {
-		obs = append(obs, s.observations...)
+	if r.trace != nil {
+		opts.OnDelta = r.trace.delta(ctx)
 	}
-	prompt := render(a.cfg.Prompts.Respond, map[string]string{
-		"input": question, "objective": question, "observation": strings.Join(obs, "\n"),
-	})
-	msgs := append(base[:len(base):len(base)], llm.Message{Role: llm.RoleUser, Content: prompt})
-	resp, err := a.complete(ctx, r, llm.Request{Model: a.cfg.Model, Messages: msgs})
-	if err != nil {
-		return "", err
-	}
-	if strings.TrimSpace(resp.Content) == "" {
-		return "", fmt.Errorf("model %s: empty answer (finish reason %q)", a.provider.Name(), resp.FinishReason)
-	}
-	return resp.Content, nil
-}
-
-// complete asks the model, streaming its output into the reasoning trace
-// when one is open.
-func (a *Agent) complete(ctx context.Context, r *run, req llm.Request) (*llm.Response, error) {
-	var resp *llm.Response
-	var err error
-	if r.trace == nil {
-		resp, err = a.provider.Complete(ctx, req)
-	} else {
-		resp, err = a.provider.Stream(ctx, req, r.trace.delta(ctx))
-		r.trace.flush(ctx)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("agent: %w", context.Cause(ctx))
-		}
-		return nil, fmt.Errorf("model %s: %w", a.provider.Name(), err)
-	}
-	return resp, nil
-}
-
-// scratchpad writes the steps so far as one text (ReasoningFormat
-// "scratchpad").
-func scratchpad(steps []step) string {
-	var b strings.Builder
-	b.WriteString("Previous actions and observations:\n")
-	for _, s := range steps {
-		if s.reasoning != "" {
-			b.WriteString("\nReasoning: " + s.reasoning)
-		}
-		for i, c := range s.calls {
-			fmt.Fprintf(&b, "\nAction: tool\nTool used: %s\nArguments: %s\nObservation: %s\n", c.Name, c.Arguments, s.observations[i])
-		}
-	}
-	b.WriteString("\nBased on the above, continue with the request: call another tool or give the answer.")
-	return b.String()
-}
-
-// firstNonEmpty returns the first of its arguments that is not empty.
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
+	return Run(ctx, opts)
 }
 
 // thought sends a reasoning/thought for one answer of the model.
-func (a *Agent) thought(ctx context.Context, r *run, resp *llm.Response, action string, input any) {
+func (a *Agent) thought(ctx context.Context, r *run, resp *llm.Response) {
 	if r.reasoning == "" {
 		return
 	}
-	text := firstNonEmpty(resp.Reasoning, resp.Content)
-	msg := "Answering."
-	if action == "tool_call" {
+	msg, action := "Answering.", "respond"
+	var input any
+	if len(resp.ToolCalls) > 0 {
 		names := make([]string, len(resp.ToolCalls))
+		calls := make([]map[string]any, len(resp.ToolCalls))
 		for i, c := range resp.ToolCalls {
 			names[i] = c.Name
+			calls[i] = map[string]any{"name": c.Name, "arguments": c.Arguments}
 		}
-		msg = "Calling " + strings.Join(names, ", ") + "."
+		msg, action, input = "Calling "+strings.Join(names, ", ")+".", "tool_call", calls
 	}
-	payload := protocol.Reasoning{Message: msg, Reasoning: text, Action: action}
+	payload := protocol.Reasoning{Message: msg, Reasoning: firstNonEmpty(resp.Reasoning, resp.Content), Action: action}
 	if input != nil {
 		raw, err := json.Marshal(input)
 		if err == nil {

@@ -38,8 +38,8 @@ func SplitToolName(name string) (participantID, tool string, ok bool) {
 
 // modelTools returns the discovered tools of the other participants as the
 // model sees them, after waiting (at most Config.DiscoveryWait) for the
-// discoveries under way.
-func (a *Agent) modelTools(ctx context.Context) []llm.Tool {
+// discoveries under way. Each is called with participant.Request.
+func (a *Agent) modelTools(ctx context.Context) []Tool {
 	if a.cfg.DiscoveryWait > 0 {
 		wctx, cancel := context.WithTimeout(ctx, a.cfg.DiscoveryWait)
 		if err := a.p.WaitForPendingDiscoveries(wctx); err != nil && ctx.Err() == nil {
@@ -47,7 +47,7 @@ func (a *Agent) modelTools(ctx context.Context) []llm.Tool {
 		}
 		cancel()
 	}
-	var tools []llm.Tool
+	var tools []Tool
 	for _, t := range a.p.AvailableTools() {
 		name, err := ToolName(t.Participant, t.Name)
 		if err != nil {
@@ -58,45 +58,44 @@ func (a *Agent) modelTools(ctx context.Context) []llm.Tool {
 		if desc == "" {
 			desc = t.Name
 		}
-		tools = append(tools, llm.Tool{
-			Name:        name,
-			Description: fmt.Sprintf("%s (tool %q of participant %q)", desc, t.Name, t.Participant),
-			Parameters:  t.InputSchema,
+		pid, tool := t.Participant, t.Name
+		tools = append(tools, Tool{
+			Tool: llm.Tool{
+				Name:        name,
+				Description: fmt.Sprintf("%s (tool %q of participant %q)", desc, t.Name, t.Participant),
+				Parameters:  t.InputSchema,
+			},
+			Call: func(ctx context.Context, args json.RawMessage) (string, error) {
+				return a.callTool(ctx, pid, tool, args)
+			},
 		})
 	}
 	return tools
 }
 
-// callTool runs one tool call of the model and returns what the model is
-// told: the tool's text, or the error as text. err is non-nil only when ctx
-// ended.
-func (a *Agent) callTool(ctx context.Context, offered map[string]bool, call llm.ToolCall) (string, error) {
-	pid, tool, ok := SplitToolName(call.Name)
-	if !ok || !offered[call.Name] {
-		return fmt.Sprintf("Error: unknown tool %q", call.Name), nil
+// llmTools returns what the model sees of tools.
+func llmTools(tools []Tool) []llm.Tool {
+	out := make([]llm.Tool, len(tools))
+	for i, t := range tools {
+		out[i] = t.Tool
 	}
-	args := call.Arguments
-	if len(args) == 0 {
-		args = json.RawMessage(`{}`)
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
-		return fmt.Sprintf("Error: the arguments of %s must be a JSON object, got %s", call.Name, args), nil
-	}
+	return out
+}
+
+// callTool calls tool of participant pid with participant.Request: a
+// request, or a proposal when the agent may only propose.
+func (a *Agent) callTool(ctx context.Context, pid, tool string, args json.RawMessage) (string, error) {
 	payload := map[string]any{
 		"method": "tools/call",
-		"params": map[string]any{"name": tool, "arguments": obj},
+		"params": map[string]any{"name": tool, "arguments": args},
 	}
 	res, err := a.p.Request(ctx, pid, payload)
 	if err != nil {
-		if ctx.Err() != nil {
-			return "", fmt.Errorf("agent: tool %s: %w", call.Name, context.Cause(ctx))
-		}
 		var rej *participant.RejectedError
-		if errors.As(err, &rej) {
-			return "Error: the call was proposed and " + rej.Error(), nil
+		if errors.As(err, &rej) && ctx.Err() == nil {
+			return "", fmt.Errorf("the call was proposed and %s", rej.Error())
 		}
-		return "Error: " + err.Error(), nil
+		return "", err
 	}
 	return resultText(res), nil
 }
