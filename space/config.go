@@ -226,13 +226,25 @@ func (c *Config) Capabilities(p *Participant) []json.RawMessage {
 	return c.Defaults.Capabilities
 }
 
-// Resolve returns p when it is absolute or empty, else p joined to Dir: the
-// way relative paths in the file (output_log, mcp_server.cwd) are meant.
+// SpaceDir returns the space's directory: the parent of Dir when the file is
+// .mew/space.yaml (the `mew init` layout), else Dir. Participants run there,
+// and relative paths in the file are relative to it.
+func (c *Config) SpaceDir() string {
+	if c.Dir != "" && filepath.Base(c.Dir) == ".mew" {
+		return filepath.Dir(c.Dir)
+	}
+	return c.Dir
+}
+
+// Resolve returns p when it is absolute or empty, else p joined to
+// SpaceDir: the way relative paths in the file (output_log, mcp_server.cwd)
+// are meant, as the reference's processes, which run in the space
+// directory, read them.
 func (c *Config) Resolve(p string) string {
 	if p == "" || filepath.IsAbs(p) || c.Dir == "" {
 		return p
 	}
-	return filepath.Join(c.Dir, p)
+	return filepath.Join(c.SpaceDir(), p)
 }
 
 // FindConfig returns the configuration file of the space in dir, looking

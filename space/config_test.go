@@ -572,3 +572,26 @@ func TestValidParticipantID(t *testing.T) {
 		}
 	}
 }
+
+// TestMewLayout: with .mew/space.yaml the space directory is the parent of
+// .mew, where relative paths point and state lives in .mew.
+func TestMewLayout(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, ".mew"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, ".mew", "space.yaml")
+	if err := os.WriteFile(path, []byte("space: {id: s}\nparticipants:\n  w: {output_log: ./logs/w.jsonl}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SpaceDir() != dir || c.MewDir != filepath.Join(dir, ".mew") {
+		t.Errorf("SpaceDir %q, MewDir %q", c.SpaceDir(), c.MewDir)
+	}
+	if got, want := c.Resolve(c.Participant("w").OutputLog), filepath.Join(dir, "logs", "w.jsonl"); got != want {
+		t.Errorf("Resolve = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,147 @@
+package space
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Launch describes how `mew space up` starts a space's processes: which
+// binary is mew, the gateway's port, and the environment to expand.
+type Launch struct {
+	// Config is the space.
+	Config *Config
+	// Executable is the mew binary: it runs the gateway and the bridges,
+	// and takes the place of a participant's command "mew".
+	Executable string
+	// Port is the gateway's port.
+	Port int
+	// LogLevel is passed to the gateway (-l).
+	LogLevel string
+	// Environ is the environment the processes inherit (nil means
+	// os.Environ()), and where ${VAR} is looked up.
+	Environ []string
+}
+
+// LogDir returns the directory of the processes' logs: <space dir>/logs.
+func (l Launch) LogDir() string { return filepath.Join(l.Config.SpaceDir(), "logs") }
+
+// GatewayURL returns the WebSocket URL participants connect to.
+func (l Launch) GatewayURL() string { return "ws://127.0.0.1:" + strconv.Itoa(l.Port) }
+
+// environ returns the inherited environment.
+func (l Launch) environ() []string {
+	if l.Environ != nil {
+		return l.Environ
+	}
+	return os.Environ()
+}
+
+// lookup finds name in the inherited environment.
+func (l Launch) lookup(name string) string {
+	prefix := name + "="
+	env := l.environ()
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], prefix); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// Gateway returns the gateway's process.
+func (l Launch) Gateway() Process {
+	args := []string{"gateway", "start", "-p", strconv.Itoa(l.Port), "--host", "127.0.0.1", "-s", l.Config.Path}
+	if l.LogLevel != "" {
+		args = append(args, "-l", l.LogLevel)
+	}
+	return Process{
+		Name:    "gateway",
+		Path:    l.Executable,
+		Args:    args,
+		Env:     l.environ(),
+		Dir:     l.Config.SpaceDir(),
+		Log:     filepath.Join(l.LogDir(), "gateway.log"),
+		Restart: RestartAlways,
+	}
+}
+
+// Participant returns the process that runs participant p with token, and
+// false when p is not started with the space: it needs auto_start, and a
+// command or (type mcp-bridge) an mcp_server. In args and env values
+// ${PORT}, ${SPACE} and ${TOKEN} are the gateway's port, the space id and
+// p's token, other ${VAR} come from the environment. The process also gets
+// MEW_GATEWAY, MEW_SPACE, MEW_PARTICIPANT_ID, MEW_TOKEN and
+// MEW_TOKEN_<ID>, so that `mew agent run` and `mew bridge start` need no
+// flags (and no token on their command line). A command "mew" is this mew.
+func (l Launch) Participant(p *Participant, token string) (Process, bool, error) {
+	if !p.AutoStart {
+		return Process{}, false, nil
+	}
+	vars := map[string]string{"PORT": strconv.Itoa(l.Port), "SPACE": l.Config.Space.ID, "TOKEN": token}
+	expand := func(s string) string {
+		return os.Expand(s, func(name string) string {
+			if v, ok := vars[name]; ok {
+				return v
+			}
+			return l.lookup(name)
+		})
+	}
+	env := append([]string(nil), l.environ()...)
+	for _, e := range p.Env {
+		env = append(env, e.Name+"="+expand(e.Value))
+	}
+	env = append(env,
+		"MEW_GATEWAY="+l.GatewayURL(),
+		"MEW_SPACE="+l.Config.Space.ID,
+		"MEW_PARTICIPANT_ID="+p.ID,
+		"MEW_TOKEN="+token,
+		EnvName(p.ID)+"="+token,
+	)
+	proc := Process{
+		Name:    p.ID,
+		Env:     env,
+		Dir:     l.Config.SpaceDir(),
+		Log:     filepath.Join(l.LogDir(), p.ID+".log"),
+		Restart: RestartPolicy(p.RestartPolicy),
+	}
+	switch {
+	case p.Type == "mcp-bridge" && p.MCPServer != nil && p.Command == "":
+		s := p.MCPServer
+		if s.Command == "" {
+			return Process{}, false, fmt.Errorf("space: participant %s: mcp_server has no command", p.ID)
+		}
+		proc.Path = l.Executable
+		proc.Args = []string{"bridge", "start", "-g", l.GatewayURL(), "-s", l.Config.Space.ID, "-p", p.ID, "-m", expand(s.Command)}
+		if len(s.Args) > 0 {
+			args := make([]string, len(s.Args))
+			for i, a := range s.Args {
+				args[i] = expand(a)
+			}
+			proc.Args = append(proc.Args, "--mcp-args", strings.Join(args, ","))
+		}
+		if len(s.Env) > 0 {
+			kv := make([]string, len(s.Env))
+			for i, e := range s.Env {
+				kv[i] = e.Name + "=" + expand(e.Value)
+			}
+			proc.Args = append(proc.Args, "--mcp-env", strings.Join(kv, ","))
+		}
+		if s.Cwd != "" {
+			proc.Args = append(proc.Args, "--mcp-cwd", l.Config.Resolve(expand(s.Cwd)))
+		}
+	case p.Command != "":
+		proc.Path = expand(p.Command)
+		if proc.Path == "mew" {
+			proc.Path = l.Executable
+		}
+		for _, a := range p.Args {
+			proc.Args = append(proc.Args, expand(a))
+		}
+	default:
+		return Process{}, false, fmt.Errorf("space: participant %s: auto_start without a command (or a type: mcp-bridge mcp_server)", p.ID)
+	}
+	return proc, true, nil
+}

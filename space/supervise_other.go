@@ -1,0 +1,27 @@
+//go:build !unix
+
+package space
+
+import (
+	"os"
+	"os/exec"
+)
+
+// newGroup does nothing: process groups are a Unix notion.
+func newGroup(*exec.Cmd) {}
+
+// signalGroup kills the process (there is no gentler signal here).
+func signalGroup(pid int, _ bool) { Terminate(pid, true) }
+
+// Alive reports whether a process with this pid exists.
+func Alive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	return pid > 0 && err == nil && p != nil
+}
+
+// Terminate kills pid.
+func Terminate(pid int, _ bool) {
+	if p, err := os.FindProcess(pid); err == nil {
+		_ = p.Kill()
+	}
+}
