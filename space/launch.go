@@ -70,9 +70,11 @@ func (l Launch) Gateway() Process {
 
 // Participant returns the process that runs participant p with token, and
 // false when p is not started with the space: it needs auto_start, and a
-// command or (type mcp-bridge) an mcp_server. In args and env values
-// ${PORT}, ${SPACE} and ${TOKEN} are the gateway's port, the space id and
-// p's token, other ${VAR} come from the environment. The process also gets
+// command or (type mcp-bridge) an mcp_server. In the command, its args and
+// the mcp_server's, ${PORT}, ${SPACE} and ${TOKEN} are replaced by the
+// gateway's port, the space id and p's token, and nothing else is (a shell
+// command keeps its own $VAR); env values are expanded fully: those three
+// and any ${VAR} of the environment. The process also gets
 // MEW_GATEWAY, MEW_SPACE, MEW_PARTICIPANT_ID, MEW_TOKEN and
 // MEW_TOKEN_<ID>, so that `mew agent run` and `mew bridge start` need no
 // flags (and no token on their command line). A command "mew" is this mew.
@@ -81,6 +83,10 @@ func (l Launch) Participant(p *Participant, token string) (Process, bool, error)
 		return Process{}, false, nil
 	}
 	vars := map[string]string{"PORT": strconv.Itoa(l.Port), "SPACE": l.Config.Space.ID, "TOKEN": token}
+	// Arguments get the three placeholders only (a shell command keeps its
+	// own $VARs); environment values are expanded fully.
+	placeholders := strings.NewReplacer("${PORT}", vars["PORT"], "${SPACE}", vars["SPACE"], "${TOKEN}", token)
+	arg := placeholders.Replace
 	expand := func(s string) string {
 		return os.Expand(s, func(name string) string {
 			if v, ok := vars[name]; ok {
@@ -114,11 +120,11 @@ func (l Launch) Participant(p *Participant, token string) (Process, bool, error)
 			return Process{}, false, fmt.Errorf("space: participant %s: mcp_server has no command", p.ID)
 		}
 		proc.Path = l.Executable
-		proc.Args = []string{"bridge", "start", "-g", l.GatewayURL(), "-s", l.Config.Space.ID, "-p", p.ID, "-m", expand(s.Command)}
+		proc.Args = []string{"bridge", "start", "-g", l.GatewayURL(), "-s", l.Config.Space.ID, "-p", p.ID, "-m", arg(s.Command)}
 		if len(s.Args) > 0 {
 			args := make([]string, len(s.Args))
 			for i, a := range s.Args {
-				args[i] = expand(a)
+				args[i] = arg(a)
 			}
 			proc.Args = append(proc.Args, "--mcp-args", strings.Join(args, ","))
 		}
@@ -130,15 +136,15 @@ func (l Launch) Participant(p *Participant, token string) (Process, bool, error)
 			proc.Args = append(proc.Args, "--mcp-env", strings.Join(kv, ","))
 		}
 		if s.Cwd != "" {
-			proc.Args = append(proc.Args, "--mcp-cwd", l.Config.Resolve(expand(s.Cwd)))
+			proc.Args = append(proc.Args, "--mcp-cwd", l.Config.Resolve(arg(s.Cwd)))
 		}
 	case p.Command != "":
-		proc.Path = expand(p.Command)
+		proc.Path = arg(p.Command)
 		if proc.Path == "mew" {
 			proc.Path = l.Executable
 		}
 		for _, a := range p.Args {
-			proc.Args = append(proc.Args, expand(a))
+			proc.Args = append(proc.Args, arg(a))
 		}
 	default:
 		return Process{}, false, fmt.Errorf("space: participant %s: auto_start without a command (or a type: mcp-bridge mcp_server)", p.ID)

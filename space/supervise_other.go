@@ -25,3 +25,9 @@ func Terminate(pid int, _ bool) {
 		_ = p.Kill()
 	}
 }
+
+// Detach does nothing here.
+func Detach(*exec.Cmd) {}
+
+// GroupLeader reports whether pid is alive (there are no process groups).
+func GroupLeader(pid int) bool { return Alive(pid) }

@@ -167,7 +167,7 @@ participants:
     auto_start: true
     command: mew
     args: [agent, run, -g, "ws://localhost:${PORT}", --token, "${TOKEN}", --home, "${HOME}"]
-    env: {GREETING: "hi ${SPACE}"}
+    env: {GREETING: "hi ${SPACE} ${HOME}"}
     restart_policy: on-failure
   fs:
     type: mcp-bridge
@@ -185,11 +185,11 @@ participants:
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	if p.Path != "/bin/mew" || strings.Join(p.Args, " ") != "agent run -g ws://localhost:4242 --token tok --home /home/u" || p.Restart != RestartOnFailure || p.Dir != dir {
+	if p.Path != "/bin/mew" || strings.Join(p.Args, " ") != "agent run -g ws://localhost:4242 --token tok --home ${HOME}" || p.Restart != RestartOnFailure || p.Dir != dir {
 		t.Errorf("agent process %+v", p)
 	}
 	env := strings.Join(p.Env, "\n")
-	for _, want := range []string{"GREETING=hi demo", "MEW_GATEWAY=ws://127.0.0.1:4242", "MEW_TOKEN=tok", "MEW_TOKEN_AGENT=tok", "MEW_PARTICIPANT_ID=agent"} {
+	for _, want := range []string{"GREETING=hi demo /home/u", "MEW_GATEWAY=ws://127.0.0.1:4242", "MEW_TOKEN=tok", "MEW_TOKEN_AGENT=tok", "MEW_PARTICIPANT_ID=agent"} {
 		if !strings.Contains(env, want) {
 			t.Errorf("env lacks %s:\n%s", want, env)
 		}

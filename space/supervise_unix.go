@@ -47,3 +47,16 @@ func Terminate(pid int, kill bool) {
 	_ = syscall.Kill(pid, sig)
 	_ = syscall.Kill(-pid, sig)
 }
+
+// Detach makes cmd start in a session of its own, so that it outlives the
+// terminal and the command that started it (`mew space up --detach`).
+func Detach(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+}
+
+// GroupLeader reports whether pid leads its own process group, as the
+// processes the supervisor starts do.
+func GroupLeader(pid int) bool {
+	pgid, err := syscall.Getpgid(pid)
+	return err == nil && pgid == pid
+}

@@ -18,6 +18,9 @@ type Options struct {
 	Version string
 	// Getenv reads the environment; nil means os.Getenv. Tests set it.
 	Getenv func(string) string
+	// Environ is the environment given to the processes a space starts;
+	// nil means os.Environ(). Tests set it.
+	Environ []string
 }
 
 // getenv returns Options.Getenv or os.Getenv.
@@ -65,5 +68,7 @@ and take the floor in turn instead of all answering at once.`,
 	root.AddCommand(newGatewayCmd())
 	root.AddCommand(newTokenCmd())
 	root.AddCommand(newAgentCmd(opts))
+	root.AddCommand(newSpaceCmd(opts), newSpaceUpCmd(opts, "up"), newSpaceDownCmd("down"))
+	root.AddCommand(newClientCmd(opts))
 	return root
 }

@@ -1,0 +1,504 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/participant"
+	"github.com/mew-protocol/mew/protocol"
+	"github.com/mew-protocol/mew/space"
+)
+
+// maxInputLine bounds one line typed or read from --fifo-in.
+const maxInputLine = 1 << 20
+
+func newClientCmd(opts Options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "client",
+		Short: "Join a space from the terminal or a script",
+		Args:  cobra.NoArgs,
+	}
+	var o lineClientOptions
+	var fifoIn, fifoOut, outputFile string
+	connect := &cobra.Command{
+		Use:   "connect",
+		Short: "Connect to a space: type to chat, or pipe JSON envelopes in and out",
+		Long: `Connect to a space as the participant the token names.
+
+On a terminal (the default), what others send is shown readably; plain text you
+type is sent as a chat, a JSON object as an envelope; /approve N and /reject N
+answer the numbered proposals; /help lists the commands.
+
+For scripts, --fifo-in FILE reads one JSON envelope a line (a FIFO or a file that
+grows, as tail -F would), and --output-file or --fifo-out FILE receives every
+envelope seen as one compact JSON line.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			getenv := opts.getenv()
+			if o.Token == "" {
+				o.Token = getenv(envToken)
+			}
+			if o.Gateway == "" {
+				o.Gateway = getenv(envGateway)
+			}
+			if o.Space == "" {
+				o.Space = getenv(envSpace)
+			}
+			if o.Gateway == "" || o.Space == "" || o.Token == "" {
+				return errors.New("client connect: -g/--gateway, -s/--space and -t/--token (or MEW_GATEWAY, MEW_SPACE, MEW_TOKEN) are required")
+			}
+			if outputFile != "" && fifoOut != "" {
+				return errors.New("client connect: --output-file and --fifo-out cannot be combined")
+			}
+			o.JSONIn, o.JSONOut = fifoIn, firstNonEmpty(outputFile, fifoOut)
+			return runLineClient(cmd.Context(), cmd, o)
+		},
+	}
+	fl := connect.Flags()
+	fl.StringVarP(&o.Gateway, "gateway", "g", "", "gateway URL, such as ws://localhost:8080 (or MEW_GATEWAY)")
+	fl.StringVarP(&o.Space, "space", "s", "", "space id (or MEW_SPACE)")
+	fl.StringVarP(&o.Token, "token", "t", "", "the participant's token (or MEW_TOKEN)")
+	fl.StringVarP(&o.ID, "participant-id", "p", "", "the id to join as; another id than the token's participant is a runtime alias")
+	fl.StringVar(&fifoIn, "fifo-in", "", "read JSON envelopes, one a line, from this FIFO or file instead of the terminal")
+	fl.StringVar(&fifoOut, "fifo-out", "", "write every envelope seen, one compact JSON line each, to this FIFO")
+	fl.StringVar(&outputFile, "output-file", "", "append every envelope seen, one compact JSON line each, to this file")
+	cmd.AddCommand(connect)
+	return cmd
+}
+
+// firstNonEmpty returns the first non-empty string.
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// lineClientOptions configures the line client.
+type lineClientOptions struct {
+	Gateway, Space, Token, ID string
+	// JSONIn and JSONOut switch to script mode: envelopes as JSON lines.
+	JSONIn, JSONOut string
+	// Config, when known, gives the default recipients of chats; Self is
+	// the participant's id in it.
+	Config *space.Config
+	Self   string
+}
+
+// lineClient is a running line client.
+type lineClient struct {
+	p   *participant.Participant
+	out io.Writer
+	cfg *space.Config
+
+	mu        sync.Mutex
+	proposals []*participant.Proposal // numbered from 1
+	seen      map[string]bool         // proposals already numbered
+}
+
+// runLineClient connects and runs until the input ends, /quit, or ctx ends.
+func runLineClient(ctx context.Context, cmd *cobra.Command, o lineClientOptions) error {
+	p, err := participant.New(participant.Options{Client: client.Options{
+		Gateway: o.Gateway, Space: o.Space, Token: o.Token, ParticipantID: o.ID, Reconnect: true,
+	}})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	lc := &lineClient{p: p, out: cmd.OutOrStdout(), cfg: o.Config, seen: map[string]bool{}}
+	var jsonOut io.WriteCloser
+	if o.JSONOut != "" {
+		// A FIFO blocks until its reader opens it: do it before connecting.
+		f, err := os.OpenFile(o.JSONOut, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("client connect: %w", err)
+		}
+		jsonOut = f
+		defer f.Close()
+	}
+	var outMu sync.Mutex
+	p.Client().OnMessage(func(env *protocol.Envelope) {
+		if jsonOut != nil {
+			line, err := json.Marshal(env)
+			if err == nil {
+				outMu.Lock()
+				_, _ = jsonOut.Write(append(line, '\n'))
+				outMu.Unlock()
+			}
+			return
+		}
+		lc.show(env)
+	})
+	if jsonOut == nil {
+		p.OnProposal(lc.propose)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = p.Connect(cctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	in := cmd.InOrStdin()
+	if o.JSONIn != "" {
+		f, err := os.Open(o.JSONIn)
+		if err != nil {
+			return fmt.Errorf("client connect: %w", err)
+		}
+		defer f.Close()
+		return lc.readJSON(ctx, f)
+	}
+	if jsonOut != nil {
+		<-ctx.Done() // output only
+		return nil
+	}
+	fmt.Fprintf(lc.out, "connected to %s as %s; type a message, /help for commands\n", o.Space, p.ID())
+	return lc.readLines(ctx, in)
+}
+
+// lines delivers the lines of r until it ends; the reading goroutine ends
+// with r (a blocked terminal read ends when the process does).
+func lines(r io.Reader) (<-chan string, <-chan error) {
+	ch := make(chan string)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), maxInputLine)
+		for sc.Scan() {
+			ch <- sc.Text()
+		}
+		errc <- sc.Err()
+	}()
+	return ch, errc
+}
+
+// readJSON sends each JSON line of r as an envelope, following r as it
+// grows when it is a regular file.
+func (lc *lineClient) readJSON(ctx context.Context, r *os.File) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var pending []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		pending = append(pending, chunk...)
+		if len(pending) > maxInputLine {
+			return fmt.Errorf("client connect: an input line is longer than %d bytes", maxInputLine)
+		}
+		if err == nil {
+			lc.sendJSON(ctx, strings.TrimSpace(string(pending)))
+			pending = pending[:0]
+			continue
+		}
+		if !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+			return fmt.Errorf("client connect: %w", err)
+		}
+		if errors.Is(err, io.EOF) {
+			select { // at the end for now: wait for more (tail -F)
+			case <-ctx.Done():
+				return nil
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// sendJSON sends one JSON envelope, reporting problems on stderr.
+func (lc *lineClient) sendJSON(ctx context.Context, line string) {
+	if line == "" {
+		return
+	}
+	var env protocol.Envelope
+	if err := json.Unmarshal([]byte(line), &env); err != nil || env.Kind == "" {
+		fmt.Fprintf(os.Stderr, "mew client: not an envelope (want a JSON object with a kind): %.80s\n", line)
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := lc.p.Send(sctx, &env); err != nil {
+		fmt.Fprintf(os.Stderr, "mew client: send: %v\n", err)
+	}
+}
+
+// readLines runs the readable mode until the input ends or /quit.
+func (lc *lineClient) readLines(ctx context.Context, in io.Reader) error {
+	ch, errc := lines(in)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case line, ok := <-ch:
+			if !ok {
+				return <-errc
+			}
+			if quit := lc.input(ctx, strings.TrimSpace(line)); quit {
+				return nil
+			}
+		}
+	}
+}
+
+// input handles one typed line and reports whether it was /quit.
+func (lc *lineClient) input(ctx context.Context, line string) bool {
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	switch {
+	case line == "":
+	case line == "/quit" || line == "/exit":
+		return true
+	case line == "/help":
+		lc.printf("text: a chat (to %s) · {json}: an envelope · /approve N · /reject N [reason] · /proposals · /quit", lc.defaultTargets())
+	case line == "/proposals":
+		lc.listProposals()
+	case strings.HasPrefix(line, "/approve") || strings.HasPrefix(line, "/reject"):
+		lc.decide(sctx, line)
+	case strings.HasPrefix(line, "{"):
+		lc.sendJSON(ctx, line)
+	case strings.HasPrefix(line, "/"):
+		lc.printf("unknown command %s; /help lists them", strings.Fields(line)[0])
+	default:
+		if _, err := lc.p.Chat(sctx, line, lc.defaultTargets()...); err != nil {
+			lc.printf("! not sent: %v", err)
+		}
+	}
+	return false
+}
+
+// defaultTargets returns the recipients of a typed chat: the participant's
+// default_to.chat, else the space's, else everyone (none).
+func (lc *lineClient) defaultTargets() []string {
+	if lc.cfg == nil {
+		return nil
+	}
+	if p := lc.cfg.Participant(lc.p.ID()); p != nil && len(p.DefaultTo["chat"]) > 0 {
+		return p.DefaultTo["chat"]
+	}
+	return lc.cfg.Defaults.DefaultTo["chat"]
+}
+
+// printf writes one line of output.
+func (lc *lineClient) printf(format string, args ...any) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	fmt.Fprintf(lc.out, format+"\n", args...)
+}
+
+// propose numbers a proposal and tells how to answer it.
+func (lc *lineClient) propose(pr *participant.Proposal) {
+	lc.mu.Lock()
+	if lc.seen[pr.ID()] {
+		lc.mu.Unlock()
+		return
+	}
+	lc.seen[pr.ID()] = true
+	lc.proposals = append(lc.proposals, pr)
+	n := len(lc.proposals)
+	lc.mu.Unlock()
+	lc.printf("[#%d] %s proposes %s to %s — /approve %d or /reject %d", n, pr.From(), describeCall(pr.Method, pr.Params), strings.Join(pr.To(), ","), n, n)
+}
+
+// listProposals prints the proposals still open.
+func (lc *lineClient) listProposals() {
+	lc.mu.Lock()
+	props := slices.Clone(lc.proposals)
+	lc.mu.Unlock()
+	open := 0
+	for i, pr := range props {
+		if _, withdrawn := pr.WithdrawReason(); withdrawn || pr.FulfilledBy() != "" {
+			continue
+		}
+		open++
+		lc.printf("[#%d] %s proposes %s", i+1, pr.From(), describeCall(pr.Method, pr.Params))
+	}
+	if open == 0 {
+		lc.printf("no open proposals")
+	}
+}
+
+// decide answers "/approve N" or "/reject N [reason]".
+func (lc *lineClient) decide(ctx context.Context, line string) {
+	fields := strings.Fields(line)
+	if len(fields) < 2 {
+		lc.printf("usage: %s N (the number shown with the proposal)", fields[0])
+		return
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(fields[1], "#"))
+	lc.mu.Lock()
+	var pr *participant.Proposal
+	if err == nil && n >= 1 && n <= len(lc.proposals) {
+		pr = lc.proposals[n-1]
+	}
+	lc.mu.Unlock()
+	if pr == nil {
+		lc.printf("no proposal #%s; /proposals lists them", fields[1])
+		return
+	}
+	if fields[0] == "/reject" {
+		reason := strings.Join(fields[2:], " ")
+		if reason == "" {
+			reason = "rejected"
+		}
+		if err := lc.p.Reject(ctx, pr, reason); err != nil {
+			lc.printf("! reject #%d: %v", n, err)
+		}
+		return
+	}
+	res, err := lc.p.Fulfill(ctx, pr)
+	if err != nil {
+		lc.printf("! #%d failed: %v", n, err)
+		return
+	}
+	lc.printf("#%d done: %s", n, summarize(res))
+}
+
+// show prints an envelope readably.
+func (lc *lineClient) show(env *protocol.Envelope) {
+	self := lc.p.ID()
+	if env.From == self && env.Kind != protocol.KindSystemError {
+		return // own echoes
+	}
+	var text string
+	switch env.Kind {
+	case protocol.KindChat:
+		var c protocol.Chat
+		_ = env.DecodePayload(&c)
+		text = env.From + ": " + c.Text
+		if !env.IsBroadcast() && !env.AddressedTo(self) {
+			text = env.From + " → " + strings.Join(env.To, ",") + ": " + c.Text
+		}
+	case protocol.KindReasoningStart, protocol.KindReasoningThought, protocol.KindReasoningConclusion:
+		var r protocol.Reasoning
+		_ = env.DecodePayload(&r)
+		text = "  (" + env.From + " " + strings.TrimPrefix(env.Kind, "reasoning/") + ") " + r.Message
+	case protocol.KindMCPRequest:
+		var m struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		_ = env.DecodePayload(&m)
+		text = "  " + env.From + " → " + strings.Join(env.To, ",") + ": " + describeCall(m.Method, m.Params)
+	case protocol.KindMCPResponse:
+		var m struct {
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		_ = env.DecodePayload(&m)
+		if m.Error != nil {
+			text = "  " + env.From + " ↩ error: " + m.Error.Message
+		} else {
+			text = "  " + env.From + " ↩ " + summarize(m.Result)
+		}
+	case protocol.KindMCPProposal:
+		return // propose prints it, numbered
+	case protocol.KindSystemPresence:
+		var p struct {
+			Event       string `json:"event"`
+			Participant struct {
+				ID string `json:"id"`
+			} `json:"participant"`
+		}
+		_ = env.DecodePayload(&p)
+		text = "* " + p.Participant.ID + " " + p.Event
+	case protocol.KindSystemError:
+		var e protocol.SystemError
+		_ = env.DecodePayload(&e)
+		text = "! " + e.Error + ": " + e.Message
+	case protocol.KindSystemWelcome, protocol.KindChatAcknowledge, protocol.KindParticipantStatus,
+		protocol.KindSystemHeartbeat, protocol.KindFloorRespondingTo, protocol.KindStreamRequest,
+		protocol.KindStreamOpen, protocol.KindStreamClose:
+		return // bookkeeping a person need not read
+	default:
+		text = "  " + env.From + " " + env.Kind + " " + clip(string(env.Payload), 200)
+	}
+	lc.printf("%s", text)
+}
+
+// describeCall shows an MCP call: "tools/call add {"a":2}".
+func describeCall(method string, params json.RawMessage) string {
+	if method != "tools/call" {
+		return strings.TrimSpace(method + " " + clip(string(params), 120))
+	}
+	var p struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return p.Name + " " + clip(string(p.Arguments), 200)
+}
+
+// summarize shows a tool result: its text content, else its JSON.
+func summarize(raw json.RawMessage) string {
+	var r struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	if json.Unmarshal(raw, &r) == nil && len(r.Content) > 0 {
+		var texts []string
+		for _, c := range r.Content {
+			if c.Type == "text" {
+				texts = append(texts, c.Text)
+			}
+		}
+		s := clip(strings.Join(texts, " "), 300)
+		if r.IsError {
+			s = "error: " + s
+		}
+		return s
+	}
+	return clip(string(raw), 300)
+}
+
+// clip shortens s to n bytes (on a rune boundary), marking the cut.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// resolveParticipant picks who joins a space interactively: the flag; the
+// space's default_participant; the only participant without a command; an
+// error listing the candidates.
+func resolveParticipant(cfg *space.Config, flag string) (string, error) {
+	if flag != "" {
+		if cfg.Participant(flag) == nil {
+			return "", fmt.Errorf("--participant %s: no such participant in %s", flag, cfg.Path)
+		}
+		return flag, nil
+	}
+	if d := cfg.Space.DefaultParticipant; d != "" && cfg.Participant(d) != nil {
+		return d, nil
+	}
+	var humans []string
+	for _, p := range cfg.Participants {
+		if p.Command == "" && p.MCPServer == nil && !p.AutoConnect {
+			humans = append(humans, p.ID)
+		}
+	}
+	if len(humans) == 1 {
+		return humans[0], nil
+	}
+	return "", fmt.Errorf("which participant are you? choose with --participant (candidates: %s)", strings.Join(humans, ", "))
+}

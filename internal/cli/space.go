@@ -1,0 +1,542 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mew-protocol/mew/space"
+)
+
+// Timeouts of `mew space up` and `down`.
+const (
+	healthWait   = 30 * time.Second // the gateway's first /health
+	downWait     = 20 * time.Second // the supervisor's exit after SIGTERM
+	stopDeadline = 30 * time.Second // stopping every process
+)
+
+// spaceFlags are the flags of `mew space up`.
+type spaceFlags struct {
+	dir, config string
+	port        int
+	logLevel    string
+	detach      bool
+	interactive bool
+	participant string
+	supervise   bool // internal: the detached supervisor itself
+}
+
+func newSpaceCmd(opts Options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "space",
+		Short: "Run a space: its gateway and participants (up, down, status, clean)",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newSpaceUpCmd(opts, "up"), newSpaceDownCmd("down"), newSpaceStatusCmd(), newSpaceCleanCmd())
+	return cmd
+}
+
+func newSpaceUpCmd(opts Options, use string) *cobra.Command {
+	var f spaceFlags
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: "Start the space's gateway and its auto_start participants",
+		Long: `Start the gateway of the space in the space directory (config .mew/space.yaml, else
+./space.yaml) and every participant with auto_start: true. Output goes to logs/<id>.log
+and logs/gateway.log; the state to .mew/pids.json. A participant that crashes is
+restarted with backoff (restart_policy: no turns that off).
+
+In the foreground (the default), Ctrl-C stops everything. With --detach the space
+runs in the background once the gateway answers; stop it with mew space down.
+With -i you join the space in this terminal as a participant (the line client).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.detach && f.interactive {
+				return errors.New("space up: --detach and --interactive cannot be combined")
+			}
+			return runSpaceUp(cmd.Context(), cmd, opts, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.dir, "space-dir", "d", ".", "the space directory")
+	fl.StringVarP(&f.config, "config", "c", "", "the space configuration (default .mew/space.yaml, else ./space.yaml in the space directory)")
+	fl.IntVarP(&f.port, "port", "p", 8080, "the gateway's port; when taken, the next 9 are tried; 0 = any free port")
+	fl.StringVarP(&f.logLevel, "log-level", "l", "info", "log level: debug, info, warn or error")
+	fl.BoolVar(&f.detach, "detach", false, "run in the background and return once the gateway answers")
+	fl.BoolVarP(&f.interactive, "interactive", "i", false, "join the space in this terminal")
+	fl.StringVar(&f.participant, "participant", "", "the participant to join as with -i")
+	fl.BoolVar(&f.supervise, "supervise", false, "internal: run as the detached supervisor")
+	_ = fl.MarkHidden("supervise")
+	return cmd
+}
+
+// loadSpaceConfig finds and loads the space of dir (or the explicit file).
+func loadSpaceConfig(dir, file string) (*space.Config, error) {
+	path := file
+	if path == "" {
+		var err error
+		if path, err = space.FindConfig(dir); err != nil {
+			return nil, err
+		}
+	}
+	return space.Load(path)
+}
+
+// pickPort returns port when it is free, else the first free of the next
+// nine (as the reference does); 0 asks the system for any free port.
+func pickPort(port int) (int, error) {
+	if port < 0 || port > 65535 {
+		return 0, fmt.Errorf("--port %d: want 0 to 65535", port)
+	}
+	last := port + 9
+	if port == 0 {
+		last = 0
+	}
+	for p := port; p <= min(last, 65535); p++ {
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			continue
+		}
+		got := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		return got, nil
+	}
+	return 0, fmt.Errorf("ports %d to %d are all taken: choose one with --port", port, last)
+}
+
+// waitHealthy polls the gateway's /health until it answers 200.
+func waitHealthy(ctx context.Context, port int, exited <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, healthWait)
+	defer cancel()
+	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/health"
+	client := &http.Client{Timeout: time.Second}
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the gateway did not answer %s within %v", url, healthWait)
+		case <-exited:
+			return errors.New("the gateway exited")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// tail returns the last lines of a log file, for error messages.
+func tail(path string, lines int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
+
+func runSpaceUp(ctx context.Context, cmd *cobra.Command, opts Options, f spaceFlags) error {
+	level, err := parseLevel(f.logLevel)
+	if err != nil {
+		return err
+	}
+	cfg, err := loadSpaceConfig(f.dir, f.config)
+	if err != nil {
+		return err
+	}
+	if st, err := space.ReadRunState(cfg.MewDir); err == nil && st.Running() && st.Supervisor != os.Getpid() {
+		return fmt.Errorf("space %s is already running (supervisor pid %d, ws://127.0.0.1:%d): mew space down first", st.SpaceID, st.Supervisor, st.Port)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("space up: finding the mew binary: %w", err)
+	}
+	if f.detach {
+		return detachSpace(ctx, cmd, exe, cfg, f)
+	}
+	port, err := pickPort(f.port)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	l := space.Launch{Config: cfg, Executable: exe, Port: port, LogLevel: f.logLevel, Environ: environ(opts)}
+
+	st := &space.RunState{
+		SpaceID: cfg.Space.ID, SpaceName: cfg.Space.Name, SpaceDir: cfg.SpaceDir(), Port: port,
+		Agents: map[string]int{}, Clients: map[string]int{}, Supervisor: os.Getpid(), Config: cfg.Path,
+		StartedAt: time.Now().UTC().Truncate(time.Second),
+	}
+	var stMu sync.Mutex
+	var sup *space.Supervisor
+	writeState := func() {
+		stMu.Lock()
+		defer stMu.Unlock()
+		if sup == nil {
+			return
+		}
+		for _, p := range sup.State() {
+			if p.Name == "gateway" {
+				st.Gateway = p.PID
+			} else {
+				st.Agents[p.Name] = p.PID
+			}
+		}
+		if err := st.Write(cfg.MewDir); err != nil {
+			logger.Error("state not written", "err", err)
+		}
+	}
+	stMu.Lock()
+	sup = space.NewSupervisor(space.SupervisorOptions{Logger: logger, OnChange: writeState})
+	stMu.Unlock()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), stopDeadline)
+		defer cancel()
+		if err := sup.Stop(sctx); err != nil {
+			logger.Error("stopping the space", "err", err)
+		}
+		if err := space.RemoveRunState(cfg.MewDir); err != nil {
+			logger.Error("state not removed", "err", err)
+		}
+		logger.Info("space stopped", "space", cfg.Space.ID)
+	}()
+
+	gw := l.Gateway()
+	if err := sup.Start(gw); err != nil {
+		return err
+	}
+	if err := waitHealthy(ctx, port, sup.Done("gateway")); err != nil {
+		return fmt.Errorf("space up: %w; the gateway's log (%s) ends:\n%s", err, gw.Log, tail(gw.Log, 20))
+	}
+	store := space.TokenStore{Dir: filepath.Join(cfg.MewDir, "tokens"), Getenv: opts.getenv()}
+	var started []string
+	for _, p := range cfg.Participants {
+		if !p.AutoStart {
+			continue
+		}
+		tokens, err := store.Tokens(p)
+		if err != nil {
+			return fmt.Errorf("space up: %s: %w", p.ID, err)
+		}
+		proc, ok, err := l.Participant(p, tokens[0])
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if err := sup.Start(proc); err != nil {
+			return err
+		}
+		started = append(started, p.ID)
+	}
+	writeState()
+	fmt.Fprintf(out, "space %s is up: %s (gateway pid %d)\n", cfg.Space.ID, l.GatewayURL(), st.Gateway)
+	if len(started) > 0 {
+		fmt.Fprintf(out, "started: %s\n", strings.Join(started, ", "))
+	}
+	fmt.Fprintf(out, "logs: %s\n", l.LogDir())
+	if f.interactive {
+		who, err := resolveParticipant(cfg, f.participant)
+		if err != nil {
+			return err
+		}
+		tokens, err := store.Tokens(cfg.Participant(who))
+		if err != nil {
+			return err
+		}
+		return runLineClient(ctx, cmd, lineClientOptions{Gateway: l.GatewayURL(), Space: cfg.Space.ID, Token: tokens[0], Config: cfg, Self: who})
+	}
+	if !f.supervise {
+		fmt.Fprintln(out, "Ctrl-C stops the space")
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// environ returns the environment for the space's processes.
+func environ(opts Options) []string {
+	if opts.Environ != nil {
+		return opts.Environ
+	}
+	return os.Environ()
+}
+
+// detachSpace starts the supervisor in the background and returns once the
+// space is up.
+func detachSpace(ctx context.Context, cmd *cobra.Command, exe string, cfg *space.Config, f spaceFlags) error {
+	args := []string{"space", "up", "--supervise", "-c", cfg.Path, "-d", cfg.SpaceDir(), "-p", strconv.Itoa(f.port), "-l", f.logLevel}
+	logDir := filepath.Join(cfg.SpaceDir(), "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return fmt.Errorf("space up: %w", err)
+	}
+	logPath := filepath.Join(logDir, "space.log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("space up: %w", err)
+	}
+	defer logFile.Close()
+	c := exec.Command(exe, args...)
+	c.Dir = cfg.SpaceDir()
+	c.Stdout, c.Stderr = logFile, logFile
+	space.Detach(c)
+	if err := c.Start(); err != nil {
+		return fmt.Errorf("space up: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = c.Wait(); close(exited) }()
+	deadline := time.After(healthWait + 5*time.Second)
+	for {
+		select {
+		case <-exited:
+			return fmt.Errorf("space up: the space stopped at once; %s ends:\n%s", logPath, tail(logPath, 20))
+		case <-deadline:
+			space.Terminate(c.Process.Pid, false)
+			return fmt.Errorf("space up: the space did not come up in time; %s ends:\n%s", logPath, tail(logPath, 20))
+		case <-ctx.Done():
+			space.Terminate(c.Process.Pid, false)
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		st, err := space.ReadRunState(cfg.MewDir)
+		if err != nil || st.Supervisor != c.Process.Pid || st.Gateway == 0 || !strings.Contains(tail(logPath, 50), "space "+cfg.Space.ID+" is up") {
+			continue
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "space %s is up in the background: ws://127.0.0.1:%d (supervisor pid %d)\nlogs: %s\nstop it with: mew space down -d %s\n",
+			st.SpaceID, st.Port, st.Supervisor, logDir, cfg.SpaceDir())
+		return nil
+	}
+}
+
+func newSpaceDownCmd(use string) *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: "Stop a running space and everything it started",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSpaceDown(cmd, dir)
+		},
+	}
+	cmd.Flags().StringVarP(&dir, "space-dir", "d", ".", "the space directory")
+	return cmd
+}
+
+// mewDirOf returns the state directory of the space in dir, without
+// requiring its configuration to load.
+func mewDirOf(dir string) (string, error) {
+	if cfg, err := loadSpaceConfig(dir, ""); err == nil {
+		return cfg.MewDir, nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(filepath.Join(abs, ".mew")); err == nil && fi.IsDir() {
+		return filepath.Join(abs, ".mew"), nil
+	}
+	return abs, nil
+}
+
+func runSpaceDown(cmd *cobra.Command, dir string) error {
+	mewDir, err := mewDirOf(dir)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	st, err := space.ReadRunState(mewDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(out, "no space is running in %s\n", dir)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if st.Running() {
+		space.Terminate(st.Supervisor, false)
+		for deadline := time.Now().Add(downWait); st.Running() && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// Whatever is left — the supervisor did not stop in time, or it had
+	// died and left its processes — is killed, but only processes that
+	// still lead their own group, as the ones it started do: a pid of a
+	// long-dead space may have been reused by an unrelated program.
+	var left []int
+	for _, pid := range st.PIDs() {
+		if space.Alive(pid) && space.GroupLeader(pid) {
+			space.Terminate(pid, true)
+			left = append(left, pid)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		alive := 0
+		for _, pid := range left {
+			if space.Alive(pid) {
+				alive++
+			}
+		}
+		if alive == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := space.RemoveRunState(mewDir); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "space %s stopped\n", st.SpaceID)
+	return nil
+}
+
+func newSpaceStatusCmd() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show whether the space runs, and its processes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			mewDir, err := mewDirOf(dir)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			st, err := space.ReadRunState(mewDir)
+			if errors.Is(err, fs.ErrNotExist) {
+				fmt.Fprintf(out, "not running (no %s in %s)\n", space.RunStateFile, mewDir)
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			state := "running"
+			if !st.Running() {
+				state = "not running (stale state: the supervisor is gone; mew space down cleans up)"
+			}
+			fmt.Fprintf(out, "space:     %s\ndirectory: %s\ngateway:   ws://127.0.0.1:%d\nstate:     %s\nsince:     %s\n",
+				st.SpaceID, st.SpaceDir, st.Port, state, st.StartedAt.Local().Format(time.DateTime))
+			health := "no answer"
+			hc := &http.Client{Timeout: 2 * time.Second}
+			if resp, err := hc.Get("http://127.0.0.1:" + strconv.Itoa(st.Port) + "/health"); err == nil {
+				b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+				resp.Body.Close()
+				health = resp.Status + " " + strings.TrimSpace(string(b))
+			}
+			fmt.Fprintf(out, "health:    %s\n\n%-24s %8s  %s\n", health, "PROCESS", "PID", "STATE")
+			row := func(name string, pid int) {
+				s := "stopped"
+				if space.Alive(pid) {
+					s = "running"
+				}
+				fmt.Fprintf(out, "%-24s %8d  %s\n", name, pid, s)
+			}
+			row("supervisor", st.Supervisor)
+			row("gateway", st.Gateway)
+			for _, id := range slices.Sorted(maps.Keys(st.Agents)) {
+				row(id, st.Agents[id])
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&dir, "space-dir", "d", ".", "the space directory")
+	return cmd
+}
+
+func newSpaceCleanCmd() *cobra.Command {
+	var dir string
+	var all, dryRun, force bool
+	cmd := &cobra.Command{
+		Use:   "clean",
+		Short: "Delete what running the space produced: logs, and with --all its tokens and state",
+		Long: `Delete the logs of the space (logs/ and .mew/logs/). With --all also the generated
+tokens (.mew/tokens/) and a stale state file; never the configuration or templates.
+Refused while the space runs, unless --force. --dry-run lists what would go.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadSpaceConfig(dir, "")
+			if err != nil {
+				return err
+			}
+			if st, err := space.ReadRunState(cfg.MewDir); err == nil && st.Running() && !force {
+				return fmt.Errorf("space %s is running (supervisor pid %d): mew space down first, or --force", st.SpaceID, st.Supervisor)
+			}
+			targets := []string{filepath.Join(cfg.SpaceDir(), "logs"), filepath.Join(cfg.MewDir, "logs")}
+			if all {
+				targets = append(targets, filepath.Join(cfg.MewDir, "tokens"), filepath.Join(cfg.MewDir, space.RunStateFile))
+			}
+			return clean(cmd.OutOrStdout(), targets, dryRun)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&dir, "space-dir", "d", ".", "the space directory")
+	fl.Bool("logs", false, "delete the logs (what clean always does; accepted for the reference's scripts)")
+	fl.BoolVar(&all, "all", false, "also delete generated tokens and the state file")
+	fl.BoolVar(&dryRun, "dry-run", false, "list what would be deleted")
+	fl.BoolVar(&force, "force", false, "clean even while the space runs")
+	return cmd
+}
+
+// clean deletes targets (files or directories), printing each and the
+// bytes freed.
+func clean(out io.Writer, targets []string, dryRun bool) error {
+	var freed int64
+	verb := "deleted"
+	if dryRun {
+		verb = "would delete"
+	}
+	for _, t := range targets {
+		var size int64
+		n := 0
+		err := filepath.WalkDir(t, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() {
+				if fi, err := d.Info(); err == nil {
+					size += fi.Size()
+				}
+				n++
+			}
+			return nil
+		})
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s %s (%d files, %d bytes)\n", verb, t, n, size)
+		freed += size
+		if !dryRun {
+			if err := os.RemoveAll(t); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Fprintf(out, "%s %d bytes in all\n", verb, freed)
+	return nil
+}

@@ -1,0 +1,215 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mew-protocol/mew/space"
+)
+
+var (
+	mewOnce sync.Once
+	mewPath string
+	mewErr  error
+	mewDir  string
+)
+
+// mewBinary builds cmd/mew once for the tests that run the real binary.
+func mewBinary(t *testing.T) string {
+	t.Helper()
+	mewOnce.Do(func() {
+		mewDir, mewErr = os.MkdirTemp("", "mew-bin-")
+		if mewErr != nil {
+			return
+		}
+		mewPath = filepath.Join(mewDir, "mew")
+		out, err := exec.Command("go", "build", "-o", mewPath, "github.com/mew-protocol/mew/cmd/mew").CombinedOutput()
+		if err != nil {
+			mewErr = err
+			mewPath = string(out)
+		}
+	})
+	if mewErr != nil {
+		t.Fatalf("building mew: %v\n%s", mewErr, mewPath)
+	}
+	return mewPath
+}
+
+// mew runs the built binary with args in dir and returns its output.
+func mew(t *testing.T, dir string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, mewBinary(t), args...)
+	c.Dir = dir
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	err := c.Run()
+	return out.String(), err
+}
+
+const upSpace = `
+space: {id: cli-space}
+participants:
+  human: {tokens: [human-token], capabilities: [{kind: "*"}]}
+  watcher:
+    tokens: [watcher-token]
+    auto_connect: true
+    output_log: ./logs/watcher.jsonl
+    capabilities: [{kind: chat}]
+  crasher:
+    auto_start: true
+    command: /bin/sh
+    args: [-c, "echo run; sleep 0.2; exit 1"]
+  sleeper:
+    auto_start: true
+    command: /bin/sh
+    args: [-c, "echo up $${SPACE} $${PORT} $${MEW_TOKEN}; exec sleep 600"]
+    env: {}
+`
+
+func TestSpaceUpStatusDown(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte(strings.ReplaceAll(upSpace, "$$", "$")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := mew(t, dir, "space", "up", "--detach", "-p", "0")
+	if err != nil || !strings.Contains(out, "is up in the background") {
+		t.Fatalf("space up: %v\n%s", err, out)
+	}
+	st, err := space.ReadRunState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { // whatever happens, leave nothing behind
+		for _, pid := range st.PIDs() {
+			space.Terminate(pid, true)
+		}
+	}()
+	pids := st.PIDs()
+	if st.Supervisor == 0 || st.Gateway == 0 || st.Agents["sleeper"] == 0 || st.Port == 0 {
+		t.Fatalf("state %+v", st)
+	}
+	for _, pid := range pids {
+		if pid != 0 && !space.Alive(pid) && pid != st.Agents["crasher"] {
+			t.Errorf("pid %d is not running", pid)
+		}
+	}
+	if again, err := mew(t, dir, "space", "up", "--detach", "-p", "0"); err == nil || !strings.Contains(again, "already running") {
+		t.Errorf("a second up: %v\n%s", err, again)
+	}
+
+	status, err := mew(t, dir, "space", "status")
+	if err != nil || !strings.Contains(status, "state:     running") || !strings.Contains(status, `"status":"ok"`) || !strings.Contains(status, "sleeper") {
+		t.Errorf("status: %v\n%s", err, status)
+	}
+
+	// An envelope posted over HTTP reaches the output_log participant.
+	url := "http://127.0.0.1:" + strconv.Itoa(st.Port) + "/participants/human/messages"
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"kind":"chat","payload":{"text":"hello watcher"}}`))
+	req.Header.Set("Authorization", "Bearer human-token")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("post: %s", resp.Status)
+	}
+	waitFile(t, filepath.Join(dir, "logs", "watcher.jsonl"), `"text":"hello watcher"`, 1)
+
+	// The crashing participant is restarted; the sleeper got its variables.
+	waitFile(t, filepath.Join(dir, "logs", "crasher.log"), "run", 3)
+	sleeperLog, _ := os.ReadFile(filepath.Join(dir, "logs", "sleeper.log"))
+	if !strings.Contains(string(sleeperLog), "up cli-space "+strconv.Itoa(st.Port)+" ") {
+		t.Errorf("sleeper log: %s", sleeperLog)
+	}
+
+	out, err = mew(t, dir, "space", "down")
+	if err != nil || !strings.Contains(out, "space cli-space stopped") {
+		t.Fatalf("down: %v\n%s", err, out)
+	}
+	for _, pid := range pids {
+		if space.Alive(pid) {
+			t.Errorf("pid %d survived space down", pid)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, space.RunStateFile)); err == nil {
+		t.Error("pids.json survived space down")
+	}
+	if out, err := mew(t, dir, "space", "status"); err != nil || !strings.Contains(out, "not running") {
+		t.Errorf("status after down: %v\n%s", err, out)
+	}
+	if out, err := mew(t, dir, "space", "down"); err != nil || !strings.Contains(out, "no space is running") {
+		t.Errorf("second down: %v\n%s", err, out)
+	}
+
+	// clean: a dry run lists, then the logs go.
+	out, err = mew(t, dir, "space", "clean", "--dry-run")
+	if err != nil || !strings.Contains(out, "would delete "+filepath.Join(dir, "logs")) {
+		t.Errorf("clean --dry-run: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "logs")); err != nil {
+		t.Error("a dry run deleted the logs")
+	}
+	if out, err := mew(t, dir, "space", "clean", "--all"); err != nil || !strings.Contains(out, "deleted") {
+		t.Errorf("clean: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "logs")); err == nil {
+		t.Error("clean left the logs")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "space.yaml")); err != nil {
+		t.Error("clean deleted the configuration")
+	}
+}
+
+func TestSpaceUpBadInput(t *testing.T) {
+	dir := t.TempDir()
+	if out, err := mew(t, dir, "space", "up", "--detach"); err == nil || !strings.Contains(out, "no space configuration") {
+		t.Errorf("no config: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte("space: {id: x}\nparticipants:\n  a: {auto_start: true, colour: red}\n  b: {auto_start: true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := mew(t, dir, "space", "up", "-p", "0")
+	if err == nil || !strings.Contains(out, "auto_start without a command") {
+		t.Errorf("auto_start without a command: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, space.RunStateFile)); err == nil {
+		t.Error("a failed up left its state file")
+	}
+	for _, args := range [][]string{
+		{"space", "up", "--detach", "-i"},
+		{"space", "up", "-p", "70000"},
+		{"space", "up", "-l", "loud"},
+	} {
+		if out, err := mew(t, dir, args...); err == nil {
+			t.Errorf("%v accepted:\n%s", args, out)
+		}
+	}
+}
+
+// waitFile waits until path holds want at least n times.
+func waitFile(t *testing.T, path, want string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		data, _ := os.ReadFile(path)
+		if strings.Count(string(data), want) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s holds %q %d times, want %d:\n%s", path, want, strings.Count(string(data), want), n, data)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
