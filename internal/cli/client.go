@@ -102,9 +102,10 @@ type lineClientOptions struct {
 
 // lineClient is a running line client.
 type lineClient struct {
-	p   *participant.Participant
-	out io.Writer
-	cfg *space.Config
+	p      *participant.Participant
+	out    io.Writer
+	errOut io.Writer // problems with the input: stderr in script mode
+	cfg    *space.Config
 
 	mu        sync.Mutex
 	proposals []*participant.Proposal // numbered from 1
@@ -120,7 +121,7 @@ func runLineClient(ctx context.Context, cmd *cobra.Command, o lineClientOptions)
 		return err
 	}
 	defer p.Close()
-	lc := &lineClient{p: p, out: cmd.OutOrStdout(), cfg: o.Config, seen: map[string]bool{}}
+	lc := &lineClient{p: p, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), cfg: o.Config, seen: map[string]bool{}}
 	var jsonOut io.WriteCloser
 	if o.JSONOut != "" {
 		// A FIFO blocks until its reader opens it: do it before connecting.
@@ -166,6 +167,7 @@ func runLineClient(ctx context.Context, cmd *cobra.Command, o lineClientOptions)
 		<-ctx.Done() // output only
 		return nil
 	}
+	lc.errOut = lc.out // on a terminal, problems are part of the conversation
 	fmt.Fprintf(lc.out, "connected to %s as %s; type a message, /help for commands\n", o.Space, p.ID())
 	return lc.readLines(ctx, in)
 }
@@ -223,14 +225,21 @@ func (lc *lineClient) sendJSON(ctx context.Context, line string) {
 	}
 	var env protocol.Envelope
 	if err := json.Unmarshal([]byte(line), &env); err != nil || env.Kind == "" {
-		fmt.Fprintf(os.Stderr, "mew client: not an envelope (want a JSON object with a kind): %.80s\n", line)
+		lc.problem("not an envelope (want a JSON object with a kind): %.80s", line)
 		return
 	}
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := lc.p.Send(sctx, &env); err != nil {
-		fmt.Fprintf(os.Stderr, "mew client: send: %v\n", err)
+		lc.problem("not sent: %v", err)
 	}
+}
+
+// problem reports bad input without stopping.
+func (lc *lineClient) problem(format string, args ...any) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	fmt.Fprintf(lc.errOut, "! "+format+"\n", args...)
 }
 
 // readLines runs the readable mode until the input ends or /quit.
