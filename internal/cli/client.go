@@ -269,7 +269,11 @@ func (lc *lineClient) input(ctx context.Context, line string) bool {
 	case line == "/quit" || line == "/exit":
 		return true
 	case line == "/help":
-		lc.printf("text: a chat (to %s) · {json}: an envelope · /approve N · /reject N [reason] · /proposals · /quit", lc.defaultTargets())
+		to := "everyone"
+		if t := lc.defaultTargets(); len(t) > 0 {
+			to = strings.Join(t, ", ")
+		}
+		lc.printf("text: a chat to %s (\"@id text\" to one participant) · {json}: an envelope · /approve N · /reject N [reason] · /proposals · /quit", to)
 	case line == "/proposals":
 		lc.listProposals()
 	case strings.HasPrefix(line, "/approve") || strings.HasPrefix(line, "/reject"):
@@ -279,11 +283,23 @@ func (lc *lineClient) input(ctx context.Context, line string) bool {
 	case strings.HasPrefix(line, "/"):
 		lc.printf("unknown command %s; /help lists them", strings.Fields(line)[0])
 	default:
-		if _, err := lc.p.Chat(sctx, line, lc.defaultTargets()...); err != nil {
+		if _, err := lc.p.Chat(sctx, line, lc.targets(line)...); err != nil {
 			lc.printf("! not sent: %v", err)
 		}
 	}
 	return false
+}
+
+// targets returns the recipients of a typed chat: the participant a
+// leading "@id" names when the space has it, else the default ones.
+func (lc *lineClient) targets(line string) []string {
+	if lc.cfg != nil && strings.HasPrefix(line, "@") {
+		id := strings.TrimRight(strings.Fields(line)[0][1:], ",:")
+		if lc.cfg.Participant(id) != nil {
+			return []string{id}
+		}
+	}
+	return lc.defaultTargets()
 }
 
 // defaultTargets returns the recipients of a typed chat: the participant's

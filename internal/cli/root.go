@@ -70,5 +70,6 @@ and take the floor in turn instead of all answering at once.`,
 	root.AddCommand(newAgentCmd(opts))
 	root.AddCommand(newSpaceCmd(opts), newSpaceUpCmd(opts, "up"), newSpaceDownCmd("down"))
 	root.AddCommand(newClientCmd(opts))
+	root.AddCommand(newInitCmd(opts))
 	return root
 }
