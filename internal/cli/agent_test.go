@@ -33,7 +33,7 @@ participants:
 // joinCLI connects participant id with token and closes it at the end.
 func joinCLI(t *testing.T, g *testutil.Gateway, token string, tools ...participant.Tool) *participant.Participant {
 	t.Helper()
-	p, err := participant.New(participant.Options{Client: client.Options{Gateway: "ws://"+g.Addr, Space: g.Config.Space.ID, Token: token}})
+	p, err := participant.New(participant.Options{Client: client.Options{Gateway: "ws://" + g.Addr, Space: g.Config.Space.ID, Token: token}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestAgentRunShutdown(t *testing.T) {
 	human := joinCLI(t, g, "human-token")
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "agent.yaml")
-	yaml := "gateway: " + "ws://"+g.Addr + "\nspace: cli-agents\ntoken: ${HELPER_TOKEN}\nmockLLM: true\n"
+	yaml := "gateway: ws://" + g.Addr + "\nspace: cli-agents\ntoken: ${HELPER_TOKEN}\nmockLLM: true\n"
 	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -229,13 +229,13 @@ func TestAgentRunBadInput(t *testing.T) {
 		want string
 	}{
 		{"nothing", nil, nil, "missing -g/--gateway (or MEW_GATEWAY), -s/--space (or MEW_SPACE), -t/--token (or MEW_TOKEN)"},
-		{"no token", nil, []string{"-g", "ws://"+g.Addr, "-s", "cli-agents"}, "missing -t/--token"},
+		{"no token", nil, []string{"-g", "ws://" + g.Addr, "-s", "cli-agents"}, "missing -t/--token"},
 		{"bad level", nil, []string{"-l", "loud"}, `--log-level: "loud"`},
-		{"bad config env", map[string]string{"MEW_AGENT_CONFIG": `{"maxIterations": "many"}`}, []string{"-g", "ws://"+g.Addr, "-s", "x", "-t", "y"}, "MEW_AGENT_CONFIG: agent: config: maxIterations"},
+		{"bad config env", map[string]string{"MEW_AGENT_CONFIG": `{"maxIterations": "many"}`}, []string{"-g", "ws://" + g.Addr, "-s", "x", "-t", "y"}, "MEW_AGENT_CONFIG: agent: config: maxIterations"},
 		{"bad config file", nil, []string{"-c", badFile}, `unknown field "maxIteration"`},
 		{"missing config file", nil, []string{"-c", filepath.Join(dir, "none.yaml")}, "no such file"},
-		{"wrong token", map[string]string{"MEW_AGENT_CONFIG": `{"mockLLM":true}`}, []string{"-g", "ws://"+g.Addr, "-s", "cli-agents", "-t", "not-a-token"}, "unauthorized"},
-		{"wrong space", map[string]string{"MEW_AGENT_CONFIG": `{"mockLLM":true}`}, []string{"-g", "ws://"+g.Addr, "-s", "elsewhere", "-t", "helper-secret-token"}, "space"},
+		{"wrong token", map[string]string{"MEW_AGENT_CONFIG": `{"mockLLM":true}`}, []string{"-g", "ws://" + g.Addr, "-s", "cli-agents", "-t", "not-a-token"}, "unauthorized"},
+		{"wrong space", map[string]string{"MEW_AGENT_CONFIG": `{"mockLLM":true}`}, []string{"-g", "ws://" + g.Addr, "-s", "elsewhere", "-t", "helper-secret-token"}, "space"},
 		{"extra argument", nil, []string{"extra"}, "unknown command"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
