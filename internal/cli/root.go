@@ -71,5 +71,6 @@ and take the floor in turn instead of all answering at once.`,
 	root.AddCommand(newSpaceCmd(opts), newSpaceUpCmd(opts, "up"), newSpaceDownCmd("down"))
 	root.AddCommand(newClientCmd(opts))
 	root.AddCommand(newInitCmd(opts))
+	root.AddCommand(newMCPCmd())
 	return root
 }

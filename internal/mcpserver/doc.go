@@ -1,0 +1,11 @@
+// Package mcpserver holds the MCP servers that ship with mew, served over
+// stdio by `mew mcp calculator` and `mew mcp filesystem DIR` so that a space
+// (the demo, the built-in templates) has tools without Node or a network:
+//
+//   - Calculator: add, subtract, multiply, divide.
+//   - Filesystem: the tools of the reference filesystem server that a space
+//     needs (read_text_file, read_file, write_file, list_directory,
+//     directory_tree, create_directory, move_file, search_files,
+//     get_file_info, list_allowed_directories), confined to one directory
+//     with os.Root: no path, .. or symbolic link reaches outside it.
+package mcpserver

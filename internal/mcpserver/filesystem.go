@@ -1,0 +1,289 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Limits of the filesystem server.
+const (
+	maxRead      = 4 << 20 // bytes of one file read
+	maxListing   = 10000   // entries of a listing, a tree or a search
+	maxTreeDepth = 10
+)
+
+type pathIn struct {
+	Path string `json:"path" jsonschema:"a path inside the allowed directory, relative to it or absolute"`
+}
+
+type writeIn struct {
+	Path    string `json:"path" jsonschema:"the file to write, inside the allowed directory"`
+	Content string `json:"content" jsonschema:"the file's new content"`
+}
+
+type moveIn struct {
+	Source      string `json:"source" jsonschema:"the path to move"`
+	Destination string `json:"destination" jsonschema:"where to move it (must not exist)"`
+}
+
+type searchIn struct {
+	Path    string `json:"path" jsonschema:"the directory to search in"`
+	Pattern string `json:"pattern" jsonschema:"a glob (such as *.md) or a part of the name to look for"`
+}
+
+// fsys is the allowed directory.
+type fsys struct {
+	dir  string // absolute
+	root *os.Root
+}
+
+// Filesystem returns the filesystem server for dir, and a function that
+// releases the directory once the server is done.
+func Filesystem(dir string) (*mcp.Server, func() error, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mcpserver: %w", err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("mcpserver: %w", err)
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mcpserver: %w", err)
+	}
+	f := &fsys{dir: abs, root: root}
+	s := mcp.NewServer(&mcp.Implementation{Name: "mew-filesystem", Version: Version},
+		&mcp.ServerOptions{Instructions: "Files in " + abs + ": every path is inside it (relative paths are relative to it)."})
+	read := func(_ context.Context, _ *mcp.CallToolRequest, in pathIn) (*mcp.CallToolResult, any, error) {
+		return f.read(in.Path)
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "read_text_file", Description: "Read a text file"}, read)
+	mcp.AddTool(s, &mcp.Tool{Name: "read_file", Description: "Read a text file (the same as read_text_file)"}, read)
+	mcp.AddTool(s, &mcp.Tool{Name: "write_file", Description: "Create a file, or replace its content, with the given text"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in writeIn) (*mcp.CallToolResult, any, error) {
+			return f.write(in.Path, in.Content)
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "list_directory", Description: "List a directory: [DIR] and [FILE] entries"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in pathIn) (*mcp.CallToolResult, any, error) {
+			return f.list(in.Path)
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "directory_tree", Description: "The tree of files under a directory, one path a line"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in pathIn) (*mcp.CallToolResult, any, error) {
+			return f.walk(in.Path, func(string) bool { return true })
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "search_files", Description: "Find files under a directory whose name matches a glob or contains a text"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, any, error) {
+			if in.Pattern == "" {
+				return nil, nil, errors.New("pattern is empty")
+			}
+			return f.walk(in.Path, func(name string) bool {
+				ok, err := path.Match(in.Pattern, name)
+				return (err == nil && ok) || strings.Contains(strings.ToLower(name), strings.ToLower(in.Pattern))
+			})
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "create_directory", Description: "Create a directory (and its parents)"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in pathIn) (*mcp.CallToolResult, any, error) {
+			rel, err := f.rel(in.Path)
+			if err != nil {
+				return nil, nil, err
+			}
+			if err := f.root.MkdirAll(rel, 0o755); err != nil {
+				return nil, nil, f.clean(err)
+			}
+			return text("created " + rel), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "move_file", Description: "Move or rename a file or directory"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in moveIn) (*mcp.CallToolResult, any, error) {
+			src, err := f.rel(in.Source)
+			if err != nil {
+				return nil, nil, err
+			}
+			dst, err := f.rel(in.Destination)
+			if err != nil {
+				return nil, nil, err
+			}
+			if _, err := f.root.Lstat(dst); err == nil {
+				return nil, nil, fmt.Errorf("%s exists", dst)
+			}
+			if err := f.root.Rename(src, dst); err != nil {
+				return nil, nil, f.clean(err)
+			}
+			return text("moved " + src + " to " + dst), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "get_file_info", Description: "Size, kind, permissions and modification time of a path"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in pathIn) (*mcp.CallToolResult, any, error) {
+			rel, err := f.rel(in.Path)
+			if err != nil {
+				return nil, nil, err
+			}
+			fi, err := f.root.Stat(rel)
+			if err != nil {
+				return nil, nil, f.clean(err)
+			}
+			kind := "file"
+			if fi.IsDir() {
+				kind = "directory"
+			}
+			return text(fmt.Sprintf("path: %s\ntype: %s\nsize: %d\npermissions: %s\nmodified: %s",
+				rel, kind, fi.Size(), fi.Mode().Perm(), fi.ModTime().UTC().Format(time.RFC3339))), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "list_allowed_directories", Description: "The directory this server may touch"},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return text(abs), nil, nil
+		})
+	return s, root.Close, nil
+}
+
+// rel turns a tool's path into one relative to the allowed directory, or
+// refuses it.
+func (f *fsys) rel(p string) (string, error) {
+	if strings.ContainsRune(p, 0) {
+		return "", errors.New("the path contains a NUL byte")
+	}
+	if p == "" {
+		p = "."
+	}
+	if filepath.IsAbs(p) {
+		r, err := filepath.Rel(f.dir, filepath.Clean(p))
+		if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+			return "", fmt.Errorf("%s is outside the allowed directory %s", p, f.dir)
+		}
+		p = r
+	}
+	p = filepath.Clean(p)
+	if p == ".." || strings.HasPrefix(p, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("%s is outside the allowed directory %s", p, f.dir)
+	}
+	return p, nil
+}
+
+// clean rewrites an error of os.Root to speak of relative paths and say
+// plainly when a path escapes.
+func (f *fsys) clean(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		msg := pe.Err.Error()
+		if strings.Contains(msg, "escapes") {
+			msg = "outside the allowed directory"
+		}
+		return fmt.Errorf("%s %s: %s", pe.Op, pe.Path, msg)
+	}
+	return err
+}
+
+func (f *fsys) read(p string) (*mcp.CallToolResult, any, error) {
+	rel, err := f.rel(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	file, err := f.root.Open(rel)
+	if err != nil {
+		return nil, nil, f.clean(err)
+	}
+	defer file.Close()
+	data, err := io.ReadAll(io.LimitReader(file, maxRead+1))
+	if err != nil {
+		return nil, nil, f.clean(err)
+	}
+	if len(data) > maxRead {
+		return nil, nil, fmt.Errorf("%s is larger than %d bytes", rel, maxRead)
+	}
+	return text(string(data)), nil, nil
+}
+
+func (f *fsys) write(p, content string) (*mcp.CallToolResult, any, error) {
+	rel, err := f.rel(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rel == "." {
+		return nil, nil, errors.New("write_file needs a file name")
+	}
+	if dir := filepath.Dir(rel); dir != "." {
+		if err := f.root.MkdirAll(dir, 0o755); err != nil {
+			return nil, nil, f.clean(err)
+		}
+	}
+	if err := f.root.WriteFile(rel, []byte(content), 0o644); err != nil {
+		return nil, nil, f.clean(err)
+	}
+	return text(fmt.Sprintf("wrote %d bytes to %s", len(content), rel)), nil, nil
+}
+
+func (f *fsys) list(p string) (*mcp.CallToolResult, any, error) {
+	rel, err := f.rel(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	entries, err := fs.ReadDir(f.root.FS(), filepath.ToSlash(rel))
+	if err != nil {
+		return nil, nil, f.clean(err)
+	}
+	var b strings.Builder
+	for i, e := range entries {
+		if i == maxListing {
+			fmt.Fprintf(&b, "… and %d more\n", len(entries)-i)
+			break
+		}
+		tag := "[FILE]"
+		if e.IsDir() {
+			tag = "[DIR]"
+		}
+		b.WriteString(tag + " " + e.Name() + "\n")
+	}
+	if len(entries) == 0 {
+		b.WriteString("(empty)\n")
+	}
+	return text(strings.TrimRight(b.String(), "\n")), nil, nil
+}
+
+// walk lists the paths under p whose base name satisfies keep.
+func (f *fsys) walk(p string, keep func(name string) bool) (*mcp.CallToolResult, any, error) {
+	rel, err := f.rel(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	var found []string
+	start := filepath.ToSlash(rel)
+	err = fs.WalkDir(f.root.FS(), start, func(q string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if q == start {
+			return nil
+		}
+		if strings.Count(strings.TrimPrefix(q, start), "/") > maxTreeDepth {
+			return fs.SkipDir
+		}
+		if keep(d.Name()) {
+			name := q
+			if d.IsDir() {
+				name += "/"
+			}
+			found = append(found, name)
+		}
+		if len(found) >= maxListing {
+			return fs.SkipAll
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, f.clean(err)
+	}
+	slices.Sort(found)
+	if len(found) == 0 {
+		return text("(nothing)"), nil, nil
+	}
+	return text(strings.Join(found, "\n")), nil, nil
+}

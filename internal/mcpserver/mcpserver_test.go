@@ -1,0 +1,136 @@
+package mcpserver
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// connect serves s over in-memory transports and returns a client session.
+func connect(t *testing.T, s *mcp.Server) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Wait() })
+	return cs
+}
+
+// call calls a tool and returns its text and whether it failed.
+func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		return err.Error(), true
+	}
+	var texts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			texts = append(texts, tc.Text)
+		}
+	}
+	return strings.Join(texts, "\n"), res.IsError
+}
+
+func TestCalculator(t *testing.T) {
+	cs := connect(t, Calculator())
+	for _, tc := range []struct {
+		tool  string
+		a, b  float64
+		want  string
+		isErr bool
+	}{
+		{"add", 2, 3, "5", false},
+		{"subtract", 10, 3, "7", false},
+		{"multiply", 7, 6, "42", false},
+		{"divide", 1, 4, "0.25", false},
+		{"divide", 1, 0, "division by zero", true},
+	} {
+		got, isErr := call(t, cs, tc.tool, map[string]any{"a": tc.a, "b": tc.b})
+		if got != tc.want || isErr != tc.isErr {
+			t.Errorf("%s(%v, %v) = %q (error %v), want %q", tc.tool, tc.a, tc.b, got, isErr, tc.want)
+		}
+	}
+	if got, isErr := call(t, cs, "add", map[string]any{"a": "two", "b": 3}); !isErr {
+		t.Errorf("a string operand accepted: %s", got)
+	}
+}
+
+func TestFilesystem(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "files")
+	s, closeRoot, err := Filesystem(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeRoot()
+	cs := connect(t, s)
+	outside := filepath.Join(dir, "secret.txt")
+	if err := os.WriteFile(outside, []byte("secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+
+	steps := []struct {
+		tool  string
+		args  map[string]any
+		want  string
+		isErr bool
+	}{
+		{"write_file", map[string]any{"path": "notes/a.md", "content": "hello"}, "wrote 5 bytes to notes/a.md", false},
+		{"read_text_file", map[string]any{"path": "notes/a.md"}, "hello", false},
+		{"read_file", map[string]any{"path": filepath.Join(root, "notes", "a.md")}, "hello", false},
+		{"list_directory", map[string]any{"path": "."}, "[FILE] link.txt\n[DIR] notes", false},
+		{"search_files", map[string]any{"path": ".", "pattern": "*.md"}, "notes/a.md", false},
+		{"move_file", map[string]any{"source": "notes/a.md", "destination": "b.md"}, "moved notes/a.md to b.md", false},
+		{"directory_tree", map[string]any{"path": ""}, "b.md\nlink.txt\nnotes/", false},
+		{"create_directory", map[string]any{"path": "x/y"}, "created x/y", false},
+		{"list_allowed_directories", map[string]any{}, root, false},
+		// Escapes are refused.
+		{"read_text_file", map[string]any{"path": "../secret.txt"}, "outside the allowed directory", true},
+		{"read_text_file", map[string]any{"path": outside}, "outside the allowed directory", true},
+		{"read_text_file", map[string]any{"path": "link.txt"}, "outside the allowed directory", true},
+		{"write_file", map[string]any{"path": "../../evil", "content": "x"}, "outside the allowed directory", true},
+		{"write_file", map[string]any{"path": "link.txt", "content": "x"}, "outside the allowed directory", true},
+		{"read_text_file", map[string]any{"path": "a\x00b"}, "NUL", true},
+		{"read_text_file", map[string]any{"path": "missing.txt"}, "no such file", true},
+		{"move_file", map[string]any{"source": "b.md", "destination": "x"}, "x exists", true},
+		{"write_file", map[string]any{"path": ".", "content": "x"}, "needs a file name", true},
+	}
+	for _, st := range steps {
+		got, isErr := call(t, cs, st.tool, st.args)
+		if isErr != st.isErr || !strings.Contains(got, st.want) {
+			t.Errorf("%s %v = %q (error %v), want %q (error %v)", st.tool, st.args, got, isErr, st.want, st.isErr)
+		}
+	}
+	if data, _ := os.ReadFile(outside); string(data) != "secret" {
+		t.Errorf("the file outside changed: %q", data)
+	}
+	big := filepath.Join(root, "big")
+	if err := os.WriteFile(big, make([]byte, maxRead+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, isErr := call(t, cs, "read_text_file", map[string]any{"path": "big"}); !isErr || !strings.Contains(got, "larger than") {
+		t.Errorf("big file: %.80q %v", got, isErr)
+	}
+}
