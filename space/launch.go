@@ -74,10 +74,11 @@ func (l Launch) Gateway() Process {
 // the mcp_server's, ${PORT}, ${SPACE} and ${TOKEN} are replaced by the
 // gateway's port, the space id and p's token, and nothing else is (a shell
 // command keeps its own $VAR); env values are expanded fully: those three
-// and any ${VAR} of the environment. The process also gets
+// and any ${VAR} of the environment. A command "mew", the participant's or
+// its mcp_server's, is this mew. The process also gets
 // MEW_GATEWAY, MEW_SPACE, MEW_PARTICIPANT_ID, MEW_TOKEN and
 // MEW_TOKEN_<ID>, so that `mew agent run` and `mew bridge start` need no
-// flags (and no token on their command line). A command "mew" is this mew.
+// flags (and no token on their command line).
 func (l Launch) Participant(p *Participant, token string) (Process, bool, error) {
 	if !p.AutoStart {
 		return Process{}, false, nil
@@ -119,8 +120,12 @@ func (l Launch) Participant(p *Participant, token string) (Process, bool, error)
 		if s.Command == "" {
 			return Process{}, false, fmt.Errorf("space: participant %s: mcp_server has no command", p.ID)
 		}
+		command := arg(s.Command)
+		if command == "mew" {
+			command = l.Executable
+		}
 		proc.Path = l.Executable
-		proc.Args = []string{"bridge", "start", "-g", l.GatewayURL(), "-s", l.Config.Space.ID, "-p", p.ID, "-m", arg(s.Command)}
+		proc.Args = []string{"bridge", "start", "-g", l.GatewayURL(), "-s", l.Config.Space.ID, "-p", p.ID, "-m", command}
 		if len(s.Args) > 0 {
 			args := make([]string, len(s.Args))
 			for i, a := range s.Args {

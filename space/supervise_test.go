@@ -173,6 +173,10 @@ participants:
     type: mcp-bridge
     auto_start: true
     mcp_server: {command: npx, args: [-y, server, "${PORT}"], env: {A: "1", B: "2"}, cwd: ./files}
+  calc:
+    type: mcp-bridge
+    auto_start: true
+    mcp_server: {command: mew, args: [mcp, calculator]}
   human: {}
   broken: {auto_start: true}
 `), filepath.Join(dir, "space.yaml"))
@@ -204,6 +208,10 @@ participants:
 	want := "bridge start -g ws://127.0.0.1:4242 -s demo -p fs -m npx --mcp-args -y,server,4242 --mcp-env A=1,B=2 --mcp-cwd " + filepath.Join(dir, "files")
 	if strings.Join(b.Args, " ") != want || b.Log != filepath.Join(dir, "logs", "fs.log") {
 		t.Errorf("bridge process %v, log %s", b.Args, b.Log)
+	}
+	c, _, err := l.Participant(cfg.Participant("calc"), "t3")
+	if err != nil || strings.Join(c.Args, " ") != "bridge start -g ws://127.0.0.1:4242 -s demo -p calc -m /bin/mew --mcp-args mcp,calculator" {
+		t.Errorf("calc bridge %v, %v", c.Args, err)
 	}
 	if _, ok, err := l.Participant(cfg.Participant("human"), ""); ok || err != nil {
 		t.Errorf("human: %v %v", ok, err)
