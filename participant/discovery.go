@@ -45,6 +45,11 @@ import (
 // random delay of up to a quarter of the timeout (at most 1 s) so that a
 // space's participants do not all ask at once. A participant that leaves is
 // forgotten, its tools with it; one that joins again is discovered afresh.
+// One that announces notifications/tools/list_changed (an mcp/request,
+// broadcast or addressed to this participant, as a bridge sends when its
+// MCP server's tools change) has its tools listed again at once if they
+// were discovered before or AutoDiscovery is set, and is not answered from
+// the old list in any case.
 type DiscoveryState string
 
 // Discovery states, with the reference implementation's names.
@@ -118,6 +123,7 @@ type peerDiscovery struct {
 	candidate  bool // its capabilities let it answer MCP requests
 	notAllowed bool // the latest discovery failed for lack of our capability
 	stale      bool // RefreshDiscovery: do not answer from the list
+	relist     bool // its tools changed while a discovery was under way
 	ctx        context.Context
 	cancel     context.CancelFunc // ends its discoveries when it is forgotten
 	flight     *discoveryFlight   // the discovery under way, shared
@@ -149,6 +155,50 @@ func (p *Participant) wireDiscovery() {
 	p.c.OnKind(protocol.KindSystemPresence, p.onDiscoveryPresence)
 	p.c.OnKind(protocol.KindMCPResponse, p.onToolsListAnswer)
 	p.c.OnKind(protocol.KindSystemError, p.onToolsListAnswer)
+	p.c.OnKind(protocol.KindMCPRequest, p.onToolsListChanged)
+}
+
+// toolsListChanged is the MCP notification a participant sends (as an
+// mcp/request, broadcast or addressed) when its tools changed.
+const toolsListChanged = "notifications/tools/list_changed"
+
+// onToolsListChanged marks the sender's tool list stale when it announces
+// notifications/tools/list_changed, broadcast or addressed to this
+// participant, and lists its tools again when AutoDiscovery is set or they
+// were discovered before. A discovery under way is followed by another,
+// since its answer may predate the change.
+func (p *Participant) onToolsListChanged(env *protocol.Envelope) {
+	from := env.From
+	if from == "" || from == p.ID() || (!env.IsBroadcast() && !env.AddressedTo(p.ID())) {
+		return
+	}
+	var msg struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(env.Payload, &msg) != nil || msg.Method != toolsListChanged {
+		return
+	}
+	d := &p.discovery
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	pe, ok := d.peers[from]
+	if !ok {
+		return
+	}
+	pe.stale = true
+	if pe.flight != nil {
+		pe.relist = true
+		return
+	}
+	st := pe.status.State
+	if p.opts.AutoDiscovery || st == DiscoveryCompleted || st == DiscoveryNoTools {
+		p.log.Debug("tools changed; listing them again", "participant", from)
+		if pe.refresh != nil {
+			close(pe.refresh)
+			pe.refresh = nil
+		}
+		p.startLocked(pe, from, 0)
+	}
 }
 
 // notifyLocked wakes WaitForPendingDiscoveries.
@@ -400,6 +450,11 @@ func (p *Participant) finishDiscovery(pe *peerDiscovery, id string, f *discovery
 			} else {
 				p.log.Warn("tool discovery failed", "participant", id, "attempts", pe.status.Attempts, "err", err)
 			}
+		}
+		if pe.relist && p.ctx.Err() == nil {
+			// Its tools changed while this discovery ran: list them again.
+			pe.relist, pe.stale = false, true
+			p.startLocked(pe, id, 0)
 		}
 	}
 	d.notifyLocked()

@@ -247,3 +247,40 @@ func TestDiscoveryNotAllowed(t *testing.T) {
 		t.Error("a participant without the capability sent a request or a proposal")
 	}
 }
+
+func TestDiscoveryRelistsOnToolsListChanged(t *testing.T) {
+	g := startSpace(t, "", gateway.Options{})
+	human := &toolServer{id: "human", tools: []map[string]any{addTool}}
+	humanC := serveTools(t, g, human)
+	seeker := joinReady(t, g, "agent", participant.Options{DiscoveryTimeout: time.Second})
+	waitUntil(t, "the seeker knows human", func() bool { return len(seeker.DiscoveryStatus()) == 1 })
+	if tools, err := seeker.DiscoverTools(testCtx(t), "human"); err != nil || len(tools) != 1 {
+		t.Fatalf("DiscoverTools: %+v, %v", tools, err)
+	}
+
+	announce := func(to ...string) {
+		t.Helper()
+		env, err := protocol.New(protocol.KindMCPRequest, map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.To = to
+		if err := humanC.Send(testCtx(t), env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A change announced to someone else is not the seeker's business.
+	human.setTools([]map[string]any{addTool, mulTool})
+	announce("calc")
+	// A broadcast one is: the seeker lists human's tools again, although
+	// its list is fresh and AutoDiscovery is off.
+	announce()
+	waitUntil(t, "the new tools are listed", func() bool { return len(seeker.AvailableTools()) == 2 })
+	if n := human.asked.Load(); n != 2 {
+		t.Errorf("human was asked %d times, want 2 (one per broadcast change)", n)
+	}
+	tools, err := seeker.DiscoverTools(testCtx(t), "human")
+	if err != nil || len(tools) != 2 || human.asked.Load() != 2 {
+		t.Errorf("after the refresh, DiscoverTools = %+v, %v (asked %d times)", tools, err, human.asked.Load())
+	}
+}

@@ -38,6 +38,14 @@ type Options struct {
 	// participant reports its status unasked (default 0.9).
 	ContextTokens int
 	SoftLimit     float64
+
+	// DelegatedMethods lists MCP methods that the participant would answer
+	// itself (initialize, tools/list, tools/call, resources/list,
+	// resources/read, resources/templates/list) but hands to the OnRequest
+	// handlers instead, as it does the methods it does not serve: a bridge
+	// that forwards them to an MCP server sets it. ping is always answered
+	// by the participant.
+	DelegatedMethods []string
 }
 
 const (
@@ -74,6 +82,7 @@ type Participant struct {
 	wg     sync.WaitGroup
 	closed atomic.Bool
 
+	delegated map[string]bool // Options.DelegatedMethods; read-only after New
 	tools     toolRegistry
 	pending   requestTable
 	discovery discoveryState
@@ -108,7 +117,12 @@ func New(opts Options) (*Participant, error) {
 		return nil, fmt.Errorf("participant: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Participant{c: c, opts: opts, log: log, ctx: ctx, cancel: cancel}
+	p := &Participant{c: c, opts: opts, log: log, ctx: ctx, cancel: cancel, delegated: map[string]bool{}}
+	for _, m := range opts.DelegatedMethods {
+		if m != "ping" {
+			p.delegated[m] = true
+		}
+	}
 	p.caps.Store(capability.MustCompile())
 	c.OnWelcome(p.onWelcome)
 	p.wireTools()

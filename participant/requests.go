@@ -125,6 +125,15 @@ func (r *Request) RespondError(ctx context.Context, code int, message string) er
 	return r.answer(ctx, nil, &RPCError{Code: code, Message: message})
 }
 
+// RespondRPCError answers the request with a JSON-RPC error as it is,
+// data included: for instance one that an MCP server returned.
+func (r *Request) RespondRPCError(ctx context.Context, e *RPCError) error {
+	if e == nil {
+		return fmt.Errorf("participant: request %s: no error to answer with", r.Envelope.ID)
+	}
+	return r.answer(ctx, nil, e)
+}
+
 func (r *Request) answer(ctx context.Context, result any, rpcErr *RPCError) error {
 	if r.IsNotification() {
 		return fmt.Errorf("participant: %s is a notification and takes no answer", r.Method)
@@ -429,7 +438,8 @@ func (p *Participant) OnProposal(f func(*Proposal)) (remove func()) {
 // OnRequest registers f for the mcp/request envelopes addressed to this
 // participant whose method it does not serve itself (it serves initialize,
 // ping, tools/list, tools/call, resources/list, resources/read and
-// resources/templates/list), notifications included, and returns a
+// resources/templates/list, except those listed in
+// Options.DelegatedMethods), notifications included, and returns a
 // function that removes it. f answers with Request.Respond or
 // RespondError; while no handler is registered, such requests are answered
 // with CodeMethodNotFound. f runs on the dispatch goroutine and must not

@@ -494,7 +494,7 @@ func (p *Participant) serveRequest(env *protocol.Envelope) {
 		p.replyNow(env, nil, nil, &RPCError{Code: CodeParseError, Message: "Parse error: payload is not a JSON-RPC request"})
 		return
 	}
-	if !servedMethods[req.Method] {
+	if !servedMethods[req.Method] || p.delegated[req.Method] {
 		p.deliverRequest(env, &req)
 		return
 	}

@@ -427,3 +427,52 @@ func TestRequestsNotAddressedAreIgnored(t *testing.T) {
 		t.Fatalf("add ran %d times, want 1", n)
 	}
 }
+
+func TestDelegatedMethodsGoToOnRequest(t *testing.T) {
+	g := startSpace(t, "", gateway.Options{})
+	// calc registers a tool but delegates tools/call and tools/list (as a
+	// bridge does); initialize, ping and the rest it still answers itself.
+	calc := mcpJoin(t, g, "calc", participant.Options{DelegatedMethods: []string{"tools/call", "tools/list", "ping"}})
+	if err := calc.RegisterTool(mcpAddTool(nil)); err != nil {
+		t.Fatal(err)
+	}
+	human := mcpJoin(t, g, "human", participant.Options{})
+	ctx := mcpCtx(t)
+
+	// Without a handler, a delegated method is not found.
+	_, err := human.Request(ctx, "calc", mcpCall("add", map[string]any{"a": 1, "b": 2}))
+	var rpcErr *participant.RPCError
+	if !errors.As(err, &rpcErr) || rpcErr.Code != participant.CodeMethodNotFound {
+		t.Fatalf("delegated method without a handler: %v", err)
+	}
+
+	var seen atomic.Int32
+	calc.OnRequest(func(r *participant.Request) {
+		seen.Add(1)
+		switch r.Method {
+		case "tools/list":
+			go func() { _ = r.Respond(context.Background(), map[string]any{"tools": []any{}, "nextCursor": "2"}) }()
+		case "tools/call":
+			go func() {
+				_ = r.RespondRPCError(context.Background(), &participant.RPCError{Code: -32042, Message: "elsewhere", Data: json.RawMessage(`{"why":"delegated"}`)})
+			}()
+		}
+	})
+	raw, err := human.Request(ctx, "calc", map[string]any{"method": "tools/list"})
+	if err != nil || string(raw) != `{"nextCursor":"2","tools":[]}` {
+		t.Fatalf("delegated tools/list = %s, %v", raw, err)
+	}
+	_, err = human.Request(ctx, "calc", mcpCall("add", map[string]any{"a": 1, "b": 2}))
+	if !errors.As(err, &rpcErr) || rpcErr.Code != -32042 || rpcErr.Message != "elsewhere" || string(rpcErr.Data) != `{"why":"delegated"}` {
+		t.Fatalf("delegated tools/call error = %v (%+v)", err, rpcErr)
+	}
+	if raw, err = human.Request(ctx, "calc", map[string]any{"method": "ping"}); err != nil || string(raw) != "{}" {
+		t.Fatalf("ping = %s, %v (ping is never delegated)", raw, err)
+	}
+	if _, err = human.Request(ctx, "calc", map[string]any{"method": "resources/list"}); err != nil {
+		t.Fatalf("resources/list (not delegated): %v", err)
+	}
+	if n := seen.Load(); n != 2 {
+		t.Errorf("the handler saw %d requests, want 2", n)
+	}
+}

@@ -1,0 +1,314 @@
+package bridge_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/mew-protocol/mew/bridge"
+	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/internal/mcptest"
+	"github.com/mew-protocol/mew/internal/testutil"
+	"github.com/mew-protocol/mew/participant"
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// TestMain runs the test binary as the Go MCP test server when the bridge
+// under test starts it (mcptest.EnvMode set), and the tests otherwise.
+func TestMain(m *testing.M) {
+	if os.Getenv(mcptest.EnvMode) != "" {
+		os.Exit(mcptest.Main())
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// bridgeSpace is the space of the tests: files is the bridge; human may do
+// anything; agent may only list tools and propose.
+const bridgeSpace = `
+space: {id: bridge}
+participants:
+  files:
+    tokens: [files-token]
+    capabilities:
+      - {kind: mcp/response}
+      - {kind: mcp/request, payload: {method: "notifications/**"}}
+      - {kind: participant/status}
+      - {kind: chat}
+  human:
+    tokens: [human-token]
+    capabilities: [{kind: "*"}]
+  agent:
+    tokens: [agent-token]
+    capabilities:
+      - {kind: chat}
+      - {kind: mcp/proposal}
+      - {kind: mcp/withdraw}
+      - {kind: mcp/request, payload: {method: "tools/list"}}
+`
+
+// goServer is the Go test server run by this test binary, in mode, with
+// extra NAME=VALUE environment entries.
+func goServer(t testing.TB, mode string, env ...string) bridge.Server {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A race-enabled child sleeps a second at exit unless told not to.
+	return bridge.Server{Command: exe, Env: append([]string{mcptest.EnvMode + "=" + mode, "GORACE=atexit_sleep_ms=0"}, env...)}
+}
+
+// npmServer returns the path of an npm reference server's binary (put on
+// PATH by .ci/run). Locally the test is skipped without it; in CI
+// (CI=true) its absence fails the test.
+func npmServer(t testing.TB, bin string) string {
+	t.Helper()
+	path, err := exec.LookPath(bin)
+	if err == nil {
+		return path
+	}
+	const install = "npm install -g --prefix ~/.cache/mew/npm @modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31 && export PATH=~/.cache/mew/npm/bin:$PATH"
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is not on PATH; .ci/run installs it (%s)", bin, install)
+	}
+	t.Skipf("%s is not on PATH; install the npm reference servers with: %s", bin, install)
+	return ""
+}
+
+// logBuffer collects log output; safe for concurrent use.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// running is a bridge started by startBridge.
+type running struct {
+	*bridge.Bridge
+	logs *logBuffer
+	stop func() error // cancels Run and returns its error
+}
+
+// startBridge runs a bridge that joins g as participant "files" and waits
+// until it is ready. It is stopped when the test ends, if not before.
+func startBridge(t testing.TB, g *testutil.Gateway, opts bridge.Options) *running {
+	t.Helper()
+	r, err := tryStartBridge(t, g, opts)
+	if err != nil {
+		t.Fatalf("bridge: %v\nlogs:\n%s", err, r.logs)
+	}
+	return r
+}
+
+// tryStartBridge is startBridge returning Run's error when the bridge
+// never becomes ready.
+func tryStartBridge(t testing.TB, g *testutil.Gateway, opts bridge.Options) (*running, error) {
+	t.Helper()
+	logs := &logBuffer{}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	opts.Participant.Client = client.Options{
+		Gateway: "ws://" + g.Addr, Space: g.Config.Space.ID, Token: "files-token", Reconnect: true,
+	}
+	b, err := bridge.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	var once sync.Once
+	var runErr error
+	r := &running{Bridge: b, logs: logs}
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case runErr = <-done:
+			case <-time.After(30 * time.Second):
+				runErr = errors.New("Run did not return within 30 s")
+			}
+		})
+		return runErr
+	}
+	var checked atomic.Bool // the test looked at Run's error itself
+	r.stop = func() error { checked.Store(true); return stop() }
+	t.Cleanup(func() {
+		if err := stop(); err != nil && !checked.Load() {
+			t.Errorf("bridge Run: %v", err)
+		}
+	})
+	select {
+	case <-b.Ready():
+		return r, nil
+	case err := <-done:
+		checked.Store(true)
+		once.Do(func() { runErr = err; cancel() })
+		return r, err
+	case <-time.After(30 * time.Second):
+		return r, errors.New("the bridge was not ready within 30 s")
+	}
+}
+
+// startSpace starts a gateway for bridgeSpace (or spaceYAML).
+func startSpace(t testing.TB, spaceYAML string) *testutil.Gateway {
+	t.Helper()
+	if spaceYAML == "" {
+		spaceYAML = bridgeSpace
+	}
+	return testutil.StartGateway(t, spaceYAML, gateway.Options{})
+}
+
+// join connects participant id (token "<id>-token") and waits until its
+// capabilities are known.
+func join(t testing.TB, g *testutil.Gateway, id string, opts participant.Options) *participant.Participant {
+	t.Helper()
+	opts.Client = client.Options{Gateway: "ws://" + g.Addr, Space: g.Config.Space.ID, Token: id + "-token"}
+	p, err := participant.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Connect(ctx); err != nil {
+		t.Fatalf("connect %s: %v", id, err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	waitFor(t, id+" is ready", func() bool { return p.Client().State() == client.Ready && len(p.Capabilities()) > 0 })
+	return p
+}
+
+// waitFor polls cond for up to 20 s.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// ctxFor returns a context that ends after d or with the test.
+func ctxFor(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// call is a tools/call payload.
+func call(name string, args any) map[string]any {
+	return map[string]any{"method": "tools/call", "params": map[string]any{"name": name, "arguments": args}}
+}
+
+// toolResult is a tools/call result as the tests read it.
+type toolResult struct {
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
+	IsError           bool            `json:"isError"`
+}
+
+func (r toolResult) text() string {
+	var parts []string
+	for _, c := range r.Content {
+		parts = append(parts, c.Text)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// callTool calls a tool of "files" as p and decodes the result.
+func callTool(t testing.TB, p *participant.Participant, name string, args any) toolResult {
+	t.Helper()
+	raw, err := p.Request(ctxFor(t, 20*time.Second), "files", call(name, args))
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", name, err)
+	}
+	var r toolResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatalf("tools/call %s: result %s: %v", name, raw, err)
+	}
+	return r
+}
+
+// rpcCode returns the JSON-RPC error code of err, or 0.
+func rpcCode(err error) int {
+	var e *participant.RPCError
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return 0
+}
+
+// envelopes collects the envelopes of the given kinds that p receives.
+type envelopes struct {
+	mu   sync.Mutex
+	list []*protocol.Envelope
+}
+
+func watch(p *participant.Participant, kinds ...string) *envelopes {
+	e := &envelopes{}
+	for _, k := range kinds {
+		p.Client().OnKind(k, func(env *protocol.Envelope) {
+			e.mu.Lock()
+			e.list = append(e.list, env)
+			e.mu.Unlock()
+		})
+	}
+	return e
+}
+
+func (e *envelopes) find(match func(*protocol.Envelope) bool) *protocol.Envelope {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, env := range e.list {
+		if match(env) {
+			return env
+		}
+	}
+	return nil
+}
+
+func (e *envelopes) all() []*protocol.Envelope {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]*protocol.Envelope(nil), e.list...)
+}
+
+// statusIs matches a participant/status of files with the status s.
+func statusIs(s string) func(*protocol.Envelope) bool {
+	return func(env *protocol.Envelope) bool {
+		if env.Kind != protocol.KindParticipantStatus || env.From != "files" {
+			return false
+		}
+		var st protocol.Status
+		return env.DecodePayload(&st) == nil && st.Status == s
+	}
+}
