@@ -110,6 +110,38 @@ type lineClient struct {
 	mu        sync.Mutex
 	proposals []*participant.Proposal // numbered from 1
 	seen      map[string]bool         // proposals already numbered
+	quiet     []string                // ids of listing requests, whose answers are not shown
+}
+
+// maxQuiet bounds the listing requests remembered.
+const maxQuiet = 256
+
+// listing reports whether an MCP method is bookkeeping (discovery, set-up,
+// notifications) rather than something a person asked for.
+func listing(method string) bool {
+	return strings.HasSuffix(method, "/list") || method == "initialize" || method == "ping" || strings.HasPrefix(method, "notifications/")
+}
+
+// hush remembers a listing request so that its answer is not shown.
+func (lc *lineClient) hush(id string) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	lc.quiet = append(lc.quiet, id)
+	if len(lc.quiet) > maxQuiet {
+		lc.quiet = lc.quiet[len(lc.quiet)-maxQuiet:]
+	}
+}
+
+// hushed reports whether env answers a listing request.
+func (lc *lineClient) hushed(env *protocol.Envelope) bool {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	for _, id := range lc.quiet {
+		if env.CorrelatesWith(id) {
+			return true
+		}
+	}
+	return false
 }
 
 // runLineClient connects and runs until the input ends, /quit, or ctx ends.
@@ -414,8 +446,15 @@ func (lc *lineClient) show(env *protocol.Envelope) {
 			Params json.RawMessage `json:"params"`
 		}
 		_ = env.DecodePayload(&m)
+		if listing(m.Method) {
+			lc.hush(env.ID)
+			return
+		}
 		text = "  " + env.From + " → " + strings.Join(env.To, ",") + ": " + describeCall(m.Method, m.Params)
 	case protocol.KindMCPResponse:
+		if lc.hushed(env) {
+			return
+		}
 		var m struct {
 			Result json.RawMessage `json:"result"`
 			Error  *struct {

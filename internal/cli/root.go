@@ -67,10 +67,12 @@ and take the floor in turn instead of all answering at once.`,
 	root.AddCommand(newBenchCmd(opts, gatewayBenchTarget))
 	root.AddCommand(newGatewayCmd())
 	root.AddCommand(newTokenCmd())
+	root.AddCommand(newBridgeCmd(opts))
 	root.AddCommand(newAgentCmd(opts))
 	root.AddCommand(newSpaceCmd(opts), newSpaceUpCmd(opts, "up"), newSpaceDownCmd("down"))
 	root.AddCommand(newClientCmd(opts))
 	root.AddCommand(newInitCmd(opts))
 	root.AddCommand(newMCPCmd())
+	root.AddCommand(newDemoCmd(opts))
 	return root
 }

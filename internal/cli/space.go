@@ -179,104 +179,149 @@ func runSpaceUp(ctx context.Context, cmd *cobra.Command, opts Options, f spaceFl
 	if f.detach {
 		return detachSpace(ctx, cmd, exe, cfg, f)
 	}
-	port, err := pickPort(f.port)
+	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	rs, err := startSpace(ctx, opts, exe, cfg, f.port, f.logLevel, logger)
 	if err != nil {
 		return err
 	}
+	defer rs.stop()
 	out := cmd.OutOrStdout()
-	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-	l := space.Launch{Config: cfg, Executable: exe, Port: port, LogLevel: f.logLevel, Environ: environ(opts)}
-
-	st := &space.RunState{
-		SpaceID: cfg.Space.ID, SpaceName: cfg.Space.Name, SpaceDir: cfg.SpaceDir(), Port: port,
-		Agents: map[string]int{}, Clients: map[string]int{}, Supervisor: os.Getpid(), Config: cfg.Path,
-		StartedAt: time.Now().UTC().Truncate(time.Second),
+	fmt.Fprintf(out, "space %s is up: %s (gateway pid %d)\n", cfg.Space.ID, rs.launch.GatewayURL(), rs.gatewayPID())
+	if len(rs.started) > 0 {
+		fmt.Fprintf(out, "started: %s\n", strings.Join(rs.started, ", "))
 	}
-	var stMu sync.Mutex
-	var sup *space.Supervisor
-	writeState := func() {
-		stMu.Lock()
-		defer stMu.Unlock()
-		if sup == nil {
-			return
-		}
-		for _, p := range sup.State() {
-			if p.Name == "gateway" {
-				st.Gateway = p.PID
-			} else {
-				st.Agents[p.Name] = p.PID
-			}
-		}
-		if err := st.Write(cfg.MewDir); err != nil {
-			logger.Error("state not written", "err", err)
-		}
-	}
-	stMu.Lock()
-	sup = space.NewSupervisor(space.SupervisorOptions{Logger: logger, OnChange: writeState})
-	stMu.Unlock()
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), stopDeadline)
-		defer cancel()
-		if err := sup.Stop(sctx); err != nil {
-			logger.Error("stopping the space", "err", err)
-		}
-		if err := space.RemoveRunState(cfg.MewDir); err != nil {
-			logger.Error("state not removed", "err", err)
-		}
-		logger.Info("space stopped", "space", cfg.Space.ID)
-	}()
-
-	gw := l.Gateway()
-	if err := sup.Start(gw); err != nil {
-		return err
-	}
-	if err := waitHealthy(ctx, port, sup.Done("gateway")); err != nil {
-		return fmt.Errorf("space up: %w; the gateway's log (%s) ends:\n%s", err, gw.Log, tail(gw.Log, 20))
-	}
-	store := space.TokenStore{Dir: filepath.Join(cfg.MewDir, "tokens"), Getenv: opts.getenv()}
-	var started []string
-	for _, p := range cfg.Participants {
-		if !p.AutoStart {
-			continue
-		}
-		tokens, err := store.Tokens(p)
-		if err != nil {
-			return fmt.Errorf("space up: %s: %w", p.ID, err)
-		}
-		proc, ok, err := l.Participant(p, tokens[0])
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue
-		}
-		if err := sup.Start(proc); err != nil {
-			return err
-		}
-		started = append(started, p.ID)
-	}
-	writeState()
-	fmt.Fprintf(out, "space %s is up: %s (gateway pid %d)\n", cfg.Space.ID, l.GatewayURL(), st.Gateway)
-	if len(started) > 0 {
-		fmt.Fprintf(out, "started: %s\n", strings.Join(started, ", "))
-	}
-	fmt.Fprintf(out, "logs: %s\n", l.LogDir())
+	fmt.Fprintf(out, "logs: %s\n", rs.launch.LogDir())
 	if f.interactive {
 		who, err := resolveParticipant(cfg, f.participant)
 		if err != nil {
 			return err
 		}
-		tokens, err := store.Tokens(cfg.Participant(who))
-		if err != nil {
-			return err
-		}
-		return runLineClient(ctx, cmd, lineClientOptions{Gateway: l.GatewayURL(), Space: cfg.Space.ID, Token: tokens[0], Config: cfg, Self: who})
+		return rs.connect(ctx, cmd, who)
 	}
 	if !f.supervise {
 		fmt.Fprintln(out, "Ctrl-C stops the space")
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// runningSpace is a space this process started: its gateway and
+// participants under a supervisor, and its state file.
+type runningSpace struct {
+	cfg     *space.Config
+	launch  space.Launch
+	sup     *space.Supervisor
+	store   space.TokenStore
+	log     *slog.Logger
+	started []string // participants started, in order
+
+	mu    sync.Mutex
+	state *space.RunState
+}
+
+// startSpace starts the gateway, waits for its /health, then starts the
+// auto_start participants, and keeps .mew/pids.json current. On an error,
+// what was started is stopped.
+func startSpace(ctx context.Context, opts Options, exe string, cfg *space.Config, port int, logLevel string, logger *slog.Logger) (_ *runningSpace, err error) {
+	if port, err = pickPort(port); err != nil {
+		return nil, err
+	}
+	rs := &runningSpace{
+		cfg:    cfg,
+		launch: space.Launch{Config: cfg, Executable: exe, Port: port, LogLevel: logLevel, Environ: environ(opts)},
+		store:  space.TokenStore{Dir: filepath.Join(cfg.MewDir, "tokens"), Getenv: opts.getenv()},
+		log:    logger,
+		state: &space.RunState{
+			SpaceID: cfg.Space.ID, SpaceName: cfg.Space.Name, SpaceDir: cfg.SpaceDir(), Port: port,
+			Agents: map[string]int{}, Clients: map[string]int{}, Supervisor: os.Getpid(), Config: cfg.Path,
+			StartedAt: time.Now().UTC().Truncate(time.Second),
+		},
+	}
+	rs.mu.Lock()
+	rs.sup = space.NewSupervisor(space.SupervisorOptions{Logger: logger, OnChange: rs.writeState})
+	rs.mu.Unlock()
+	defer func() {
+		if err != nil {
+			rs.stop()
+		}
+	}()
+	gw := rs.launch.Gateway()
+	if err := rs.sup.Start(gw); err != nil {
+		return nil, err
+	}
+	if err := waitHealthy(ctx, port, rs.sup.Done("gateway")); err != nil {
+		return nil, fmt.Errorf("space up: %w; the gateway's log (%s) ends:\n%s", err, gw.Log, tail(gw.Log, 20))
+	}
+	for _, p := range cfg.Participants {
+		if !p.AutoStart {
+			continue
+		}
+		tokens, err := rs.store.Tokens(p)
+		if err != nil {
+			return nil, fmt.Errorf("space up: %s: %w", p.ID, err)
+		}
+		proc, ok, err := rs.launch.Participant(p, tokens[0])
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		if err := rs.sup.Start(proc); err != nil {
+			return nil, err
+		}
+		rs.started = append(rs.started, p.ID)
+	}
+	rs.writeState()
+	return rs, nil
+}
+
+// writeState writes the state file with the supervisor's pids.
+func (rs *runningSpace) writeState() {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.sup == nil {
+		return
+	}
+	for _, p := range rs.sup.State() {
+		if p.Name == "gateway" {
+			rs.state.Gateway = p.PID
+		} else {
+			rs.state.Agents[p.Name] = p.PID
+		}
+	}
+	if err := rs.state.Write(rs.cfg.MewDir); err != nil {
+		rs.log.Error("state not written", "err", err)
+	}
+}
+
+// gatewayPID returns the gateway's pid.
+func (rs *runningSpace) gatewayPID() int {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.state.Gateway
+}
+
+// connect runs the line client as participant who until it ends.
+func (rs *runningSpace) connect(ctx context.Context, cmd *cobra.Command, who string) error {
+	tokens, err := rs.store.Tokens(rs.cfg.Participant(who))
+	if err != nil {
+		return err
+	}
+	return runLineClient(ctx, cmd, lineClientOptions{Gateway: rs.launch.GatewayURL(), Space: rs.cfg.Space.ID, Token: tokens[0], Config: rs.cfg, Self: who})
+}
+
+// stop stops everything and removes the state file.
+func (rs *runningSpace) stop() {
+	sctx, cancel := context.WithTimeout(context.Background(), stopDeadline)
+	defer cancel()
+	if err := rs.sup.Stop(sctx); err != nil {
+		rs.log.Error("stopping the space", "err", err)
+	}
+	if err := space.RemoveRunState(rs.cfg.MewDir); err != nil {
+		rs.log.Error("state not removed", "err", err)
+	}
+	rs.log.Info("space stopped", "space", rs.cfg.Space.ID)
 }
 
 // environ returns the environment for the space's processes.

@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mew-protocol/mew/space"
+)
+
+// TestDemoScripted runs `mew demo` as a user would, typing into it: a sum
+// answered by the assistant with the calculator, a file write proposed by the
+// helper and approved, then /quit, which leaves no process behind.
+func TestDemoScripted(t *testing.T) {
+	dir := t.TempDir()
+	c := exec.Command(mewBinary(t), "demo", "--dir", dir)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "MEW_") {
+			c.Env = append(c.Env, kv)
+		}
+	}
+	stdin, err := c.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &lineWriter{}
+	c.Stdout, c.Stderr = out, out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- c.Wait() }()
+	var pids []int
+	defer func() {
+		_ = c.Process.Kill()
+		for _, pid := range pids {
+			space.Terminate(pid, true)
+		}
+	}()
+	expect := func(want string) {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), want); {
+			if time.Now().After(deadline) {
+				t.Fatalf("the demo never printed %q:\n%s", want, out.String())
+			}
+			select {
+			case err := <-exited:
+				t.Fatalf("the demo exited (%v):\n%s", err, out.String())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	expect("Ctrl-C or /quit stops the space")
+	if st, err := space.ReadRunState(filepath.Join(dir, ".mew")); err == nil {
+		pids = st.PIDs()
+	}
+	expect("offline rule-based model")
+
+	io.WriteString(stdin, "what is 2 plus 3\n")
+	expect("assistant: The result is 5")
+
+	io.WriteString(stdin, "@helper write hello to notes.txt\n")
+	expect(`[#1] helper proposes write_file {"content":"hello","path":"notes.txt"} to files`)
+	io.WriteString(stdin, "/approve 1\n")
+	expect("#1 done: ") // the Go server says "wrote 5 bytes to notes.txt", the npm one "Successfully wrote to notes.txt"
+	if data, err := os.ReadFile(filepath.Join(dir, "files", "notes.txt")); err != nil || string(data) != "hello" {
+		t.Errorf("notes.txt: %q, %v", data, err)
+	}
+
+	io.WriteString(stdin, "/quit\n")
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("demo exit: %v\n%s", err, out.String())
+		}
+	case <-time.After(45 * time.Second):
+		t.Fatalf("the demo did not stop:\n%s", out.String())
+	}
+	if len(pids) < 5 {
+		t.Fatalf("the demo's state named %d processes", len(pids))
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		alive := 0
+		for _, pid := range pids {
+			if space.Alive(pid) {
+				alive++
+			}
+		}
+		if alive == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the demo's processes survived it", alive)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
