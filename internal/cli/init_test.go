@@ -142,3 +142,25 @@ func TestInitBadTemplates(t *testing.T) {
 		t.Error("a failed init wrote a space")
 	}
 }
+
+// TestInitBinary: the built binary creates a space from a template with
+// variables, and names the file and key of a bad template.
+func TestInitBinary(t *testing.T) {
+	dir := t.TempDir()
+	out, err := mew(t, dir, "init", "note-taker", "--name", "Team Notes", "--model", "llama3")
+	if err != nil {
+		t.Fatalf("init: %v\n%s", err, out)
+	}
+	cfg, err := space.Load(filepath.Join(dir, ".mew", "space.yaml"))
+	if err != nil || cfg.Space.ID != "team-notes" {
+		t.Fatalf("space: %v %v", cfg, err)
+	}
+	if data, _ := os.ReadFile(cfg.Path); !strings.Contains(string(data), `OPENAI_MODEL: "llama3"`) {
+		t.Errorf("rendered:\n%s", data)
+	}
+	writeTemplate(t, dir, "bad", `{"name":"bad","variabels":[]}`, "space: {id: x}\n", nil)
+	out, err = mew(t, dir, "init", "bad", "--force")
+	if err == nil || !strings.Contains(out, filepath.Join("templates", "bad", "template.json")) || !strings.Contains(out, `"variabels"`) {
+		t.Errorf("bad template: %v\n%s", err, out)
+	}
+}
