@@ -54,6 +54,19 @@ func clientCmd(t *testing.T, in io.Reader, args ...string) (*lineWriter, func() 
 	return out, stop
 }
 
+// hearChats delivers the texts of the chats p sees from `from`.
+func hearChats(p *participant.Participant, from string) <-chan string {
+	heard := make(chan string, 10)
+	p.Client().OnKind(protocol.KindChat, func(e *protocol.Envelope) {
+		if e.From == from {
+			var c protocol.Chat
+			_ = e.DecodePayload(&c)
+			heard <- c.Text
+		}
+	})
+	return heard
+}
+
 // waitOutput waits until out holds want.
 func waitOutput(t *testing.T, out *lineWriter, want string) {
 	t.Helper()
@@ -79,14 +92,7 @@ func TestClientConnectReadable(t *testing.T) {
 		},
 	})
 	friend := joinCLI(t, g, "friend-token")
-	heard := make(chan string, 10)
-	friend.Client().OnKind(protocol.KindChat, func(e *protocol.Envelope) {
-		if e.From == "human" {
-			var c protocol.Chat
-			_ = e.DecodePayload(&c)
-			heard <- c.Text
-		}
-	})
+	heard := hearChats(friend, "human")
 	inR, inW := io.Pipe()
 	defer inW.Close()
 	out, stop := clientCmd(t, inR, "-g", "ws://"+g.Addr, "-s", "cli-client", "-t", "human-token")
@@ -145,14 +151,7 @@ func TestClientConnectReadable(t *testing.T) {
 func TestClientConnectJSONLines(t *testing.T) {
 	g := testutil.StartGateway(t, clientSpace, gateway.Options{})
 	friend := joinCLI(t, g, "friend-token")
-	heard := make(chan string, 10)
-	friend.Client().OnKind(protocol.KindChat, func(e *protocol.Envelope) {
-		if e.From == "human" {
-			var c protocol.Chat
-			_ = e.DecodePayload(&c)
-			heard <- c.Text
-		}
-	})
+	heard := hearChats(friend, "human")
 	dir := t.TempDir()
 	in, outFile := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "out.jsonl")
 	if err := os.WriteFile(in, []byte(`{"kind":"chat","payload":{"text":"first"}}`+"\n"), 0o644); err != nil {
