@@ -132,9 +132,11 @@ type ChatResponse struct {
 	// ContextWindow is how many of the latest chats of the space the
 	// classifier sees (default 10).
 	ContextWindow int
-	// AnswersPerMinute bounds the answers to broadcast chats that neither
-	// address nor mention the agent (default 30; negative means no limit).
-	// Beyond it such chats are ignored, with a log line.
+	// AnswersPerMinute bounds the broadcast chats that neither address nor
+	// mention the agent which it takes up (classifies, and answers if the
+	// classifier agrees) in any minute (default 30; negative means no
+	// limit). Beyond it such chats are ignored, with a log line, before any
+	// model call.
 	AnswersPerMinute int
 }
 
