@@ -90,7 +90,7 @@ var multiplyTool = participant.Tool{
 }
 
 // waitReady waits until c's welcome handlers have run.
-func waitReady(t *testing.T, c *client.Client) {
+func waitReady(t testing.TB, c *client.Client) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); c.State() != client.Ready; {
 		if time.Now().After(deadline) {
@@ -101,7 +101,7 @@ func waitReady(t *testing.T, c *client.Client) {
 }
 
 // join connects participant id and closes it when the test ends.
-func join(t *testing.T, g *testutil.Gateway, id string, tools ...participant.Tool) *participant.Participant {
+func join(t testing.TB, g *testutil.Gateway, id string, tools ...participant.Tool) *participant.Participant {
 	t.Helper()
 	p, err := participant.New(participantOpts(g, id))
 	if err != nil {
@@ -131,7 +131,7 @@ func participantOpts(g *testutil.Gateway, id string) participant.Options {
 
 // connect connects a, waits until it is ready and closes it when the test
 // ends.
-func connect(t *testing.T, a *agent.Agent) {
+func connect(t testing.TB, a *agent.Agent) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
