@@ -33,6 +33,7 @@ func newAgentCmd(opts Options) *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(newAgentRunCmd(opts))
+	cmd.AddCommand(newAgentMCPCmd(opts), newAgentToolTestCmd(opts))
 	return cmd
 }
 
@@ -150,6 +151,9 @@ func expandEnv(s string, getenv func(string) string) string {
 }
 
 func runAgent(ctx context.Context, cmd *cobra.Command, opts Options, f agentFlags) error {
+	if f.config != "" && isToolsDefinition(f.config) { // mode: tools
+		return runToolsAgentInSpace(ctx, cmd, opts, f)
+	}
 	level, err := parseLevel(f.logLevel)
 	if err != nil {
 		return err

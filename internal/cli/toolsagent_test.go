@@ -1,0 +1,592 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mew-protocol/mew/examples/travel-desk/travelmcp"
+	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/internal/testutil"
+	"github.com/mew-protocol/mew/participant"
+	"github.com/mew-protocol/mew/toolsagent"
+)
+
+// envTravelServer makes this test binary serve travelmcp (see
+// TestToolsAgentHelperTravelServer).
+const envTravelServer = "MEW_CLI_TRAVEL_SERVER"
+
+// TestToolsAgentHelperTravelServer is not a test: it is the travel-desk MCP
+// server that the tools agents of these tests start, this test binary run
+// again with envTravelServer set.
+func TestToolsAgentHelperTravelServer(t *testing.T) {
+	if os.Getenv(envTravelServer) == "" {
+		t.Skip("the travel server runs only as a child process of the tools-agent tests")
+	}
+	os.Exit(travelmcp.Main())
+}
+
+// cliDefinition is a tools agent whose "travel" server is this test binary
+// and whose "bookings" server needs approval (and does not even exist:
+// it must never be started). %q: the binary, the helper's -test.run, the
+// call log.
+const cliDefinition = `
+name: cli-desk
+version: 3.0.1
+description: A travel desk for the command tests.
+mode: tools
+maxIterations: 4
+timeout: 3s
+mcpServers:
+  travel:
+    command: %q
+    args: [%q]
+    env: {MEW_CLI_TRAVEL_SERVER: "1", TRAVELMCP_CALL_LOG: %q}
+    permission: never
+  bookings:
+    command: /nonexistent/bookings-server
+    permission: always
+tools:
+  - name: find_flights
+    description: Find flights.
+    parameters:
+      type: object
+      properties:
+        origin: {type: string, description: From.}
+        destination: {type: string}
+        date: {type: string, minLength: 10, maxLength: 10}
+        passengers: {type: integer, minimum: 1, maximum: 9, default: 1}
+      required: [origin, destination, date]
+      additionalProperties: false
+    prompt: "Flights from {origin} to {destination} on {date}, {passengers} passenger(s)."
+  - name: echo
+    description: Repeats.
+    parameters:
+      type: object
+      properties:
+        text: {type: string}
+    prompt: "Say {text}"
+`
+
+// cliDesk is a written cliDefinition.
+type cliDesk struct {
+	path, callLog string
+	def           *toolsagent.Definition
+}
+
+// writeDesk writes cliDefinition (with extra appended) to a new directory.
+func writeDesk(t *testing.T, extra string) cliDesk {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	d := cliDesk{path: filepath.Join(dir, "desk.yaml"), callLog: filepath.Join(dir, "calls.jsonl")}
+	text := fmt.Sprintf(cliDefinition, exe, "-test.run=^TestToolsAgentHelperTravelServer$", d.callLog) + extra
+	if err := os.WriteFile(d.path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if d.def, err = toolsagent.Load(d.path); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// travelCalls returns the tools the travel server ran.
+func travelCalls(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for line := range strings.SplitSeq(strings.TrimSpace(string(data)), "\n") {
+		var c struct{ Tool string }
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("call log %q: %v", line, err)
+		}
+		out = append(out, c.Tool)
+	}
+	return out
+}
+
+// modelEnv is the environment that points mew at the scripted model.
+func modelEnv(srv *testutil.LLMServer) []string {
+	return []string{"OPENAI_BASE_URL=" + srv.URL(), "OPENAI_API_KEY=test-key", "OPENAI_MODEL=scripted"}
+}
+
+// syncBuffer is a bytes buffer safe for concurrent use.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// checkListing checks initialize and tools/list against the definition.
+func checkListing(t *testing.T, session *mcp.ClientSession, def *toolsagent.Definition) {
+	t.Helper()
+	init := session.InitializeResult()
+	if init.ServerInfo.Name != "cli-desk" || init.ServerInfo.Version != "3.0.1" || init.Instructions != "A travel desk for the command tests." {
+		t.Errorf("initialize: %+v, instructions %q", init.ServerInfo, init.Instructions)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := session.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+		want, ok := def.Tool(tool.Name)
+		if !ok {
+			continue
+		}
+		schema, _ := want.InputSchema()
+		var w, g any
+		_ = json.Unmarshal(schema, &w)
+		raw, _ := json.Marshal(tool.InputSchema)
+		_ = json.Unmarshal(raw, &g)
+		if diff := cmp.Diff(w, g); diff != "" || tool.Description != want.Description {
+			t.Errorf("tool %s %q: inputSchema (-definition +listed):\n%s", tool.Name, tool.Description, diff)
+		}
+	}
+	if !slices.Equal(names, []string{"echo", "find_flights"}) {
+		t.Errorf("tools %v", names)
+	}
+}
+
+func callText(r *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// `mew agent mcp` over stdio, the built binary driven by the go-sdk
+// client: initialize, tools/list, a call that uses the permitted server
+// (and never the one that needs approval), invalid arguments,
+// cancellation, timeout, and a clean exit when the client leaves.
+func TestAgentMCPStdio(t *testing.T) {
+	bin := mewBinary(t)
+	desk := writeDesk(t, "")
+	srv := testutil.NewLLMServer(t)
+	srv.Script(
+		testutil.LLMCall(testutil.LLMToolCall{Name: "travel_search_flights", Arguments: `{"origin":"Lisbon","destination":"Paris","date":"2026-12-01"}`}),
+		testutil.LLMCall(testutil.LLMToolCall{Name: "bookings_book_flight", Arguments: `{"flight":"X 1","date":"2026-12-01","passenger":"Ada"}`}),
+		testutil.LLMReply("AF 123 is the best."),
+	)
+	stderr := &syncBuffer{}
+	cmd := exec.Command(bin, "agent", "mcp", "--config", desk.path, "--log-level", "debug")
+	cmd.Env = append(os.Environ(), modelEnv(srv)...)
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr)
+	}
+	defer session.Close()
+	checkListing(t, session, desk.def)
+
+	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "find_flights", Arguments: map[string]any{"origin": "Lisbon", "destination": "Paris", "date": "2026-12-01"}})
+	if err != nil || res.IsError || callText(res) != "AF 123 is the best." {
+		t.Fatalf("find_flights: %+v, %v\n%s", res, err, stderr)
+	}
+	reqs := srv.Requests()
+	var offered []string
+	for _, tl := range reqs[0].Tools {
+		offered = append(offered, tl.Name)
+	}
+	if !slices.Equal(offered, []string{"travel_book_flight", "travel_search_flights", "travel_weather_forecast"}) {
+		t.Errorf("offered %v", offered)
+	}
+	if got := travelCalls(t, desk.callLog); !slices.Equal(got, []string{"search_flights"}) {
+		t.Errorf("the travel server ran %v", got)
+	}
+	if last := reqs[2].Messages[len(reqs[2].Messages)-1]; !strings.Contains(last.Content, `unknown tool "bookings_book_flight"`) {
+		t.Errorf("the bookings tool was not refused: %+v", last)
+	}
+
+	_, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "find_flights", Arguments: map[string]any{"origin": 1, "when": "today"}})
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams ||
+		!strings.Contains(rpcErr.Message, "destination: required; date: required; origin: want a string, got a number (1); when: unknown member") {
+		t.Errorf("invalid arguments: %v", err)
+	}
+
+	// Cancellation: the client gives up while the model thinks.
+	srv.Script(testutil.LLMStep{Text: "late", Delay: 20 * time.Second})
+	cctx, ccancel := context.WithCancel(ctx)
+	time.AfterFunc(500*time.Millisecond, ccancel)
+	if _, err := session.CallTool(cctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled call: %v", err)
+	}
+	waitUntil(t, "the run stops", func() bool { return strings.Contains(stderr.String(), "echo: cancelled") })
+
+	// Timeout (3s in the definition): an error result.
+	srv.Script(testutil.LLMStep{Text: "late", Delay: 20 * time.Second})
+	res, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}})
+	if err != nil || !res.IsError || !strings.Contains(callText(res), "the call timed out: echo ran for 3s") {
+		t.Errorf("timeout: %+v, %v", res, err)
+	}
+
+	// The client leaves: mew exits 0.
+	if err := session.Close(); err != nil {
+		t.Errorf("close: %v\n%s", err, stderr)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("mew agent mcp exited %d\n%s", code, stderr)
+	}
+	if strings.Contains(stderr.String(), "test-key") {
+		t.Error("the API key is in the log")
+	}
+}
+
+// waitUntil polls cond for up to 15 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// `mew agent mcp --http`: the built binary over streamable HTTP, stopped
+// by SIGINT.
+func TestAgentMCPHTTP(t *testing.T) {
+	bin := mewBinary(t)
+	desk := writeDesk(t, "")
+	srv := testutil.NewLLMServer(t)
+	srv.Script(testutil.LLMReply("over HTTP"))
+	cmd := exec.Command(bin, "agent", "mcp", "-c", desk.path, "--http", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), modelEnv(srv)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{}) // closed when cmd.Wait returned waitErr
+	var waitErr error
+	logs := &syncBuffer{}
+	urls := make(chan string, 1)
+	go func() {
+		re := regexp.MustCompile(`url=(http://\S+)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			_, _ = logs.Write(append(sc.Bytes(), '\n'))
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case urls <- m[1]:
+				default:
+				}
+			}
+		}
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	var url string
+	select {
+	case url = <-urls:
+	case <-exited:
+		t.Fatalf("mew exited: %v\n%s", waitErr, logs)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no URL logged\n%s", logs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkListing(t, session, desk.def)
+	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+	if err != nil || callText(res) != "over HTTP" {
+		t.Fatalf("echo: %+v, %v", res, err)
+	}
+	if u := srv.Requests()[0].Messages[1].Content; u != "Say hi" {
+		t.Errorf("prompt %q", u)
+	}
+	_, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "find_flights", Arguments: map[string]any{"origin": "x"}})
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("invalid arguments: %v", err)
+	}
+	_ = session.Close()
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Errorf("mew agent mcp --http after SIGINT: %v\n%s", waitErr, logs)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("mew did not stop on SIGINT")
+	}
+}
+
+// inspectorInstall installs the MCP inspector where .ci/run does.
+const inspectorInstall = "npm install -g --prefix ~/.cache/mew/npm @modelcontextprotocol/inspector@2.12.0 && export PATH=~/.cache/mew/npm/bin:$PATH"
+
+// inspector finds the MCP inspector's command (mcp-inspector, whose --cli
+// mode is a scriptable MCP client).
+func inspector(t *testing.T) string {
+	t.Helper()
+	if path, err := exec.LookPath("mcp-inspector"); err == nil {
+		return path
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		path := filepath.Join(home, ".cache", "mew", "npm", "bin", "mcp-inspector")
+		if _, err := os.Stat(path); err == nil {
+			return path
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("mcp-inspector is not installed; .ci/run installs it (%s)", inspectorInstall)
+	}
+	t.Skipf("mcp-inspector is not installed; install it with: %s", inspectorInstall)
+	return ""
+}
+
+// The npm MCP inspector, as an outside client would use it, lists and
+// calls the tools of `mew agent mcp` over stdio.
+func TestAgentMCPInspector(t *testing.T) {
+	insp := inspector(t)
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatalf("mcp-inspector is installed but node is not: %v", err)
+	}
+	bin := mewBinary(t)
+	desk := writeDesk(t, "")
+	srv := testutil.NewLLMServer(t)
+	run := func(args ...string) (string, string, error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		// The inspector starts the server with a few variables only:
+		// pass the model's with -e.
+		full := []string{"--cli"}
+		for _, kv := range modelEnv(srv) {
+			full = append(full, "-e", kv)
+		}
+		full = append(full, args...)
+		full = append(full, "--", bin, "agent", "mcp", "--config", desk.path, "--log-level", "warn")
+		cmd := exec.CommandContext(ctx, insp, full...)
+		var out, errOut syncBuffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		return out.String(), errOut.String(), err
+	}
+
+	out, errOut, err := run("--method", "tools/list", "--strict")
+	if err != nil {
+		t.Fatalf("inspector tools/list: %v\n%s\n%s", err, out, errOut)
+	}
+	var list struct {
+		Tools []struct {
+			Name        string
+			InputSchema map[string]any
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("tools/list output %q: %v", out, err)
+	}
+	if len(list.Tools) != 2 || list.Tools[1].Name != "find_flights" || list.Tools[1].InputSchema["additionalProperties"] != false {
+		t.Errorf("listed %+v", list.Tools)
+	}
+
+	srv.Script(
+		testutil.LLMCall(testutil.LLMToolCall{Name: "travel_search_flights", Arguments: `{"origin":"Porto","destination":"Berlin","date":"2026-07-14"}`}),
+		testutil.LLMReply("LH 456, 10:05."),
+	)
+	out, errOut, err = run("--method", "tools/call", "--tool-name", "find_flights", "--tool-arg", "origin=Porto", "destination=Berlin", "date=2026-07-14", "passengers=2")
+	if err != nil {
+		t.Fatalf("inspector tools/call: %v\n%s\n%s", err, out, errOut)
+	}
+	var res struct {
+		Content []struct{ Type, Text string }
+		IsError bool
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].Text != "LH 456, 10:05." {
+		t.Errorf("tools/call output %q: %v", out, err)
+	}
+	if u := srv.Requests()[0].Messages[1].Content; u != "Flights from Porto to Berlin on 2026-07-14, 2 passenger(s)." {
+		t.Errorf("prompt %q", u)
+	}
+	if got := travelCalls(t, desk.callLog); !slices.Equal(got, []string{"search_flights"}) {
+		t.Errorf("travel server calls %v", got)
+	}
+
+	out, errOut, err = run("--method", "tools/call", "--tool-name", "find_flights", "--tool-arg", "origin=Porto")
+	if err == nil || !strings.Contains(out+errOut, "destination: required") {
+		t.Errorf("invalid arguments through the inspector: %v\n%s\n%s", err, out, errOut)
+	}
+}
+
+func TestToolTestCommand(t *testing.T) {
+	desk := writeDesk(t, "")
+	srv := testutil.NewLLMServer(t)
+	env := map[string]string{"OPENAI_BASE_URL": srv.URL(), "OPENAI_API_KEY": "k"}
+	opts := Options{Getenv: func(k string) string { return env[k] }}
+
+	out, _, err := run(t, opts, "agent", "tool-test", "--config", desk.path, "find_flights", "--arg", "origin=Oslo", "-a", "passengers=two", "--preview")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "== Prompt of find_flights (preview)\nFlights from Oslo to {destination} on {date}, two passenger(s).\n" +
+		"== What is wrong with the arguments\n- destination: required\n- date: required\n- passengers: want an integer, got a string (\"two\")\n"
+	if out != want {
+		t.Errorf("preview\n%s\nwant\n%s", out, want)
+	}
+	if len(srv.Requests()) != 0 {
+		t.Error("the preview asked the model")
+	}
+
+	srv.Script(
+		testutil.LLMCall(testutil.LLMToolCall{Name: "travel_weather_forecast", Arguments: `{"city":"Oslo","date":"2026-02-01"}`}),
+		testutil.LLMReply("Fly on Monday."),
+	)
+	out, stderr, err := run(t, opts, "agent", "tool-test", "-c", desk.path, "find_flights",
+		"--args", `{"origin":"Oslo","destination":"Rome","passengers":1}`, "--arg", "date=2026-02-01", "--arg", "passengers=3")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for _, want := range []string{
+		"== Prompt of find_flights\nFlights from Oslo to Rome on 2026-02-01, 3 passenger(s).\n",
+		"== Tools offered to the model (openai): travel/book_flight, travel/search_flights, travel/weather_forecast\n",
+		"== Step 1: the model calls\ntravel/weather_forecast {\"city\":\"Oslo\",\"date\":\"2026-02-01\"}\n",
+		"== Step 1: travel/weather_forecast returned\nOslo on 2026-02-01: ",
+		"== Step 2: the model answers\n",
+		"2 model calls)\nFly on Monday.\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// Invalid arguments, an unknown tool, a failing model: errors.
+	if _, _, err := run(t, opts, "agent", "tool-test", "-c", desk.path, "find_flights", "--arg", "origin=Oslo"); err == nil ||
+		!strings.Contains(err.Error(), "destination: required") {
+		t.Errorf("invalid arguments: %v", err)
+	}
+	if _, _, err := run(t, opts, "agent", "tool-test", "-c", desk.path, "nope"); err == nil || !strings.Contains(err.Error(), "tools: find_flights, echo") {
+		t.Errorf("unknown tool: %v", err)
+	}
+	if _, _, err := run(t, opts, "agent", "tool-test", "-c", desk.path, "echo", "--arg", "bad"); err == nil || !strings.Contains(err.Error(), "want NAME=VALUE") {
+		t.Errorf("bad --arg: %v", err)
+	}
+	srv.Script(testutil.LLMFail(401, "no such key"))
+	out, _, err = run(t, opts, "agent", "tool-test", "-c", desk.path, "echo", "--arg", "text=hi")
+	if err == nil || !strings.Contains(out, "== Failed\ntoolsagent: echo: model openai") {
+		t.Errorf("failing model: %v\n%s", err, out)
+	}
+	// A definition with errors names them.
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("name: x\nmode: tools\ntools: [{name: t, prompt: \"{y}\"}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, opts, "agent", "tool-test", "-c", bad, "t"); err == nil || !strings.Contains(err.Error(), "tools[0].prompt (line 3): {y} names neither") {
+		t.Errorf("bad definition: %v", err)
+	}
+}
+
+// `mew agent run --config FILE` with mode: tools serves the tools in the
+// space.
+func TestToolsAgentRunInSpace(t *testing.T) {
+	g := testutil.StartGateway(t, `
+space: {id: cli-tools}
+participants:
+  human:
+    tokens: [human-token]
+    capabilities: [{kind: "*"}]
+  desk:
+    tokens: [desk-token]
+    capabilities:
+      - {kind: "reasoning/*"}
+      - {kind: mcp/response}
+      - {kind: mcp/request}
+      - {kind: "participant/*"}
+`, gateway.Options{})
+	desk := writeDesk(t, "gateway: ws://"+g.Addr+"\nspace: cli-tools\ntoken: ${DESK_TOKEN}\n")
+	srv := testutil.NewLLMServer(t)
+	srv.Script(testutil.LLMReply("said hi"))
+	env := map[string]string{"OPENAI_BASE_URL": srv.URL(), "OPENAI_API_KEY": "k", "DESK_TOKEN": "desk-token",
+		"MEW_AGENT_CONFIG": `{"systemPrompt":"From the environment."}`}
+	c := startAgentCmd(t, env, "--config", desk.path)
+	human := joinCLI(t, g, "human-token")
+	waitUntil(t, "desk serves its tools", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		tools, err := human.DiscoverTools(ctx, "desk")
+		return err == nil && len(tools) == 2
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	raw, err := human.Request(ctx, "desk", map[string]any{"method": "tools/call", "params": map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}}})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, c.out)
+	}
+	var res participant.ToolResult
+	if err := json.Unmarshal(raw, &res); err != nil || res.Text() != "said hi" {
+		t.Errorf("echo: %s, %v", raw, err)
+	}
+	req := srv.Requests()[0]
+	if req.Messages[0].Content != "From the environment." || req.Messages[1].Content != "Say hi" {
+		t.Errorf("model request %+v", req.Messages)
+	}
+	c.cancel()
+	if err := c.wait(t); err != nil {
+		t.Errorf("mew agent run (tools) after cancel: %v", err)
+	}
+
+	// Without a gateway, it says what is missing.
+	plain := writeDesk(t, "")
+	_, _, err = run(t, Options{Getenv: func(string) string { return "" }}, "agent", "run", "--config", plain.path)
+	if err == nil || !strings.Contains(err.Error(), "missing -g/--gateway") {
+		t.Errorf("no gateway: %v", err)
+	}
+}

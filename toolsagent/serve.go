@@ -1,0 +1,188 @@
+package toolsagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// MetaContextID is the _meta member of a tool result that names the call's
+// session (Result.ContextID).
+const MetaContextID = "mew/contextId"
+
+// HTTPPath is where ServeStreamableHTTP serves MCP.
+const HTTPPath = "/mcp"
+
+// NewMCPServer returns an MCP server (the go-sdk's) for the agent's tools:
+// serverInfo is the definition's name and version, instructions its
+// description, and each tool lists its parameters as inputSchema. Run it
+// on any transport; ServeMCP and ServeStreamableHTTP do.
+//
+// A call with invalid arguments is answered with the JSON-RPC error
+// invalid params (-32602), whose message lists every violation and whose
+// data holds them as {"violations": [{"path", "message"}]}. A call that
+// runs answers the model's final text, with _meta[MetaContextID]; one that
+// fails (the model, the timeout, the iterations) answers isError with the
+// reason. A client that sent a progress token gets a progress
+// notification at the start and at each step; notifications/cancelled
+// stops the call.
+func (a *Agent) NewMCPServer() (*mcp.Server, error) {
+	return a.newMCPServer(context.Background())
+}
+
+// newMCPServer is NewMCPServer whose calls also end with serve.
+func (a *Agent) newMCPServer(serve context.Context) (*mcp.Server, error) {
+	d := a.def
+	s := mcp.NewServer(&mcp.Implementation{Name: d.Name, Version: d.Version}, &mcp.ServerOptions{
+		Instructions: d.Description,
+		Logger:       a.log,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	})
+	for _, t := range d.Tools {
+		schema, err := t.InputSchema()
+		if err != nil {
+			return nil, err
+		}
+		if err := addTool(s, &mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: schema}, a.mcpHandler(serve, t.Name)); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// addTool adds a tool, turning the SDK's panic on a bad tool into an
+// error (the loader's checks should make it impossible).
+func addTool(s *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("toolsagent: tool %s: %v", t.Name, r)
+		}
+	}()
+	s.AddTool(t, h)
+	return nil
+}
+
+// mcpHandler answers tools/call of one tool.
+func (a *Agent) mcpHandler(serve context.Context, name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(serve, cancel)
+		defer stop()
+
+		token := req.Params.GetProgressToken()
+		progress := 0.0
+		notify := func(msg string) {
+			if token == nil || req.Session == nil {
+				return
+			}
+			progress++
+			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Message: msg})
+			if err != nil {
+				a.log.Debug("toolsagent: progress notification not sent", "err", err)
+			}
+		}
+		id := uuid.NewString()
+		res, err := a.Call(ctx, name, req.Params.Arguments, CallOptions{
+			ContextID: id,
+			OnStart:   func(string, []string) { notify(fmt.Sprintf("Running %s (context %s).", name, id)) },
+			OnStep:    func(s Step) { notify(s.Summary()) },
+		})
+		var argErr *ArgumentError
+		switch {
+		case errors.As(err, &argErr):
+			return nil, invalidParams(argErr)
+		case err != nil:
+			r := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}, IsError: true, Meta: mcp.Meta{MetaContextID: id}}
+			return r, nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}, Meta: mcp.Meta{MetaContextID: id}}, nil
+	}
+}
+
+// invalidParams is the JSON-RPC error for invalid arguments.
+func invalidParams(e *ArgumentError) error {
+	type violation struct {
+		Path    string `json:"path"`
+		Message string `json:"message"`
+	}
+	vs := make([]violation, len(e.Violations))
+	for i, v := range e.Violations {
+		vs[i] = violation(v)
+	}
+	data, err := json.Marshal(map[string]any{"violations": vs, "more": e.More})
+	if err != nil {
+		data = nil
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: strings.TrimPrefix(e.Error(), "toolsagent: "), Data: data}
+}
+
+// ServeMCP serves the tools over one MCP transport (such as
+// &mcp.StdioTransport{}) until the client disconnects or ctx ends; the
+// calls under way end with it.
+func (a *Agent) ServeMCP(ctx context.Context, t mcp.Transport) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s, err := a.newMCPServer(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, mcp.ErrConnectionClosed) {
+		return fmt.Errorf("toolsagent: mcp: %w", err)
+	}
+	return nil
+}
+
+// ServeStreamableHTTP serves the tools over MCP's streamable HTTP
+// transport at HTTPPath on l until ctx ends, then closes the sessions
+// (ending their calls) and the listener. Requests from a browser page of
+// another site are refused, and so are requests to a loopback address
+// under another host name (DNS rebinding).
+func (a *Agent) ServeStreamableHTTP(ctx context.Context, l net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s, err := a.newMCPServer(ctx)
+	if err != nil {
+		_ = l.Close()
+		return err
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{
+		Logger:         a.log,
+		SessionTimeout: 30 * time.Minute,
+	})
+	mux := http.NewServeMux()
+	mux.Handle(HTTPPath, http.NewCrossOriginProtection().Handler(h))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }() // ends with Shutdown or Close below
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	cancel()
+	for ss := range s.Sessions() {
+		_ = ss.Close()
+	}
+	sctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+	}
+	if serveErr == nil {
+		serveErr = <-errc
+	}
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("toolsagent: http: %w", serveErr)
+}

@@ -1,0 +1,201 @@
+package toolsagent
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// MaxArgumentBytes bounds the arguments of one call, as JSON.
+const MaxArgumentBytes = 1 << 20
+
+// Tool is one tool of a tools agent: what MCP clients see (name,
+// description, the parameters' schema) and the prompt template a call
+// fills.
+type Tool struct {
+	// Name is the MCP tool name: letters, digits, '_', '-' and '.', at
+	// most 128 bytes.
+	Name string
+	// Description tells MCP clients (and their models) what the tool does.
+	Description string
+	// Parameters is the schema of the arguments; its root is an object.
+	Parameters *ObjectSchema
+	// Prompt is the template: {name} and {description} are the tool's,
+	// {param} a call argument; "{{" and "}}" are literal braces.
+	Prompt string
+
+	tmpl *template // parsed Prompt, set by the loader
+}
+
+// InputSchema returns the parameters as JSON Schema, the tool's MCP
+// inputSchema.
+func (t *Tool) InputSchema() (json.RawMessage, error) {
+	params := t.Parameters
+	if params == nil {
+		params = &ObjectSchema{}
+	}
+	b, err := params.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("toolsagent: tool %s: input schema: %w", t.Name, err)
+	}
+	return b, nil
+}
+
+// Fill checks args (a JSON object; empty or null means none) against the
+// parameters and returns the filled prompt. Invalid arguments give an
+// *ArgumentError that lists every violation. A parameter that the call
+// leaves out takes its default, and without one renders as nothing.
+//
+// Values are inserted as data: a string as its text, anything else as
+// compact JSON, each once, in one pass, so that a value containing
+// "{name}" or "{{" is inserted as it is and never expanded.
+func (t *Tool) Fill(args json.RawMessage) (string, error) {
+	vals, err := t.arguments(args)
+	if err != nil {
+		return "", err
+	}
+	return t.render(vals, func(string) string { return "" })
+}
+
+// Preview is Fill for someone writing a call: a parameter left out (and
+// without a default) shows as its {placeholder}, and the prompt is
+// returned even when the arguments are invalid, with the *ArgumentError.
+func (t *Tool) Preview(args json.RawMessage) (string, error) {
+	vals, argErr := t.arguments(args)
+	if vals == nil {
+		vals = map[string]json.RawMessage{}
+	}
+	prompt, err := t.render(vals, func(name string) string { return "{" + name + "}" })
+	if err != nil {
+		return "", err
+	}
+	return prompt, argErr
+}
+
+// template returns the parsed prompt, parsing it for a Tool built by hand.
+func (t *Tool) template() *template {
+	if t.tmpl != nil {
+		return t.tmpl
+	}
+	tmpl, _ := parseTemplate(t.Prompt)
+	return tmpl
+}
+
+// render fills the template with vals; missing gives the text of a
+// parameter that has neither a value nor a default.
+func (t *Tool) render(vals map[string]json.RawMessage, missing func(string) string) (string, error) {
+	params := t.Parameters
+	if params == nil {
+		params = &ObjectSchema{}
+	}
+	prompt, err := t.template().render(func(name string) string {
+		schema, isParam := params.Property(name)
+		if !isParam {
+			switch name {
+			case "name":
+				return t.Name
+			case "description":
+				return t.Description
+			}
+			return missing(name)
+		}
+		if raw, ok := vals[name]; ok {
+			return valueText(raw)
+		}
+		if d := defaultOf(schema); d != nil {
+			return valueText(d)
+		}
+		return missing(name)
+	})
+	if err != nil {
+		return "", fmt.Errorf("toolsagent: tool %s: %w", t.Name, err)
+	}
+	return prompt, nil
+}
+
+// valueText is how a value appears in a prompt: a string as its text,
+// anything else as compact JSON.
+func valueText(raw json.RawMessage) string {
+	var s string
+	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+// defaultOf returns a schema's default as JSON, or nil.
+func defaultOf(s Schema) json.RawMessage {
+	var v any
+	switch x := s.(type) {
+	case *StringSchema:
+		if x.Default != nil {
+			v = *x.Default
+		}
+	case *NumberSchema:
+		if x.Default != nil {
+			v = *x.Default
+		}
+	case *BooleanSchema:
+		if x.Default != nil {
+			v = *x.Default
+		}
+	}
+	if v == nil {
+		return nil
+	}
+	b, err := marshalValue(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// arguments decodes and checks a call's arguments. It returns the members
+// of the arguments object, and with invalid arguments an *ArgumentError
+// (the members are still returned when the arguments are an object).
+func (t *Tool) arguments(args json.RawMessage) (map[string]json.RawMessage, error) {
+	fail := func(msg string) error {
+		return &ArgumentError{Tool: t.Name, Violations: []Violation{{Message: msg}}}
+	}
+	args = bytes.TrimSpace(args)
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	if len(args) > MaxArgumentBytes {
+		return nil, fail(fmt.Sprintf("the arguments are larger than %d bytes", MaxArgumentBytes))
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fail("the arguments are not JSON: " + err.Error())
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fail("the arguments are followed by more than one JSON value")
+	}
+	var members map[string]json.RawMessage
+	if _, isObject := v.(map[string]any); isObject {
+		if err := json.Unmarshal(args, &members); err != nil {
+			return nil, fail("the arguments are not a JSON object: " + err.Error())
+		}
+	}
+	params := t.Parameters
+	if params == nil {
+		params = &ObjectSchema{}
+	}
+	var vs violations
+	params.check(v, "", &vs)
+	if len(vs.list) > 0 {
+		if _, isObject := v.(map[string]any); !isObject {
+			vs.list[0].Message = "the arguments must be a JSON object, got " + describe(v)
+		}
+		return members, &ArgumentError{Tool: t.Name, Violations: vs.list, More: vs.more}
+	}
+	return members, nil
+}
