@@ -70,7 +70,7 @@ type Agent struct {
 	queue       []*item
 	active      *run
 	recent      []line      // the latest chats of the space, for the classifier
-	unaddressed []time.Time // answers to unaddressed chats in the last minute
+	unaddressed []time.Time // when unaddressed chats were taken up, over the last minute
 
 	now             func() time.Time
 	claims          map[string]claim // others' floor claims by message id
