@@ -89,37 +89,10 @@ var multiplyTool = participant.Tool{
 	},
 }
 
-// waitReady waits until c's welcome handlers have run.
-func waitReady(t testing.TB, c *client.Client) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); c.State() != client.Ready; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never became ready", c.ID())
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // join connects participant id and closes it when the test ends.
 func join(t testing.TB, g *testutil.Gateway, id string, tools ...participant.Tool) *participant.Participant {
 	t.Helper()
-	p, err := participant.New(participantOpts(g, id))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tool := range tools {
-		if err := p.RegisterTool(tool); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := p.Connect(ctx); err != nil {
-		t.Fatalf("connect %s: %v", id, err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	waitReady(t, p.Client())
-	return p
+	return testutil.JoinParticipant(t, g, id+"-token", participant.Options{}, tools...)
 }
 
 // participantOpts are the options of participant id in g's space.
@@ -139,7 +112,7 @@ func connect(t testing.TB, a *agent.Agent) {
 		t.Fatalf("connect %s: %v", a.Participant().ID(), err)
 	}
 	t.Cleanup(func() { _ = a.Close() })
-	waitReady(t, a.Participant().Client())
+	testutil.WaitReady(t, a.Participant().Client())
 }
 
 // startAgent connects agent id with provider and cfg, and waits until it has

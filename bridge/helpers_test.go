@@ -1,7 +1,6 @@
 package bridge_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -87,28 +86,10 @@ func npmServer(t testing.TB, bin string) string {
 	return ""
 }
 
-// logBuffer collects log output; safe for concurrent use.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // running is a bridge started by startBridge.
 type running struct {
 	*bridge.Bridge
-	logs *logBuffer
+	logs *testutil.Buffer
 	stop func() error // cancels Run and returns its error
 }
 
@@ -127,7 +108,7 @@ func startBridge(t testing.TB, g *testutil.Gateway, opts bridge.Options) *runnin
 // never becomes ready.
 func tryStartBridge(t testing.TB, g *testutil.Gateway, opts bridge.Options) (*running, error) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &testutil.Buffer{}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

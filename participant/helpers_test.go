@@ -1,13 +1,10 @@
 package participant_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
-	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
@@ -50,32 +47,13 @@ func startSpace(t *testing.T, spaceYAML string, opts gateway.Options) *testutil.
 	return testutil.StartGateway(t, spaceYAML, opts)
 }
 
-// join connects a participant with token "<id>-token" and closes it when the
-// test ends. opts.Client's gateway, space and token are filled in.
+// join connects a participant with token "<id>-token" (unless opts names
+// one) and closes it when the test ends.
 func join(t *testing.T, g *testutil.Gateway, id string, opts participant.Options) *participant.Participant {
 	t.Helper()
-	opts.Client.Gateway = "ws://" + g.Addr
-	opts.Client.Space = g.Config.Space.ID
-	if opts.Client.Token == "" {
-		opts.Client.Token = id + "-token"
+	token := opts.Client.Token
+	if token == "" {
+		token = id + "-token"
 	}
-	p, err := participant.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := p.Connect(ctx); err != nil {
-		t.Fatalf("connect %s: %v", id, err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	// Discovery and stream bookkeeping come from welcome handlers, which run
-	// on the client's dispatch goroutine: wait until they have.
-	for deadline := time.Now().Add(5 * time.Second); p.Client().State() != client.Ready; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never became ready", id)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	return p
+	return testutil.JoinParticipant(t, g, token, opts)
 }

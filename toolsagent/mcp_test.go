@@ -1,14 +1,12 @@
 package toolsagent_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,30 +19,12 @@ import (
 	"github.com/mew-protocol/mew/toolsagent"
 )
 
-// logBuffer collects log output; safe for concurrent use.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // mcpAgent is an agent served over an in-memory MCP transport to a go-sdk
 // client.
 type mcpAgent struct {
 	agent    *toolsagent.Agent
 	session  *mcp.ClientSession
-	logs     *logBuffer
+	logs     *testutil.Buffer
 	progress chan string
 }
 
@@ -52,7 +32,7 @@ type mcpAgent struct {
 // and connects a client to it.
 func serveInMemory(t *testing.T, def *toolsagent.Definition, srv *testutil.LLMServer) *mcpAgent {
 	t.Helper()
-	m := &mcpAgent{logs: &logBuffer{}, progress: make(chan string, 100)}
+	m := &mcpAgent{logs: &testutil.Buffer{}, progress: make(chan string, 100)}
 	provider, err := llm.NewOpenAI(llm.Config{BaseURL: srv.URL(), APIKey: "k", Model: "scripted"})
 	if err != nil {
 		t.Fatal(err)
@@ -254,7 +234,7 @@ func TestToolsAgentMCPStreamableHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &logBuffer{}
+	logs := &testutil.Buffer{}
 	a, err := toolsagent.New(ctxFor(t, 60*time.Second), toolsagent.Options{Definition: tr.def, Provider: provider,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {

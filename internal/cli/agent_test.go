@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
@@ -30,25 +29,10 @@ participants:
     capabilities: [{kind: chat}, {kind: "chat/*"}, {kind: "reasoning/*"}, {kind: mcp/request}, {kind: "participant/*"}]
 `
 
-// joinCLI connects participant id with token and closes it at the end.
+// joinCLI connects the participant of token and closes it at the end.
 func joinCLI(t *testing.T, g *testutil.Gateway, token string, tools ...participant.Tool) *participant.Participant {
 	t.Helper()
-	p, err := participant.New(participant.Options{Client: client.Options{Gateway: "ws://" + g.Addr, Space: g.Config.Space.ID, Token: token}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tool := range tools {
-		if err := p.RegisterTool(tool); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := p.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	return p
+	return testutil.JoinParticipant(t, g, token, participant.Options{}, tools...)
 }
 
 // agentCmd is a running `mew agent run`.
