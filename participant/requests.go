@@ -349,11 +349,26 @@ func (t *requestTable) dropLocked(c *pendingCall) {
 //
 // A JSON-RPC error in the answer is returned as an *RPCError; a refusal by
 // the gateway as a *GatewayError. Request waits until ctx ends, or for
-// Options.RequestTimeout if ctx has no deadline; a proposal given up this
-// way is withdrawn (mcp/withdraw with reason "timeout" or "cancelled") and
-// the error wraps ctx's error. Request blocks its caller only; it must not
-// be called from a handler.
+// Options.RequestTimeout if ctx has no deadline, and the error wraps ctx's
+// error. A request given up this way is cancelled: a proposal is withdrawn
+// (mcp/withdraw with reason "timeout" or "cancelled"), and the target of a
+// direct request is told with MCP's notifications/cancelled (an mcp/request
+// correlated to the request, params requestId and reason), when the
+// capabilities allow it. Request blocks its caller only; it must not be
+// called from a handler.
 func (p *Participant) Request(ctx context.Context, target string, payload any) (json.RawMessage, error) {
+	return p.request(ctx, target, payload, true)
+}
+
+// RequestDirect is Request that never proposes: when the participant may
+// not send the payload as an mcp/request, it returns an error wrapping
+// ErrNotAllowed and sends nothing. It is for callers that must not ask
+// anyone's approval, such as a tools agent answering an MCP host.
+func (p *Participant) RequestDirect(ctx context.Context, target string, payload any) (json.RawMessage, error) {
+	return p.request(ctx, target, payload, false)
+}
+
+func (p *Participant) request(ctx context.Context, target string, payload any, propose bool) (json.RawMessage, error) {
 	if target == "" {
 		return nil, errors.New("participant: request: target is required")
 	}
@@ -364,7 +379,7 @@ func (p *Participant) Request(ctx context.Context, target string, payload any) (
 	switch {
 	case p.CanSend(protocol.KindMCPRequest, body):
 		return p.roundTrip(ctx, protocol.KindMCPRequest, []string{target}, nil, body)
-	case p.CanSend(protocol.KindMCPProposal, body):
+	case propose && p.CanSend(protocol.KindMCPProposal, body):
 		return p.roundTrip(ctx, protocol.KindMCPProposal, []string{target}, nil, body)
 	}
 	return nil, fmt.Errorf("participant: %s to %s: %w", method, target, ErrNotAllowed)
@@ -503,23 +518,49 @@ func (p *Participant) roundTrip(ctx context.Context, kind string, to, correlatio
 	case o := <-c.done:
 		return o.result, o.err
 	case <-ctx.Done():
+		reason := "cancelled"
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			reason = protocol.ReasonTimeout
+		}
+		t.remove(c)
+		select {
+		case o := <-c.done: // answered just in time
+			return o.result, o.err
+		default:
+		}
 		if c.proposal {
-			reason := "cancelled"
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				reason = protocol.ReasonTimeout
-			}
-			t.remove(c)
-			select {
-			case o := <-c.done: // answered just in time
-				return o.result, o.err
-			default:
-			}
 			p.withdraw(context.WithoutCancel(ctx), env.ID, reason)
 			return nil, fmt.Errorf("participant: proposal %s to %v not fulfilled: %w", env.ID, to, ctx.Err())
 		}
+		p.cancelRequest(context.WithoutCancel(ctx), env, reason)
 		return nil, fmt.Errorf("participant: request %s to %v: %w", env.ID, to, ctx.Err())
 	case <-p.ctx.Done():
 		return nil, ErrClosed
+	}
+}
+
+// cancelRequest tells the targets of a request given up with MCP's
+// notifications/cancelled, when the capabilities allow it.
+func (p *Participant) cancelRequest(ctx context.Context, env *protocol.Envelope, reason string) {
+	var head struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(env.Payload, &head) != nil || len(head.ID) == 0 {
+		return
+	}
+	note := map[string]any{
+		"jsonrpc": "2.0",
+		"method":  "notifications/cancelled",
+		"params":  map[string]any{"requestId": head.ID, "reason": reason},
+	}
+	raw, err := json.Marshal(note)
+	if err != nil || !p.CanSend(protocol.KindMCPRequest, raw) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, withdrawTimeout)
+	defer cancel()
+	if _, err := p.send(ctx, protocol.KindMCPRequest, env.To, []string{env.ID}, json.RawMessage(raw)); err != nil {
+		p.log.Warn("notifications/cancelled not sent", "request", env.ID, "err", err)
 	}
 }
 

@@ -216,6 +216,17 @@ type toolRegistry struct {
 	resOrder  []string
 
 	serving atomic.Int64 // requests being served
+
+	activeMu sync.Mutex
+	active   map[string]*servedCall // requests being served, by envelope id
+}
+
+// servedCall is a request being served, which its requester may cancel.
+type servedCall struct {
+	from      string
+	rpcID     string // the JSON-RPC id as written
+	cancel    context.CancelFunc
+	cancelled atomic.Bool
 }
 
 // ownTool is a registered tool with its compiled schema.
@@ -494,6 +505,9 @@ func (p *Participant) serveRequest(env *protocol.Envelope) {
 		p.replyNow(env, nil, nil, &RPCError{Code: CodeParseError, Message: "Parse error: payload is not a JSON-RPC request"})
 		return
 	}
+	if req.Method == "notifications/cancelled" {
+		p.cancelServed(env, req.Params)
+	}
 	if !servedMethods[req.Method] || p.delegated[req.Method] {
 		p.deliverRequest(env, &req)
 		return
@@ -516,12 +530,58 @@ func (p *Participant) serveRequest(env *protocol.Envelope) {
 	p.goBackground(func(ctx context.Context) {
 		defer r.serving.Add(-1)
 		work, cancel := context.WithTimeout(ctx, p.opts.RequestTimeout)
+		call := r.track(env, req.ID, cancel)
 		result, rpcErr := p.handleMethod(work, env, &req)
+		r.untrack(env.ID)
 		cancel()
+		if call.cancelled.Load() {
+			return // the requester withdrew it: MCP answers a cancelled request with nothing
+		}
 		sendCtx, cancel := context.WithTimeout(ctx, replyTimeout)
 		defer cancel()
 		p.reply(sendCtx, env, req.ID, result, rpcErr)
 	})
+}
+
+// track records a request being served.
+func (r *toolRegistry) track(env *protocol.Envelope, rpcID json.RawMessage, cancel context.CancelFunc) *servedCall {
+	c := &servedCall{from: env.From, rpcID: string(rpcID), cancel: cancel}
+	r.activeMu.Lock()
+	defer r.activeMu.Unlock()
+	if r.active == nil {
+		r.active = make(map[string]*servedCall)
+	}
+	r.active[env.ID] = c
+	return c
+}
+
+// untrack forgets a request served.
+func (r *toolRegistry) untrack(id string) {
+	r.activeMu.Lock()
+	defer r.activeMu.Unlock()
+	delete(r.active, id)
+}
+
+// cancelServed stops the requests that an MCP notifications/cancelled
+// names, by correlation_id (the request's envelope id) or by
+// params.requestId (its JSON-RPC id), among those its sender made.
+func (p *Participant) cancelServed(env *protocol.Envelope, params json.RawMessage) {
+	var in struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	_ = json.Unmarshal(params, &in)
+	r := &p.tools
+	r.activeMu.Lock()
+	defer r.activeMu.Unlock()
+	for id, c := range r.active {
+		if c.from != env.From {
+			continue
+		}
+		if env.CorrelatesWith(id) || (len(in.RequestID) > 0 && string(in.RequestID) == c.rpcID) {
+			c.cancelled.Store(true)
+			c.cancel()
+		}
+	}
 }
 
 // handleMethod answers one served method.

@@ -542,13 +542,13 @@ func (s *spaceConn) direct(tool string, args json.RawMessage) bool {
 // callTool calls a participant's tool with a direct mcp/request, never a
 // proposal.
 func (s *spaceConn) callTool(ctx context.Context, pid, tool string, args json.RawMessage) (string, error) {
-	if !s.direct(tool, args) {
-		return "", fmt.Errorf("calling %s of %s needs approval here, and a tools agent never proposes", tool, pid)
-	}
-	raw, err := s.p.Request(ctx, pid, map[string]any{
+	raw, err := s.p.RequestDirect(ctx, pid, map[string]any{
 		"method": "tools/call",
 		"params": map[string]any{"name": tool, "arguments": args},
 	})
+	if errors.Is(err, participant.ErrNotAllowed) {
+		return "", fmt.Errorf("calling %s of %s needs approval here, and a tools agent never proposes", tool, pid)
+	}
 	if err != nil {
 		return "", err
 	}
