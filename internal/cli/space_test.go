@@ -213,3 +213,59 @@ func waitFile(t *testing.T, path, want string, n int) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestSpaceUpInteractive: `space up -i` joins you to the space in the
+// terminal; /quit stops the space and everything it started.
+func TestSpaceUpInteractive(t *testing.T) {
+	dir := t.TempDir()
+	yaml := "space: {id: inter}\nparticipants:\n  human: {capabilities: [{kind: \"*\"}]}\n" +
+		"  sleeper: {auto_start: true, command: /bin/sh, args: [-c, \"exec sleep 600\"]}\n"
+	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command(mewBinary(t), "space", "up", "-i", "-p", "0")
+	c.Dir = dir
+	stdin, err := c.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &lineWriter{}
+	c.Stdout, c.Stderr = out, out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- c.Wait() }()
+	defer c.Process.Kill()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), "connected to inter as human"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("never connected:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	st, err := space.ReadRunState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sleeper := st.Agents["sleeper"]
+	if !space.Alive(sleeper) {
+		t.Fatalf("sleeper pid %d not running", sleeper)
+	}
+	stdin.Write([]byte("/quit\n"))
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("exit: %v\n%s", err, out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("space up -i did not stop:\n%s", out.String())
+	}
+	for _, pid := range st.PIDs() {
+		if pid != c.Process.Pid && space.Alive(pid) {
+			t.Errorf("pid %d survived", pid)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, space.RunStateFile)); err == nil {
+		t.Error("pids.json survived")
+	}
+}
