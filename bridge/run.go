@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mew-protocol/mew/internal/proc"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -209,7 +211,7 @@ func startProcess(s Server, log *slog.Logger) (*process, error) {
 	cmd := exec.Command(s.Command, s.Args...)
 	cmd.Env = append(os.Environ(), s.Env...)
 	cmd.Dir = s.Dir
-	setProcessGroup(cmd)
+	proc.Group(cmd)
 	var files []*os.File // every end, closed on failure
 	closeAll := func() {
 		for _, f := range files {
@@ -273,14 +275,14 @@ func (p *process) exitErr() error {
 func (p *process) stop() {
 	_ = p.stdin.Close()
 	if p.waitExit(stopGrace) {
-		killGroup(p.cmd, false) // children it left behind
+		proc.SignalGroup(p.cmd.Process.Pid, false) // children it left behind
 		return
 	}
-	killGroup(p.cmd, false)
+	proc.SignalGroup(p.cmd.Process.Pid, false)
 	if p.waitExit(stopGrace) {
 		return
 	}
-	killGroup(p.cmd, true)
+	proc.SignalGroup(p.cmd.Process.Pid, true)
 	<-p.exited
 }
 

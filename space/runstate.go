@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/mew-protocol/mew/internal/proc"
 )
 
 // RunStateFile is the name of the state file of a running space, in its
@@ -111,7 +113,7 @@ func RemoveRunState(mewDir string) error {
 
 // Running reports whether the state names a supervisor that is alive.
 func (st *RunState) Running() bool {
-	return st != nil && Alive(st.Supervisor)
+	return st != nil && proc.Alive(st.Supervisor)
 }
 
 // PIDs returns every pid the state names: supervisor, gateway, participants

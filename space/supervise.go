@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/mew-protocol/mew/internal/proc"
 )
 
 // Process is a program a Supervisor runs.
@@ -90,12 +92,12 @@ type Supervisor struct {
 	wg     sync.WaitGroup
 
 	mu    sync.Mutex
-	procs map[string]*proc
+	procs map[string]*managed
 	order []string // start order; Stop goes in reverse
 }
 
-// proc is the state of one process.
-type proc struct {
+// managed is the state of one process.
+type managed struct {
 	spec     Process
 	pid      int
 	running  bool
@@ -138,7 +140,7 @@ func NewSupervisor(opts SupervisorOptions) *Supervisor {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Supervisor{opts: opts, log: logger, ctx: ctx, cancel: cancel, procs: make(map[string]*proc)}
+	return &Supervisor{opts: opts, log: logger, ctx: ctx, cancel: cancel, procs: make(map[string]*managed)}
 }
 
 // Start starts p and keeps it running by its restart policy. It returns
@@ -153,7 +155,7 @@ func (s *Supervisor) Start(p Process) error {
 		s.mu.Unlock()
 		return fmt.Errorf("space: process %q already started", p.Name)
 	}
-	pr := &proc{spec: p, done: make(chan struct{})}
+	pr := &managed{spec: p, done: make(chan struct{})}
 	s.procs[p.Name] = pr
 	s.order = append(s.order, p.Name)
 	s.mu.Unlock()
@@ -172,7 +174,7 @@ func (s *Supervisor) Start(p Process) error {
 }
 
 // launch starts the process once.
-func (s *Supervisor) launch(pr *proc) (*exec.Cmd, error) {
+func (s *Supervisor) launch(pr *managed) (*exec.Cmd, error) {
 	p := pr.spec
 	if err := os.MkdirAll(filepath.Dir(p.Log), 0o755); err != nil {
 		return nil, fmt.Errorf("space: %s: log directory: %w", p.Name, err)
@@ -189,7 +191,7 @@ func (s *Supervisor) launch(pr *proc) (*exec.Cmd, error) {
 		cmd.Stdout = io.MultiWriter(logFile, p.Stdout)
 	}
 	cmd.Stderr = logFile
-	newGroup(cmd)
+	proc.Group(cmd)
 	err = cmd.Start()
 	logFile.Close() // the child has its own descriptor
 	if err != nil {
@@ -205,7 +207,7 @@ func (s *Supervisor) launch(pr *proc) (*exec.Cmd, error) {
 
 // watch waits for the process and restarts it until Stop or until it is
 // given up on.
-func (s *Supervisor) watch(pr *proc, cmd *exec.Cmd) {
+func (s *Supervisor) watch(pr *managed, cmd *exec.Cmd) {
 	defer s.wg.Done()
 	defer close(pr.done)
 	backoff := s.opts.MinBackoff
@@ -254,7 +256,7 @@ func (s *Supervisor) watch(pr *proc, cmd *exec.Cmd) {
 
 // allowRestart records a restart and reports whether it is within the
 // limit.
-func (s *Supervisor) allowRestart(pr *proc) bool {
+func (s *Supervisor) allowRestart(pr *managed) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
@@ -320,20 +322,20 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 			continue
 		}
 		s.log.Info("stopping", "process", pr.spec.Name, "pid", pid)
-		signalGroup(pid, false)
+		proc.SignalGroup(pid, false)
 		t := time.NewTimer(s.opts.StopTimeout)
 		select {
 		case <-pr.done:
 			t.Stop()
 		case <-t.C:
 			s.log.Warn("did not stop in time; killing", "process", pr.spec.Name, "pid", pid)
-			signalGroup(pid, true)
+			proc.SignalGroup(pid, true)
 		case <-ctx.Done():
 			t.Stop()
-			signalGroup(pid, true)
+			proc.SignalGroup(pid, true)
 		}
 		// Children that outlived the leader are killed with the group.
-		signalGroup(pid, true)
+		proc.SignalGroup(pid, true)
 	}
 	waited := make(chan struct{})
 	go func() { s.wg.Wait(); close(waited) }()

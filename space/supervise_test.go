@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mew-protocol/mew/internal/proc"
+
 	"go.uber.org/goleak"
 )
 
@@ -117,7 +119,7 @@ func TestSupervisorStopsGroups(t *testing.T) {
 	}
 	waitFor(t, "every process gone", func() bool {
 		for _, pid := range pids {
-			if Alive(pid) {
+			if proc.Alive(pid) {
 				return false
 			}
 		}

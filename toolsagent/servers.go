@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mew-protocol/mew/agent"
+	"github.com/mew-protocol/mew/internal/proc"
 	"github.com/mew-protocol/mew/llm"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -35,6 +36,7 @@ type serverConn struct {
 	cfg     ServerConfig
 	log     *slog.Logger
 	session *mcp.ClientSession
+	cmd     *exec.Cmd // the server's command; nil over HTTP
 
 	mu    sync.Mutex
 	tools []*mcp.Tool // nil until listed
@@ -56,11 +58,12 @@ func connectServer(ctx context.Context, cfg ServerConfig, env serverEnv, log *sl
 	defer cancel()
 	session, err := client.Connect(cctx, transport, nil)
 	if err != nil {
+		sc.killGroup()
 		return nil, fmt.Errorf("toolsagent: mcp server %s: %w", cfg.Name, err)
 	}
 	sc.session = session
 	if _, err := sc.current(cctx); err != nil {
-		_ = session.Close()
+		_ = sc.close()
 		return nil, err
 	}
 	sc.log.Info("toolsagent: MCP server ready", "tools", len(sc.tools))
@@ -104,6 +107,8 @@ func (s *serverConn) transport(env serverEnv) (mcp.Transport, error) {
 		cmd.Env = append(cmd.Env, k+"="+expand(c.Env[k]))
 	}
 	cmd.Stderr = &lineLog{log: s.log}
+	proc.Group(cmd) // so that close stops what the server started, too
+	s.cmd = cmd
 	return &mcp.CommandTransport{Command: cmd}, nil
 }
 
@@ -198,9 +203,12 @@ func (s *serverConn) call(ctx context.Context, tool string, args json.RawMessage
 	return text, nil
 }
 
-// close ends the session, which stops a command.
+// close ends the session, which stops a command, and then whatever the
+// command left running in its process group.
 func (s *serverConn) close() error {
-	if err := s.session.Close(); err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
+	err := s.session.Close()
+	s.killGroup()
+	if err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
 			return nil // stopped by a signal after its input closed
@@ -208,6 +216,13 @@ func (s *serverConn) close() error {
 		return fmt.Errorf("toolsagent: mcp server %s: %w", s.cfg.Name, err)
 	}
 	return nil
+}
+
+// killGroup kills what is left of the command's process group.
+func (s *serverConn) killGroup() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		proc.SignalGroup(s.cmd.Process.Pid, true)
+	}
 }
 
 // mcpResultText turns a tool result into text for the model: its text

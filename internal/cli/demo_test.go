@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mew-protocol/mew/internal/proc"
+
 	"github.com/mew-protocol/mew/space"
 )
 
@@ -38,7 +40,7 @@ func TestDemoScripted(t *testing.T) {
 	defer func() {
 		_ = c.Process.Kill()
 		for _, pid := range pids {
-			space.Terminate(pid, true)
+			proc.Terminate(pid, true)
 		}
 	}()
 	expect := func(want string) {
@@ -86,7 +88,7 @@ func TestDemoScripted(t *testing.T) {
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		alive := 0
 		for _, pid := range pids {
-			if space.Alive(pid) {
+			if proc.Alive(pid) {
 				alive++
 			}
 		}

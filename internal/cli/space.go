@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mew-protocol/mew/internal/proc"
+
 	"github.com/spf13/cobra"
 
 	"github.com/mew-protocol/mew/space"
@@ -349,7 +351,7 @@ func detachSpace(ctx context.Context, cmd *cobra.Command, exe string, cfg *space
 	c := exec.Command(exe, args...)
 	c.Dir = cfg.SpaceDir()
 	c.Stdout, c.Stderr = logFile, logFile
-	space.Detach(c)
+	proc.Detach(c)
 	if err := c.Start(); err != nil {
 		return fmt.Errorf("space up: %w", err)
 	}
@@ -361,10 +363,10 @@ func detachSpace(ctx context.Context, cmd *cobra.Command, exe string, cfg *space
 		case <-exited:
 			return fmt.Errorf("space up: the space stopped at once; %s ends:\n%s", logPath, tail(logPath, 20))
 		case <-deadline:
-			space.Terminate(c.Process.Pid, false)
+			proc.Terminate(c.Process.Pid, false)
 			return fmt.Errorf("space up: the space did not come up in time; %s ends:\n%s", logPath, tail(logPath, 20))
 		case <-ctx.Done():
-			space.Terminate(c.Process.Pid, false)
+			proc.Terminate(c.Process.Pid, false)
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
@@ -423,7 +425,7 @@ func runSpaceDown(cmd *cobra.Command, dir string) error {
 		return err
 	}
 	if st.Running() {
-		space.Terminate(st.Supervisor, false)
+		proc.Terminate(st.Supervisor, false)
 		for deadline := time.Now().Add(downWait); st.Running() && time.Now().Before(deadline); {
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -434,15 +436,15 @@ func runSpaceDown(cmd *cobra.Command, dir string) error {
 	// long-dead space may have been reused by an unrelated program.
 	var left []int
 	for _, pid := range st.PIDs() {
-		if space.Alive(pid) && space.GroupLeader(pid) {
-			space.Terminate(pid, true)
+		if proc.Alive(pid) && proc.GroupLeader(pid) {
+			proc.Terminate(pid, true)
 			left = append(left, pid)
 		}
 	}
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
 		alive := 0
 		for _, pid := range left {
-			if space.Alive(pid) {
+			if proc.Alive(pid) {
 				alive++
 			}
 		}
@@ -494,7 +496,7 @@ func newSpaceStatusCmd() *cobra.Command {
 			fmt.Fprintf(out, "health:    %s\n\n%-24s %8s  %s\n", health, "PROCESS", "PID", "STATE")
 			row := func(name string, pid int) {
 				s := "stopped"
-				if space.Alive(pid) {
+				if proc.Alive(pid) {
 					s = "running"
 				}
 				fmt.Fprintf(out, "%-24s %8d  %s\n", name, pid, s)

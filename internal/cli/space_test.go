@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mew-protocol/mew/internal/proc"
+
 	"github.com/mew-protocol/mew/space"
 )
 
@@ -92,7 +94,7 @@ func TestSpaceUpStatusDown(t *testing.T) {
 	}
 	defer func() { // whatever happens, leave nothing behind
 		for _, pid := range st.PIDs() {
-			space.Terminate(pid, true)
+			proc.Terminate(pid, true)
 		}
 	}()
 	pids := st.PIDs()
@@ -100,7 +102,7 @@ func TestSpaceUpStatusDown(t *testing.T) {
 		t.Fatalf("state %+v", st)
 	}
 	for _, pid := range pids {
-		if pid != 0 && !space.Alive(pid) && pid != st.Agents["crasher"] {
+		if pid != 0 && !proc.Alive(pid) && pid != st.Agents["crasher"] {
 			t.Errorf("pid %d is not running", pid)
 		}
 	}
@@ -140,7 +142,7 @@ func TestSpaceUpStatusDown(t *testing.T) {
 		t.Fatalf("down: %v\n%s", err, out)
 	}
 	for _, pid := range pids {
-		if space.Alive(pid) {
+		if proc.Alive(pid) {
 			t.Errorf("pid %d survived space down", pid)
 		}
 	}
@@ -248,7 +250,7 @@ func TestSpaceUpInteractive(t *testing.T) {
 		t.Fatal(err)
 	}
 	sleeper := st.Agents["sleeper"]
-	if !space.Alive(sleeper) {
+	if !proc.Alive(sleeper) {
 		t.Fatalf("sleeper pid %d not running", sleeper)
 	}
 	stdin.Write([]byte("/quit\n"))
@@ -261,7 +263,7 @@ func TestSpaceUpInteractive(t *testing.T) {
 		t.Fatalf("space up -i did not stop:\n%s", out.String())
 	}
 	for _, pid := range st.PIDs() {
-		if pid != c.Process.Pid && space.Alive(pid) {
+		if pid != c.Process.Pid && proc.Alive(pid) {
 			t.Errorf("pid %d survived", pid)
 		}
 	}

@@ -1,0 +1,47 @@
+//go:build unix
+
+package proc
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestGroup: a command started with Group leads its group, and signalling
+// the group reaches the child it started.
+func TestGroup(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "child")
+	cmd := exec.Command("/bin/sh", "-c", "sleep 60 & echo $! > "+pidFile+"; wait")
+	Group(cmd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	var child int
+	for deadline := time.Now().Add(5 * time.Second); child == 0; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(pidFile)
+		child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		if time.Now().After(deadline) {
+			t.Fatal("no child pid")
+		}
+	}
+	if !GroupLeader(cmd.Process.Pid) || GroupLeader(child) || !Alive(child) {
+		t.Fatalf("leader %v, child leader %v, child alive %v", GroupLeader(cmd.Process.Pid), GroupLeader(child), Alive(child))
+	}
+	SignalGroup(cmd.Process.Pid, false)
+	<-done
+	for deadline := time.Now().Add(5 * time.Second); Alive(child); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the child survived its group's SIGTERM")
+		}
+	}
+	if Alive(0) || Alive(-1) {
+		t.Error("pids 0 and -1 are alive")
+	}
+}
