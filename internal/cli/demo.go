@@ -86,11 +86,11 @@ func runDemo(ctx context.Context, cmd *cobra.Command, opts Options, dir string, 
 	if err := waitJoined(ctx, rs, cfg.Space.ID); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	model := "the offline rule-based model (set OPENAI_API_KEY or OPENAI_BASE_URL for a real one)"
+	model := "the offline rule-based model; set OPENAI_API_KEY or OPENAI_BASE_URL for a real one"
 	if p, err := llm.FromEnv(opts.getenv(), llm.Config{}); err == nil && p.Name() == "openai" {
 		model = "an OpenAI-compatible model"
 		if m, ok := p.(interface{ Model() string }); ok {
-			model += " (" + m.Model() + ")"
+			model += ", " + m.Model()
 		}
 	}
 	fmt.Fprintf(out, "mew demo: you, an assistant and a helper (%s), a calculator, and files in %s\n", model, files)
