@@ -9,6 +9,21 @@ const Version = "mew/v0.4"
 // presence, errors).
 const GatewayID = "system:gateway"
 
+// LegacyGatewayID is the from of the reference gateway's own envelopes. It is
+// reserved like GatewayID, so that no participant can pose as either.
+const LegacyGatewayID = "gateway"
+
+// IsReservedID reports whether id belongs to the gateway and may be no
+// participant's name, alias or invitation: GatewayID, LegacyGatewayID and
+// every id starting with "system:". Case and surrounding spaces are ignored,
+// so that "System:Gateway " cannot pass for the gateway in a transcript.
+func IsReservedID(id string) bool {
+	id = strings.TrimSpace(id)
+	const prefix = "system:"
+	return strings.EqualFold(id, LegacyGatewayID) ||
+		(len(id) >= len(prefix) && strings.EqualFold(id[:len(prefix)], prefix))
+}
+
 // Kinds of MEW Protocol v0.4 (spec §3).
 const (
 	KindMCPRequest  = "mcp/request"  // MCP request or notification

@@ -264,3 +264,16 @@ func TestKindRulesCoverKnownKinds(t *testing.T) {
 		}
 	}
 }
+
+func TestIsReservedID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"system:gateway": true, "System:Gateway": true, " system:gateway ": true, "SYSTEM:x": true,
+		"system:": true, "gateway": true, "GATEWAY": true, " Gateway": true,
+		"systemgateway": false, "gateway2": false, "my-gateway": false, "sys": false, "": false,
+		"human": false, "agent:system:x": false,
+	} {
+		if got := IsReservedID(id); got != want {
+			t.Errorf("IsReservedID(%q) = %v, want %v", id, got, want)
+		}
+	}
+}

@@ -119,3 +119,11 @@ func TestLoadTooLarge(t *testing.T) {
 		t.Errorf("Load of a 5 MiB file: %v", err)
 	}
 }
+
+func TestReservedParticipantIDs(t *testing.T) {
+	for _, id := range []string{"system:gateway", "gateway", "System:Gateway", "system:anything"} {
+		if err := ValidParticipantID(id); !errors.Is(err, ErrInvalidParticipantID) || !strings.Contains(err.Error(), "reserved") {
+			t.Errorf("ValidParticipantID(%q) = %v, want reserved", id, err)
+		}
+	}
+}

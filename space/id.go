@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/mew-protocol/mew/protocol"
 )
 
 // ErrInvalidParticipantID is wrapped by the errors of [ValidParticipantID].
@@ -17,11 +19,16 @@ const MaxParticipantIDLen = 256
 // ValidParticipantID reports whether id may name a participant: in a
 // configuration, in an invitation, and as the base of its token file's name.
 // A valid id is 1 to 256 bytes of UTF-8 without '/', '\\', NUL or other
-// control characters, is not "." or "..", and does not contain "..". The
-// error wraps [ErrInvalidParticipantID] and does not repeat the id.
+// control characters, is not "." or "..", does not contain "..", and is not
+// reserved for the gateway ([protocol.IsReservedID]: "gateway" and
+// "system:..."). The error wraps [ErrInvalidParticipantID] and does not
+// repeat the id.
 func ValidParticipantID(id string) error {
 	if problem := idProblem(id); problem != "" {
 		return fmt.Errorf("%w: %s", ErrInvalidParticipantID, problem)
+	}
+	if protocol.IsReservedID(id) {
+		return fmt.Errorf("%w: reserved for the gateway", ErrInvalidParticipantID)
 	}
 	return nil
 }
