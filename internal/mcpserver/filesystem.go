@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -187,9 +188,9 @@ func (f *fsys) read(p string) (*mcp.CallToolResult, any, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	file, err := f.root.Open(rel)
+	file, err := f.openRegular(rel, os.O_RDONLY, false)
 	if err != nil {
-		return nil, nil, f.clean(err)
+		return nil, nil, err
 	}
 	defer file.Close()
 	data, err := io.ReadAll(io.LimitReader(file, maxRead+1))
@@ -200,6 +201,90 @@ func (f *fsys) read(p string) (*mcp.CallToolResult, any, error) {
 		return nil, nil, fmt.Errorf("%s is larger than %d bytes", rel, maxRead)
 	}
 	return text(string(data)), nil, nil
+}
+
+// errNotRegular is the refusal of a path that is neither a regular file
+// nor a directory: a FIFO would block the server until someone wrote to
+// it, and devices and sockets are not files to read or replace.
+var errNotRegular = errors.New("not a regular file")
+
+// checkKind refuses anything but a regular file or a directory.
+func checkKind(rel string, mode fs.FileMode) error {
+	switch {
+	case mode.IsRegular(), mode.IsDir():
+		return nil
+	case mode&fs.ModeNamedPipe != 0:
+		return fmt.Errorf("%s is a FIFO (named pipe): %w", rel, errNotRegular)
+	case mode&fs.ModeSocket != 0:
+		return fmt.Errorf("%s is a socket: %w", rel, errNotRegular)
+	case mode&fs.ModeDevice != 0:
+		return fmt.Errorf("%s is a device: %w", rel, errNotRegular)
+	}
+	return fmt.Errorf("%s (%s): %w", rel, mode.Type(), errNotRegular)
+}
+
+// openRegular opens rel, which must be a regular file (or, when create is
+// set, not exist yet). It checks the path before opening, then opens
+// without blocking (O_NONBLOCK) and checks the opened file, so that a FIFO
+// swapped in between the two cannot hang the server.
+func (f *fsys) openRegular(rel string, flag int, create bool) (*os.File, error) {
+	fi, err := f.root.Stat(rel)
+	switch {
+	case err == nil:
+		if err := checkKind(rel, fi.Mode()); err != nil {
+			return nil, err
+		}
+		if fi.IsDir() {
+			return nil, fmt.Errorf("%s is a directory", rel)
+		}
+	case create && errors.Is(err, fs.ErrNotExist):
+		flag |= os.O_CREATE
+	default:
+		return nil, f.clean(err)
+	}
+	file, err := f.root.OpenFile(rel, flag|syscall.O_NONBLOCK, 0o644)
+	if err != nil {
+		return nil, f.clean(err)
+	}
+	fi, err = file.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = checkKind(rel, fi.Mode())
+		if err == nil {
+			err = fmt.Errorf("%s is a directory", rel)
+		}
+	}
+	if err != nil {
+		_ = file.Close()
+		return nil, f.clean(err)
+	}
+	return file, nil
+}
+
+// openDir opens rel, which must be a directory, as openRegular opens a
+// file: checked before, opened without blocking, checked after.
+func (f *fsys) openDir(rel string) (*os.File, error) {
+	fi, err := f.root.Stat(rel)
+	if err != nil {
+		return nil, f.clean(err)
+	}
+	if err := checkKind(rel, fi.Mode()); err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", rel)
+	}
+	dir, err := f.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, f.clean(err)
+	}
+	if fi, err = dir.Stat(); err != nil || !fi.IsDir() {
+		_ = dir.Close()
+		if err == nil {
+			err = fmt.Errorf("%s is not a directory", rel)
+		}
+		return nil, f.clean(err)
+	}
+	return dir, nil
 }
 
 func (f *fsys) write(p, content string) (*mcp.CallToolResult, any, error) {
@@ -215,7 +300,20 @@ func (f *fsys) write(p, content string) (*mcp.CallToolResult, any, error) {
 			return nil, nil, f.clean(err)
 		}
 	}
-	if err := f.root.WriteFile(rel, []byte(content), 0o644); err != nil {
+	// Not Root.WriteFile: it opens with O_TRUNC before anything can be
+	// checked, and blocks on a FIFO.
+	file, err := f.openRegular(rel, os.O_WRONLY, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, err = file.WriteString(content)
+	if err == nil {
+		err = file.Truncate(int64(len(content)))
+	}
+	if cerr := file.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return nil, nil, f.clean(err)
 	}
 	return text(fmt.Sprintf("wrote %d bytes to %s", len(content), rel)), nil, nil
@@ -226,10 +324,16 @@ func (f *fsys) list(p string) (*mcp.CallToolResult, any, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	entries, err := fs.ReadDir(f.root.FS(), filepath.ToSlash(rel))
+	dir, err := f.openDir(rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	entries, err := dir.ReadDir(-1)
+	_ = dir.Close()
 	if err != nil {
 		return nil, nil, f.clean(err)
 	}
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	var b strings.Builder
 	for i, e := range entries {
 		if i == maxListing {
@@ -254,6 +358,13 @@ func (f *fsys) walk(p string, keep func(name string) bool) (*mcp.CallToolResult,
 	if err != nil {
 		return nil, nil, err
 	}
+	// WalkDir opens only what the listing says is a directory; the start
+	// is checked here, since opening a FIFO would block.
+	dir, err := f.openDir(rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	_ = dir.Close()
 	var found []string
 	start := filepath.ToSlash(rel)
 	err = fs.WalkDir(f.root.FS(), start, func(q string, d fs.DirEntry, err error) error {

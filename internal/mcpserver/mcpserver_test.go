@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -132,5 +133,60 @@ func TestFilesystem(t *testing.T) {
 	}
 	if got, isErr := call(t, cs, "read_text_file", map[string]any{"path": "big"}); !isErr || !strings.Contains(got, "larger than") {
 		t.Errorf("big file: %.80q %v", got, isErr)
+	}
+}
+
+// TestFilesystemRefusesSpecialFiles: a FIFO in the served directory is
+// refused at once by every tool that would open it; opening it would block
+// the server until someone wrote to the pipe.
+func TestFilesystemRefusesSpecialFiles(t *testing.T) {
+	root := t.TempDir()
+	s, closeRoot, err := Filesystem(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeRoot()
+	cs := connect(t, s)
+	if err := syscall.Mkfifo(filepath.Join(root, "pipe"), 0o644); err != nil {
+		t.Skipf("no FIFOs here: %v", err)
+	}
+	if err := os.Symlink("pipe", filepath.Join(root, "to-pipe")); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"read_file", map[string]any{"path": "pipe"}},
+		{"read_text_file", map[string]any{"path": "to-pipe"}},
+		{"write_file", map[string]any{"path": "pipe", "content": "x"}},
+		{"list_directory", map[string]any{"path": "pipe"}},
+		{"directory_tree", map[string]any{"path": "pipe"}},
+	} {
+		start := time.Now()
+		got, isErr := call(t, cs, st.tool, st.args)
+		if !isErr || !strings.Contains(got, "FIFO") {
+			t.Errorf("%s %v = %q (error %v), want a FIFO refusal", st.tool, st.args, got, isErr)
+		}
+		// call gives up after 10 s; a refusal is immediate.
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%s %v took %v", st.tool, st.args, d)
+		}
+	}
+	// The server still works, and the listing shows the pipe without opening it.
+	if got, isErr := call(t, cs, "list_directory", map[string]any{"path": "."}); isErr || !strings.Contains(got, "pipe") {
+		t.Errorf("list_directory . = %q (error %v)", got, isErr)
+	}
+	if got, isErr := call(t, cs, "read_file", map[string]any{"path": "."}); !isErr || !strings.Contains(got, "is a directory") {
+		t.Errorf("read_file . = %q (error %v)", got, isErr)
+	}
+	if got, isErr := call(t, cs, "write_file", map[string]any{"path": "new.txt", "content": "longer text"}); isErr {
+		t.Fatalf("write_file: %s", got)
+	}
+	if got, isErr := call(t, cs, "write_file", map[string]any{"path": "new.txt", "content": "short"}); isErr {
+		t.Fatalf("write_file again: %s", got)
+	}
+	if got, _ := call(t, cs, "read_file", map[string]any{"path": "new.txt"}); got != "short" {
+		t.Errorf("rewritten file reads %q, want it truncated to \"short\"", got)
 	}
 }
