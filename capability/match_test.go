@@ -139,7 +139,7 @@ func TestKindPatterns(t *testing.T) {
 		{"escaped star is literal", `{"kind":"a\\*"}`, "a*", "", true},
 		{"escaped star does not glob", `{"kind":"a\\*b*"}`, "axb", "", false},
 		{"escaped star then glob", `{"kind":"a\\*b*"}`, "a*bc", "", true},
-		{"extra members are ignored", `{"id":"mcp-response","kind":"mcp/response","to":["x"],"description":"d"}`, "mcp/response", "", true},
+		{"annotations are ignored", `{"id":"mcp-response","kind":"mcp/response","name":"n","description":"d","note":"x","comment":"y"}`, "mcp/response", "", true},
 		{"null payload pattern is none", `{"kind":"chat","payload":null}`, "chat", `"not an object"`, true},
 	})
 }
@@ -375,7 +375,15 @@ func TestCompileErrors(t *testing.T) {
 	}{
 		{"not JSON", []string{`{"kind":`}, ErrInvalidPattern, "[0]", "unexpected end"},
 		{"not an object", []string{`{"kind":"chat"}`, `"chat"`}, ErrInvalidPattern, "[1]", "want an object"},
-		{"duplicate key", []string{`{"kind":"chat","kind":"*"}`}, ErrInvalidPattern, "[0]", "duplicate key"},
+		{"duplicate key", []string{`{"kind":"chat","kind":"*"}`}, ErrDuplicateKey, "[0].kind", "duplicate key"},
+		{"duplicate key, escaped", []string{`{"kind":"chat","\u006bind":"*"}`}, ErrDuplicateKey, "[0].kind", "duplicate key"},
+		{"duplicate payload", []string{`{"kind":"k","payload":{},"payload":{"a":1}}`}, ErrDuplicateKey, "[0].payload", ""},
+		{"duplicate key in a payload pattern", []string{`{"kind":"k"}`, `{"kind":"k","payload":{"params":{"name":"a","x":[1,{"y":2}],"name":"*"}}}`}, ErrDuplicateKey, "[1].payload.params.name", ""},
+		{"duplicate key in an array item", []string{`{"kind":"k","payload":{"q":[{"a":1},{"b":1,"b":2}]}}`}, ErrDuplicateKey, "[0].payload.q[1].b", ""},
+		{"upper-case KIND", []string{`{"kind":"chat","KIND":"*"}`}, ErrUnknownMember, "[0].KIND", "case-sensitive"},
+		{"Kind alone", []string{`{"Kind":"*"}`}, ErrUnknownMember, "[0].Kind", "case-sensitive"},
+		{"upper-case PAYLOAD", []string{`{"kind":"mcp/request","payload":{},"PAYLOAD":{"method":"x"}}`}, ErrUnknownMember, "[0].PAYLOAD", "case-sensitive"},
+		{"unknown member", []string{`{"kind":"chat","to":["x"]}`}, ErrUnknownMember, "[0].to", "annotations id, name"},
 		{"no kind", []string{`{"payload":{}}`}, ErrMissingKind, "[0]", ""},
 		{"number kind", []string{`{"kind":5}`}, ErrInvalidPattern, "[0].kind", "string or an array"},
 		{"object kind", []string{`{"kind":{"a":"b"}}`}, ErrInvalidPattern, "[0].kind", "string or an array"},

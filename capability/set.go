@@ -17,6 +17,8 @@ var (
 	ErrMissingKind    = errors.New("capability has no kind")
 	ErrBadRegex       = errors.New("invalid regular expression")
 	ErrBadJSONPath    = errors.New("invalid JSONPath expression")
+	ErrDuplicateKey   = errors.New("duplicate key")
+	ErrUnknownMember  = errors.New("unknown member")
 )
 
 // CompileError says which pattern, and where in it, failed to compile.
@@ -50,9 +52,11 @@ type Set struct {
 }
 
 // Compile compiles a list of capability patterns, each a JSON object with a
-// kind and an optional payload pattern; other members (such as an id or a
-// description) are kept in the raw pattern and otherwise ignored. An error
-// names the pattern's index and the path inside it.
+// kind and an optional payload pattern. Member names are exact: a key may
+// appear once in any object of a pattern, and the only other top-level
+// members allowed are the annotations listed in [Annotations], which are kept
+// in the raw pattern and otherwise ignored. An error names the pattern's
+// index and the path inside it.
 func Compile(patterns []json.RawMessage) (*Set, error) {
 	s := &Set{pats: make([]*pattern, 0, len(patterns))}
 	var t jsontape.Tape
@@ -82,10 +86,13 @@ func MustCompile(patterns ...string) *Set {
 
 func compilePattern(t *jsontape.Tape, raw json.RawMessage, path string) (*pattern, error) {
 	if err := t.Parse(raw); err != nil {
-		return nil, &CompileError{Path: path, Err: ErrInvalidPattern, Detail: err.Error()}
+		return nil, parseError(raw, path, err)
 	}
 	if t.Nodes[0].Kind != jsontape.Object {
 		return nil, &CompileError{Path: path, Err: ErrInvalidPattern, Detail: "want an object, got " + t.Nodes[0].Kind.String()}
+	}
+	if err := checkMembers(t, path); err != nil {
+		return nil, err
 	}
 	c := compiler{t: t}
 	p := &pattern{raw: append(json.RawMessage(nil), raw...)}

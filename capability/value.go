@@ -28,6 +28,7 @@ const (
 type valuePat struct {
 	kind  valueKind
 	str   string // the string, or a number's canonical spelling
+	text  string // a number as written, for messages
 	glob  *glob
 	re    *regexp.Regexp
 	not   *valuePat // vNot: a vString or vGlob
@@ -70,7 +71,7 @@ func (c *compiler) value(i uint32, path string) (valuePat, error) {
 		return compileString(t.String(i), path)
 	case jsontape.Number:
 		// Numbers compare by exact decimal value, in their canonical spelling.
-		return valuePat{kind: vNumber, str: string(jsontape.AppendNormalNumber(nil, t.Raw(i)))}, nil
+		return valuePat{kind: vNumber, str: string(jsontape.AppendNormalNumber(nil, t.Raw(i))), text: string(t.Raw(i))}, nil
 	case jsontape.True:
 		return valuePat{kind: vTrue}, nil
 	case jsontape.False:
