@@ -1,46 +1,72 @@
 package gateway
 
-import (
-	"slices"
-	"time"
-)
+import "time"
 
-// history keeps a space's most recent envelopes for HTTP polling. It is
-// guarded by its space's mu.
+// history keeps a space's most recent envelopes for HTTP polling, bounded
+// both by count and by bytes, so that a burst of large envelopes cannot pin
+// more than maxBytes of memory. It is guarded by its space's mu.
+//
+// Private entries (the gateway's answers to one participant: errors, the
+// invite-ack with its token) belong to the logical participant they were
+// for, never to a runtime id: an id is a name another participant could
+// take, a member is not.
 type history struct {
-	buf  []entry
-	next uint64 // sequence number of the next entry; entry i lives at buf[i % len]
+	buf      []entry // a ring: entry seq lives at buf[seq % len(buf)]
+	first    uint64  // sequence number of the oldest entry kept
+	next     uint64  // sequence number of the next entry
+	bytes    int     // total size of the entries kept
+	maxBytes int
 }
 
 type entry struct {
-	seq  uint64
-	at   time.Time
-	data []byte
-	to   []string // nil: visible to everyone; else only to these runtime ids
+	seq   uint64
+	at    time.Time
+	data  []byte
+	owner *member // nil: visible to everyone; else only to this participant
 }
 
-func newHistory(size int) *history { return &history{buf: make([]entry, size)} }
-
-func (h *history) add(at time.Time, data []byte, to []string) {
-	h.buf[h.next%uint64(len(h.buf))] = entry{seq: h.next, at: at, data: data, to: to}
-	h.next++
+func newHistory(size, maxBytes int) *history {
+	return &history{buf: make([]entry, size), maxBytes: maxBytes}
 }
 
-// since returns up to limit entries visible to one of ids, recorded after
-// the time after (when set) and with a sequence number ≥ from.
-func (h *history) since(after time.Time, from uint64, limit int, ids ...string) []entry {
-	first := uint64(0)
-	if n := uint64(len(h.buf)); h.next > n {
-		first = h.next - n
+func (h *history) add(at time.Time, data []byte, owner *member) {
+	if len(data) > h.maxBytes {
+		// Never kept, but numbered, so that a poller's cursor moves past it.
+		data = nil
 	}
-	first = max(first, from)
+	if h.next-h.first == uint64(len(h.buf)) {
+		h.dropOldest()
+	}
+	h.buf[h.next%uint64(len(h.buf))] = entry{seq: h.next, at: at, data: data, owner: owner}
+	h.next++
+	h.bytes += len(data)
+	for h.bytes > h.maxBytes {
+		h.dropOldest()
+	}
+}
+
+// dropOldest forgets the oldest entry kept. Every sequence number from first
+// to next has its slot, so the oldest is always at first.
+func (h *history) dropOldest() {
+	e := &h.buf[h.first%uint64(len(h.buf))]
+	h.bytes -= len(e.data)
+	*e = entry{} // let the data go now
+	h.first++
+}
+
+// since returns up to limit entries visible to m, recorded after the time
+// after (when set) and with a sequence number ≥ from.
+func (h *history) since(after time.Time, from uint64, limit int, m *member) []entry {
 	var out []entry
-	for seq := first; seq < h.next && len(out) < limit; seq++ {
+	for seq := max(h.first, from); seq < h.next && len(out) < limit; seq++ {
 		e := h.buf[seq%uint64(len(h.buf))]
+		if e.data == nil {
+			continue
+		}
 		if !after.IsZero() && !e.at.After(after) {
 			continue
 		}
-		if e.to != nil && !slices.ContainsFunc(ids, func(id string) bool { return slices.Contains(e.to, id) }) {
+		if e.owner != nil && e.owner != m {
 			continue
 		}
 		out = append(out, e)

@@ -26,6 +26,7 @@ func (srv *Server) routes() {
 	mux.HandleFunc("GET /participants/{id}/messages", srv.poll)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(srv.metrics.reg, promhttp.HandlerOpts{}))
 	srv.mux = mux
+	srv.handler = srv.crowdedHandler(mux)
 }
 
 // root serves WebSocket upgrades at /, where the reference's own clients
@@ -190,7 +191,7 @@ func writeRefusal(w http.ResponseWriter, rf *refusal) {
 // poll returns the envelopes a participant could see since a time or a
 // cursor, from the space's history (spec 5.3).
 func (srv *Server) poll(w http.ResponseWriter, r *http.Request) {
-	sp, m, id, ok := srv.authorize(w, r)
+	sp, m, _, ok := srv.authorize(w, r)
 	if !ok {
 		return
 	}
@@ -218,11 +219,7 @@ func (srv *Server) poll(w http.ResponseWriter, r *http.Request) {
 		limit = 100
 	}
 	sp.mu.Lock()
-	ids := []string{id, m.name}
-	if m.sess != nil {
-		ids = append(ids, m.sess.id)
-	}
-	entries := sp.history.since(after, from, int(limit), ids...)
+	entries := sp.history.since(after, from, int(limit), m)
 	next := sp.history.next
 	sp.mu.Unlock()
 	if len(entries) > 0 {

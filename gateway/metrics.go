@@ -16,6 +16,9 @@ type metrics struct {
 	out           map[string]prometheus.Counter
 	refusals      *prometheus.CounterVec
 	slowConsumers prometheus.Counter
+	pending       prometheus.Gauge
+	connRefused   *prometheus.CounterVec
+	shed          prometheus.Counter
 	floor         *prometheus.CounterVec
 	routing       prometheus.Histogram
 }
@@ -31,6 +34,17 @@ func newMetrics() *metrics {
 		}, []string{"code"}),
 		slowConsumers: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "mew_gateway_slow_consumers_total", Help: "Connections closed because their outbound queue was full.",
+		}),
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mew_gateway_unauthenticated_connections", Help: "WebSocket connections waiting for their join message.",
+		}),
+		connRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mew_gateway_connections_refused_total",
+			Help: "Connections and requests refused by the connection limits: full (over the cap), crowded (plain HTTP within the headroom), unauthenticated (too many waiting to join).",
+		}, []string{"reason"}),
+		shed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mew_gateway_shed_total",
+			Help: "Messages not queued for a recipient because their sender already filled its share of that recipient's queue.",
 		}),
 		floor: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mew_gateway_floor_total",
@@ -57,7 +71,7 @@ func newMetrics() *metrics {
 		m.in[k] = in.WithLabelValues(k)
 		m.out[k] = out.WithLabelValues(k)
 	}
-	m.reg.MustRegister(m.connections, m.refusals, m.slowConsumers, m.floor, m.routing, in, out,
+	m.reg.MustRegister(m.connections, m.refusals, m.slowConsumers, m.pending, m.connRefused, m.shed, m.floor, m.routing, in, out,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -69,6 +69,34 @@ type Options struct {
 	// HistorySize is the number of envelopes kept per space for HTTP
 	// polling (default 1024).
 	HistorySize int
+	// HistoryBytes bounds the same history by the total size of the
+	// envelopes kept (default 32 MiB); the oldest go first.
+	HistoryBytes int
+
+	// MaxConnections caps the open TCP connections of Serve's listener
+	// (see Server.Listener), WebSockets and HTTP alike (default: the
+	// process's file-descriptor limit less 64, at most 65536). Past it a
+	// connection is answered 503 and closed.
+	MaxConnections int
+	// ConnectionHeadroom is the part of MaxConnections kept for WebSocket
+	// joins (default a tenth): within it, plain HTTP requests are answered
+	// 503 and idle keep-alive connections are closed.
+	ConnectionHeadroom int
+	// MaxPending caps the WebSocket connections waiting for their join
+	// message (default 256), and MaxPendingPerAddr those from one remote
+	// address (default 64). Past either, an upgrade without a bearer header
+	// is answered 503.
+	MaxPending        int
+	MaxPendingPerAddr int
+	// MaxJoinSize bounds the join message of a connection without a bearer
+	// header (default 16 KiB): before it authenticates, a client may not
+	// make the gateway hold a large message.
+	MaxJoinSize int64
+	// RequestTimeout bounds reading and answering one plain HTTP request
+	// (default 30 s); IdleTimeout closes a keep-alive connection that sends
+	// nothing (default 60 s). Neither applies to an upgraded WebSocket.
+	RequestTimeout time.Duration
+	IdleTimeout    time.Duration
 
 	// OriginPatterns lists the browser origins, besides the gateway's own
 	// host, allowed to open WebSockets (see websocket.AcceptOptions).
@@ -90,6 +118,12 @@ const (
 	defaultWriteTimeout   = 10 * time.Second
 	defaultJoinTimeout    = 5 * time.Second
 	defaultHistorySize    = 1024
+	defaultHistoryBytes   = 32 << 20
+	defaultMaxPending     = 256
+	defaultPendingPerAddr = 64
+	defaultMaxJoinSize    = 16 << 10
+	defaultRequestTimeout = 30 * time.Second
+	defaultIdleTimeout    = 60 * time.Second
 )
 
 // withDefaults returns o with every zero field set to its default.
@@ -108,6 +142,15 @@ func (o Options) withDefaults() Options {
 	setDefault(&o.WriteTimeout, defaultWriteTimeout)
 	setDefault(&o.JoinTimeout, defaultJoinTimeout)
 	setDefault(&o.HistorySize, defaultHistorySize)
+	setDefault(&o.HistoryBytes, defaultHistoryBytes)
+	setDefault(&o.MaxConnections, defaultMaxConnections())
+	setDefault(&o.ConnectionHeadroom, max(o.MaxConnections/10, 1))
+	o.ConnectionHeadroom = min(o.ConnectionHeadroom, o.MaxConnections-1)
+	setDefault(&o.MaxPending, defaultMaxPending)
+	setDefault(&o.MaxPendingPerAddr, defaultPendingPerAddr)
+	setDefault(&o.MaxJoinSize, defaultMaxJoinSize)
+	setDefault(&o.RequestTimeout, defaultRequestTimeout)
+	setDefault(&o.IdleTimeout, defaultIdleTimeout)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -46,7 +46,9 @@ func (sp *liveSpace) inbound(o origin, data []byte, st *inState) (result, *refus
 		if j, ok := parseJoin(data); ok {
 			return sp.rejoin(o, j)
 		}
-		return result{}, refuse(ErrorInvalidEnvelope, err.Error())
+		r := refuse(ErrorInvalidEnvelope, err.Error())
+		r.ref = protocol.PeekID(data) // correlate the refusal when the id can be read
+		return result{}, r
 	}
 	given := env.ID
 	fail := func(r *refusal) (result, *refusal) {
@@ -87,6 +89,7 @@ func (sp *liveSpace) inbound(o origin, data []byte, st *inState) (result, *refus
 	if env.Protocol == "" {
 		env.Protocol = protocol.Version
 	}
+	normalize(env)
 	if err := env.Validate(); err != nil {
 		return fail(refuse(ErrorInvalidEnvelope, err.Error()))
 	}
@@ -131,6 +134,22 @@ func (sp *liveSpace) inbound(o origin, data []byte, st *inState) (result, *refus
 	}
 	srv.metrics.routing.Observe(float64(nanotime()-start) / 1e9)
 	return result{id: env.ID, ts: now, status: oc.status, body: oc.body}, nil
+}
+
+// normalize moves tolerated input into its proper place before enforcement,
+// so that what is checked, relayed and logged is the normalised form (the
+// decoder has already made a lone string correlation_id a list): a
+// reasoning/cancel that names its context in payload.context, as the
+// reference's participants send it, gets it on the envelope.
+func normalize(env *protocol.Envelope) {
+	if env.Kind == protocol.KindReasoningCancel && env.Context == "" && len(env.Payload) > 0 {
+		var p struct {
+			Context string `json:"context"`
+		}
+		if json.Unmarshal(env.Payload, &p) == nil && p.Context != "" {
+			env.Context = p.Context
+		}
+	}
 }
 
 // decide records a capability decision in the audit log.

@@ -74,7 +74,9 @@ func TestRefusals(t *testing.T) {
 		{name: "duplicate key", send: `{"kind":"chat","kind":"mcp/request","payload":{"text":"x"}}`, code: "invalid_envelope"},
 		{name: "missing kind", send: `{"id":"k1","payload":{"text":"x"}}`, code: "invalid_envelope"},
 		{name: "wrong protocol", send: `{"protocol":"mew/v0.3","id":"p1","kind":"chat","payload":{"text":"x"}}`, code: "invalid_envelope", corr: "p1"},
-		{name: "correlation_id as string", send: `{"id":"c1","kind":"chat","correlation_id":"m1","payload":{"text":"x"}}`, code: "invalid_envelope"},
+		// An envelope that does not decode is still answered with its id.
+		{name: "correlation_id as number", send: `{"id":"c1","kind":"chat","correlation_id":7,"payload":{"text":"x"}}`, code: "invalid_envelope", corr: "c1"},
+		{name: "to as string", send: `{"kind":"chat","to":"alice","id":"c2","payload":{"text":"x"}}`, code: "invalid_envelope", corr: "c2"},
 		{name: "chat without text", send: `{"id":"t1","kind":"chat","payload":{}}`, code: "invalid_envelope", corr: "t1"},
 		{name: "bad kind characters", send: `{"id":"k2","kind":"chat bomb","payload":{"text":"x"}}`, code: "invalid_envelope", corr: "k2"},
 		{name: "10 MiB frame", send: `{"kind":"chat","payload":{"text":"` + big + `"}}`, code: "too_large"},

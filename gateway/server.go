@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"log"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"sync"
@@ -28,8 +30,12 @@ type Server struct {
 	owner   map[*member]*liveSpace // guarded by tokMu
 	audit   *audit.Log
 	metrics *metrics
-	mux     *http.ServeMux
-	started time.Time
+	mux      *http.ServeMux
+	handler  http.Handler // mux behind the connection limits
+	started  time.Time
+	conns    connTable
+	pending  pendingTable
+	errorLog *log.Logger
 
 	lazyMu sync.Mutex // serialises lazy connects of output_log participants
 
@@ -88,6 +94,11 @@ func New(opts Options) (*Server, error) {
 		metrics: newMetrics(),
 		started: opts.Now(),
 	}
+	srv.conns = connTable{max: int64(opts.MaxConnections), soft: int64(opts.MaxConnections - opts.ConnectionHeadroom),
+		refused: srv.metrics.connRefused.WithLabelValues("full")}
+	srv.pending = pendingTable{max: opts.MaxPending, perAddr: opts.MaxPendingPerAddr,
+		gauge: srv.metrics.pending, refused: srv.metrics.connRefused.WithLabelValues("unauthenticated")}
+	srv.errorLog = slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn)
 	for _, cfg := range opts.Spaces {
 		if _, dup := srv.spaces[cfg.Space.ID]; dup {
 			return nil, fmt.Errorf("gateway: space %q configured twice", cfg.Space.ID)
@@ -149,7 +160,7 @@ func (srv *Server) openAudit() error {
 func (srv *Server) now() time.Time { return srv.opts.Now() }
 
 // ServeHTTP serves WebSocket upgrades and the HTTP API.
-func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { srv.mux.ServeHTTP(w, r) }
+func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { srv.handler.ServeHTTP(w, r) }
 
 // track registers a connection handler or writer; it fails once the server
 // is closing.

@@ -37,10 +37,11 @@ type member struct {
 	caps   atomic.Pointer[capView] // what the gateway enforces; replaced on grant and revoke
 
 	// Guarded by liveSpace.mu:
-	sess   *session // current connection
-	grants []grant  // runtime grants, oldest first
-	yields []string // recent messages it was told to yield (floor control)
-	ctl    control  // pause, shutdown and kick state
+	sess    *session // current connection
+	aliases int      // runtime ids bound to it in liveSpace.aliases
+	grants  []grant  // runtime grants, oldest first
+	yields  []string // recent messages it was told to yield (floor control)
+	ctl     control  // pause, shutdown and kick state
 }
 
 // capView is a member's effective capabilities: its static ones, then those
@@ -73,6 +74,10 @@ func (m *member) ownsToken(tok []byte) bool {
 	return ok == 1
 }
 
+// maxAliasesPerMember bounds the runtime ids one participant may bind, so
+// that no one can fill the space's alias table.
+const maxAliasesPerMember = 64
+
 // liveSpace is the running state of one space.
 //
 // Lock order: liveSpace.mu, then nothing: code holding mu only enqueues
@@ -86,6 +91,7 @@ type liveSpace struct {
 	members    map[string]*member  // by logical name; invitations add to it
 	order      []*member           // members in config order, then invited ones
 	sessions   map[string]*session // by runtime id
+	aliases    map[string]*member  // runtime ids other than logical names, bound to who used them first
 	roster     []*session          // sessions in join order; replaced, never modified
 	recipients []audit.Recipient   // parallel to roster; replaced, never modified
 	history    *history
@@ -98,7 +104,8 @@ func newLiveSpace(srv *Server, cfg *space.Config) (*liveSpace, error) {
 		id: cfg.Space.ID, srv: srv, cfg: cfg,
 		members:  make(map[string]*member, len(cfg.Participants)),
 		sessions: make(map[string]*session),
-		history:  newHistory(srv.opts.HistorySize),
+		aliases:  make(map[string]*member),
+		history:  newHistory(srv.opts.HistorySize, srv.opts.HistoryBytes),
 	}
 	store := srv.opts.TokenStore(cfg)
 	for _, p := range cfg.Participants {
@@ -202,6 +209,20 @@ func (sp *liveSpace) attach(s *session) *refusal {
 	}
 	if cur, ok := sp.sessions[s.id]; ok && cur.m != s.m {
 		return refuse(ErrorIdentityMismatch, fmt.Sprintf("participant id %q is in use", s.id))
+	}
+	if s.id != s.m.name {
+		// An alias stays its first user's for the gateway's run: envelopes
+		// addressed to it, and grants, pauses and kicks naming it, must
+		// never reach someone else who takes the name later.
+		switch owner, ok := sp.aliases[s.id]; {
+		case ok && owner != s.m:
+			return refuse(ErrorIdentityMismatch, fmt.Sprintf("participant id %q was used by another participant", s.id))
+		case !ok && s.m.aliases >= maxAliasesPerMember:
+			return refuse(ErrorIdentityMismatch, fmt.Sprintf("%s has used %d runtime ids already; join under one of them", s.m.name, maxAliasesPerMember))
+		case !ok:
+			sp.aliases[s.id] = s.m
+			s.m.aliases++
+		}
 	}
 	if old := s.m.sess; old != nil {
 		old.kill(CloseReplaced, "replaced by a new connection of the same participant")
@@ -313,7 +334,7 @@ func (sp *liveSpace) unicastLocked(s *session, d delivery) {
 		// Welcomes stay out of the history: they grow with the space (a
 		// thousand joins would pin a thousand participant lists), and a
 		// poller gets its current state from GET /participants.
-		sp.history.add(d.at, d.data, []string{s.id})
+		sp.history.add(d.at, d.data, s.m)
 	}
 	s.enqueue(frame{data: d.data})
 	sp.srv.delivered(sp, d, []audit.Recipient{{ID: s.id, Transport: s.transport}})
@@ -343,7 +364,7 @@ func (sp *liveSpace) resolveLocked(id string) *member {
 	if s, ok := sp.sessions[id]; ok {
 		return s.m
 	}
-	return nil
+	return sp.aliases[id]
 }
 
 // closeAll kills every session with code and reason.

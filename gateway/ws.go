@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -23,6 +24,22 @@ func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer srv.wg.Done()
+	token, requested := bearer(r), ""
+	release := func() {}
+	if token == "" {
+		// Until its join message authenticates it, a connection holds a
+		// slot of the pending table: nobody may keep many of them open.
+		addr := remoteHost(r)
+		if !srv.pending.acquire(addr) {
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "too_many_connections", Message: "too many connections are waiting to join"})
+			return
+		}
+		var once sync.Once
+		release = func() { once.Do(func() { srv.pending.release(addr) }) }
+		defer release()
+	}
+	noDeadlines(w)
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		OriginPatterns:  srv.opts.OriginPatterns,
 		CompressionMode: websocket.CompressionDisabled,
@@ -32,18 +49,21 @@ func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer conn.CloseNow()
-	conn.SetReadLimit(srv.opts.MaxDiscardSize)
 
-	token, requested := bearer(r), ""
 	spaceID := r.URL.Query().Get("space")
 	if token == "" {
+		// Twice the join limit: a join a little too large is read and
+		// answered too_large; past that the library closes with 1009.
+		conn.SetReadLimit(2 * srv.opts.MaxJoinSize)
 		j, ok := srv.readJoin(conn)
+		release()
 		if !ok {
 			return
 		}
 		token, requested = j.token, j.participantID
 		spaceID = firstNonEmpty(j.space, spaceID)
 	}
+	conn.SetReadLimit(srv.opts.MaxDiscardSize)
 	sp, m := srv.lookup(token, spaceID)
 	if m == nil {
 		srv.metrics.refusals.WithLabelValues(ErrorUnauthorized).Inc()
@@ -140,7 +160,7 @@ func (srv *Server) readJoin(conn *websocket.Conn) (joinRequest, bool) {
 	var data []byte
 	var over bool
 	if err == nil {
-		data, over, err = readMessage(rd, nil, srv.opts.MaxMessageSize)
+		data, over, err = readMessage(rd, nil, srv.opts.MaxJoinSize)
 	}
 	if !timer.Stop() {
 		<-fired
@@ -150,7 +170,7 @@ func (srv *Server) readJoin(conn *websocket.Conn) (joinRequest, bool) {
 		return joinRequest{}, false // the peer went away
 	}
 	if over {
-		srv.reject(conn, tooLarge(srv.opts.MaxMessageSize))
+		srv.reject(conn, tooLarge(srv.opts.MaxJoinSize))
 		return joinRequest{}, false
 	}
 	j, ok := parseJoin(data)

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,8 +64,10 @@ func slotOf(name []byte) int {
 //   - data must be one JSON object (valid UTF-8, no duplicate keys);
 //   - protocol, id, ts, from, kind and context must be non-empty strings if
 //     present;
-//   - to and correlation_id must be arrays of strings (a lone string is an
-//     error); an empty array is the same as an absent one;
+//   - to and correlation_id must be arrays of strings; an empty array is the
+//     same as an absent one. Tolerated: a lone string correlation_id is a
+//     one-element list, as the reference gateway reads it (its agents send
+//     one); a lone string to is an error;
 //   - payload must be an object if present; null counts as absent;
 //   - any other member goes to Extra, in order.
 //
@@ -138,6 +141,13 @@ func (d *Decoder) build(env *Envelope) error {
 		node := t.Nodes[v]
 		switch s {
 		case slotTo, slotCorrelation:
+			if s == slotCorrelation && node.Kind == jsontape.String {
+				// Tolerated: a lone string, as the reference's agents send
+				// it, is a one-element list.
+				nCorr = 1
+				strBytes += rawLen(t, v)
+				continue
+			}
 			n, err := checkStringArray(t, v, slotNames[s])
 			if err != nil {
 				return err
@@ -199,7 +209,7 @@ func (d *Decoder) build(env *Envelope) error {
 	listStart := sb.Len()
 	for _, s := range [...]int{slotTo, slotCorrelation} {
 		if v := slot[s]; v != 0 {
-			for e := v + 1; e < t.Nodes[v].Next; e = t.Nodes[e].Next {
+			for e := range listItems(t, v) {
 				sb.Write(t.Text(e))
 			}
 		}
@@ -228,7 +238,7 @@ func (d *Decoder) build(env *Envelope) error {
 		pos := listStart
 		for _, s := range [...]int{slotTo, slotCorrelation} {
 			if v := slot[s]; v != 0 {
-				for e := v + 1; e < t.Nodes[v].Next; e = t.Nodes[e].Next {
+				for e := range listItems(t, v) {
 					n := textLen(t, e)
 					lists = append(lists, all[pos:pos+n])
 					pos += n
@@ -272,6 +282,22 @@ func (d *Decoder) build(env *Envelope) error {
 	return nil
 }
 
+// listItems yields the string nodes of a checked list member: the items of
+// an array, or the node itself when it is a lone string.
+func listItems(t *jsontape.Tape, v uint32) iter.Seq[uint32] {
+	return func(yield func(uint32) bool) {
+		if t.Nodes[v].Kind == jsontape.String {
+			yield(v)
+			return
+		}
+		for e := v + 1; e < t.Nodes[v].Next; e = t.Nodes[e].Next {
+			if !yield(e) {
+				return
+			}
+		}
+	}
+}
+
 // textLen is the size of the text of string node i.
 func textLen(t *jsontape.Tape, i uint32) int {
 	if t.Nodes[i].Flags&jsontape.FlagEscaped == 0 {
@@ -305,4 +331,27 @@ func checkStringArray(t *jsontape.Tape, v uint32, name string) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// PeekID returns the id of data when data is a JSON object whose id member
+// is a valid id (a string of at most MaxIDLen bytes), else "". It is for
+// correlating the refusal of an envelope that did not decode: the sender
+// learns which of its messages was refused.
+func PeekID(data []byte) string {
+	d := getDecoder()
+	defer putDecoder(d)
+	t := &d.tape
+	defer func() { t.Src = nil }()
+	if t.Parse(data) != nil || t.Nodes[0].Kind != jsontape.Object {
+		return ""
+	}
+	v, ok := t.Lookup(0, "id")
+	if !ok || t.Nodes[v].Kind != jsontape.String {
+		return ""
+	}
+	id := t.String(v)
+	if checkID("id", id) != nil || id == "" {
+		return ""
+	}
+	return id
 }

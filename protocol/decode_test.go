@@ -203,9 +203,9 @@ func TestUnmarshalJSON(t *testing.T) {
 	if holder.Env.Kind != KindChat || string(holder.Env.Payload) != `{"text":"hi"}` || holder.Envs[0].Kind != "a" {
 		t.Errorf("got %+v", holder)
 	}
-	err = json.Unmarshal([]byte(`{"env":{"kind":"chat","correlation_id":"x"}}`), &holder)
-	if !errors.Is(err, ErrCorrelationNotArray) {
-		t.Errorf("err = %v, want ErrCorrelationNotArray", err)
+	err = json.Unmarshal([]byte(`{"env":{"kind":"chat","correlation_id":[1]}}`), &holder)
+	if !errors.Is(err, ErrBadType) {
+		t.Errorf("err = %v, want ErrBadType", err)
 	}
 }
 
@@ -240,7 +240,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"to numbers", `{"to":[1]}`, ErrBadType, "to[0]"},
 		{"to null entry", `{"to":["a",null]}`, ErrBadType, "to[1]"},
 		{"to nested array", `{"to":[["a"]]}`, ErrBadType, "to[0]"},
-		{"correlation string", `{"correlation_id":"env-1"}`, ErrCorrelationNotArray, "correlation_id"},
+		{"correlation number", `{"correlation_id":1}`, ErrCorrelationNotArray, "correlation_id"},
+		{"correlation object", `{"correlation_id":{"a":"b"}}`, ErrCorrelationNotArray, "correlation_id"},
+		{"to string", `{"to":"bob"}`, ErrToNotArray, "to"},
 		{"correlation number", `{"correlation_id":7}`, ErrCorrelationNotArray, "correlation_id"},
 		{"correlation objects", `{"correlation_id":["a",{}]}`, ErrBadType, "correlation_id[1]"},
 		{"payload string", `{"kind":"chat","payload":"hi"}`, ErrPayloadNotObject, "payload"},
@@ -294,8 +296,8 @@ func TestDecodeErrors(t *testing.T) {
 }
 
 func TestFieldErrorMessage(t *testing.T) {
-	_, err := Decode([]byte(`{"correlation_id":"env-1"}`))
-	const want = "invalid envelope: correlation_id: correlation_id must be an array of strings (got string)"
+	_, err := Decode([]byte(`{"correlation_id":true}`))
+	const want = "invalid envelope: correlation_id: correlation_id must be an array of strings (got true)"
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v\nwant %s", err, want)
 	}
@@ -344,5 +346,46 @@ func TestDecodeLargeEnvelope(t *testing.T) {
 	}
 	if got := env.AppendJSON(nil); !bytes.Equal(got, b.Bytes()) {
 		t.Errorf("round trip differs")
+	}
+}
+
+// TestLoneCorrelationID: a lone string correlation_id, as the reference's
+// agents send it, is read as a one-element list and encoded as one.
+func TestLoneCorrelationID(t *testing.T) {
+	for _, in := range []string{
+		`{"kind":"chat","correlation_id":"m-1","payload":{"text":"x"}}`,
+		`{"kind":"chat","to":["bob"],"correlation_id":"m-1","payload":{"text":"x"}}`,
+		`{"kind":"chat","correlation_id":"m\u002d1","to":["bob"],"payload":{"text":"x"}}`,
+	} {
+		env, err := Decode([]byte(in))
+		if err != nil {
+			t.Fatalf("Decode(%s): %v", in, err)
+		}
+		if len(env.CorrelationID) != 1 || env.CorrelationID[0] != "m-1" {
+			t.Errorf("Decode(%s).CorrelationID = %q, want [m-1]", in, env.CorrelationID)
+		}
+		if out := string(env.AppendJSON(nil)); !strings.Contains(out, `"correlation_id":["m-1"]`) {
+			t.Errorf("encoded as %s, want a one-element array", out)
+		}
+		if len(env.To) > 0 && env.To[0] != "bob" {
+			t.Errorf("to = %q", env.To)
+		}
+	}
+}
+
+func TestPeekID(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"id":"m-1","kind":"chat","to":"bob"}`:   "m-1",
+		`{"kind":"chat","id":"m-2","payload":[]}`: "m-2",
+		`{"id":7}`:     "",
+		`{"id":""}`:    "",
+		`["id"]`:       "",
+		`{"id":"m-3"`:  "",
+		`{"ID":"m-4"}`: "",
+		`{"id":"` + strings.Repeat("x", MaxIDLen+1) + `"}`: "",
+	} {
+		if got := PeekID([]byte(in)); got != want {
+			t.Errorf("PeekID(%.40s) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -30,7 +30,7 @@ func ExampleDecoder_Decode() {
 	var env protocol.Envelope
 	for _, msg := range []string{
 		`{"protocol":"mew/v0.4","id":"m1","from":"alice","kind":"chat","payload":{"text":"hi bob"},"x-client":"tui"}`,
-		`{"kind":"mcp/response","correlation_id":"m1"}`,
+		`{"kind":"mcp/response","correlation_id":42}`,
 		`{"kind":"chat","payload":{"format":"plain"}}`,
 	} {
 		if err := dec.Decode([]byte(msg), &env); err != nil {
@@ -49,7 +49,7 @@ func ExampleDecoder_Decode() {
 	}
 	// Output:
 	// alice says "hi bob" (extra: x-client="tui")
-	// refused: invalid envelope: correlation_id: correlation_id must be an array of strings (got string) true
+	// refused: invalid envelope: correlation_id: correlation_id must be an array of strings (got number) true
 	// invalid: invalid envelope: payload.text: required field is missing
 }
 

@@ -77,8 +77,8 @@ func Serve(dir, spaceYAML string, opts gateway.Options) (*Served, error) {
 		return nil, err
 	}
 	s := &Served{Server: srv, Config: cfg, Dir: dir, Addr: ln.Addr().String()}
-	s.hs = &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = s.hs.Serve(ln) }()
+	s.hs = srv.HTTPServer()
+	go func() { _ = s.hs.Serve(srv.Listener(ln)) }()
 	return s, nil
 }
 
