@@ -50,11 +50,23 @@ type Options struct {
 	// QueueSize bounds the records waiting for the writer; when it is
 	// reached, Envelope and Decision block. Not positive: DefaultQueueSize.
 	QueueSize int
-	// Logger receives the first write error of each file and the first
-	// malformed JSON value; nil discards.
+	// MaxFileSize is the size in bytes a file may reach before it is
+	// rotated: a line that would take it past the limit goes into a new
+	// file. 0 means DefaultMaxFileSize; negative never rotates.
+	MaxFileSize int64
+	// MaxFiles is how many rotated files of each log are kept; older ones
+	// are deleted. 0 means DefaultMaxFiles; negative keeps them all.
+	MaxFiles int
+	// Logger receives write errors (the first at once, then at most one
+	// message a minute per file), recoveries, and the first malformed JSON
+	// value; nil discards.
 	Logger *slog.Logger
-	// Now stamps records whose Time is zero; nil means time.Now.
+	// Now is the Log's clock: it stamps records whose Time is zero, names
+	// rotated files, and times the retries and messages of a failing file;
+	// nil means time.Now.
 	Now func() time.Time
+
+	test *hooks // file system replacements for tests; nil in production
 }
 
 // Recipient is one receiver of a delivered envelope.
@@ -120,15 +132,17 @@ type DecisionRecord struct {
 
 // Stats counts what a [Log] has done since Open.
 type Stats struct {
-	Records uint64 // records the writer has processed
-	Lines   uint64 // lines that reached the files (the write system call succeeded)
-	Bytes   uint64 // bytes of those lines, newlines included
-	Errors  uint64 // failed writes and flushes, plus JSON values that were not valid
-	Dropped uint64 // records offered after Close, discarded
+	Records   uint64 // records the writer has processed
+	Lines     uint64 // lines that reached the files (the write system call succeeded)
+	Bytes     uint64 // bytes of those lines, newlines included
+	Errors    uint64 // failed opens, writes, flushes, renames and deletions, plus JSON values that were not valid
+	Dropped   uint64 // records offered after Close, discarded
+	Lost      uint64 // lines of processed records not written because writing failed (disk full, ...)
+	Rotations uint64 // files rotated
 }
 
 type counters struct {
-	records, lines, bytes, errors, dropped atomic.Uint64
+	records, lines, bytes, errors, dropped, lost, rotations atomic.Uint64
 }
 
 // Log is an open audit log. Its methods are safe for concurrent use; a nil
@@ -191,15 +205,15 @@ func Open(opts Options) (*Log, error) {
 		l.max = DefaultQueueSize
 	}
 	l.notFull.L = &l.mu
-	w := &writer{log: logger, stats: &l.stats, line: make([]byte, 0, lineBufSize)}
+	w := newWriter(&opts, logger, l.now, &l.stats)
 	var err error
 	if opts.EnvelopeHistory {
-		if w.env, err = openSink(filepath.Join(opts.Dir, EnvelopeHistoryFile), logger); err != nil {
+		if w.env, err = w.openSink(filepath.Join(opts.Dir, EnvelopeHistoryFile)); err != nil {
 			return nil, err
 		}
 	}
 	if opts.CapabilityDecisions {
-		if w.dec, err = openSink(filepath.Join(opts.Dir, CapabilityDecisionsFile), logger); err != nil {
+		if w.dec, err = w.openSink(filepath.Join(opts.Dir, CapabilityDecisionsFile)); err != nil {
 			if w.env != nil {
 				_ = w.env.f.Close()
 			}
@@ -211,7 +225,40 @@ func Open(opts Options) (*Log, error) {
 	return l, nil
 }
 
-// prepareDir creates dir with a .gitignore when it does not exist.
+// newWriter returns the writer for opts, with the defaults of the size
+// limits filled in.
+func newWriter(opts *Options, logger *slog.Logger, now func() time.Time, stats *counters) *writer {
+	cfg := sinkConfig{
+		maxSize:  opts.MaxFileSize,
+		maxFiles: opts.MaxFiles,
+		retry:    retryInterval,
+		open:     openLogFile,
+		rename:   os.Rename,
+	}
+	switch {
+	case cfg.maxSize == 0:
+		cfg.maxSize = DefaultMaxFileSize
+	case cfg.maxSize < 0:
+		cfg.maxSize = 0
+	}
+	if cfg.maxFiles == 0 {
+		cfg.maxFiles = DefaultMaxFiles
+	}
+	if h := opts.test; h != nil {
+		if h.open != nil {
+			cfg.open = h.open
+		}
+		if h.rename != nil {
+			cfg.rename = h.rename
+		}
+		if h.noRetryDelay {
+			cfg.retry = 0
+		}
+	}
+	return &writer{log: logger, stats: stats, now: now, cfg: cfg, line: make([]byte, 0, lineBufSize)}
+}
+
+// prepareDir creates dir (0700) with a .gitignore when it does not exist.
 func prepareDir(dir string) error {
 	fi, err := os.Stat(dir)
 	switch {
@@ -223,11 +270,11 @@ func prepareDir(dir string) error {
 	case !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("audit: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("audit: create log directory: %w", err)
 	}
 	// O_EXCL: never overwrite a .gitignore someone wrote meanwhile.
-	f, err := os.OpenFile(filepath.Join(dir, ".gitignore"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, ".gitignore"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
 	if errors.Is(err, fs.ErrExist) {
 		return nil
 	}
@@ -345,11 +392,13 @@ func (l *Log) Stats() Stats {
 		return Stats{}
 	}
 	return Stats{
-		Records: l.stats.records.Load(),
-		Lines:   l.stats.lines.Load(),
-		Bytes:   l.stats.bytes.Load(),
-		Errors:  l.stats.errors.Load(),
-		Dropped: l.stats.dropped.Load(),
+		Records:   l.stats.records.Load(),
+		Lines:     l.stats.lines.Load(),
+		Bytes:     l.stats.bytes.Load(),
+		Errors:    l.stats.errors.Load(),
+		Dropped:   l.stats.dropped.Load(),
+		Lost:      l.stats.lost.Load(),
+		Rotations: l.stats.rotations.Load(),
 	}
 }
 

@@ -4,10 +4,12 @@
 //
 // # Files
 //
-// [Open] creates the directory (0755) when it is missing, and then also a
+// [Open] creates the directory (0700) when it is missing, and then also a
 // .gitignore in it holding "*\n!.gitignore\n"; a directory that already exists
-// is left as it is. The files are opened with O_APPEND|O_CREATE (mode 0644)
-// and never truncated:
+// is left as it is. The files are opened with O_APPEND|O_CREATE and never
+// truncated. Every file the log creates has mode 0600, as envelopes may hold
+// secrets; an existing regular file with a looser mode is chmod'ed to 0600
+// when it is opened (Open fails if that is not possible):
 //
 //   - envelope-history.jsonl ([Options.EnvelopeHistory]), one line per
 //     received or rejected envelope and one per recipient of a delivered one:
@@ -58,6 +60,36 @@
 // least every 200 ms, so that scripts polling the files (tail -f, grep loops)
 // see a line soon after the event.
 //
+// # Rotation and retention
+//
+// Each file is rotated before a line would take it past
+// [Options.MaxFileSize] (default 256 MiB, [DefaultMaxFileSize]; negative
+// never rotates): the writer flushes it, renames it, and opens a new, empty
+// file under the original name, between two lines, so a line is never split.
+// A line longer than the limit goes into a file of its own. The rotated file
+// is named after the log with the UTC time of the rotation, to the
+// millisecond, before the extension:
+//
+//	envelope-history.20261122T100950.999Z.jsonl
+//
+// The current file is always envelope-history.jsonl, so that tail -f, grep
+// and jq on it keep working. Because the time has a fixed width and digits
+// sort before "j", a shell glob lists the files in the order they were
+// written, oldest first, with the current file last:
+//
+//	cat .mew/logs/envelope-history*.jsonl | jq ...
+//
+// The time comes from [Options.Now]; if it is not later than the newest
+// rotated file's (a clock standing still or stepping back), the newest one's
+// plus a millisecond is used, so the names stay unique and in order. Of the
+// rotated files, the newest [Options.MaxFiles] are kept (default 10,
+// [DefaultMaxFiles]; negative keeps all) and older ones are deleted after
+// each rotation and at Open; files that do not match the name pattern
+// exactly are never touched. So with the defaults one log takes at most
+// about 2.8 GB. If the rename fails, the error is logged and the file keeps
+// growing; rotation is tried again a second later. [Stats.Rotations] counts
+// the rotations.
+//
 // # Close and errors
 //
 // Close stops accepting records, writes everything already accepted, flushes
@@ -65,12 +97,28 @@
 // while Close is waking callers blocked on a full queue) is discarded and
 // counted in [Stats.Dropped]; it never panics.
 //
-// A failed write or flush is logged once per file through [Options.Logger],
-// counted in [Stats.Errors], and the writer keeps going with the next line;
-// the lines it had buffered are lost. Before writing again it makes sure the
-// file ends with a line break, so that a partly written line never runs into
-// the next one. Open does the same for an existing file whose last line was
-// cut off (for instance by a crash).
+// A failed write, flush or re-open (a full disk: ENOSPC, or any other error)
+// is counted in [Stats.Errors]; the file is closed, and the lines it had
+// buffered, the line at hand and every line for the file in the next second
+// are dropped without a write and counted in [Stats.Lost] (a buffered line
+// may have reached the file in part or whole: Lost counts the lines not
+// known to have been written whole). After that second the next line
+// re-opens the file by its name, so writing resumes by itself once there is
+// room again, or once a deleted file or directory can be created anew. So a
+// full disk costs one open and one failed write a second, and never stops
+// the writer: callers are held up no longer than with a working disk, and
+// the gateway keeps routing. Nothing panics.
+//
+// The first failure of a file is logged through [Options.Logger] at once,
+// later ones at most once a minute with the errors and lost lines since the
+// previous message; when the file is written again after a logged failure,
+// that is logged too, and Close logs what was lost since the last message.
+// Close returns an error if a file was still failing at the end.
+//
+// Before writing into a re-opened file the writer makes sure it ends with a
+// line break, so that a partly written line never runs into the next one.
+// Open does the same for an existing file whose last line was cut off (for
+// instance by a crash).
 //
 // # Differences from the reference gateway
 //

@@ -309,15 +309,14 @@ func TestFormatAllocs(t *testing.T) {
 		t.Skip("short")
 	}
 	dir := t.TempDir()
-	env, err := openSink(envPath(dir), slog.New(slog.DiscardHandler))
-	if err != nil {
+	w := testWriter(t, &Options{})
+	var err error
+	if w.env, err = w.openSink(envPath(dir)); err != nil {
 		t.Fatal(err)
 	}
-	dec, err := openSink(decPath(dir), slog.New(slog.DiscardHandler))
-	if err != nil {
+	if w.dec, err = w.openSink(decPath(dir)); err != nil {
 		t.Fatal(err)
 	}
-	w := &writer{log: slog.New(slog.DiscardHandler), stats: &counters{}, env: env, dec: dec, line: make([]byte, 0, lineBufSize)}
 	defer func() {
 		if err := w.close(); err != nil {
 			t.Error(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,6 +55,17 @@ func readLines(t testing.TB, path string) []string {
 		t.Fatalf("%s does not end in a newline", path)
 	}
 	return strings.Split(string(b[:len(b)-1]), "\n")
+}
+
+// testWriter returns a writer without sinks for opts, logging to the test's
+// log, for tests that drive it directly instead of through a Log.
+func testWriter(t testing.TB, opts *Options) *writer {
+	t.Helper()
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return newWriter(opts, slog.New(slog.NewTextHandler(t.Output(), nil)), now, &counters{})
 }
 
 func envPath(dir string) string { return filepath.Join(dir, EnvelopeHistoryFile) }

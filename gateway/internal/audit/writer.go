@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 )
 
 // lineBufSize is the initial capacity of the line buffer; maxLineBuf bounds
@@ -16,116 +17,271 @@ const (
 	maxLineBuf  = 1 << 20
 )
 
+// retryInterval is how long a file whose write failed is left alone before
+// the writer re-opens it: long enough not to hammer a full disk with a system
+// call per line, short enough that little is lost once there is room again.
+// reportInterval spaces the log messages about a failing file.
+const (
+	retryInterval  = time.Second
+	reportInterval = time.Minute
+)
+
+// fileMode is the mode of every file the log creates: the envelopes may hold
+// secrets (tool arguments, tokens in payloads), so only the owner reads them.
+const fileMode = 0o600
+
+// hooks replace file system calls in tests; nil fields mean the real ones.
+type hooks struct {
+	open   func(path string) (*os.File, error)
+	rename func(oldpath, newpath string) error
+	// noRetryDelay re-opens a failed file on the very next line.
+	noRetryDelay bool
+}
+
+// sinkConfig is what every sink of a Log shares.
+type sinkConfig struct {
+	maxSize  int64 // rotate before the file would pass it; 0 never rotates
+	maxFiles int   // rotated files kept; negative keeps all
+	retry    time.Duration
+	open     func(path string) (*os.File, error)
+	rename   func(oldpath, newpath string) error
+}
+
 // writer is the state of the writer goroutine; nothing else touches it.
 type writer struct {
 	log      *slog.Logger
 	stats    *counters
+	now      func() time.Time
+	cfg      sinkConfig
 	env, dec *sink // nil when switched off
 	line     []byte
 	ts       secondCache
 	badSeen  bool // a malformed JSON value has been logged
 }
 
-// sink is one file with its buffer. Lines go into the buffer whole, and the
-// buffer is flushed explicitly before it would overflow, so that pendLines and
-// pendBytes say exactly what a flush will write.
+// sink is one log file with its buffer and its rotated predecessors. Lines go
+// into the buffer whole, and the buffer is flushed explicitly before it
+// would overflow, so that pendLines and pendBytes say exactly what a flush
+// will write.
 type sink struct {
 	path      string
-	f         *os.File
+	f         *os.File // nil while broken
 	w         *bufio.Writer
+	size      int64 // bytes in the file, not counting the buffer
 	pendLines uint64
 	pendBytes uint64
-	checkTail bool // a write failed: make sure the file ends in '\n' first
-	errSeen   bool // an error has been logged
+
+	rotated     []rotatedFile // oldest first
+	renameRetry time.Time     // after a failed rename, no rotation before this
+	broken      bool          // a write failed: lines are dropped until retryAt
+	retryAt     time.Time
+	lastErr     error
+	reported    bool      // a failure has been logged
+	lastReport  time.Time // when the last failure was logged
+	failLogged  bool      // the last message about this file was a failure
+	errsSince   uint64    // errors not yet in a log message
+	lostSince   uint64    // lost lines not yet in a log message
 }
 
-func openSink(path string, logger *slog.Logger) (*sink, error) {
-	// O_RDWR rather than O_WRONLY so that the tail can be read back with
-	// ReadAt after a failed write; O_APPEND makes every write go to the end.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
+// openSink opens the file at path for appending and finds its rotated files.
+func (w *writer) openSink(path string) (*sink, error) {
+	s := &sink{path: path, w: bufio.NewWriterSize(nil, bufferSize)}
+	if err := w.openFile(s); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
-	s := &sink{path: path, f: f, w: bufio.NewWriterSize(f, bufferSize)}
-	if !s.endsInNewline() {
-		logger.Warn("audit: log file ends in a partial line; starting on a new line", "file", path)
-		_ = s.w.WriteByte('\n') // the buffer is empty: cannot fail
+	rotated, err := findRotated(path)
+	if err != nil {
+		_ = s.f.Close()
+		return nil, fmt.Errorf("audit: %w", err)
 	}
+	s.rotated = rotated
+	w.prune(s)
 	return s, nil
 }
 
-// endsInNewline reports whether the file is empty or ends in '\n'. When that
-// cannot be read it reports false: a stray empty line is harmless, a line run
-// into the next one is not.
-func (s *sink) endsInNewline() bool {
-	fi, err := s.f.Stat()
+// openFile (re)opens s.path, creating it with fileMode, tightens the mode of
+// an existing file that is looser, and makes sure the next line starts on a
+// line of its own.
+func (w *writer) openFile(s *sink) error {
+	// O_RDWR rather than O_WRONLY so that the tail can be read back with
+	// ReadAt; O_APPEND makes every write go to the end.
+	f, err := w.cfg.open(s.path)
 	if err != nil {
-		return false
+		return err
 	}
-	if fi.Size() == 0 {
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return err
+	}
+	// Only regular files: a device or pipe given as the log is not ours to
+	// change.
+	if perm := fi.Mode().Perm(); fi.Mode().IsRegular() && perm&^fileMode != 0 {
+		if err := f.Chmod(perm & fileMode); err != nil {
+			_ = f.Close()
+			return fmt.Errorf("restrict the mode of %s: %w", s.path, err)
+		}
+	}
+	s.f, s.size = f, fi.Size()
+	s.w.Reset(f)
+	s.pendLines, s.pendBytes = 0, 0
+	if !s.endsInNewline(fi.Size()) {
+		w.log.Warn("audit: log file ends in a partial line; starting on a new line", "file", s.path)
+		_ = s.w.WriteByte('\n') // the buffer is empty: cannot fail
+	}
+	return nil
+}
+
+// openLogFile is the real sinkConfig.open.
+func openLogFile(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, fileMode)
+}
+
+// endsInNewline reports whether the file of the given size is empty or ends
+// in '\n'. When that cannot be read it reports false: a stray empty line is
+// harmless, a line run into the next one is not.
+func (s *sink) endsInNewline(size int64) bool {
+	if size == 0 {
 		return true
 	}
 	var b [1]byte
-	if _, err := s.f.ReadAt(b[:], fi.Size()-1); err != nil && !errors.Is(err, io.EOF) {
+	if _, err := s.f.ReadAt(b[:], size-1); err != nil && !errors.Is(err, io.EOF) {
 		return false
 	}
 	return b[0] == '\n'
 }
 
-// write writes one line (ending in '\n') to s.
+// write writes one line (ending in '\n') to s, rotating the file first when
+// the line would take it past the size limit. A line that cannot be written
+// is counted in Stats.Lost.
 func (w *writer) write(s *sink, line []byte) {
-	if s.checkTail {
-		s.checkTail = false
-		if !s.endsInNewline() {
-			_ = s.w.WriteByte('\n') // the buffer was reset: cannot fail
+	if s.broken && !w.retry(s) {
+		w.lose(s, 1)
+		return
+	}
+	if w.cfg.maxSize > 0 {
+		if used := s.size + int64(s.w.Buffered()); used > 0 && used+int64(len(line)) > w.cfg.maxSize {
+			if !w.rotate(s) {
+				w.lose(s, 1)
+				return
+			}
 		}
 	}
 	if s.w.Available() < len(line) && s.w.Buffered() > 0 {
 		if !w.flushSink(s) {
-			return // this line is lost with the buffer
+			w.lose(s, 1)
+			return
 		}
 	}
 	// The line fits, or the buffer is empty and bufio writes a longer line
 	// straight to the file.
 	if _, err := s.w.Write(line); err != nil {
-		w.fail(s, err)
+		w.fail(s, err, 1)
 		return
 	}
 	if s.w.Buffered() == 0 {
+		s.size += int64(len(line))
 		w.stats.lines.Add(1)
 		w.stats.bytes.Add(uint64(len(line)))
+		w.writing(s)
 		return
 	}
 	s.pendLines++
 	s.pendBytes += uint64(len(line))
 }
 
-// flushSink writes s's buffer to its file and reports whether that worked.
-func (w *writer) flushSink(s *sink) bool {
-	if s.w.Buffered() == 0 {
-		return true
-	}
-	if err := s.w.Flush(); err != nil {
-		w.fail(s, err)
+// skip counts the n lines of a record as lost without formatting them when s
+// is broken and not yet due for a retry, and reports whether it did.
+func (w *writer) skip(s *sink, n int) bool {
+	if !s.broken || !w.now().Before(s.retryAt) {
 		return false
 	}
-	w.stats.lines.Add(s.pendLines)
-	w.stats.bytes.Add(s.pendBytes)
-	s.pendLines, s.pendBytes = 0, 0
+	w.lose(s, uint64(n))
 	return true
 }
 
-// fail counts a write error, logs the first one of s, drops what s had
-// buffered and arranges for the next line to start on a new line.
-func (w *writer) fail(s *sink, err error) {
-	w.stats.errors.Add(1)
-	if !s.errSeen {
-		s.errSeen = true
-		w.log.Error("audit: write failed; lines are lost, further errors are only counted", "file", s.path, "err", err)
+// retry re-opens a broken sink once its pause is over, and reports whether
+// it is writable again.
+func (w *writer) retry(s *sink) bool {
+	if w.now().Before(s.retryAt) {
+		return false
 	}
-	s.w.Reset(s.f)
+	if err := w.openFile(s); err != nil {
+		w.fail(s, err, 0)
+		return false
+	}
+	s.broken = false
+	return true
+}
+
+// flushSink writes s's buffer to its file and reports whether that worked.
+func (w *writer) flushSink(s *sink) bool {
+	n := s.w.Buffered()
+	if n == 0 {
+		return true
+	}
+	if err := s.w.Flush(); err != nil {
+		w.fail(s, err, 0)
+		return false
+	}
+	s.size += int64(n)
+	w.stats.lines.Add(s.pendLines)
+	w.stats.bytes.Add(s.pendBytes)
 	s.pendLines, s.pendBytes = 0, 0
-	s.checkTail = true
+	w.writing(s)
+	return true
+}
+
+// lose counts n lines that were not written.
+func (w *writer) lose(s *sink, n uint64) {
+	w.stats.lost.Add(n)
+	s.lostSince += n
+}
+
+// fail handles a failed write, flush or open of s: it counts the error, and
+// as lost the lines s had buffered plus lost more, closes the file, and
+// leaves s broken until retryAt, when the next line re-opens the file. The
+// buffered lines may have reached the file in part: Lost counts the lines
+// not known to have been written whole.
+func (w *writer) fail(s *sink, err error, lost uint64) {
+	w.stats.errors.Add(1)
+	s.errsSince++
+	w.lose(s, lost+s.pendLines)
+	s.pendLines, s.pendBytes = 0, 0
+	if s.f != nil {
+		// Closed rather than kept: the file may be gone or on a file
+		// system that went away; the retry opens the path afresh.
+		_ = s.f.Close()
+		s.f = nil
+	}
+	s.w.Reset(nil)
+	now := w.now()
+	s.broken, s.retryAt, s.lastErr = true, now.Add(w.cfg.retry), err
+	w.report(s, now, "audit: cannot write the log; its lines are dropped until writing works again", err)
+}
+
+// report logs a failure of s: the first one at once, later ones at most once
+// per reportInterval with what was lost in between, so that a full disk
+// does not flood the gateway's own log.
+func (w *writer) report(s *sink, now time.Time, msg string, err error) {
+	if s.reported && now.Sub(s.lastReport) < reportInterval {
+		return
+	}
+	s.reported, s.lastReport, s.failLogged = true, now, true
+	w.log.Error(msg, "file", s.path, "err", err, "errors", s.errsSince, "lost_lines", s.lostSince)
+	s.errsSince, s.lostSince = 0, 0
+}
+
+// writing notes a successful write. After a logged failure it says once that
+// the file is being written again, so that the last word in the gateway's
+// log about a file is its current state.
+func (w *writer) writing(s *sink) {
+	if !s.failLogged {
+		return
+	}
+	s.failLogged = false
+	w.log.Warn("audit: writing the log again", "file", s.path, "lost_lines", s.lostSince)
+	s.errsSince, s.lostSince = 0, 0
 }
 
 // flush flushes both files.
@@ -138,7 +294,8 @@ func (w *writer) flush() {
 	}
 }
 
-// close flushes and closes both files and returns the first error.
+// close flushes and closes both files and returns the first error. A file
+// that is broken at the end is an error too, with the last write error.
 func (w *writer) close() error {
 	var errs []error
 	for _, s := range []*sink{w.env, w.dec} {
@@ -148,14 +305,22 @@ func (w *writer) close() error {
 		if s.w.Buffered() > 0 {
 			if err := s.w.Flush(); err != nil {
 				w.stats.errors.Add(1)
+				w.lose(s, s.pendLines)
 				errs = append(errs, fmt.Errorf("audit: flush %s: %w", s.path, err))
 			} else {
 				w.stats.lines.Add(s.pendLines)
 				w.stats.bytes.Add(s.pendBytes)
 			}
 		}
-		if err := s.f.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("audit: close %s: %w", s.path, err))
+		if s.f != nil {
+			if err := s.f.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("audit: close %s: %w", s.path, err))
+			}
+		} else if s.broken {
+			errs = append(errs, fmt.Errorf("audit: %s was not writable at close: %w", s.path, s.lastErr))
+		}
+		if s.lostSince > 0 || s.errsSince > 0 {
+			w.log.Error("audit: lines lost since the last report", "file", s.path, "errors", s.errsSince, "lost_lines", s.lostSince)
 		}
 	}
 	return errors.Join(errs...)
@@ -164,6 +329,13 @@ func (w *writer) close() error {
 // envelope writes the lines of one envelope record.
 func (w *writer) envelope(r *EnvelopeRecord) {
 	if w.env == nil {
+		return
+	}
+	n := 1
+	if r.Event == Delivered && len(r.Recipients) > 0 {
+		n = len(r.Recipients)
+	}
+	if w.skip(w.env, n) {
 		return
 	}
 	line := w.appendEnvelopeHead(w.line[:0], r)
@@ -184,7 +356,7 @@ func (w *writer) envelope(r *EnvelopeRecord) {
 
 // decision writes the line of one decision record.
 func (w *writer) decision(r *DecisionRecord) {
-	if w.dec == nil {
+	if w.dec == nil || w.skip(w.dec, 1) {
 		return
 	}
 	line := w.appendDecision(w.line[:0], r)

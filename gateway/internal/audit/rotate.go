@@ -1,0 +1,143 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Defaults of [Options.MaxFileSize] and [Options.MaxFiles]: with both, one
+// log takes at most about 2.8 GB (the current file and ten rotated ones).
+const (
+	DefaultMaxFileSize = 256 << 20
+	DefaultMaxFiles    = 10
+)
+
+// rotatedLayout is the time in a rotated file's name: UTC, fixed width, so
+// that the names sort in the order the files were rotated, and all before
+// the current file ('2' < 'j' in "envelope-history.jsonl").
+const rotatedLayout = "20060102T150405.000Z"
+
+// rotatedFile is a rotated log file and the time in its name.
+type rotatedFile struct {
+	path string
+	at   time.Time
+}
+
+// splitLogName splits a log's path into the part before the time of a
+// rotated name and its extension: ".../envelope-history" and ".jsonl".
+func splitLogName(path string) (stem, ext string) {
+	ext = filepath.Ext(path)
+	return strings.TrimSuffix(path, ext), ext
+}
+
+// rotatedName is the path of path rotated at t.
+func rotatedName(path string, t time.Time) string {
+	stem, ext := splitLogName(path)
+	return stem + "." + t.UTC().Format(rotatedLayout) + ext
+}
+
+// findRotated lists the rotated files of the log at path, oldest first.
+// Files whose names merely look alike (envelope-history.old.jsonl) are not
+// the log's and are left alone.
+func findRotated(path string) ([]rotatedFile, error) {
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("list rotated files: %w", err)
+	}
+	stem, ext := splitLogName(filepath.Base(path))
+	var files []rotatedFile
+	for _, e := range entries {
+		name := e.Name()
+		mid, ok := strings.CutPrefix(name, stem+".")
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		if mid, ok = strings.CutSuffix(mid, ext); !ok {
+			continue
+		}
+		t, err := time.Parse(rotatedLayout, mid)
+		if err != nil || t.Format(rotatedLayout) != mid {
+			continue
+		}
+		files = append(files, rotatedFile{path: filepath.Join(filepath.Dir(path), name), at: t})
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].at.Before(files[j].at) })
+	return files, nil
+}
+
+// rotate moves the full file of s aside under a name with the current time,
+// opens a new one and deletes the rotated files beyond MaxFiles. It reports
+// false when s is broken afterwards and the line at hand cannot be written.
+// If only the rename fails, the current file is kept and grows past the
+// limit until a later attempt succeeds: a line too many is better than a
+// line lost.
+func (w *writer) rotate(s *sink) bool {
+	if !s.renameRetry.IsZero() && w.now().Before(s.renameRetry) {
+		return true
+	}
+	if !w.flushSink(s) {
+		return false
+	}
+	// A strictly later time than the newest rotated file keeps the names
+	// unique and in order even when the clock stands still or steps back.
+	at := w.now().UTC().Truncate(time.Millisecond)
+	if n := len(s.rotated); n > 0 && !at.After(s.rotated[n-1].at) {
+		at = s.rotated[n-1].at.Add(time.Millisecond)
+	}
+	for {
+		if _, err := os.Lstat(rotatedName(s.path, at)); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		at = at.Add(time.Millisecond) // someone else's file: never overwrite it
+	}
+	name := rotatedName(s.path, at)
+	// Renamed while still open: on failure nothing has changed.
+	if err := w.cfg.rename(s.path, name); err != nil {
+		w.stats.errors.Add(1)
+		s.errsSince++
+		now := w.now()
+		s.renameRetry = now.Add(w.cfg.retry)
+		w.report(s, now, "audit: cannot rotate the log; it grows past its size limit", fmt.Errorf("rotate: %w", err))
+		return true
+	}
+	s.renameRetry = time.Time{}
+	w.stats.rotations.Add(1)
+	s.rotated = append(s.rotated, rotatedFile{path: name, at: at})
+	w.prune(s)
+	if err := s.f.Close(); err != nil {
+		// Everything was flushed; a close error still means the file
+		// system may not have it all.
+		w.stats.errors.Add(1)
+		s.errsSince++
+		w.report(s, w.now(), "audit: closing the rotated log failed", err)
+	}
+	s.f = nil
+	if err := w.openFile(s); err != nil {
+		w.fail(s, err, 0)
+		return false
+	}
+	return true
+}
+
+// prune deletes the oldest rotated files of s beyond MaxFiles.
+func (w *writer) prune(s *sink) {
+	if w.cfg.maxFiles < 0 {
+		return
+	}
+	for len(s.rotated) > w.cfg.maxFiles {
+		old := s.rotated[0]
+		if err := os.Remove(old.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			// Kept in the list: the next rotation tries again.
+			w.stats.errors.Add(1)
+			w.log.Warn("audit: cannot delete an old rotated log", "file", old.path, "err", err)
+			return
+		}
+		s.rotated = s.rotated[1:]
+	}
+}
