@@ -43,6 +43,49 @@
 // mcp/a/b), and an invalid pattern is a compile error naming where it is,
 // never a silent non-match at run time.
 //
+// # Strict compile
+//
+// Member names are exact. A key may appear only once in any object of a
+// pattern (the error names the path of the second one); at the top level only
+// kind, payload and the annotations of [Annotations] (id, name, description,
+// note, comment: descriptive, never matched) are allowed, so "KIND",
+// "Payload" or "to" are errors, not silently ignored members that another
+// reader could take for the real ones. A list with one refused pattern
+// compiles to no set at all.
+//
+// # Subsumption
+//
+// [Set.Covering] and [Set.Subsumes] say whether a set allows every envelope
+// another pattern allows, for delegation: what a participant may grant is what
+// its own set covers. They work on the compiled form and are sound, not
+// complete: a yes is proven; a no may mean "could not be decided", and the
+// reason then starts with "cannot decide". A pattern is covered by one
+// pattern of the set (so it can be named), whose kind and payload cover its
+// own:
+//
+//   - "*" covers every value; an exact value is covered by what matches it
+//     (a glob, a regex, a negation that does not exclude it); numbers
+//     compare numerically;
+//   - a glob is covered by a glob when its segments align with the other's
+//     (mcp/* covers mcp/re*, ** spans segments but not "."-leading ones),
+//     and by a negation when no string can match both (judged by their
+//     literal prefixes and suffixes);
+//   - a regex is covered only by "*" or the same regex; a negation only by
+//     "*" or a negation of something it excludes;
+//   - an array is covered when each of its items is; an array covers what
+//     one of its items covers;
+//   - a payload pattern covers another when each of its members is implied
+//     by the other's member of the same plain key, recursively, so fewer
+//     conditions cover more; no payload pattern (or {}) covers any payload,
+//     and a payload pattern with members never covers a pattern without;
+//   - a key-glob, "**" or JSONPath member is implied only by an identical
+//     member.
+//
+// The visit budget of deep matches is respected too: an alternative with deep
+// or JSONPath conditions tried before the covering one makes the answer
+// undecided, so a covering pattern never spends more of the budget than the
+// covered one did.
+//
 // # JSONPath
 //
 // The supported subset: $ (the object being matched), .name and ['name']
