@@ -578,7 +578,9 @@ func (c *Client) OnReconnecting(f func(attempt int, delay time.Duration)) (remov
 }
 
 // OnError registers f for errors that do not end the client: a message
-// from the gateway that could not be decoded (ErrBadMessage), a handler
+// from the gateway that could not be decoded (ErrBadMessage), a
+// gateway-only envelope that did not come from the gateway
+// (ErrNotFromGateway, dropped), a handler
 // that panicked (ErrHandlerPanic), a failed reconnect attempt, giving up
 // (ErrReconnectFailed). It returns a function that removes f. A panic in
 // f itself is only logged.

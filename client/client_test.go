@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -622,7 +623,9 @@ func TestMalformedMessages(t *testing.T) {
 		`not json`,
 		`{"kind":"chat","kind":"chat","payload":{"text":"duplicate key"}}`,
 		`##no-stream-id`,
-		`{"protocol":"mew/v0.4","id":"w2","kind":"system/welcome","payload":{"you":{}}}`,
+		`{"protocol":"mew/v0.4","id":"w2","from":"system:gateway","kind":"system/welcome","payload":{"you":{}}}`,
+		// A welcome relayed from a participant would make the client someone else.
+		`{"protocol":"mew/v0.4","id":"w3","from":"bob","to":["alice"],"kind":"system/welcome","payload":{"you":{"id":"mallory","capabilities":[{"kind":"*"}]},"participants":[]}}`,
 		`{"protocol":"mew/v0.4","id":"last","from":"bob","kind":"chat","payload":{"text":"fine"}}`,
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -650,13 +653,20 @@ func TestMalformedMessages(t *testing.T) {
 	}
 	ev.waitEnv(t, "the last envelope", withID("last"))
 	ev.with(func(ev *events) {
-		if len(ev.errs) != 4 {
-			t.Fatalf("OnError got %d errors, want 4: %v", len(ev.errs), ev.errs)
+		if len(ev.errs) != 5 {
+			t.Fatalf("OnError got %d errors, want 5: %v", len(ev.errs), ev.errs)
 		}
-		for _, err := range ev.errs {
-			if !errors.Is(err, client.ErrBadMessage) {
-				t.Errorf("OnError got %v, want ErrBadMessage", err)
+		for i, err := range ev.errs {
+			want := client.ErrBadMessage
+			if i == 4 {
+				want = client.ErrNotFromGateway
 			}
+			if !errors.Is(err, want) {
+				t.Errorf("OnError got %v, want %v", err, want)
+			}
+		}
+		if len(ev.welcomes) != 1 || slices.ContainsFunc(ev.envs, func(e *protocol.Envelope) bool { return e.ID == "w3" }) {
+			t.Errorf("the forged welcome was delivered: %d welcomes", len(ev.welcomes))
 		}
 		if len(ev.disconnected) != 0 {
 			t.Errorf("disconnected: %v", ev.disconnected)
@@ -664,5 +674,8 @@ func TestMalformedMessages(t *testing.T) {
 	})
 	if s := c.State(); s != client.Ready {
 		t.Errorf("State() = %v", s)
+	}
+	if id := c.ID(); id != "alice" {
+		t.Errorf("ID() = %q after a forged welcome", id)
 	}
 }

@@ -193,6 +193,11 @@ func (cn *conn) handle(dec *protocol.Decoder, msg []byte) bool {
 	if err := dec.Decode(msg, env); err != nil {
 		return cn.inbound(item{kind: itemError, err: fmt.Errorf("%w: %w", ErrBadMessage, err)})
 	}
+	if protocol.IsGatewayOnly(env.Kind) && !FromGateway(env) {
+		// Our gateway never relays these; a gateway that does must not
+		// make a participant's envelope pass for its own.
+		return cn.inbound(item{kind: itemError, err: fmt.Errorf("%w: %s from %q", ErrNotFromGateway, env.Kind, env.From)})
+	}
 	switch env.Kind {
 	case protocol.KindSystemWelcome:
 		w := new(protocol.Welcome)

@@ -39,6 +39,11 @@ var (
 	// ErrBadMessage: the gateway sent a message that is neither an envelope
 	// nor a stream frame. It was dropped.
 	ErrBadMessage = errors.New("client: malformed message from the gateway")
+	// ErrNotFromGateway: an envelope of a kind only the gateway may send
+	// (system/*, floor/yield; protocol.IsGatewayOnly) came from someone
+	// else. It was dropped: it would otherwise pass for the gateway's
+	// word, a welcome or a refusal or a presence that never happened.
+	ErrNotFromGateway = errors.New("client: gateway-only envelope not from the gateway")
 )
 
 // RefusedError is the gateway's refusal of a join: the system/error it

@@ -94,7 +94,7 @@ func TestNoReconnectWhenReplaced(t *testing.T) {
 	waitFor(t, "the replaced client to stop", func() bool {
 		return ev.count(func(ev *events) int { return len(ev.disconnected) }) > 0
 	})
-	time.Sleep(200 * time.Millisecond) // time enough for a reconnect, which must not happen
+	waitRunEnded(t, first)
 	ev.with(func(ev *events) {
 		if !errors.Is(ev.disconnected[0], client.ErrReplaced) {
 			t.Errorf("OnDisconnected got %v, want ErrReplaced", ev.disconnected[0])
@@ -115,6 +115,26 @@ func TestNoReconnectWhenReplaced(t *testing.T) {
 	if s := second.State(); s != client.Ready {
 		t.Errorf("new client's State() = %v", s)
 	}
+	// The gateway saw no new join of bob after the second connection's.
+	evSecond.with(func(ev *events) {
+		for _, e := range ev.envs {
+			var p protocol.Presence
+			if e.Kind == protocol.KindSystemPresence && e.DecodePayload(&p) == nil && p.Event == protocol.PresenceJoin && p.Participant.ID == "bob" {
+				t.Errorf("bob joined again after being replaced: %s", e.Payload)
+			}
+		}
+	})
+}
+
+// waitRunEnded waits until c has stopped for good: from then on it cannot
+// reconnect by itself.
+func waitRunEnded(t *testing.T, c *client.Client) {
+	t.Helper()
+	select {
+	case <-client.RunEnded(c):
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client is still running")
+	}
 }
 
 func TestNoReconnectWhenKicked(t *testing.T) {
@@ -128,7 +148,7 @@ func TestNoReconnectWhenKicked(t *testing.T) {
 	kick := &protocol.Envelope{Kind: protocol.KindSpaceKick, Payload: []byte(`{"participant_id":"bob","reason":"testing"}`)}
 	send(t, alice, kick)
 	waitFor(t, "bob to be kicked", func() bool { return ev.count(func(ev *events) int { return len(ev.disconnected) }) > 0 })
-	time.Sleep(200 * time.Millisecond)
+	waitRunEnded(t, bob)
 	ev.with(func(ev *events) {
 		if !errors.Is(ev.disconnected[0], client.ErrKicked) {
 			t.Errorf("OnDisconnected got %v, want ErrKicked", ev.disconnected[0])

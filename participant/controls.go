@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/protocol"
 )
 
@@ -65,7 +66,7 @@ type controlState struct {
 
 	paused      bool
 	pauseID     string    // the pause in force
-	pauseFrom   string    // who paused
+	pauseReply  []string  // whom to tell when the pause ends: replyTo of the pause
 	pauseReason string    // its reason
 	pauseUntil  time.Time // zero: until resumed
 	stopTimer   chan struct{}
@@ -513,10 +514,10 @@ func (p *Participant) onControl(env *protocol.Envelope) {
 			p.log.Warn("participant/request-status with a malformed payload; answering in full", "id", env.ID, "err", err)
 			rs.Fields = nil
 		}
-		id, from := env.ID, env.From
+		id, to := env.ID, replyTo(env)
 		p.run(&p.controls.replies, env.Kind, func(ctx context.Context) {
 			payload := filterStatus(p.telemetry(""), rs.Fields)
-			p.sendStatusPayload(ctx, payload, replyTo(from), []string{id})
+			p.sendStatusPayload(ctx, payload, to, []string{id})
 		})
 	case protocol.KindParticipantForget:
 		p.run(&p.controls.work, env.Kind, func(ctx context.Context) { p.doForget(ctx, env) })
@@ -533,11 +534,11 @@ func (p *Participant) onControl(env *protocol.Envelope) {
 
 // replyTo addresses an answer to the sender of a control, unless that is the
 // gateway (then the answer is broadcast).
-func replyTo(from string) []string {
-	if from == "" || from == protocol.GatewayID {
+func replyTo(env *protocol.Envelope) []string {
+	if env.From == "" || client.FromGateway(env) {
 		return nil
 	}
-	return []string{from}
+	return []string{env.From}
 }
 
 // withReason is "status" or "status:reason".
@@ -571,7 +572,7 @@ func (p *Participant) onPause(env *protocol.Envelope) {
 	c.mu.Lock()
 	c.stopTimerLocked()
 	c.paused = true
-	c.pauseID, c.pauseFrom, c.pauseReason = env.ID, env.From, pause.Reason
+	c.pauseID, c.pauseReply, c.pauseReason = env.ID, replyTo(env), pause.Reason
 	c.pauseUntil = time.Time{}
 	var stop chan struct{}
 	if pause.TimeoutSeconds > 0 && pause.TimeoutSeconds <= maxPauseSeconds {
@@ -587,7 +588,7 @@ func (p *Participant) onPause(env *protocol.Envelope) {
 		p.after(p.ctx, d, stop, func() { p.pauseTimedOut(id) })
 	}
 	status := withReason(protocol.ParticipantStatusPaused, pause.Reason)
-	p.queueStatus(status, replyTo(env.From), []string{env.ID})
+	p.queueStatus(status, replyTo(env), []string{env.ID})
 	p.notifyPause(true, pause.Reason)
 }
 
@@ -599,12 +600,12 @@ func (p *Participant) pauseTimedOut(id string) {
 		c.mu.Unlock()
 		return
 	}
-	from := c.pauseFrom
+	to := c.pauseReply
 	c.paused, c.stopTimer, c.timedOut = false, nil, id
-	c.pauseID, c.pauseFrom, c.pauseReason, c.pauseUntil = "", "", "", time.Time{}
+	c.pauseID, c.pauseReply, c.pauseReason, c.pauseUntil = "", nil, "", time.Time{}
 	c.mu.Unlock()
 	p.log.Info("pause timed out; resuming", "pause", id)
-	p.queueStatus(protocol.ParticipantStatusActive, replyTo(from), []string{id})
+	p.queueStatus(protocol.ParticipantStatusActive, to, []string{id})
 	p.notifyPause(false, protocol.ReasonTimeout)
 }
 
@@ -614,15 +615,15 @@ func (p *Participant) onResume(env *protocol.Envelope) {
 	c := &p.controls
 	c.mu.Lock()
 	wasPaused := c.paused
-	already := !c.paused && c.timedOut != "" && env.CorrelatesWith(c.timedOut)
+	already := !c.paused && c.timedOut != "" && client.FromGateway(env) && env.CorrelatesWith(c.timedOut)
 	c.stopTimerLocked()
 	c.paused = false
-	c.pauseID, c.pauseFrom, c.pauseReason, c.pauseUntil = "", "", "", time.Time{}
+	c.pauseID, c.pauseReply, c.pauseReason, c.pauseUntil = "", nil, "", time.Time{}
 	c.mu.Unlock()
 	if already {
 		return
 	}
-	p.queueStatus(protocol.ParticipantStatusActive, replyTo(env.From), []string{env.ID})
+	p.queueStatus(protocol.ParticipantStatusActive, replyTo(env), []string{env.ID})
 	if wasPaused {
 		var r protocol.Resume
 		_ = env.DecodePayload(&r)
@@ -709,7 +710,7 @@ func (p *Participant) doForget(ctx context.Context, env *protocol.Envelope) {
 	if err := env.DecodePayload(&f); err != nil {
 		p.log.Warn("participant/forget with a malformed payload", "id", env.ID, "err", err)
 	}
-	to, corr := replyTo(env.From), []string{env.ID}
+	to, corr := replyTo(env), []string{env.ID}
 	p.sendStatus(ctx, statusCompacting, to, corr)
 	var err error
 	if h := p.controls.hook().forget; h != nil {
@@ -726,7 +727,7 @@ func (p *Participant) doForget(ctx context.Context, env *protocol.Envelope) {
 // doCompact runs participant/compact. compact-done goes out whatever the
 // hook does (spec §3.9.7: MUST).
 func (p *Participant) doCompact(ctx context.Context, env *protocol.Envelope) {
-	to, corr := replyTo(env.From), []string{env.ID}
+	to, corr := replyTo(env), []string{env.ID}
 	p.sendStatus(ctx, statusCompacting, to, corr)
 	var done protocol.CompactDone
 	var err error
@@ -782,7 +783,7 @@ func (p *Participant) sendCompactDone(ctx context.Context, done protocol.Compact
 func (p *Participant) doClear(ctx context.Context, env *protocol.Envelope) {
 	var c protocol.Clear
 	_ = env.DecodePayload(&c)
-	to, corr := replyTo(env.From), []string{env.ID}
+	to, corr := replyTo(env), []string{env.ID}
 	var err error
 	if h := p.controls.hook().clear; h != nil {
 		err = protect(func() error { return h(ctx) })
@@ -798,7 +799,7 @@ func (p *Participant) doClear(ctx context.Context, env *protocol.Envelope) {
 
 // doRestart runs participant/restart.
 func (p *Participant) doRestart(ctx context.Context, env *protocol.Envelope) {
-	to, corr := replyTo(env.From), []string{env.ID}
+	to, corr := replyTo(env), []string{env.ID}
 	p.closeOwnStreams(ctx, "restart")
 	var err error
 	if h := p.controls.hook().restart; h != nil {
@@ -829,7 +830,7 @@ func (p *Participant) onShutdownControl(env *protocol.Envelope) {
 	c.shutdown = true
 	c.stopTimerLocked()
 	c.mu.Unlock()
-	to, corr := replyTo(env.From), []string{env.ID}
+	to, corr := replyTo(env), []string{env.ID}
 	status := withReason(statusShuttingDown, s.Reason)
 	relayed := make(chan struct{})
 	p.run(&c.replies, env.Kind, func(ctx context.Context) {
@@ -899,6 +900,9 @@ func (p *Participant) onOwnRelay(env *protocol.Envelope) {
 		return
 	}
 	ids := env.CorrelationID
+	if env.Kind == protocol.KindSystemError && !client.FromGateway(env) {
+		return
+	}
 	if env.Kind == protocol.KindParticipantStatus {
 		if env.From != p.ID() {
 			return

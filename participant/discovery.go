@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/capability"
+	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/protocol"
 )
 
@@ -291,6 +292,9 @@ func (p *Participant) onDiscoveryWelcome(w *protocol.Welcome) {
 
 // onDiscoveryPresence follows joins and leaves.
 func (p *Participant) onDiscoveryPresence(env *protocol.Envelope) {
+	if !client.FromGateway(env) {
+		return
+	}
 	var pr protocol.Presence
 	if err := env.DecodePayload(&pr); err != nil {
 		return
@@ -331,6 +335,9 @@ func (p *Participant) onToolsListAnswer(env *protocol.Envelope) {
 		}
 		switch {
 		case env.Kind == protocol.KindSystemError:
+			if !client.FromGateway(env) {
+				continue
+			}
 			w.ch <- listReply{err: refusal(env)}
 		case env.From == w.target:
 			w.ch <- listReply{env: env}

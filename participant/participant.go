@@ -39,6 +39,11 @@ type Options struct {
 	ContextTokens int
 	SoftLimit     float64
 
+	// ProposalTimeout is how long another participant's proposal stays
+	// open when nobody decides it and its proposer does not withdraw it;
+	// then it has timed out and is no longer offered (default 10 min).
+	ProposalTimeout time.Duration
+
 	// DelegatedMethods lists MCP methods that the participant would answer
 	// itself (initialize, tools/list, tools/call, resources/list,
 	// resources/read, resources/templates/list) but hands to the OnRequest
@@ -101,6 +106,9 @@ func New(opts Options) (*Participant, error) {
 	}
 	if opts.DiscoveryTimeout <= 0 {
 		opts.DiscoveryTimeout = defaultDiscoveryTimeout
+	}
+	if opts.ProposalTimeout <= 0 {
+		opts.ProposalTimeout = defaultProposalTimeout
 	}
 	if opts.SoftLimit <= 0 || opts.SoftLimit > 1 {
 		opts.SoftLimit = defaultSoftLimit

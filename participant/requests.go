@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/protocol"
 )
 
@@ -36,6 +37,10 @@ var (
 	ErrTooManyRequests = errors.New("participant: too many requests awaiting an answer")
 	// ErrProposalWithdrawn: the proposer withdrew the proposal.
 	ErrProposalWithdrawn = errors.New("participant: proposal withdrawn by its proposer")
+	// ErrTargetLeft: the participant a request or proposal was addressed
+	// to left the space (the gateway's system/presence leave) before
+	// answering; no answer will come.
+	ErrTargetLeft = errors.New("participant: target left the space")
 )
 
 // RPCError is a JSON-RPC error: the error member of an mcp/response. Request
@@ -161,9 +166,12 @@ type Proposal struct {
 
 	mu          sync.Mutex
 	withdrawn   chan struct{} // closed when the proposer withdraws it
-	reason      string
 	isWithdrawn bool
-	fulfilledBy string
+	reason      string         // the withdrawal's
+	expires     time.Time      // when it times out if still open
+	status      ProposalStatus // how it was settled; Open until then
+	claimed     uint64         // serial of this participant's own decision in flight, 0 if none
+	shadow      ProposalStatus // someone else's settlement seen while claimed
 }
 
 // ID returns the proposal's envelope id.
@@ -191,39 +199,25 @@ func (pr *Proposal) ToolName() string {
 // the proposal (only the proposer's mcp/withdraw counts).
 func (pr *Proposal) Withdrawn() <-chan struct{} { return pr.withdrawn }
 
-// WithdrawReason returns the withdrawal's reason and whether the proposal
-// was withdrawn.
+// WithdrawReason returns the withdrawal's reason and whether the proposer
+// withdrew the proposal, even after it was settled otherwise (a withdrawal
+// with reason "timeout" counts, though Status calls it TimedOut).
 func (pr *Proposal) WithdrawReason() (reason string, withdrawn bool) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	return pr.reason, pr.isWithdrawn
 }
 
-// FulfilledBy returns the first participant seen fulfilling the proposal
-// (sending an mcp/request correlated to it), "" if none yet. Several may
-// fulfil one proposal; a UI can use this to avoid doing it twice.
+// FulfilledBy returns the participant seen carrying the proposal out
+// (sending an mcp/request correlated to it, to its addressees), "" if it
+// was not. It is Status().By when the proposal was Approved.
 func (pr *Proposal) FulfilledBy() string {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	return pr.fulfilledBy
-}
-
-func (pr *Proposal) withdraw(reason string) {
-	pr.mu.Lock()
-	defer pr.mu.Unlock()
-	if pr.isWithdrawn {
-		return
+	if pr.status.Settlement == Approved {
+		return pr.status.By
 	}
-	pr.isWithdrawn, pr.reason = true, reason
-	close(pr.withdrawn)
-}
-
-func (pr *Proposal) markFulfilled(by string) {
-	pr.mu.Lock()
-	defer pr.mu.Unlock()
-	if pr.fulfilledBy == "" {
-		pr.fulfilledBy = by
-	}
+	return ""
 }
 
 // requestTable tracks this participant's requests and proposals awaiting
@@ -237,6 +231,7 @@ type requestTable struct {
 	proposals   map[string]*Proposal     // others' proposals by id
 	order       []string                 // of proposals, oldest first
 	rpcID       atomic.Int64             // last JSON-RPC id used
+	claims      atomic.Uint64            // last serial of a decision on a proposal
 
 	hmu              sync.Mutex
 	nextHandler      int
@@ -261,6 +256,7 @@ type pendingCall struct {
 	targets     []string         // who may answer
 	done        chan callOutcome // buffered; receives exactly one outcome
 	fulfilments []string         // ids in requestTable.fulfilments
+	left        map[string]bool  // targets that have left the space
 }
 
 type callOutcome struct {
@@ -285,6 +281,7 @@ func (p *Participant) wireRequests() {
 	p.c.OnKind(protocol.KindMCPReject, p.onMCPReject)
 	p.c.OnKind(protocol.KindMCPWithdraw, p.onMCPWithdraw)
 	p.c.OnKind(protocol.KindSystemError, p.onSystemError)
+	p.c.OnKind(protocol.KindSystemPresence, p.onTargetLeave)
 }
 
 // add registers a call before its envelope is sent.
@@ -378,26 +375,28 @@ func (p *Participant) request(ctx context.Context, target string, payload any, p
 	}
 	switch {
 	case p.CanSend(protocol.KindMCPRequest, body):
-		return p.roundTrip(ctx, protocol.KindMCPRequest, []string{target}, nil, body)
+		return p.roundTrip(ctx, protocol.KindMCPRequest, []string{target}, nil, body, nil)
 	case propose && p.CanSend(protocol.KindMCPProposal, body):
-		return p.roundTrip(ctx, protocol.KindMCPProposal, []string{target}, nil, body)
+		return p.roundTrip(ctx, protocol.KindMCPProposal, []string{target}, nil, body, nil)
 	}
 	return nil, fmt.Errorf("participant: %s to %s: %w", method, target, ErrNotAllowed)
 }
 
-// Fulfill carries out another participant's proposal: it sends the
-// proposal's payload as an mcp/request to the proposal's addressees,
+// Fulfill carries out (approves) another participant's proposal: it sends
+// the proposal's payload as an mcp/request to the proposal's addressees,
 // correlated to the proposal, and returns the result as Request does (the
-// answer must come from one of them). A proposal that its proposer has
-// withdrawn is not fulfilled (ErrProposalWithdrawn), nor one the
-// participant may not send as a request (ErrNotAllowed). Fulfill blocks;
-// call it from a goroutine of your own, not from an OnProposal handler.
+// answer must come from one of them). A proposal is decided once: one that
+// was settled already, here or by anyone in the space (carried out,
+// rejected, withdrawn by its proposer, timed out), is refused with a
+// *ProposalSettledError (errors.Is ErrProposalSettled, and
+// ErrProposalWithdrawn when withdrawn), as is one the participant may not
+// send as a request (ErrNotAllowed). A fulfilment that never reached the
+// space (not sent, or refused by the gateway) leaves the proposal open.
+// Fulfill blocks; call it from a goroutine of your own, not from an
+// OnProposal handler.
 func (p *Participant) Fulfill(ctx context.Context, pr *Proposal) (json.RawMessage, error) {
 	if pr == nil || pr.Envelope == nil {
 		return nil, errors.New("participant: fulfil: no proposal")
-	}
-	if reason, ok := pr.WithdrawReason(); ok {
-		return nil, fmt.Errorf("participant: fulfil proposal %s (withdrawn: %s): %w", pr.ID(), reason, ErrProposalWithdrawn)
 	}
 	to := pr.To()
 	if len(to) == 0 {
@@ -410,12 +409,25 @@ func (p *Participant) Fulfill(ctx context.Context, pr *Proposal) (json.RawMessag
 	if !p.CanSend(protocol.KindMCPRequest, body) {
 		return nil, fmt.Errorf("participant: fulfil proposal %s (%s): %w", pr.ID(), method, ErrNotAllowed)
 	}
-	return p.roundTrip(ctx, protocol.KindMCPRequest, to, []string{pr.ID()}, body)
+	serial := p.pending.claims.Add(1)
+	if err := pr.claim(ProposalStatus{Settlement: Approved, By: p.ID(), At: time.Now()}, serial); err != nil {
+		return nil, err
+	}
+	sent := false
+	res, err := p.roundTrip(ctx, protocol.KindMCPRequest, to, []string{pr.ID()}, body, func() { sent = true })
+	var refused *GatewayError
+	if !sent || errors.As(err, &refused) {
+		pr.unclaim(serial)
+	} else {
+		pr.done(serial)
+	}
+	return res, err
 }
 
 // Reject declines another participant's proposal: an mcp/reject to the
 // proposer, correlated to the proposal. reason should be one of the
-// protocol.Reason* codes; "" sends none.
+// protocol.Reason* codes; "" sends none. As Fulfill, it refuses a proposal
+// settled already with a *ProposalSettledError.
 func (p *Participant) Reject(ctx context.Context, pr *Proposal, reason string) error {
 	if pr == nil || pr.Envelope == nil {
 		return errors.New("participant: reject: no proposal")
@@ -425,9 +437,15 @@ func (p *Participant) Reject(ctx context.Context, pr *Proposal, reason string) e
 	if !p.CanSend(protocol.KindMCPReject, raw) {
 		return fmt.Errorf("participant: reject proposal %s: %w", pr.ID(), ErrNotAllowed)
 	}
+	serial := p.pending.claims.Add(1)
+	if err := pr.claim(ProposalStatus{Settlement: Rejected, By: p.ID(), Reason: reason, At: time.Now()}, serial); err != nil {
+		return err
+	}
 	if _, err := p.send(ctx, protocol.KindMCPReject, []string{pr.From()}, []string{pr.ID()}, payload); err != nil {
+		pr.unclaim(serial)
 		return fmt.Errorf("participant: reject proposal %s: %w", pr.ID(), err)
 	}
+	pr.done(serial)
 	return nil
 }
 
@@ -484,7 +502,9 @@ func (p *Participant) Proposal(id string) (*Proposal, bool) {
 }
 
 // roundTrip sends one request or proposal and waits for its outcome.
-func (p *Participant) roundTrip(ctx context.Context, kind string, to, correlation []string, body []byte) (json.RawMessage, error) {
+// sent, when not nil, is called once the envelope is queued for the
+// gateway.
+func (p *Participant) roundTrip(ctx context.Context, kind string, to, correlation []string, body []byte, sent func()) (json.RawMessage, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.opts.RequestTimeout)
@@ -514,8 +534,15 @@ func (p *Participant) roundTrip(ctx context.Context, kind string, to, correlatio
 	if err := p.Send(ctx, env); err != nil {
 		return nil, fmt.Errorf("participant: send %s to %v: %w", kind, to, err)
 	}
+	if sent != nil {
+		sent()
+	}
 	select {
 	case o := <-c.done:
+		if c.proposal && errors.Is(o.err, ErrTargetLeft) {
+			// No one can carry it out now: stop asking the approvers.
+			p.withdraw(context.WithoutCancel(ctx), env.ID, protocol.ReasonNoLongerNeeded)
+		}
 		return o.result, o.err
 	case <-ctx.Done():
 		reason := "cancelled"
@@ -669,8 +696,8 @@ func (p *Participant) onMCPRequestSeen(env *protocol.Envelope) {
 				c.fulfilments = append(c.fulfilments, env.ID)
 			}
 		}
-		if pr := t.proposals[id]; pr != nil {
-			pr.markFulfilled(env.From)
+		if pr := t.proposals[id]; pr != nil && intersects(env.To, pr.Envelope.To) && !isNotificationPayload(env.Payload) {
+			pr.settle(ProposalStatus{Settlement: Approved, By: env.From, At: time.Now()})
 		}
 	}
 }
@@ -683,19 +710,15 @@ func (p *Participant) onMCPProposal(env *protocol.Envelope) {
 	}
 	var msg rpcRequest
 	_ = json.Unmarshal(env.Payload, &msg)
-	pr := &Proposal{Envelope: env, Method: msg.Method, Params: msg.Params, withdrawn: make(chan struct{})}
+	now := time.Now()
+	pr := &Proposal{Envelope: env, Method: msg.Method, Params: msg.Params, withdrawn: make(chan struct{}), expires: now.Add(p.opts.ProposalTimeout)}
 	t := &p.pending
 	t.mu.Lock()
 	if _, seen := t.proposals[env.ID]; seen {
 		t.mu.Unlock()
 		return
 	}
-	if len(t.order) >= maxTrackedProposals {
-		delete(t.proposals, t.order[0])
-		t.order = slices.Delete(t.order, 0, 1)
-	}
-	t.proposals[env.ID] = pr
-	t.order = append(t.order, env.ID)
+	t.trackLocked(pr, now)
 	t.mu.Unlock()
 
 	t.hmu.Lock()
@@ -706,19 +729,22 @@ func (p *Participant) onMCPProposal(env *protocol.Envelope) {
 	}
 }
 
-// onMCPReject fails our proposal on its first rejection by someone else.
+// onMCPReject settles a tracked proposal as rejected, and fails our
+// proposal on its first rejection by someone else.
 // Any participant may reject (spec 3.3.2: "any participant with the
 // capability"; the gateway checks the capability): the approver who
 // declines is usually not one of the proposal's addressees.
 func (p *Participant) onMCPReject(env *protocol.Envelope) {
-	if env.From == p.ID() {
-		return
-	}
+	var r protocol.Reject
+	_ = env.DecodePayload(&r)
 	t := &p.pending
 	var c *pendingCall
 	t.mu.Lock()
 	for _, id := range env.CorrelationID {
-		if pc := t.calls[id]; pc != nil && pc.proposal {
+		if pr := t.proposals[id]; pr != nil {
+			pr.settle(ProposalStatus{Settlement: Rejected, By: env.From, Reason: r.Reason, At: time.Now()})
+		}
+		if pc := t.calls[id]; pc != nil && pc.proposal && env.From != p.ID() {
 			c = pc
 			break
 		}
@@ -727,8 +753,6 @@ func (p *Participant) onMCPReject(env *protocol.Envelope) {
 	if c == nil {
 		return
 	}
-	var r protocol.Reject
-	_ = env.DecodePayload(&r)
 	if r.Reason == "" {
 		r.Reason = "unknown"
 	}
@@ -752,13 +776,54 @@ func (p *Participant) onMCPWithdraw(env *protocol.Envelope) {
 			p.log.Warn("ignoring mcp/withdraw from someone other than the proposer", "proposal", id, "proposer", pr.From(), "from", env.From)
 			continue
 		}
-		pr.withdraw(w.Reason)
+		st := ProposalStatus{Settlement: Withdrawn, By: env.From, Reason: w.Reason, At: time.Now()}
+		if w.Reason == protocol.ReasonTimeout {
+			st.Settlement = TimedOut
+		}
+		pr.settle(st)
+	}
+}
+
+// onTargetLeave fails at once the calls none of whose targets is left in
+// the space, on the gateway's system/presence leave: their answer would
+// never come, and the caller would wait out its timeout for nothing.
+func (p *Participant) onTargetLeave(env *protocol.Envelope) {
+	if !client.FromGateway(env) {
+		return
+	}
+	var pr protocol.Presence
+	if env.DecodePayload(&pr) != nil || pr.Event != protocol.PresenceLeave || pr.Participant.ID == "" {
+		return
+	}
+	id := pr.Participant.ID
+	t := &p.pending
+	var gone []*pendingCall
+	t.mu.Lock()
+	for _, c := range t.calls {
+		if !slices.Contains(c.targets, id) {
+			continue
+		}
+		if c.left == nil {
+			c.left = make(map[string]bool, len(c.targets))
+		}
+		c.left[id] = true
+		if !slices.ContainsFunc(c.targets, func(to string) bool { return !c.left[to] }) {
+			gone = append(gone, c)
+		}
+	}
+	t.mu.Unlock()
+	for _, c := range gone {
+		what := "request"
+		if c.proposal {
+			what = "proposal"
+		}
+		t.finish(c, callOutcome{err: fmt.Errorf("participant: %s %s to %v: %s left: %w", what, c.id, c.targets, id, ErrTargetLeft)})
 	}
 }
 
 // onSystemError fails the call whose envelope the gateway refused.
 func (p *Participant) onSystemError(env *protocol.Envelope) {
-	if env.From != protocol.GatewayID {
+	if !client.FromGateway(env) {
 		return
 	}
 	t := &p.pending

@@ -463,11 +463,13 @@ func TestToolTimeoutAndClose(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the tool did not start")
 	}
-	if err := calc.Close(); err != nil {
-		t.Fatal(err)
-	}
+	// The requester closes first: were calc to leave first, the request
+	// would fail with ErrTargetLeft instead.
 	go func() { _ = human.Close() }()
 	if o := mcpOutcomeOf(t, res); !errors.Is(o.err, participant.ErrClosed) {
 		t.Fatalf("Request after Close: %v", o.err)
+	}
+	if err := calc.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

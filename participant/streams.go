@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/protocol"
 )
 
@@ -27,9 +28,6 @@ import (
 // maxStreamRequests bounds the stream/request payloads kept until their
 // stream/open arrives.
 const maxStreamRequests = 256
-
-// legacyGatewayID is the from of the reference gateway's stream/open.
-const legacyGatewayID = "gateway"
 
 // streamBook tracks the space's streams and this participant's requests.
 // mu guards it.
@@ -116,15 +114,18 @@ func (p *Participant) onStreamOpen(env *protocol.Envelope) {
 		p.log.Debug("stream/open with a malformed payload", "id", env.ID, "err", err)
 		return
 	}
-	fromGateway := env.From == protocol.GatewayID || env.From == legacyGatewayID
-	owner := open.Owner
-	if owner == "" {
+	fromGateway := client.FromGateway(env)
+	owner, writers := open.Owner, open.AuthorizedWriters
+	switch {
+	case !fromGateway:
+		// A participant announces a stream of its own: what it says of
+		// owners and writers is its claim, not the gateway's record.
+		owner, writers = env.From, nil
+	case owner == "" && len(env.To) == 1:
+		owner = env.To[0]
+	case owner == "":
 		owner = env.From
-		if fromGateway && len(env.To) == 1 {
-			owner = env.To[0]
-		}
 	}
-	writers := open.AuthorizedWriters
 	if len(writers) == 0 {
 		writers = []string{owner}
 	}
@@ -243,6 +244,9 @@ func (p *Participant) onStreamClose(env *protocol.Envelope) {
 
 // onStreamWriters follows stream/write-granted and stream/write-revoked.
 func (p *Participant) onStreamWriters(env *protocol.Envelope) {
+	if !client.FromGateway(env) {
+		return // the gateway's record; a participant's copy proves nothing
+	}
 	var w protocol.StreamWriteGranted // the same members as StreamWriteRevoked
 	if err := env.DecodePayload(&w); err != nil || w.AuthorizedWriters == nil {
 		return
@@ -257,6 +261,9 @@ func (p *Participant) onStreamWriters(env *protocol.Envelope) {
 
 // onStreamOwner follows stream/ownership-transferred.
 func (p *Participant) onStreamOwner(env *protocol.Envelope) {
+	if !client.FromGateway(env) {
+		return
+	}
 	var t protocol.StreamOwnershipTransferred
 	if err := env.DecodePayload(&t); err != nil || t.NewOwner == "" {
 		return
@@ -274,6 +281,9 @@ func (p *Participant) onStreamOwner(env *protocol.Envelope) {
 
 // onStreamError fails a RequestStream whose request the gateway refused.
 func (p *Participant) onStreamError(env *protocol.Envelope) {
+	if !client.FromGateway(env) {
+		return
+	}
 	b := &p.streams
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -17,12 +17,14 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/mew-protocol/mew/internal/mcpver"
 	"github.com/mew-protocol/mew/protocol"
 )
 
 // MCPProtocolVersion is the MCP revision the participant announces when it
-// answers initialize and the client asks for a revision it does not know.
-const MCPProtocolVersion = "2025-06-18"
+// answers initialize and the client asks for a revision it does not know:
+// mcpver.Latest, where the revisions mew speaks are listed.
+const MCPProtocolVersion = mcpver.Latest
 
 // JSON-RPC error codes the participant answers MCP requests with, and that
 // an *RPCError may carry.
@@ -605,20 +607,13 @@ func (p *Participant) handleMethod(ctx context.Context, env *protocol.Envelope, 
 	return nil, &RPCError{Code: CodeMethodNotFound, Message: "Method not found: " + req.Method}
 }
 
-// supportedMCPVersions are the MCP revisions initialize agrees to.
-var supportedMCPVersions = []string{MCPProtocolVersion, "2025-03-26", "2024-11-05"}
-
 func (p *Participant) initializeResult(params json.RawMessage) any {
 	var in struct {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
 	_ = json.Unmarshal(params, &in)
-	version := MCPProtocolVersion
-	if slices.Contains(supportedMCPVersions, in.ProtocolVersion) {
-		version = in.ProtocolVersion
-	}
 	return map[string]any{
-		"protocolVersion": version,
+		"protocolVersion": mcpver.Negotiate(in.ProtocolVersion),
 		"capabilities": map[string]any{
 			"tools":     map[string]any{},
 			"resources": map[string]any{},
