@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mew-protocol/mew/internal/mcpver"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -366,20 +367,21 @@ func (b *Bridge) send(ctx context.Context, r *run, method string, params json.Ra
 }
 
 // initializeAnswer answers a participant's initialize with what the server
-// said when the bridge initialized it, at the revision the participant
-// asked for when the bridge knows it.
+// said when the bridge initialized it, at the revision mcpver.Negotiate
+// agrees to with the participant (the bridge translates nothing between
+// revisions: the methods it forwards are the same in each it speaks).
 func initializeAnswer(cs *mcp.ClientSession, params json.RawMessage) any {
 	var in struct {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
 	_ = json.Unmarshal(params, &in)
 	ir := cs.InitializeResult()
-	out := mcp.InitializeResult{Capabilities: &mcp.ServerCapabilities{}, ProtocolVersion: mcpProtocolVersion}
+	out := mcp.InitializeResult{Capabilities: &mcp.ServerCapabilities{}, ProtocolVersion: mcpver.Latest}
 	if ir != nil {
 		out = *ir
 	}
-	if in.ProtocolVersion != "" && in.ProtocolVersion < "2026-07-28" && slices.Contains(mcp.SupportedProtocolVersions(), in.ProtocolVersion) {
-		out.ProtocolVersion = in.ProtocolVersion
+	if in.ProtocolVersion != "" {
+		out.ProtocolVersion = mcpver.Negotiate(in.ProtocolVersion)
 	}
 	return &out
 }

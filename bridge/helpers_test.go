@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(mcptest.EnvMode) != "" {
 		os.Exit(mcptest.Main())
 	}
+	if v := os.Getenv(envOldServer); v != "" {
+		os.Exit(oldServer(v))
+	}
 	goleak.VerifyTestMain(m)
 }
 

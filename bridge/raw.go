@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"sync"
 
+	"github.com/mew-protocol/mew/internal/mcpver"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -16,6 +18,12 @@ import (
 // call made with a rawSlot in its context exactly as the server wrote it.
 // (Over HTTP the SDK's connection must stay unwrapped, and results are the
 // SDK's re-encoding.)
+//
+// rawTransport also settles the protocol revision as package mcpver says:
+// the SDK refuses any revision it does not list, the reference's servers
+// answer "0.1.0", so the answer to initialize is rewritten to the revision
+// mew speaks with the server before the SDK reads it, and a revision mew
+// cannot speak is kept as the reason of the failure.
 
 // rawSlotKey is the context key of a *rawSlot.
 type rawSlotKey struct{}
@@ -54,28 +62,55 @@ func (s *rawSlot) release() {
 	}
 }
 
-// rawTransport wraps a transport to fill the rawSlots of calls.
-type rawTransport struct{ mcp.Transport }
+// rawTransport wraps a transport to fill the rawSlots of calls. It is
+// connected once.
+type rawTransport struct {
+	mcp.Transport
+	conn *rawConn // set by Connect
+}
 
 // Connect implements mcp.Transport.
-func (t rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	c, err := t.Transport.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &rawConn{Connection: c, slots: map[jsonrpc.ID]*rawSlot{}}, nil
+	t.conn = &rawConn{Connection: c, slots: map[jsonrpc.ID]*rawSlot{}}
+	return t.conn, nil
+}
+
+// version returns the revision the server answered initialize with, and
+// why mew cannot speak it (nil when it can); "" before the answer, and
+// for a nil t (a server over HTTP).
+func (t *rawTransport) version() (string, error) {
+	if t == nil || t.conn == nil {
+		return "", nil
+	}
+	t.conn.mu.Lock()
+	defer t.conn.mu.Unlock()
+	return t.conn.answered, t.conn.versionErr
 }
 
 // rawConn is a connection that hands the results of calls to their slots.
 type rawConn struct {
 	mcp.Connection
-	mu    sync.Mutex
-	slots map[jsonrpc.ID]*rawSlot
+	mu         sync.Mutex
+	slots      map[jsonrpc.ID]*rawSlot
+	initID     jsonrpc.ID // of the initialize call, once sent
+	initSent   bool
+	answered   string // the revision the server answered
+	versionErr error  // why mew cannot speak it
 }
 
-// Write notes the slot of a call, from the call's context.
+// Write notes the slot of a call, from the call's context, and the id of
+// the initialize call.
 func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		if req.Method == "initialize" {
+			c.mu.Lock()
+			c.initID, c.initSent = req.ID, true
+			c.mu.Unlock()
+		}
 		if s, ok := ctx.Value(rawSlotKey{}).(*rawSlot); ok {
 			s.mu.Lock()
 			s.conn, s.id = c, req.ID
@@ -88,11 +123,16 @@ func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return c.Connection.Write(ctx, msg)
 }
 
-// Read hands a successful result to its call's slot.
+// Read hands a successful result to its call's slot, and settles the
+// revision in the answer to initialize.
 func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
 		c.mu.Lock()
+		if c.initSent && resp.ID == c.initID && resp.Error == nil {
+			c.initSent = false
+			resp.Result = c.settleVersion(resp.Result)
+		}
 		s := c.slots[resp.ID]
 		delete(c.slots, resp.ID)
 		c.mu.Unlock()
@@ -104,4 +144,31 @@ func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 	}
 	return msg, err
+}
+
+// settleVersion returns the result of initialize with its protocolVersion
+// replaced by the revision mew speaks with the server (mcpver.Accept),
+// noting the server's own. When mew cannot speak it, or the result is not
+// an object, the result is returned as it is (the SDK refuses it) and the
+// reason is kept. c.mu is held.
+func (c *rawConn) settleVersion(result json.RawMessage) json.RawMessage {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(result, &members); err != nil {
+		return result
+	}
+	_ = json.Unmarshal(members["protocolVersion"], &c.answered)
+	speak, err := mcpver.Accept(c.answered)
+	if err != nil {
+		c.versionErr = err
+		return result
+	}
+	if speak == c.answered {
+		return result
+	}
+	members["protocolVersion"], _ = json.Marshal(speak)
+	out, err := json.Marshal(members)
+	if err != nil {
+		return result
+	}
+	return out
 }

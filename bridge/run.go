@@ -15,14 +15,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mew-protocol/mew/internal/mcpver"
 	"github.com/mew-protocol/mew/internal/proc"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// mcpProtocolVersion is the MCP revision the bridge asks for. The server
-// may answer with an older one it supports.
-const mcpProtocolVersion = "2025-11-25"
 
 // stopGrace is how long a stopping server has to exit after its standard
 // input closes, and again after SIGTERM, before it is killed.
@@ -110,6 +107,7 @@ func (b *Bridge) start(ctx context.Context) (*run, error) {
 	defer cancel()
 	r := &run{ended: make(chan struct{}), started: time.Now()}
 	var transport mcp.Transport
+	var raw *rawTransport // for a command
 	if u := b.opts.Server.URL; u != "" {
 		r.http = newHTTPClient()
 		transport = &mcp.StreamableClientTransport{Endpoint: u, HTTPClient: r.http}
@@ -119,13 +117,22 @@ func (b *Bridge) start(ctx context.Context) (*run, error) {
 			return nil, err
 		}
 		r.proc = proc
-		transport = rawTransport{&mcp.IOTransport{Reader: proc.stdout, Writer: proc.stdin}}
+		raw = &rawTransport{Transport: &mcp.IOTransport{Reader: proc.stdout, Writer: proc.stdin}}
+		transport = raw
 	}
-	cs, err := b.client.Connect(ictx, transport, &mcp.ClientSessionOptions{ProtocolVersion: mcpProtocolVersion})
+	// mew offers its newest revision; the server answers the one it
+	// speaks, which rawTransport settles (package mcpver).
+	cs, err := b.client.Connect(ictx, transport, &mcp.ClientSessionOptions{ProtocolVersion: mcpver.Latest})
 	if err != nil {
+		if _, verr := raw.version(); verr != nil {
+			err = verr
+		}
 		err = b.startError(ictx, r, "initializing", err)
 		r.stop()
 		return nil, err
+	}
+	if answered, _ := raw.version(); answered != "" && cs.InitializeResult() != nil && answered != cs.InitializeResult().ProtocolVersion {
+		b.log.Info("the MCP server answered an older protocol revision; speaking the oldest mew knows", "answered", answered, "speaking", cs.InitializeResult().ProtocolVersion)
 	}
 	r.session = cs
 	var l lists

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mew-protocol/mew/agent"
 	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/internal/mcpver"
 	"github.com/mew-protocol/mew/llm"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/protocol"
@@ -222,21 +223,14 @@ func (s *spaceConn) answer(r *participant.Request, result any, rpcErr *participa
 	}
 }
 
-// mcpVersions are the MCP revisions initialize agrees to.
-var mcpVersions = []string{"2025-11-25", participant.MCPProtocolVersion, "2025-03-26", "2024-11-05"}
-
 func (s *spaceConn) initializeResult(params json.RawMessage) any {
 	var in struct {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
 	_ = json.Unmarshal(params, &in)
-	version := participant.MCPProtocolVersion
-	if slices.Contains(mcpVersions, in.ProtocolVersion) {
-		version = in.ProtocolVersion
-	}
 	d := s.a.def
 	res := map[string]any{
-		"protocolVersion": version,
+		"protocolVersion": mcpver.Negotiate(in.ProtocolVersion),
 		"capabilities":    map[string]any{"tools": map[string]any{}},
 		"serverInfo":      map[string]any{"name": d.Name, "version": d.Version},
 	}
