@@ -53,7 +53,8 @@ MCP requests addressed to it (tools, resources, prompts) to the server.
 
 The server is a command speaking MCP over standard input and output
 (--mcp-command, --mcp-args, --mcp-env, --mcp-cwd; arguments after "--" are
-added to --mcp-args, so that they may hold commas), or a streamable HTTP
+added to --mcp-args, so that they may hold commas; the command "mew" is this
+mew), or a streamable HTTP
 endpoint (--mcp-url). Without either, the server comes from the space
 configuration: the mcp_server block of the participant --participant-id
 (type: mcp-bridge) in --space-config, or in .mew/space.yaml or ./space.yaml;
@@ -292,6 +293,14 @@ func (f *bridgeFlags) options(cmd *cobra.Command, args []string, getenv func(str
 	bo.MaxRestarts = n
 	if n == 0 {
 		bo.MaxRestarts = 1 // unused with NoRestart; 0 would mean the default
+	}
+	// A server command "mew" is this mew, as it is in a space's mcp_server:
+	// the reference's templates run `mew bridge start --mcp-command mew`,
+	// and the mew on PATH, if any, may be another one.
+	if server.Command == "mew" {
+		if exe, err := os.Executable(); err == nil {
+			server.Command = exe
+		}
 	}
 	bo.Server = server
 	bo.Participant = participant.Options{Client: client.Options{

@@ -121,7 +121,7 @@ func writeDemoSpace(dir string, getenv func(string) string) (*space.Config, stri
 		filesCmd, filesArgs = p, []string{files}
 	}
 	argsJSON, _ := json.Marshal(filesArgs)
-	yaml, err := t.Render(map[string]string{
+	yaml, _, err := t.Render(map[string]string{
 		"SPACE_NAME":    "demo",
 		"AGENT_MODEL":   getenv(llm.EnvModel),
 		"FILES_COMMAND": filesCmd,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -81,13 +82,19 @@ func runInit(cmd *cobra.Command, opts Options, f initFlags, name string) error {
 	if err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
-	values, err := templateValues(t, f, dir, opts.getenv())
+	values, warnings, err := templateValues(t, f, dir, opts.getenv())
 	if err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
-	yaml, err := t.Render(values)
+	yaml, unset, err := t.Render(values)
 	if err != nil {
 		return fmt.Errorf("init: %w", err)
+	}
+	for _, name := range unset {
+		warnings = append(warnings, fmt.Sprintf("{{%s}} is not a variable of template %s and was not given (--var %s=VALUE or the environment variable %s): left empty", name, t.Name, name, name))
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(cmd.ErrOrStderr(), "init: warning: %s\n", w)
 	}
 	if _, err := space.Parse(yaml, filepath.Join(t.Source, "space.yaml")); err != nil {
 		return fmt.Errorf("init: the template renders an invalid space: %w", err)
@@ -127,27 +134,25 @@ func sourceLabel(s string) string {
 // ${dirname}, ${username} and ${date} are replaced). Sensitive values are
 // never written into the space: they render empty, and the space reads
 // them from the environment when it runs.
-func templateValues(t *templates.Template, f initFlags, dir string, getenv func(string) string) (map[string]string, error) {
+//
+// A placeholder the template does not declare (the reference's templates
+// have them) is filled the same way, from --var or the flags, else from
+// the environment variable of its name; an undeclared SPACE_NAME falls
+// back to the directory's name, and one named like a secret (_API_KEY,
+// _SECRET, _PASSWORD) is left empty, as the reference does. What
+// stays unset is rendered empty, and the returned warnings say so.
+func templateValues(t *templates.Template, f initFlags, dir string, getenv func(string) string) (map[string]string, []string, error) {
 	given := map[string]string{}
 	for _, kv := range f.vars {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, fmt.Errorf("--var %q: want NAME=VALUE", kv)
+			return nil, nil, fmt.Errorf("--var %q: want NAME=VALUE", kv)
 		}
 		given[k] = v
 	}
 	for k, v := range map[string]string{"SPACE_NAME": f.name, "AGENT_MODEL": f.model, "SPACE_DESCRIPTION": f.description} {
 		if _, set := given[k]; !set && v != "" {
 			given[k] = v
-		}
-	}
-	declared := make([]string, len(t.Variables))
-	for i, v := range t.Variables {
-		declared[i] = v.Name
-	}
-	for k := range given {
-		if !slices.Contains(declared, k) && k != "SPACE_DESCRIPTION" {
-			return nil, fmt.Errorf("template %s has no variable %s (it has %s)", t.Name, k, strings.Join(declared, ", "))
 		}
 	}
 	username := "user"
@@ -170,9 +175,6 @@ func templateValues(t *templates.Template, f initFlags, dir string, getenv func(
 		if !ok {
 			val = defaults.Replace(v.Default)
 		}
-		if v.Name == "SPACE_NAME" {
-			val = spaceID(val)
-		}
 		if v.Required && val == "" {
 			missing = append(missing, v.Name)
 		}
@@ -182,9 +184,56 @@ func templateValues(t *templates.Template, f initFlags, dir string, getenv func(
 		values[v.Name] = val
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("template %s needs %s: set with --var NAME=VALUE", t.Name, strings.Join(missing, ", "))
+		return nil, nil, fmt.Errorf("template %s needs %s: set with --var NAME=VALUE", t.Name, strings.Join(missing, ", "))
 	}
-	return values, nil
+	used, err := t.Placeholders()
+	if err != nil {
+		return nil, nil, err
+	}
+	var warnings []string
+	for _, name := range used {
+		if _, ok := values[name]; ok {
+			continue
+		}
+		if base, isJSON := strings.CutSuffix(name, "_JSON"); isJSON {
+			if _, ok := values[base]; ok {
+				continue
+			}
+			if _, ok := given[name]; !ok {
+				name = base // {{X_JSON}} of an undeclared X: resolve X
+			}
+		}
+		switch val, ok := given[name]; {
+		case ok:
+			values[name] = val
+		case secretName(name):
+			values[name] = ""
+		case getenv(name) != "":
+			values[name] = getenv(name)
+		case name == "SPACE_NAME":
+			values[name] = filepath.Base(dir)
+		}
+	}
+	if v, ok := values["SPACE_NAME"]; ok {
+		values["SPACE_NAME"] = spaceID(v)
+	}
+	for _, k := range slices.Sorted(maps.Keys(given)) {
+		if _, ok := values[k]; !ok && k != "SPACE_DESCRIPTION" {
+			warnings = append(warnings, fmt.Sprintf("--var %s: template %s neither declares nor uses it", k, t.Name))
+		}
+	}
+	return values, warnings, nil
+}
+
+// secretName reports whether a placeholder is named like a secret, which
+// `mew init` never writes into the space.
+func secretName(name string) bool {
+	for _, suffix := range []string{"_API_KEY", "_SECRET", "_PASSWORD"} {
+		if strings.HasSuffix(name, suffix) {
+			return true
+		}
+	}
+	return false
 }
 
 // spaceID turns a name (a directory's, often) into a valid space id.

@@ -1,11 +1,20 @@
 package cli
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mew-protocol/mew/internal/proc"
 	"github.com/mew-protocol/mew/space"
 )
 
@@ -113,22 +122,18 @@ func TestInitLocalTemplate(t *testing.T) {
 
 func TestInitBadTemplates(t *testing.T) {
 	dir := t.TempDir()
-	writeTemplate(t, dir, "badkey", `{"name":"badkey","colour":"red","variables":[]}`, "space: {id: x}\n", nil)
-	writeTemplate(t, dir, "undeclared", `{"name":"undeclared","variables":[{"name":"SPACE_NAME","default":"x"}]}`,
-		"space:\n  id: \"{{SPACE_NAME}}\"\n  name: \"{{SPACE_TITLE}}\"\n", nil)
+	writeTemplate(t, dir, "badjson", `{"name":"badjson","variables":[}`, "space: {id: x}\n", nil)
 	writeTemplate(t, dir, "invalid", `{"name":"invalid","variables":[]}`, "space: {id: x}\nparticipants:\n  a: {tokens: 5}\n", nil)
 	writeTemplate(t, dir, "needs", `{"name":"needs","variables":[{"name":"KEY","required":true}]}`, "space: {id: x}\n", nil)
 	for _, tc := range []struct {
 		args []string
 		want []string
 	}{
-		{[]string{"badkey"}, []string{filepath.Join(dir, "templates", "badkey", "template.json"), `unknown field "colour"`}},
-		{[]string{"undeclared"}, []string{filepath.Join(dir, "templates", "undeclared") + "/space.yaml:3", "{{SPACE_TITLE}} is not a variable"}},
+		{[]string{"badjson"}, []string{filepath.Join(dir, "templates", "badjson", "template.json"), "invalid character"}},
 		{[]string{"invalid"}, []string{"invalid space", "tokens"}},
 		{[]string{"needs"}, []string{"needs KEY"}},
 		{[]string{"nosuch"}, []string{`no template "nosuch"`, "demo"}},
 		{[]string{"../escape"}, []string{"not a template name"}},
-		{[]string{"demo", "--var", "NOPE=1"}, []string{"has no variable NOPE"}},
 		{[]string{"demo", "--var", "novalue"}, []string{"want NAME=VALUE"}},
 	} {
 		_, _, err := run(t, Options{}, append([]string{"init", "-d", dir}, tc.args...)...)
@@ -158,9 +163,183 @@ func TestInitBinary(t *testing.T) {
 	if data, _ := os.ReadFile(cfg.Path); !strings.Contains(string(data), `OPENAI_MODEL: "llama3"`) {
 		t.Errorf("rendered:\n%s", data)
 	}
-	writeTemplate(t, dir, "bad", `{"name":"bad","variabels":[]}`, "space: {id: x}\n", nil)
+	writeTemplate(t, dir, "bad", `{"name":"bad","variables":[{"name":"A B"}]}`, "space: {id: x}\n", nil)
 	out, err = mew(t, dir, "init", "bad", "--force")
-	if err == nil || !strings.Contains(out, filepath.Join("templates", "bad", "template.json")) || !strings.Contains(out, `"variabels"`) {
+	if err == nil || !strings.Contains(out, filepath.Join("templates", "bad", "template.json")) || !strings.Contains(out, `variables[0].name "A B"`) {
 		t.Errorf("bad template: %v\n%s", err, out)
+	}
+}
+
+// refTemplateJSON and refTemplateYAML are a template written as the
+// reference writes them: members this mew does not use (license, author,
+// version, tags), placeholders the template does not declare
+// (SPACE_NAME, UI_THEME), ${PORT} and ${TOKEN} on command lines, type: local
+// participants that start `mew agent run` and `mew bridge start` with
+// every flag.
+const (
+	refTemplateJSON = `{
+  "name": "ref-style",
+  "description": "As the reference writes them",
+  "author": "MEW Protocol Team",
+  "version": "1.0.0",
+  "license": "MIT",
+  "tags": ["development"],
+  "variables": [
+    {"name": "AGENT_MODEL", "description": "model", "env_sources": ["AGENT_MODEL"], "default": "gpt-5", "prompt": true},
+    {"name": "AGENT_API_KEY", "env_sources": ["OPENAI_API_KEY"], "default": "", "prompt": true, "sensitive": true, "required": false},
+    {"name": "AGENT_PROMPT", "description": "prompt", "default": "You help \"everyone\".", "prompt": false}
+  ]
+}`
+	refTemplateYAML = `# as the reference writes them
+space:
+  id: "{{SPACE_NAME}}"
+  name: "{{SPACE_NAME}}"
+  default_participant: human
+participants:
+  human:
+    capabilities:
+      - kind: "*"
+  mew:
+    type: local
+    command: "mew"
+    args: ["agent", "run", "--gateway", "ws://localhost:${PORT}", "--space", "{{SPACE_NAME}}", "--token", "${TOKEN}", "--id", "mew"]
+    auto_start: true
+    capabilities:
+      - kind: "chat"
+      - kind: "reasoning/*"
+      - kind: "mcp/request"
+        payload:
+          method: "tools/list"
+    env:
+      OPENAI_API_KEY: "${OPENAI_API_KEY}"
+      OPENAI_MODEL: "{{AGENT_MODEL}}"
+      MEW_THEME: "{{UI_THEME}}"
+      MEW_AGENT_CONFIG: '{"maxIterations": 10, "systemPrompt": {{AGENT_PROMPT_JSON}}}'
+  calc:
+    type: local
+    command: "mew"
+    args: ["bridge", "start", "--gateway", "ws://localhost:${PORT}", "--space", "{{SPACE_NAME}}", "--token", "${TOKEN}", "--participant-id", "calc", "--mcp-command", "mew", "--mcp-args", "mcp,calculator"]
+    auto_start: true
+    capabilities:
+      - kind: "mcp/response"
+      - kind: "mcp/notification"
+defaults:
+  capabilities:
+    - kind: "chat"
+`
+)
+
+// cleanEnv returns the environment without the model's and mew's
+// variables, so that a test's agents run the offline model whatever the
+// developer's shell sets.
+func cleanEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "MEW_") && !strings.HasPrefix(kv, "AGENT_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
+}
+
+// mewEnv runs the built binary as mew does, with the environment env, and
+// returns its standard output and error apart.
+func mewEnv(t *testing.T, dir string, env []string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, mewBinary(t), args...)
+	c.Dir, c.Env = dir, env
+	var out, errOut bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errOut
+	err = c.Run()
+	return out.String(), errOut.String(), err
+}
+
+// waitConnected waits until the space's gateway lists every id as
+// connected.
+func waitConnected(t *testing.T, port int, spaceID string, ids ...string) {
+	t.Helper()
+	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/participants?space=" + spaceID
+	var last string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get(url)
+		if err != nil {
+			continue
+		}
+		var body struct {
+			Participants []struct {
+				ID        string `json:"id"`
+				Connected bool   `json:"connected"`
+			} `json:"participants"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if err != nil {
+			continue
+		}
+		connected := map[string]bool{}
+		for _, p := range body.Participants {
+			connected[p.ID] = p.Connected
+		}
+		missing := 0
+		for _, id := range ids {
+			if !connected[id] {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return
+		}
+		last = fmt.Sprint(body.Participants)
+	}
+	t.Fatalf("%v not all connected to %s: %s", ids, spaceID, last)
+}
+
+// TestInitReferenceTemplate: a template copied from the reference as it is
+// (unknown members, undeclared placeholders, one left unset) initializes
+// with warnings only, and its space comes up with its agent and bridge
+// joined.
+func TestInitReferenceTemplate(t *testing.T) {
+	dir := t.TempDir()
+	writeTemplate(t, dir, "ref-style", refTemplateJSON, refTemplateYAML, nil)
+	env := cleanEnv()
+	out, errOut, err := mewEnv(t, dir, env, "init", "ref-style", "--name", "Ref Space")
+	if err != nil {
+		t.Fatalf("init: %v\n%s%s", err, out, errOut)
+	}
+	if !strings.Contains(errOut, "{{UI_THEME}}") || !strings.Contains(errOut, "left empty") {
+		t.Errorf("no warning about UI_THEME:\n%s", errOut)
+	}
+	cfg, err := space.Load(filepath.Join(dir, ".mew", "space.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Space.ID != "ref-space" {
+		t.Errorf("space id %q, want ref-space (from --name)", cfg.Space.ID)
+	}
+	data, _ := os.ReadFile(cfg.Path)
+	for _, want := range []string{`MEW_THEME: ""`, `"systemPrompt": "You help \"everyone\"."`, `OPENAI_MODEL: "gpt-5"`, `"--space", "ref-space"`, `${TOKEN}`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("rendered space lacks %s:\n%s", want, data)
+		}
+	}
+	out, errOut, err = mewEnv(t, dir, env, "space", "up", "--detach", "-p", "0")
+	if err != nil {
+		t.Fatalf("space up: %v\n%s%s", err, out, errOut)
+	}
+	st, err := space.ReadRunState(cfg.MewDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _, _ = mewEnv(t, dir, env, "space", "down")
+		for _, pid := range st.PIDs() {
+			proc.Terminate(pid, true)
+		}
+	})
+	waitConnected(t, st.Port, "ref-space", "mew", "calc")
+	if out, _, err := mewEnv(t, dir, env, "space", "down"); err != nil || !strings.Contains(out, "stopped") {
+		t.Errorf("space down: %v\n%s", err, out)
 	}
 }

@@ -7,6 +7,8 @@
 // space's participants run, copied to .mew/agents/. Render fills the
 // placeholders: each variable's value, and for each variable X also X_JSON,
 // its value as a JSON string (to put into a JSON setting such as
-// MEW_AGENT_CONFIG). A placeholder that names no variable is an error that
-// names the file, the line and the placeholder.
+// MEW_AGENT_CONFIG). A placeholder that names no variable is still filled
+// (by `mew init`, from its flags or the environment) or rendered empty: the
+// reference's templates are read as they are, unknown template.json members
+// included.
 package templates

@@ -27,6 +27,10 @@ type Template struct {
 	Variables   []Variable
 	// Source is where the template was found: "built-in" or a folder.
 	Source string
+	// Extra holds the members of template.json this package does not use
+	// (the reference's license, author, version, tags and whatever a later
+	// one adds), kept as written and otherwise ignored.
+	Extra map[string]json.RawMessage
 
 	fsys fs.FS // the template's folder
 }
@@ -42,14 +46,12 @@ type Variable struct {
 	Required    bool     `json:"required"`
 }
 
-// manifest is template.json. The reference's author, version and tags are
-// accepted; any other member is an error that names it.
+// manifest is what template.json says that this package uses. Every other
+// member is tolerated, so that the reference's templates (and later ones)
+// load as they are.
 type manifest struct {
 	Name        string     `json:"name"`
 	Description string     `json:"description"`
-	Author      string     `json:"author"`
-	Version     string     `json:"version"`
-	Tags        []string   `json:"tags"`
 	Variables   []Variable `json:"variables"`
 }
 
@@ -142,10 +144,15 @@ func load(name string, fsys fs.FS, source string) (*Template, error) {
 		return nil, fmt.Errorf("template %s: %w", where, err)
 	}
 	var m manifest
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
+	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("template %s: %w", where, err)
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(data, &all); err != nil {
+		return nil, fmt.Errorf("template %s: %w", where, err)
+	}
+	for _, k := range []string{"name", "description", "variables"} {
+		delete(all, k)
 	}
 	seen := map[string]bool{}
 	for i, v := range m.Variables {
@@ -160,7 +167,7 @@ func load(name string, fsys fs.FS, source string) (*Template, error) {
 	if _, err := fs.Stat(fsys, "space.yaml"); err != nil {
 		return nil, fmt.Errorf("template %s: no space.yaml", source)
 	}
-	return &Template{Name: name, Description: m.Description, Variables: m.Variables, Source: source, fsys: fsys}, nil
+	return &Template{Name: name, Description: m.Description, Variables: m.Variables, Source: source, Extra: all, fsys: fsys}, nil
 }
 
 // readFile reads a file of at most maxFile bytes.
@@ -204,38 +211,56 @@ func validVar(s string) bool { return varName.MatchString(s) }
 // placeholder matches {{NAME}}.
 var placeholder = regexp.MustCompile(`\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
 
-// Render returns the template's space.yaml with every {{NAME}} replaced by
-// values[NAME], and {{NAME_JSON}} by its JSON string. A placeholder of a
-// variable template.json does not declare is an error naming the line; a
-// declared variable missing from values renders empty.
-func (t *Template) Render(values map[string]string) ([]byte, error) {
+// Placeholders returns the names of the template's {{NAME}} placeholders,
+// each once, in the order they first appear.
+func (t *Template) Placeholders() ([]string, error) {
 	data, err := readFile(t.fsys, "space.yaml")
 	if err != nil {
 		return nil, fmt.Errorf("template %s: %w", t.Source, err)
 	}
-	declared := map[string]bool{}
-	for _, v := range t.Variables {
-		declared[v.Name] = true
+	var names []string
+	for _, m := range placeholder.FindAllSubmatch(data, -1) {
+		if n := string(m[1]); !slices.Contains(names, n) {
+			names = append(names, n)
+		}
 	}
-	var errs []error
-	out := placeholder.ReplaceAllFunc(data, func(m []byte) []byte {
+	return names, nil
+}
+
+// Render returns the template's space.yaml with every {{NAME}} replaced by
+// values[NAME], and {{NAME_JSON}} (unless values has NAME_JSON itself) by
+// the JSON string of values[NAME]. A placeholder whose name values lacks
+// renders empty ("" for a _JSON one) and is listed in unset, so that the
+// caller can say so: the reference's templates use placeholders they do not
+// declare, and rendering them must not fail.
+func (t *Template) Render(values map[string]string) (out []byte, unset []string, err error) {
+	data, err := readFile(t.fsys, "space.yaml")
+	if err != nil {
+		return nil, nil, fmt.Errorf("template %s: %w", t.Source, err)
+	}
+	note := func(name string) {
+		if !slices.Contains(unset, name) {
+			unset = append(unset, name)
+		}
+	}
+	out = placeholder.ReplaceAllFunc(data, func(m []byte) []byte {
 		name := string(placeholder.FindSubmatch(m)[1])
+		if v, ok := values[name]; ok {
+			return []byte(v)
+		}
 		base, isJSON := strings.CutSuffix(name, "_JSON")
-		if !declared[name] && !(isJSON && declared[base]) {
-			line := 1 + bytes.Count(data[:bytes.Index(data, m)], []byte("\n"))
-			errs = append(errs, fmt.Errorf("template %s/space.yaml:%d: {{%s}} is not a variable of template.json", t.Source, line, name))
-			return m
+		if !isJSON {
+			note(name)
+			return nil
 		}
-		if declared[name] {
-			return []byte(values[name])
+		v, ok := values[base]
+		if !ok {
+			note(base)
 		}
-		j, _ := json.Marshal(values[base])
+		j, _ := json.Marshal(v)
 		return j
 	})
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return out, nil
+	return out, unset, nil
 }
 
 // CopyAgents copies the template's agents/ folder, if any, into dst.
