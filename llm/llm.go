@@ -112,6 +112,11 @@ const (
 	FinishLength FinishReason = "length"
 	// FinishContentFilter is an answer withheld by the server's filter.
 	FinishContentFilter FinishReason = "content_filter"
+	// FinishIncomplete is an answer that says the model could not do what
+	// was asked, and why (the offline provider, when it cannot fill a
+	// tool's arguments from the request). Callers that check a run's
+	// success, such as `mew agent tool-test`, count it as a failure.
+	FinishIncomplete FinishReason = "incomplete"
 )
 
 // Usage counts the tokens of one call, as the server reports them (the

@@ -92,13 +92,18 @@ func (o *Offline) answer(req Request) *Response {
 	switch {
 	case last < 0:
 		r = &Response{Content: plainAnswer(req.Tools)}
-	case hasToolResults(req.Messages[last+1:]):
-		r = &Response{Content: conclude(req.Messages[last+1:])}
 	default:
-		r = plan(req.Messages[last].Content, req.Tools, len(req.Messages))
+		t := newTurn(req, last)
+		if hasToolResults(t.after) {
+			r = t.next()
+		} else {
+			r = t.plan()
+		}
 	}
 	r.Model = OfflineModel
-	r.FinishReason = FinishStop
+	if r.FinishReason == "" {
+		r.FinishReason = FinishStop
+	}
 	if len(r.ToolCalls) > 0 {
 		r.FinishReason = FinishToolCalls
 	}
@@ -138,19 +143,22 @@ func plainAnswer(tools []Tool) string {
 	default:
 		fmt.Fprintf(&b, "Tools I can use: %s. ", strings.Join(names, ", "))
 	}
-	b.WriteString("For real answers, configure a model: " + EnvAPIKey + ", or --base-url for a local server.")
+	b.WriteString(configureHint)
 	return labelled(b.String())
 }
 
-// plan chooses a tool for the request and fills its arguments, or answers
-// plainly.
-func plan(text string, tools []Tool, turn int) *Response {
-	q := analyze(text)
-	type candidate struct {
-		tool  Tool
-		score int
-		words []string
-	}
+const configureHint = "For real answers, configure a model: " + EnvAPIKey + ", or --base-url for a local server."
+
+// candidate is a tool that matches the request.
+type candidate struct {
+	tool  Tool
+	score int
+	words []string
+}
+
+// candidates are the tools that share at least two points' worth of words
+// with the request, best first.
+func (q *query) candidates(tools []Tool) []candidate {
 	var cands []candidate
 	for _, t := range tools {
 		score, words := q.score(t)
@@ -164,26 +172,73 @@ func plan(text string, tools []Tool, turn int) *Response {
 		}
 		return strings.Compare(a.tool.Name, b.tool.Name)
 	})
+	return cands
+}
+
+// call is a response that calls tool with args.
+func (t *turn) call(tool Tool, args any, why string) *Response {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		raw = []byte("{}")
+	}
+	return &Response{
+		Reasoning: fmt.Sprintf("%s, so the offline model calls it with %s. %s", why, raw, OfflineLabel),
+		ToolCalls: []ToolCall{{ID: "call_offline_" + strconv.Itoa(t.n), Name: tool.Name, Arguments: raw}},
+	}
+}
+
+// plan chooses a tool for the request and fills its arguments; or, when a
+// directory is missing, asks a tool that names the allowed directories
+// first; or says which argument it could not fill; or answers plainly.
+func (t *turn) plan() *Response {
+	if r, ok := t.arithmetic(); ok {
+		return r
+	}
+	cands := t.q.candidates(t.tools)
+	dirs := t.knownDirs()
 	for _, c := range cands {
-		args, ok := q.fill(c.tool)
-		if !ok {
+		args, missing := t.q.fill(c.tool, dirs)
+		if len(missing) > 0 || t.called(c.tool.Name, args) {
 			continue
 		}
-		raw, err := json.Marshal(args)
-		if err != nil {
-			continue
-		}
-		return &Response{
-			Reasoning: fmt.Sprintf("The request shares the words %s with the tool %s, so the offline model calls it with %s, taken from the request. %s",
-				strings.Join(c.words, ", "), c.tool.Name, raw, OfflineLabel),
-			ToolCalls: []ToolCall{{
-				ID:        "call_offline_" + strconv.Itoa(turn),
-				Name:      c.tool.Name,
-				Arguments: raw,
-			}},
+		return t.call(c.tool, args, fmt.Sprintf("The request shares the words %s with the tool %s, and the values come from the request",
+			strings.Join(c.words, ", "), c.tool.Name))
+	}
+	if len(cands) == 0 {
+		return &Response{Content: plainAnswer(t.tools)}
+	}
+	best := cands[0]
+	_, missing := t.q.fill(best.tool, dirs)
+	if h, ok := t.dirHelper(missing); ok {
+		return t.call(h, map[string]any{}, fmt.Sprintf("The tool %s needs a directory that the request does not name, and %s tells which directories are allowed",
+			best.tool.Name, h.Name))
+	}
+	return cannotFill(best.tool, missing)
+}
+
+// cannotFill says honestly that the tool the request asks for cannot be
+// called because the request lacks values for missing.
+func cannotFill(tool Tool, missing []schemaProp) *Response {
+	descs := make([]string, len(missing))
+	for i, p := range missing {
+		descs[i] = p.name
+		kinds := map[string]string{"number": "a number", "integer": "a whole number", "string": "a text", "boolean": "true or false"}
+		if d := strings.TrimRight(p.description, "."); d != "" {
+			descs[i] += " (" + d + ")"
+		} else if k := kinds[p.typ]; k != "" {
+			descs[i] += " (" + k + ")"
 		}
 	}
-	return &Response{Content: plainAnswer(tools)}
+	what := "the field " + descs[0]
+	if len(descs) > 1 {
+		what = "the fields " + strings.Join(descs[:len(descs)-1], ", ") + " and " + descs[len(descs)-1]
+	}
+	return &Response{
+		Content: labelled(fmt.Sprintf("I am the offline rule-based model. The request calls for the tool %s, but I could not fill %s from it, so I did not call it. "+
+			"Say the value in the request (a date as YYYY-MM-DD, places as \"from X to Y\", numbers as digits), or configure a model: %s, or --base-url for a local server.",
+			tool.Name, what, EnvAPIKey)),
+		FinishReason: FinishIncomplete,
+	}
 }
 
 // conclude states the results of the tool calls in msgs.
@@ -208,6 +263,9 @@ func conclude(msgs []Message) string {
 			name = "the tool"
 		}
 		text, failed := resultText(m.Content)
+		if failed {
+			text = plainError(text)
+		}
 		results = append(results, result{name, text, failed})
 	}
 	if len(results) == 1 {

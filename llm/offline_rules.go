@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // This file is the offline model's reading of requests and tools: a request
@@ -24,6 +27,7 @@ const (
 	tokPath
 	tokQuoted
 	tokOp
+	tokDate // an ISO date, 2026-12-01, or date and time, 2026-12-01T10:00:00Z
 )
 
 type token struct {
@@ -41,6 +45,10 @@ type query struct {
 	numbers []float64
 	paths   []string
 	quoted  []string
+	dates   []string
+	// origin and dest are the places of "from X to Y" (either may come
+	// alone: "a trip to Paris"); place is that of "in X" or "at X".
+	origin, dest, place string
 }
 
 // synonyms map words to the canonical word of their meaning.
@@ -194,6 +202,15 @@ func classify(chunk string) []token {
 	if op, ok := operators[c]; ok {
 		return []token{{kind: tokOp, text: c, canon: op}}
 	}
+	// Before numbers and expressions: 2026-12-01 is a day, not 2026 - 12 - 1.
+	// A date-shaped text that is no valid date is not split into numbers
+	// either; it fills nothing.
+	if dateShape.MatchString(c) {
+		if validDate(c) {
+			return []token{{kind: tokDate, text: c}}
+		}
+		return []token{{kind: tokWord, text: c}}
+	}
 	if n, ok := parseNumber(strings.TrimRight(strings.TrimLeft(c, "$€£"), "%")); ok {
 		return []token{{kind: tokNumber, text: c, num: n}}
 	}
@@ -216,6 +233,24 @@ func classify(chunk string) []token {
 		toks = append(toks, token{kind: tokWord, text: piece, canon: canon(lower)})
 	}
 	return toks
+}
+
+// dateShape matches an ISO date, optionally with a time.
+var dateShape = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?$`)
+
+// validDate tells a real day (and time) from a date-shaped text such as
+// 2026-02-30.
+func validDate(s string) bool {
+	if len(s) == len(time.DateOnly) {
+		_, err := time.Parse(time.DateOnly, s)
+		return err == nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04"} {
+		if _, err := time.Parse(layout, s); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // parseNumber accepts plain decimal numbers only (no "inf", "1e9", "0x10").
@@ -323,8 +358,11 @@ func analyze(text string) *query {
 			}
 		case tokQuoted:
 			q.quoted = append(q.quoted, t.text)
+		case tokDate:
+			q.dates = append(q.dates, t.text)
 		}
 	}
+	q.findPlaces()
 	// "subtract 3 from 10" is 10 - 3.
 	if q.words["subtract"] && len(q.numbers) >= 2 {
 		seen, from := 0, false
@@ -344,6 +382,50 @@ func analyze(text string) *query {
 		}
 	}
 	return q
+}
+
+// findPlaces reads the places of the request: "from X to Y", "to Y", "in X",
+// "at X", where X is a run of capitalised words ("New York"), or after
+// "from" and "to" also one lower-case word that is not a filler
+// ("from lisbon to paris").
+func (q *query) findPlaces() {
+	at := func(i int, lower bool) string {
+		var words []string
+		for _, t := range q.tokens[i:] {
+			r, _ := utf8.DecodeRuneInString(t.text)
+			if t.kind != tokWord || !unicode.IsUpper(r) {
+				break
+			}
+			words = append(words, t.text)
+		}
+		if len(words) == 0 && lower && i < len(q.tokens) {
+			if t := q.tokens[i]; t.kind == tokWord && t.canon != "" && synonyms[strings.ToLower(t.text)] == "" &&
+				strings.IndexFunc(t.text, unicode.IsDigit) < 0 {
+				words = append(words, t.text)
+			}
+		}
+		return strings.Join(words, " ")
+	}
+	for i, t := range q.tokens {
+		if t.kind != tokWord {
+			continue
+		}
+		var dst *string
+		lower := false
+		switch strings.ToLower(t.text) {
+		case "from":
+			dst, lower = &q.origin, true
+		case "to":
+			dst, lower = &q.dest, true
+		case "in", "at":
+			dst = &q.place
+		default:
+			continue
+		}
+		if *dst == "" {
+			*dst = at(i+1, lower)
+		}
+	}
 }
 
 // nameWords are the canonical words of a tool name ("calculator_add",
@@ -499,12 +581,15 @@ func pathish(name string) bool {
 }
 
 // fill makes the arguments of a tool from the request: the required
-// properties first, then the optional ones, each in the schema's order. It
-// fails when a required property cannot be filled.
-func (q *query) fill(t Tool) (map[string]any, bool) {
+// properties first, then the optional ones, each in the schema's order. dirs
+// are directories that earlier tool results named, for a path the request
+// does not give. It returns the required properties it could not fill; the
+// arguments are usable only when there are none.
+func (q *query) fill(t Tool, dirs []string) (map[string]any, []schemaProp) {
 	s := parseSchema(t.Parameters)
 	args := map[string]any{}
-	f := filler{q: q, tool: t, schema: s}
+	f := filler{q: q, tool: t, schema: s, dirs: dirs}
+	var missing []schemaProp
 	for _, required := range []bool{true, false} {
 		for _, p := range s.props {
 			if s.required[p.name] != required {
@@ -514,11 +599,11 @@ func (q *query) fill(t Tool) (map[string]any, bool) {
 			if ok {
 				args[p.name] = v
 			} else if required {
-				return nil, false
+				missing = append(missing, p)
 			}
 		}
 	}
-	return args, true
+	return args, missing
 }
 
 // filler hands out the request's tokens to properties, each token once.
@@ -526,9 +611,11 @@ type filler struct {
 	q                    *query
 	tool                 Tool
 	schema               toolSchema
+	dirs                 []string
 	nextNumber, nextPath int
-	nextQuoted           int
+	nextQuoted, nextDate int
 	usedRemainder        bool
+	usedPlace            map[string]bool
 }
 
 func (f *filler) number() (float64, bool) {
@@ -540,7 +627,8 @@ func (f *filler) number() (float64, bool) {
 }
 
 // text hands out a filename (first, when path), a quoted text, or (when
-// loose) the request's remaining words.
+// loose) the request's remaining words. A path never takes the remaining
+// words: "list the files" names no file called "files".
 func (f *filler) text(path, loose bool) (string, bool) {
 	if path && f.nextPath < len(f.q.paths) {
 		f.nextPath++
@@ -549,6 +637,12 @@ func (f *filler) text(path, loose bool) (string, bool) {
 	if f.nextQuoted < len(f.q.quoted) {
 		f.nextQuoted++
 		return f.q.quoted[f.nextQuoted-1], true
+	}
+	if path {
+		if len(f.dirs) > 0 && loose {
+			return f.dirs[0], true
+		}
+		return "", false
 	}
 	if !path && f.nextPath < len(f.q.paths) && !f.anyPathProperty() {
 		f.nextPath++
@@ -582,6 +676,24 @@ func (f *filler) value(p schemaProp, required bool) (any, bool) {
 	case "string":
 		if len(p.enum) > 0 {
 			return f.enum(p.enum, required)
+		}
+		switch p.class() {
+		case classDate:
+			return f.date()
+		case classOrigin:
+			return f.placeOf(f.q.origin)
+		case classDest:
+			return f.placeOf(f.q.dest, f.q.place)
+		case classPlace:
+			if v, ok := f.placeOf(f.q.place, f.q.dest, f.q.origin); ok || !required {
+				return v, ok
+			}
+			// "weather Tokyo": a short remainder is the place.
+			if r := f.q.remainder(f.tool, f.schema); r != "" && len(strings.Fields(r)) <= 3 && !f.usedRemainder {
+				f.usedRemainder = true
+				return r, true
+			}
+			return nil, false
 		}
 		if s, ok := f.text(pathish(p.name), required); ok {
 			return s, true
@@ -637,6 +749,12 @@ func (f *filler) value(p schemaProp, required bool) (any, bool) {
 		return nil, false
 	}
 	// No usable type: a required property takes what is there.
+	switch p.class() {
+	case classDate:
+		return f.date()
+	case classOrigin, classDest, classPlace:
+		return f.placeOf(f.q.origin, f.q.dest, f.q.place)
+	}
 	if !required {
 		return nil, false
 	}
@@ -644,6 +762,30 @@ func (f *filler) value(p schemaProp, required bool) (any, bool) {
 		return n, true
 	}
 	return f.text(pathish(p.name), true)
+}
+
+// date hands out the request's dates in order.
+func (f *filler) date() (any, bool) {
+	if f.nextDate >= len(f.q.dates) {
+		return nil, false
+	}
+	f.nextDate++
+	return f.q.dates[f.nextDate-1], true
+}
+
+// placeOf hands out the first of places that is known and not yet given to
+// another property.
+func (f *filler) placeOf(places ...string) (any, bool) {
+	for _, p := range places {
+		if p != "" && !f.usedPlace[p] {
+			if f.usedPlace == nil {
+				f.usedPlace = map[string]bool{}
+			}
+			f.usedPlace[p] = true
+			return p, true
+		}
+	}
+	return nil, false
 }
 
 // enum picks the value the request names, or else the first one when one is
@@ -672,10 +814,48 @@ type toolSchema struct {
 }
 
 type schemaProp struct {
-	name     string
-	typ      string // "" when the schema says none the model can use
-	itemType string // for arrays
-	enum     []any
+	name        string
+	typ         string // "" when the schema says none the model can use
+	itemType    string // for arrays
+	enum        []any
+	format      string
+	description string
+}
+
+// Classes of string properties that take one kind of value only, never
+// the request's loose words.
+const (
+	classText   = iota // anything: quoted text or the remaining words
+	classDate          // a date: format date or date-time, named date/day/when, or described YYYY-MM-DD
+	classOrigin        // where from: origin, from, departure, source
+	classDest          // where to: destination, to, arrival
+	classPlace         // a place: city, location, place, town, country, where
+)
+
+// class says what kind of value p takes, from its format, name and
+// description.
+func (p schemaProp) class() int {
+	name := strings.ToLower(p.name)
+	desc := strings.ToLower(p.description)
+	words := strings.FieldsFunc(name, func(r rune) bool { return !unicode.IsLetter(r) })
+	has := func(ws ...string) bool {
+		return slices.ContainsFunc(words, func(w string) bool { return slices.Contains(ws, w) })
+	}
+	descStarts := func(ws ...string) bool {
+		return slices.ContainsFunc(ws, func(w string) bool { return strings.HasPrefix(desc, w) })
+	}
+	switch {
+	case p.format == "date" || p.format == "date-time" || has("date", "day", "when", "dob") ||
+		strings.Contains(desc, "yyyy-mm-dd") || slices.Contains(strings.FieldsFunc(desc, func(r rune) bool { return !unicode.IsLetter(r) }), "date"):
+		return classDate
+	case has("origin", "from", "departure", "source", "depart") || descStarts("departure", "origin", "from"):
+		return classOrigin
+	case has("destination", "dest", "to", "arrival", "arrive") || descStarts("arrival", "destination"):
+		return classDest
+	case has("city", "location", "place", "town", "country", "where", "region") || strings.Contains(desc, "city"):
+		return classPlace
+	}
+	return classText
 }
 
 // parseSchema reads the properties of an object schema in the order they
@@ -711,6 +891,8 @@ func parseSchema(raw json.RawMessage) toolSchema {
 			var fields map[string]json.RawMessage
 			if json.Unmarshal(value, &fields) == nil {
 				p.typ = schemaType(fields)
+				_ = json.Unmarshal(fields["format"], &p.format)
+				_ = json.Unmarshal(fields["description"], &p.description)
 				if items := map[string]json.RawMessage{}; json.Unmarshal(fields["items"], &items) == nil {
 					p.itemType = schemaType(items)
 				}
