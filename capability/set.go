@@ -162,6 +162,19 @@ func Join(sets ...*Set) *Set {
 	return j
 }
 
+// Select returns a set of the patterns of s at the given indices, in that
+// order, without compiling anything again: the gateway keeps what a
+// revocation leaves of a grant. An index out of range is skipped.
+func (s *Set) Select(indices []int) *Set {
+	sel := &Set{pats: make([]*pattern, 0, len(indices))}
+	for _, i := range indices {
+		if i >= 0 && i < s.Len() {
+			sel.pats = append(sel.pats, s.pats[i])
+		}
+	}
+	return sel
+}
+
 // Len returns the number of patterns.
 func (s *Set) Len() int {
 	if s == nil {

@@ -188,3 +188,15 @@ func TestRefusedPatternsNeverAccepted(t *testing.T) {
 		}()
 	}
 }
+
+func TestSelect(t *testing.T) {
+	s := MustCompile(`{"kind":"a"}`, `{"kind":"b"}`, `{"kind":"c"}`)
+	sel := s.Select([]int{2, 0, 7, -1})
+	if sel.String() != `[{"kind":"c"},{"kind":"a"}]` || !sel.Allows("c", nil) || sel.Allows("b", nil) {
+		t.Fatalf("Select: %s", sel)
+	}
+	var none *Set
+	if none.Select([]int{0}).Len() != 0 {
+		t.Fatal("Select on a nil set")
+	}
+}

@@ -42,6 +42,7 @@ type grant struct {
 	id   string // the grant envelope's id
 	from string // granter's logical name
 	caps []json.RawMessage
+	set  *capability.Set // caps, compiled once
 }
 
 // control is a member's pause and shutdown state. The atomics are read on
@@ -83,18 +84,19 @@ func (sp *liveSpace) checkControl(o origin, kind string, now time.Time) *refusal
 	return nil
 }
 
-// grant handles capability/grant: the granter may grant only what it holds
-// (see covers), to a participant of the space, by logical name or runtime id.
+// grant handles capability/grant: the granter may grant only what it may
+// delegate (see delegable), to a participant of the space, by logical name
+// or runtime id.
 func (sp *liveSpace) grant(o origin, env *protocol.Envelope, now time.Time) (outcome, *refusal) {
 	var p protocol.Grant
 	if err := env.DecodePayload(&p); err != nil || p.Recipient == "" || len(p.Capabilities) == 0 {
 		return outcome{}, refuse(ErrorInvalidEnvelope, "capability/grant needs a recipient and a non-empty capabilities list")
 	}
-	caps, rf := compactPatterns(p.Capabilities)
+	caps, set, rf := compactPatterns(p.Capabilities)
 	if rf != nil {
 		return outcome{}, rf
 	}
-	chain, rf := delegable(o, caps, "grant")
+	chain, rf := sp.delegable(o, caps, set, "grant")
 	if rf != nil {
 		return outcome{}, rf
 	}
@@ -111,7 +113,7 @@ func (sp *liveSpace) grant(o origin, env *protocol.Envelope, now time.Time) (out
 		sp.mu.Unlock()
 		return outcome{}, refuse(ErrorInvalidEnvelope, "a grant with id "+env.ID+" is already in force")
 	}
-	rm.grants = append(rm.grants, grant{id: env.ID, from: o.m.name, caps: caps})
+	rm.grants = append(rm.grants, grant{id: env.ID, from: o.m.name, caps: caps, set: set})
 	if err := rm.rebuildCaps(); err != nil {
 		rm.grants = rm.grants[:len(rm.grants)-1]
 		sp.mu.Unlock()
@@ -125,7 +127,11 @@ func (sp *liveSpace) grant(o origin, env *protocol.Envelope, now time.Time) (out
 	for i, c := range caps {
 		meta := append([]byte(`{"source":"capability/grant","granted_by":`), protocol.AppendString(nil, o.m.name)...)
 		meta = append(append(meta, `,"recipient":`...), protocol.AppendString(nil, rm.name)...)
-		meta = append(append(meta, `,"covered_by":`...), chain[i].pattern...)
+		if chain[i].entry {
+			meta = append(append(meta, `,"covered_by":"entry_level","entry_pattern":`...), chain[i].pattern...)
+		} else {
+			meta = append(append(meta, `,"covered_by":`...), chain[i].pattern...)
+		}
 		if chain[i].grantID != "" {
 			meta = append(append(meta, `,"parent_grant":`...), protocol.AppendString(nil, chain[i].grantID)...)
 		}
@@ -137,23 +143,20 @@ func (sp *liveSpace) grant(o origin, env *protocol.Envelope, now time.Time) (out
 	return relayed, nil
 }
 
-// revoke handles capability/revoke, by grant id or by pattern. Only grants
-// are revoked, never a participant's static capabilities from the space
-// config. A participant may revoke a grant it made, or one it could have
-// made (every pattern covered by its own).
+// revoke handles capability/revoke, by grant id or by pattern. The pipeline
+// has already checked that the sender holds capability/revoke, which is all
+// revoking takes: it only ever removes grants, never a participant's static
+// capabilities from the space config. By pattern, it removes every granted
+// pattern that one of the given patterns covers, or that is identical to one.
 func (sp *liveSpace) revoke(o origin, env *protocol.Envelope, _ time.Time) (outcome, *refusal) {
 	var p protocol.Revoke
 	if err := env.DecodePayload(&p); err != nil || p.Recipient == "" || (p.GrantID == "" && len(p.Capabilities) == 0) {
 		return outcome{}, refuse(ErrorInvalidEnvelope, "capability/revoke needs a recipient and a grant_id or capabilities")
 	}
-	patterns, rf := compactPatterns(p.Capabilities)
+	patterns, rset, rf := compactPatterns(p.Capabilities)
 	if rf != nil {
 		return outcome{}, rf
 	}
-	if _, rf := delegable(o, patterns, "revoke"); rf != nil {
-		return outcome{}, rf
-	}
-	own := o.m.view()
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	rm := sp.resolveLocked(p.Recipient)
@@ -165,17 +168,29 @@ func (sp *liveSpace) revoke(o origin, env *protocol.Envelope, _ time.Time) (outc
 	for _, g := range rm.grants {
 		if p.GrantID != "" && g.id == p.GrantID {
 			found = true
-			if g.from != o.m.name && !allCovered(own, g.caps) {
-				return outcome{}, refuse(ErrorCapabilityViolation, "you cannot revoke grant "+g.id+": you could not have granted it")
-			}
 			continue
 		}
 		if len(patterns) > 0 {
-			g.caps = slices.DeleteFunc(slices.Clone(g.caps), func(c json.RawMessage) bool {
-				return slices.ContainsFunc(patterns, func(pat json.RawMessage) bool { return covers(pat, c) })
-			})
-			if len(g.caps) == 0 {
+			var left []int
+			for i, c := range g.caps {
+				revoked := slices.ContainsFunc(patterns, func(pat json.RawMessage) bool { return bytes.Equal(pat, c) })
+				if !revoked {
+					j, _ := rset.Covering(g.set, i)
+					revoked = j >= 0
+				}
+				if !revoked {
+					left = append(left, i)
+				}
+			}
+			if len(left) == 0 {
 				continue
+			}
+			if len(left) < len(g.caps) {
+				caps := make([]json.RawMessage, len(left))
+				for k, i := range left {
+					caps[k] = g.caps[i]
+				}
+				g.caps, g.set = caps, g.set.Select(left)
 			}
 		}
 		kept = append(kept, g)
@@ -212,11 +227,11 @@ func (sp *liveSpace) invite(o origin, env *protocol.Envelope, now time.Time) (ou
 	if err := space.ValidParticipantID(p.ParticipantID); err != nil || strings.ContainsAny(p.ParticipantID, ":#") {
 		return outcome{}, refuse(ErrorInvalidRequest, "participant_id contains invalid characters")
 	}
-	caps, rf := compactPatterns(p.InitialCapabilities)
+	caps, set, rf := compactPatterns(p.InitialCapabilities)
 	if rf != nil {
 		return outcome{}, rf
 	}
-	if _, rf := delegable(o, caps, "grant"); rf != nil {
+	if _, rf := sp.delegable(o, caps, set, "invite with"); rf != nil {
 		return outcome{}, rf
 	}
 	id := p.ParticipantID
@@ -403,131 +418,78 @@ func notFound(id string) *refusal {
 }
 
 // compactPatterns compacts and compiles capability patterns from a payload.
-func compactPatterns(list []json.RawMessage) ([]json.RawMessage, *refusal) {
+// The compiled set is what every later decision uses; the compacted bytes
+// are only shown and stored.
+func compactPatterns(list []json.RawMessage) ([]json.RawMessage, *capability.Set, *refusal) {
 	if len(list) > maxGrantPatterns {
-		return nil, refuse(ErrorLimitExceeded, fmt.Sprintf("at most %d capability patterns at once", maxGrantPatterns))
+		return nil, nil, refuse(ErrorLimitExceeded, fmt.Sprintf("at most %d capability patterns at once", maxGrantPatterns))
 	}
 	out := make([]json.RawMessage, len(list))
 	for i, c := range list {
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, c); err != nil {
-			return nil, refuse(ErrorInvalidEnvelope, "capability pattern: "+err.Error())
+			return nil, nil, refuse(ErrorInvalidEnvelope, "capability pattern: "+err.Error())
 		}
 		out[i] = buf.Bytes()
 	}
-	if _, err := capability.Compile(out); err != nil {
-		return nil, refuse(ErrorInvalidEnvelope, err.Error())
+	set, err := capability.Compile(out)
+	if err != nil {
+		return nil, nil, refuse(ErrorInvalidEnvelope, err.Error())
 	}
-	return out, nil
+	return out, set, nil
 }
 
-// link is how one delegated pattern is covered by the delegator's own.
+// entryKinds is the part of every space's entry level that is not in its
+// config: talking, proposing, withdrawing a proposal and answering. None of
+// it makes anyone do anything, so whoever may grant or invite may hand it on.
+var entryKinds = capability.MustCompile(`{"kind":"chat"}`, `{"kind":"mcp/proposal"}`, `{"kind":"mcp/withdraw"}`, `{"kind":"mcp/response"}`)
+
+// entryLevel returns the space's entry level: its defaults.capabilities and
+// entryKinds.
+func (sp *liveSpace) entryLevel() *capability.Set {
+	defaults, err := capability.Compile(sp.cfg.Defaults.Capabilities)
+	if err != nil {
+		// The config was compiled when it was loaded; should it not
+		// compile now, its defaults delegate nothing.
+		defaults = nil
+	}
+	return capability.Join(defaults, entryKinds)
+}
+
+// link is how one delegated pattern is covered.
 type link struct {
-	pattern json.RawMessage
-	grantID string // set when the covering pattern was itself granted
+	pattern json.RawMessage // the covering pattern
+	grantID string          // set when the covering pattern was itself granted
+	entry   bool            // covered by the space's entry level, not the delegator's own
 }
 
-// delegable checks that the sender holds every pattern it hands on: each
-// must be covered by one of the sender's own. It returns the covering
-// pattern of each, in order.
-func delegable(o origin, caps []json.RawMessage, verb string) ([]link, *refusal) {
+// delegable checks that the sender may hand on every pattern of set (whose
+// compacted bytes are caps): each must be covered by one of the sender's own
+// compiled patterns, or by the space's entry level. It returns how each is
+// covered, in order, or a refusal that says why one is not, undecidable
+// cases included.
+func (sp *liveSpace) delegable(o origin, caps []json.RawMessage, set *capability.Set, verb string) ([]link, *refusal) {
 	v := o.m.view()
-	chain := make([]link, len(caps))
-	for i, c := range caps {
-		j := slices.IndexFunc(v.list, func(own json.RawMessage) bool { return covers(own, c) })
-		if j < 0 {
-			r := refuse(ErrorCapabilityViolation, fmt.Sprintf("you cannot %s %s: you do not hold it", verb, c))
-			arr := v.array
-			r.fields = func(dst []byte) []byte { return append(append(dst, `,"your_capabilities":`...), arr...) }
-			return nil, r
+	chain := make([]link, set.Len())
+	var entry *capability.Set
+	for i := range chain {
+		j, why := v.set.Covering(set, i)
+		if j >= 0 {
+			_, gid := v.source(j)
+			chain[i] = link{pattern: v.list[j], grantID: gid}
+			continue
 		}
-		_, gid := v.source(j)
-		chain[i] = link{pattern: v.list[j], grantID: gid}
+		if entry == nil {
+			entry = sp.entryLevel()
+		}
+		if k, _ := entry.Covering(set, i); k >= 0 {
+			chain[i] = link{pattern: entry.Pattern(k), entry: true}
+			continue
+		}
+		r := refuse(ErrorCapabilityViolation, fmt.Sprintf("you cannot %s %s: %s", verb, caps[i], why))
+		arr := v.array
+		r.fields = func(dst []byte) []byte { return append(append(dst, `,"your_capabilities":`...), arr...) }
+		return nil, r
 	}
 	return chain, nil
-}
-
-func allCovered(v *capView, caps []json.RawMessage) bool {
-	for _, c := range caps {
-		if !slices.ContainsFunc(v.list, func(own json.RawMessage) bool { return covers(own, c) }) {
-			return false
-		}
-	}
-	return true
-}
-
-// covers reports whether pattern p allows everything pattern g allows. It is
-// conservative: when it cannot tell, the answer is no. p covers g when
-//
-//   - they are the same pattern (kind and payload, other members ignored), or
-//   - p has no payload condition and p's kind covers every kind g names.
-//
-// A kind pattern pk covers gk when pk is "*", when they are equal, when gk is
-// a plain kind that pk matches, or when pk is "prefix*" (one trailing star)
-// and gk is a glob that stays within that prefix's segment.
-func covers(p, g json.RawMessage) bool {
-	var pp, gg struct {
-		Kind    json.RawMessage `json:"kind"`
-		Payload json.RawMessage `json:"payload"`
-	}
-	if json.Unmarshal(p, &pp) != nil || json.Unmarshal(g, &gg) != nil {
-		return false
-	}
-	if bytes.Equal(pp.Kind, gg.Kind) && bytes.Equal(pp.Payload, gg.Payload) {
-		return true
-	}
-	if len(pp.Payload) > 0 && !bytes.Equal(pp.Payload, []byte("null")) {
-		return false
-	}
-	pks, gks := kinds(pp.Kind), kinds(gg.Kind)
-	if len(pks) == 0 || len(gks) == 0 {
-		return false
-	}
-	for _, gk := range gks {
-		if !slices.ContainsFunc(pks, func(pk string) bool { return kindCovers(pk, gk) }) {
-			return false
-		}
-	}
-	return true
-}
-
-// kinds returns the kind patterns of a capability's kind member: a string,
-// or an array of strings (any of them).
-func kinds(raw json.RawMessage) []string {
-	var one string
-	if json.Unmarshal(raw, &one) == nil {
-		return []string{one}
-	}
-	var many []string
-	if json.Unmarshal(raw, &many) == nil {
-		return many
-	}
-	return nil
-}
-
-const globChars = "*?[]{}!"
-
-func kindCovers(pk, gk string) bool {
-	if pk == "*" || pk == gk {
-		return true
-	}
-	if strings.HasPrefix(pk, "!") || strings.HasPrefix(pk, "/") {
-		return false
-	}
-	literal := !strings.ContainsAny(gk, globChars) && !strings.HasPrefix(gk, "/")
-	if literal {
-		set, err := capability.Compile([]json.RawMessage{kindPattern(pk)})
-		return err == nil && set.Allows(gk, nil)
-	}
-	prefix, ok := strings.CutSuffix(pk, "*")
-	if !ok || strings.ContainsAny(prefix, globChars) || strings.HasSuffix(prefix, "*") {
-		return false
-	}
-	// Within one segment, "prefix*" allows whatever a glob "prefix..." can.
-	rest, ok := strings.CutPrefix(gk, prefix)
-	return ok && !strings.Contains(rest, "/") && !strings.Contains(rest, "**") && !strings.ContainsAny(rest, "[]{}!")
-}
-
-func kindPattern(k string) json.RawMessage {
-	return append(append([]byte(`{"kind":`), protocol.AppendString(nil, k)...), '}')
 }
