@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -258,11 +259,13 @@ func runToolTest(ctx context.Context, cmd *cobra.Command, opts Options, f toolTe
 	if _, err := tool.Fill(args); err != nil {
 		return err
 	}
-	a, err := newToolsAgent(ctx, opts, def, logger, provider)
+	watched := &watchedProvider{Provider: provider}
+	a, err := newToolsAgent(ctx, opts, def, logger, watched)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = a.Close() }()
+	var lastTool toolsagent.Step // the last tool result of the run
 	res, err := a.Call(ctx, name, args, toolsagent.CallOptions{
 		OnStart: func(prompt string, tools []string) {
 			fmt.Fprintf(out, "== Prompt of %s\n%s\n", name, prompt)
@@ -271,19 +274,81 @@ func runToolTest(ctx context.Context, cmd *cobra.Command, opts Options, f toolTe
 			}
 			fmt.Fprintf(out, "== Tools offered to the model (%s): %s\n", provider.Name(), strings.Join(tools, ", "))
 		},
-		OnStep: func(s toolsagent.Step) { printStep(out, s) },
+		OnStep: func(s toolsagent.Step) {
+			if s.Kind == toolsagent.StepTool {
+				lastTool = s
+			}
+			printStep(out, s)
+		},
 	})
 	if err != nil {
 		fmt.Fprintf(out, "== Failed\n%s\n", err)
 		return fmt.Errorf("tool-test: %w", err)
 	}
 	fmt.Fprintf(out, "== Result (context %s, %d model calls)\n%s\n", res.ContextID, res.Steps, res.Text)
+	// An answer is not yet a success: a test run that ends on a tool's
+	// error, or whose model says it could not do the task, failed, and
+	// scripts and CI must see that in the exit status.
+	var failure string
+	switch {
+	case lastTool.Kind != "" && toolFailed(lastTool.Text):
+		failure = fmt.Sprintf("the run ended after %s failed: %s", lastTool.Tool, llm.PlainToolError(lastTool.Text))
+	case watched.finish() == llm.FinishIncomplete:
+		failure = "the model could not complete the task (see its answer)"
+	}
+	if failure != "" {
+		fmt.Fprintf(out, "== Failed\n%s\n", failure)
+		return fmt.Errorf("tool-test: %s", failure)
+	}
 	return nil
+}
+
+// toolFailed tells a tool result that is an error: the agent reports a
+// failed call to the model as "Error: ...".
+func toolFailed(text string) bool { return strings.HasPrefix(text, "Error: ") }
+
+// watchedProvider is the model with a record of how its last answer
+// finished, for tool-test to tell a complete run from one the model gave
+// up on (llm.FinishIncomplete).
+type watchedProvider struct {
+	llm.Provider
+	mu   sync.Mutex
+	last llm.FinishReason
+}
+
+func (p *watchedProvider) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	r, err := p.Provider.Complete(ctx, req)
+	p.note(r, err)
+	return r, err
+}
+
+func (p *watchedProvider) Stream(ctx context.Context, req llm.Request, onDelta func(llm.Delta)) (*llm.Response, error) {
+	r, err := p.Provider.Stream(ctx, req, onDelta)
+	p.note(r, err)
+	return r, err
+}
+
+func (p *watchedProvider) note(r *llm.Response, err error) {
+	if err != nil || r == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last = r.FinishReason
+}
+
+func (p *watchedProvider) finish() llm.FinishReason {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
 }
 
 // printStep prints one step of a run.
 func printStep(w io.Writer, s toolsagent.Step) {
 	switch {
+	case s.Kind == toolsagent.StepTool && toolFailed(s.Text):
+		// Plainly: "no such file: x", not the server's "statat x: ...".
+		fmt.Fprintf(w, "== Step %d: %s failed\n%s\n", s.N, s.Tool, llm.PlainToolError(s.Text))
 	case s.Kind == toolsagent.StepTool:
 		fmt.Fprintf(w, "== Step %d: %s returned\n%s\n", s.N, s.Tool, strings.TrimRight(s.Text, "\n"))
 	case len(s.Calls) > 0:

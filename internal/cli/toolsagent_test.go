@@ -590,3 +590,136 @@ participants:
 		t.Errorf("no gateway: %v", err)
 	}
 }
+
+// A run that ends on a tool's error exits non-zero, and the error is shown
+// plainly.
+func TestToolTestFailedRun(t *testing.T) {
+	desk := writeDesk(t, "")
+	srv := testutil.NewLLMServer(t)
+	env := map[string]string{"OPENAI_BASE_URL": srv.URL(), "OPENAI_API_KEY": "k"}
+	opts := Options{Getenv: func(k string) string { return env[k] }}
+	srv.Script(
+		testutil.LLMCall(testutil.LLMToolCall{Name: "travel_search_flights", Arguments: `{"origin":"Oslo","destination":"Rome","date":"tomorrow"}`}),
+		testutil.LLMReply("Sorry, the search failed."),
+	)
+	out, _, err := run(t, opts, "agent", "tool-test", "-c", desk.path, "find_flights",
+		"--arg", "origin=Oslo", "--arg", "destination=Rome", "--arg", "date=2026-02-01")
+	if err == nil || !strings.Contains(err.Error(), "the run ended after travel/search_flights failed") {
+		t.Errorf("err %v", err)
+	}
+	for _, want := range []string{
+		"== Step 1: travel/search_flights failed\ndate \"tomorrow\": want YYYY-MM-DD\n",
+		"Sorry, the search failed.\n== Failed\nthe run ended after travel/search_flights failed: date \"tomorrow\": want YYYY-MM-DD\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// A failure the model recovers from is no failure.
+	srv.Script(
+		testutil.LLMCall(testutil.LLMToolCall{Name: "travel_search_flights", Arguments: `{"origin":"Oslo","destination":"Rome","date":"tomorrow"}`}),
+		testutil.LLMCall(testutil.LLMToolCall{Name: "travel_search_flights", Arguments: `{"origin":"Oslo","destination":"Rome","date":"2026-02-01"}`}),
+		testutil.LLMReply("AF 1 it is."),
+	)
+	if out, _, err := run(t, opts, "agent", "tool-test", "-c", desk.path, "find_flights",
+		"--arg", "origin=Oslo", "--arg", "destination=Rome", "--arg", "date=2026-02-01"); err != nil || strings.Contains(out, "== Failed") {
+		t.Errorf("recovered run: %v\n%s", err, out)
+	}
+}
+
+// offlineEnv is the environment without model settings: mew uses the
+// offline model.
+func offlineEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "MEW_AGENT_CONFIG=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
+}
+
+// `mew agent tool-test` on examples/travel-desk with the offline model,
+// through the built binary: the model fills search_flights from the prompt
+// and answers with its flights; a day that does not exist makes it say
+// which field it could not fill, and mew exit non-zero.
+func TestToolTestTravelDeskOffline(t *testing.T) {
+	bin := mewBinary(t)
+	dir, err := filepath.Abs(filepath.Join("..", "..", "examples", "travel-desk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	callLog := filepath.Join(t.TempDir(), "calls.jsonl")
+	tooltest := func(date string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		c := exec.CommandContext(ctx, bin, "agent", "tool-test", "-c", "travel-desk.yaml", "find_flights",
+			"--arg", "origin=Lisbon", "--arg", "destination=New York", "--arg", "date="+date)
+		c.Dir = dir
+		c.Env = offlineEnv(travelmcp.EnvCallLog + "=" + callLog)
+		var stdout, stderr syncBuffer
+		c.Stdout, c.Stderr = &stdout, &stderr
+		err := c.Run()
+		if ctx.Err() != nil {
+			t.Fatalf("tool-test did not finish: %s\n%s", stdout.String(), stderr.String())
+		}
+		return stdout.String(), err
+	}
+
+	out, err := tooltest("2026-12-01")
+	if err != nil {
+		t.Fatalf("tool-test: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(callLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []struct {
+		Tool      string
+		Arguments travelmcp.SearchIn
+	}
+	for line := range strings.SplitSeq(strings.TrimSpace(string(data)), "\n") {
+		var c struct {
+			Tool      string
+			Arguments travelmcp.SearchIn
+		}
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatal(err)
+		}
+		calls = append(calls, c)
+	}
+	wantCall := travelmcp.SearchIn{Origin: "Lisbon", Destination: "New York", Date: "2026-12-01"}
+	if len(calls) != 1 || calls[0].Tool != "search_flights" || calls[0].Arguments != wantCall {
+		t.Errorf("the travel server ran %+v, want search_flights %+v", calls, wantCall)
+	}
+	for _, want := range []string{
+		"== Tools offered to the model (offline): travel/search_flights, travel/weather_forecast\n",
+		`travel/search_flights {"date":"2026-12-01","destination":"New York","origin":"Lisbon"}` + "\n",
+		"2 model calls)\nHere is what travel/search_flights returned:\n\nFlights from Lisbon to New York on 2026-12-01:\n- ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "== Failed") {
+		t.Errorf("a good run reported a failure:\n%s", out)
+	}
+
+	out, err = tooltest("2026-02-30")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+		t.Errorf("a run that could not be done: %v, want a non-zero exit\n%s", err, out)
+	}
+	for _, want := range []string{
+		"could not fill the field date (departure date, YYYY-MM-DD)",
+		"== Failed\nthe model could not complete the task",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if data2, _ := os.ReadFile(callLog); string(data2) != string(data) {
+		t.Errorf("the failed run called the travel server:\n%s", data2)
+	}
+}
