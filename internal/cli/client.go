@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/internal/termtext"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/protocol"
 	"github.com/mew-protocol/mew/space"
@@ -108,10 +109,21 @@ type lineClient struct {
 	cfg    *space.Config
 
 	mu        sync.Mutex
-	proposals []*participant.Proposal // numbered from 1
-	seen      map[string]bool         // proposals already numbered
-	quiet     []string                // ids of listing requests, whose answers are not shown
+	proposals map[int]*participant.Proposal // by number, from 1; the latest maxNumbered
+	numbers   map[string]int                // proposal id → number
+	order     []int                         // numbers, oldest first
+	next      int                           // the last number given
+	quiet     []string                      // ids of listing requests, whose answers are not shown
+
+	fatal chan error // the connection ended for good; one slot
 }
+
+// maxNumbered bounds the proposals the line client keeps numbered.
+const maxNumbered = 1024
+
+// indent starts the continuation lines of a peer's text: no line of
+// theirs can start at the margin and pose as another speaker's.
+const indent = "    "
 
 // maxQuiet bounds the listing requests remembered.
 const maxQuiet = 256
@@ -153,7 +165,16 @@ func runLineClient(ctx context.Context, cmd *cobra.Command, o lineClientOptions)
 		return err
 	}
 	defer p.Close()
-	lc := &lineClient{p: p, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), cfg: o.Config, seen: map[string]bool{}}
+	lc := &lineClient{
+		p: p, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), cfg: o.Config,
+		proposals: map[int]*participant.Proposal{}, numbers: map[string]int{}, fatal: make(chan error, 1),
+	}
+	p.Client().OnDisconnected(lc.onDisconnected)
+	p.Client().OnError(func(err error) {
+		if errors.Is(err, client.ErrReconnectFailed) {
+			lc.stop(fmt.Errorf("disconnected: %w", err))
+		}
+	})
 	var jsonOut io.WriteCloser
 	if o.JSONOut != "" {
 		// A FIFO blocks until its reader opens it: do it before connecting.
@@ -196,12 +217,39 @@ func runLineClient(ctx context.Context, cmd *cobra.Command, o lineClientOptions)
 		return lc.readJSON(ctx, f)
 	}
 	if jsonOut != nil {
-		<-ctx.Done() // output only
-		return nil
+		select { // output only
+		case <-ctx.Done():
+			return nil
+		case err := <-lc.fatal:
+			return err
+		}
 	}
 	lc.errOut = lc.out // on a terminal, problems are part of the conversation
-	fmt.Fprintf(lc.out, "connected to %s as %s; type a message, /help for commands\n", o.Space, p.ID())
+	lc.printf("connected to %s as %s; type a message, /help for commands", o.Space, p.ID())
 	return lc.readLines(ctx, in)
+}
+
+// onDisconnected ends the client when the connection ended for good: the
+// client does not reconnect then, and a line client left running without a
+// connection would only mislead.
+func (lc *lineClient) onDisconnected(err error) {
+	var refused *client.RefusedError
+	switch {
+	case errors.Is(err, client.ErrReplaced):
+		lc.stop(errors.New("disconnected: another connection with this token replaced this one"))
+	case errors.Is(err, client.ErrKicked):
+		lc.stop(errors.New("disconnected: kicked out of the space"))
+	case errors.As(err, &refused):
+		lc.stop(fmt.Errorf("disconnected: the gateway refused the token: %s", termtext.Line(refused.Error())))
+	}
+}
+
+// stop ends the client with err, the first reason given.
+func (lc *lineClient) stop(err error) {
+	select {
+	case lc.fatal <- err:
+	default:
+	}
 }
 
 // lines delivers the lines of r until it ends; the reading goroutine ends
@@ -244,6 +292,8 @@ func (lc *lineClient) readJSON(ctx context.Context, r *os.File) error {
 			select { // at the end for now: wait for more (tail -F)
 			case <-ctx.Done():
 				return nil
+			case err := <-lc.fatal:
+				return err
 			case <-time.After(100 * time.Millisecond):
 			}
 		}
@@ -271,7 +321,7 @@ func (lc *lineClient) sendJSON(ctx context.Context, line string) {
 func (lc *lineClient) problem(format string, args ...any) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
-	fmt.Fprintf(lc.errOut, "! "+format+"\n", args...)
+	fmt.Fprintf(lc.errOut, "%s\n", termtext.Indent("! "+fmt.Sprintf(format, args...), indent))
 }
 
 // readLines runs the readable mode until the input ends or /quit.
@@ -281,6 +331,8 @@ func (lc *lineClient) readLines(ctx context.Context, in io.Reader) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case err := <-lc.fatal:
+			return err
 		case line, ok := <-ch:
 			if !ok {
 				return <-errc
@@ -346,46 +398,62 @@ func (lc *lineClient) defaultTargets() []string {
 	return lc.cfg.Defaults.DefaultTo["chat"]
 }
 
-// printf writes one line of output.
+// printf writes one line of output. Everything printed goes through here
+// or problem, and both clean it: the arguments are mostly what others sent
+// (texts, ids, reasons, tool output, errors), which must not steer the
+// terminal, and a line break in them continues the line, indented.
 func (lc *lineClient) printf(format string, args ...any) {
+	line := termtext.Indent(fmt.Sprintf(format, args...), indent)
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
-	fmt.Fprintf(lc.out, format+"\n", args...)
+	fmt.Fprintf(lc.out, "%s\n", line)
 }
 
 // propose numbers a proposal and tells how to answer it.
 func (lc *lineClient) propose(pr *participant.Proposal) {
 	lc.mu.Lock()
-	if lc.seen[pr.ID()] {
+	if _, seen := lc.numbers[pr.ID()]; seen {
 		lc.mu.Unlock()
 		return
 	}
-	lc.seen[pr.ID()] = true
-	lc.proposals = append(lc.proposals, pr)
-	n := len(lc.proposals)
+	lc.next++
+	n := lc.next
+	lc.proposals[n], lc.numbers[pr.ID()] = pr, n
+	lc.order = append(lc.order, n)
+	if len(lc.order) > maxNumbered {
+		old := lc.proposals[lc.order[0]]
+		delete(lc.proposals, lc.order[0])
+		delete(lc.numbers, old.ID())
+		lc.order = lc.order[1:]
+	}
 	lc.mu.Unlock()
-	lc.printf("[#%d] %s proposes %s to %s — /approve %d or /reject %d", n, pr.From(), describeCall(pr.Method, pr.Params), strings.Join(pr.To(), ","), n, n)
+	lc.printf("[#%d] %s proposes %s to %s — /approve %d or /reject %d", n, termtext.Line(pr.From()), describeCall(pr.Method, pr.Params), termtext.Line(strings.Join(pr.To(), ",")), n, n)
 }
 
 // listProposals prints the proposals still open.
 func (lc *lineClient) listProposals() {
 	lc.mu.Lock()
-	props := slices.Clone(lc.proposals)
+	nums := slices.Clone(lc.order)
+	props := make([]*participant.Proposal, len(nums))
+	for i, n := range nums {
+		props[i] = lc.proposals[n]
+	}
 	lc.mu.Unlock()
 	open := 0
 	for i, pr := range props {
-		if _, withdrawn := pr.WithdrawReason(); withdrawn || pr.FulfilledBy() != "" {
+		if pr.Status().Settlement != participant.Open {
 			continue
 		}
 		open++
-		lc.printf("[#%d] %s proposes %s", i+1, pr.From(), describeCall(pr.Method, pr.Params))
+		lc.printf("[#%d] %s proposes %s", nums[i], termtext.Line(pr.From()), describeCall(pr.Method, pr.Params))
 	}
 	if open == 0 {
 		lc.printf("no open proposals")
 	}
 }
 
-// decide answers "/approve N" or "/reject N [reason]".
+// decide answers "/approve N" or "/reject N [reason]". The participant
+// refuses a decision on a proposal settled already, by anyone.
 func (lc *lineClient) decide(ctx context.Context, line string) {
 	fields := strings.Fields(line)
 	if len(fields) < 2 {
@@ -395,8 +463,8 @@ func (lc *lineClient) decide(ctx context.Context, line string) {
 	n, err := strconv.Atoi(strings.TrimPrefix(fields[1], "#"))
 	lc.mu.Lock()
 	var pr *participant.Proposal
-	if err == nil && n >= 1 && n <= len(lc.proposals) {
-		pr = lc.proposals[n-1]
+	if err == nil {
+		pr = lc.proposals[n]
 	}
 	lc.mu.Unlock()
 	if pr == nil {
@@ -408,17 +476,49 @@ func (lc *lineClient) decide(ctx context.Context, line string) {
 		if reason == "" {
 			reason = "rejected"
 		}
-		if err := lc.p.Reject(ctx, pr, reason); err != nil {
+		err := lc.p.Reject(ctx, pr, reason)
+		switch {
+		case errors.Is(err, participant.ErrProposalSettled):
+			lc.printf("! #%d not rejected: %s", n, settled(err))
+		case err != nil:
 			lc.printf("! reject #%d: %v", n, err)
+		default:
+			lc.printf("#%d rejected", n)
 		}
 		return
 	}
 	res, err := lc.p.Fulfill(ctx, pr)
-	if err != nil {
+	switch {
+	case errors.Is(err, participant.ErrProposalSettled):
+		lc.printf("! #%d not approved: %s", n, settled(err))
+	case err != nil:
 		lc.printf("! #%d failed: %v", n, err)
-		return
+	default:
+		lc.printf("#%d done: %s", n, summarize(res))
 	}
-	lc.printf("#%d done: %s", n, summarize(res))
+}
+
+// settled says how a proposal was settled, from the participant's
+// refusal: "it was already rejected by bob (unsafe)".
+func settled(err error) string {
+	var se *participant.ProposalSettledError
+	if !errors.As(err, &se) {
+		return err.Error()
+	}
+	st := se.Status
+	s := "it was already " + st.Settlement.String()
+	switch {
+	case st.Settlement == participant.TimedOut && st.By != "":
+		s += " (its proposer " + st.By + " gave up waiting)"
+	case st.Settlement == participant.Withdrawn:
+		s += " by its proposer " + st.By
+	case st.By != "":
+		s += " by " + st.By
+	}
+	if st.Reason != "" && st.Settlement != participant.TimedOut {
+		s += " (" + st.Reason + ")"
+	}
+	return s
 }
 
 // show prints an envelope readably.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -49,14 +51,55 @@ func newMCPCmd() *cobra.Command {
 	return cmd
 }
 
+// stdinGrace is how long a server whose standard input has closed may take
+// to finish before the command returns anyway.
+const stdinGrace = 2 * time.Second
+
 // serveStdio serves s on the command's standard input and output until the
-// input ends or the command is cancelled.
+// input ends or the command is cancelled. When the input ends the host is
+// gone: the command returns within stdinGrace even if a tool is still busy,
+// since a server left running without a host is a leak.
 func serveStdio(cmd *cobra.Command, s *mcp.Server) error {
-	err := s.Run(cmd.Context(), &mcp.IOTransport{Reader: io.NopCloser(cmd.InOrStdin()), Writer: nopCloser{cmd.OutOrStdout()}})
+	ctx, cancel := context.WithCancel(cmd.Context())
+	defer cancel()
+	in := &eofReader{r: cmd.InOrStdin(), eof: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopCloser{cmd.OutOrStdout()}})
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-in.eof:
+		cancel()
+		t := time.NewTimer(stdinGrace)
+		defer t.Stop()
+		select {
+		case err = <-done:
+		case <-t.C:
+			return nil
+		}
+	}
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}
 	return fmt.Errorf("mcp server: %w", err)
+}
+
+// eofReader is a reader that closes eof once its reader has failed or
+// ended.
+type eofReader struct {
+	r    io.Reader
+	eof  chan struct{}
+	once sync.Once
+}
+
+func (e *eofReader) Read(b []byte) (int, error) {
+	n, err := e.r.Read(b)
+	if err != nil {
+		e.once.Do(func() { close(e.eof) })
+	}
+	return n, err
 }
 
 // nopCloser is a writer with a Close that does nothing.
