@@ -55,6 +55,12 @@ type Options struct {
 	// negative Rate disables rate limiting.
 	Rate  float64
 	Burst int
+	// ByteRate and ByteBurst are the same budget in bytes (defaults 8 MiB
+	// per second and 16 MiB, and never a burst below MaxMessageSize).
+	// Envelopes and stream frames on all of a participant's streams count
+	// against both.
+	ByteRate  int
+	ByteBurst int
 
 	// PingInterval is how often a silent peer is pinged (default 30 s);
 	// PongTimeout is how long it has to answer (default 15 s).
@@ -113,6 +119,8 @@ const (
 	defaultVirtualQueue   = 1 << 16
 	defaultRate           = 500
 	defaultBurst          = 1000
+	defaultByteRate       = 8 << 20
+	defaultByteBurst      = 16 << 20
 	defaultPingInterval   = 30 * time.Second
 	defaultPongTimeout    = 15 * time.Second
 	defaultWriteTimeout   = 10 * time.Second
@@ -137,6 +145,9 @@ func (o Options) withDefaults() Options {
 	setDefault(&o.VirtualQueue, defaultVirtualQueue)
 	setDefault(&o.Rate, defaultRate)
 	setDefault(&o.Burst, defaultBurst)
+	setDefault(&o.ByteRate, defaultByteRate)
+	setDefault(&o.ByteBurst, defaultByteBurst)
+	o.ByteBurst = max(o.ByteBurst, int(o.MaxMessageSize))
 	setDefault(&o.PingInterval, defaultPingInterval)
 	setDefault(&o.PongTimeout, defaultPongTimeout)
 	setDefault(&o.WriteTimeout, defaultWriteTimeout)

@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -38,8 +39,8 @@ type result struct {
 func (sp *liveSpace) inbound(o origin, data []byte, st *inState) (result, *refusal) {
 	srv := sp.srv
 	start := nanotime()
-	if lim := o.m.limiter; lim != nil && !lim.Allow() {
-		return result{}, refuse(ErrorRateLimited, fmt.Sprintf("over the rate limit of %g envelopes per second", srv.opts.Rate))
+	if lim := o.m.limiter; lim != nil && !lim.allow(len(data)) {
+		return result{}, overLimit(srv.opts)
 	}
 	env := &st.env
 	if err := st.dec.Decode(data, env); err != nil {
@@ -54,7 +55,7 @@ func (sp *liveSpace) inbound(o origin, data []byte, st *inState) (result, *refus
 	fail := func(r *refusal) (result, *refusal) {
 		r.ref = given
 		if r.code != ErrorInvalidEnvelope || env.Kind != "" {
-			r.envelope = env.AppendJSON(nil)
+			r.envelope = auditCopy(env)
 		}
 		return result{}, r
 	}
@@ -121,7 +122,7 @@ func (sp *liveSpace) inbound(o origin, data []byte, st *inState) (result, *refus
 		return fail(rf)
 	}
 	out := env.AppendJSON(make([]byte, 0, len(data)+96))
-	d := delivery{data: out, id: env.ID, kind: env.Kind, at: now}
+	d := delivery{data: out, id: env.ID, kind: env.Kind, at: now, src: o.m}
 	srv.audit.Envelope(audit.EnvelopeRecord{
 		Time: now, Event: "received", ID: env.ID, Envelope: out,
 		Participant: o.id, Space: sp.id, Transport: o.transport,
@@ -134,6 +135,17 @@ func (sp *liveSpace) inbound(o origin, data []byte, st *inState) (result, *refus
 	}
 	srv.metrics.routing.Observe(float64(nanotime()-start) / 1e9)
 	return result{id: env.ID, ts: now, status: oc.status, body: oc.body}, nil
+}
+
+// auditCopy encodes a refused envelope for the audit log. A join carries a
+// token: its payload and extra members are left out.
+func auditCopy(env *protocol.Envelope) []byte {
+	if env.Kind != protocol.KindSystemJoin && !slices.ContainsFunc(env.Extra, func(f protocol.Field) bool { return f.Name == "token" }) {
+		return env.AppendJSON(nil)
+	}
+	c := *env
+	c.Payload, c.Extra = json.RawMessage(`{"redacted":"may hold a token"}`), nil
+	return c.AppendJSON(nil)
 }
 
 // normalize moves tolerated input into its proper place before enforcement,
@@ -224,6 +236,19 @@ func (sp *liveSpace) answer(o origin, r *refusal) {
 		}
 	}
 	sp.unicast(o.s, sp.errorEnvelope(o.id, r))
+}
+
+// tellFlooder tells a sender, at most once a second, that some of its
+// messages were shed for recipients that could not keep up with it.
+func (sp *liveSpace) tellFlooder(o origin) {
+	now := sp.srv.now().UnixNano()
+	last := o.s.lastFlood.Load()
+	if now-last < int64(time.Second) || !o.s.lastFlood.CompareAndSwap(last, now) {
+		return
+	}
+	n := o.s.flooding.Swap(0)
+	sp.answer(o, refuse(ErrorRateLimited, strconv.FormatInt(n, 10)+
+		" of your messages were not delivered to participants that read slower than you send; slow down"))
 }
 
 // errorEnvelope encodes the system/error for a refusal.

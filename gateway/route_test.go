@@ -225,7 +225,7 @@ func TestBurstIsRateLimitedAndOthersUndisturbed(t *testing.T) {
 func TestSlowConsumerIsolation(t *testing.T) {
 	// The sender stays under its rate limit: a flood over the limit would be
 	// refused, and an unlimited one would outrun healthy readers too.
-	g := start(t, gateway.Options{Rate: 4000, Burst: 1000})
+	g := start(t, gateway.Options{Rate: 4000, Burst: 1000, ByteRate: 64 << 20})
 	sender, _ := testutil.Join(t, g.WSURL, "alice-token")
 	fast, _ := testutil.Join(t, g.WSURL, "bob-token")
 	stalled := testutil.DialStalled(t, g.WSURL, g.Token(t, "carol"))

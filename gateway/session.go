@@ -6,11 +6,15 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/mew-protocol/mew/protocol"
 )
 
 // Transports, as the audit log names them.
@@ -25,6 +29,7 @@ const (
 type frame struct {
 	data   []byte
 	binary bool
+	src    *member // the participant that sent it; nil for the gateway's own
 }
 
 // sink is where a session's frames end up: a WebSocket or an output_log file.
@@ -63,9 +68,13 @@ type session struct {
 	cancel   context.CancelFunc
 	finished chan struct{} // closed when the writer has returned
 
+	dropped    atomic.Int64 // messages shed for this peer since it was last told
+	lastDrop   atomic.Int64 // unix nanoseconds of the last messages_dropped notice
+	flooding   atomic.Int64 // messages of this sender shed for some peer since it was last told
 	writing    atomic.Int64 // monotonic nanoseconds at which the current write began; 0 when idle
 	lastSeen   atomic.Int64 // unix nanoseconds of the last message or pong from the peer
 	lastRateEr atomic.Int64 // unix nanoseconds of the last rate_limited answer
+	lastFlood  atomic.Int64 // unix nanoseconds of the last notice to this sender that it was shed
 }
 
 func newSession(sp *liveSpace, m *member, id, transport string, queue int, sk sink) *session {
@@ -83,17 +92,27 @@ func newSession(sp *liveSpace, m *member, id, transport string, queue int, sk si
 	return s
 }
 
-// enqueue queues f for the peer without blocking. A full queue means the peer
-// does not keep up: the session is killed as a slow consumer, so that nobody
-// else ever waits for it.
+// enqueue queues f for the peer without blocking, and reports whether it
+// did. A full queue means the peer does not keep up. When one sender fills
+// it (see outq.push), that sender's messages are shed for this peer and
+// both are told; otherwise the peer is killed as a slow consumer, so that
+// nobody else ever waits for it.
 func (s *session) enqueue(f frame) bool {
 	select {
 	case <-s.done:
 		return false
 	default:
 	}
-	if s.q.push(f) {
+	switch shed, ok := s.q.push(f); {
+	case ok && shed == nil:
 		return true
+	case shed != nil:
+		s.sp.srv.metrics.shed.Inc()
+		s.dropped.Add(1)
+		if ss := shed.sess; ss != nil { // the caller holds the space's lock
+			ss.flooding.Add(1)
+		}
+		return ok
 	}
 	s.sp.srv.metrics.slowConsumers.Inc()
 	s.abort(websocket.StatusTryAgainLater, "slow consumer")
@@ -103,26 +122,84 @@ func (s *session) enqueue(f frame) bool {
 // outq is a session's outbound queue: a slice that grows with the backlog
 // up to a limit (an idle connection holds no buffer at all), and a one-slot
 // channel that wakes the writer, which then takes everything queued at once.
+//
+// It counts what each sender has queued, so that no sender can take a
+// recipient's queue for itself: a sender may hold at most half of it, and
+// when it is full the sender with the most queued loses its newest message
+// to make room for anyone else's. Only when no sender holds a large share
+// is a full queue the recipient's fault.
 type outq struct {
 	mu    sync.Mutex
 	items []frame
 	limit int
+	count map[*member]int // queued frames per sender
 	wake  chan struct{}
 }
 
-func (q *outq) push(f frame) bool {
+// push queues f. It returns the sender whose message was shed to keep the
+// queue fair (f's own, when ok is false, or an older one), or ok false and
+// no one when the queue is full with no sender to blame.
+func (q *outq) push(f frame) (shed *member, ok bool) {
 	q.mu.Lock()
-	if len(q.items) >= q.limit {
+	if f.src != nil && q.count[f.src] >= max(q.limit/2, 1) {
 		q.mu.Unlock()
-		return false
+		return f.src, false
+	}
+	if len(q.items) >= q.limit {
+		top := q.topSender()
+		if top == nil || top == f.src {
+			q.mu.Unlock()
+			return top, false
+		}
+		q.evictNewest(top)
+		shed = top
 	}
 	q.items = append(q.items, f)
+	if f.src != nil {
+		if q.count == nil {
+			q.count = make(map[*member]int)
+		}
+		q.count[f.src]++
+	}
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
 	default:
 	}
-	return true
+	return shed, true
+}
+
+// topSender returns the sender with the most frames queued, when it holds
+// enough of the queue to be the cause of its filling. mu must be held.
+func (q *outq) topSender() *member {
+	var top *member
+	n := max(q.limit/16, 1) - 1
+	for m, c := range q.count {
+		if c > n {
+			top, n = m, c
+		}
+	}
+	return top
+}
+
+// evictNewest removes m's most recent frame. mu must be held.
+func (q *outq) evictNewest(m *member) {
+	for i := len(q.items) - 1; i >= 0; i-- {
+		if q.items[i].src == m {
+			q.items = slices.Delete(q.items, i, i+1)
+			q.uncount(m)
+			return
+		}
+	}
+}
+
+func (q *outq) uncount(m *member) {
+	if m == nil {
+		return
+	}
+	if q.count[m]--; q.count[m] <= 0 {
+		delete(q.count, m)
+	}
 }
 
 // take returns the queued frames and leaves spare, emptied, as the queue's
@@ -132,6 +209,9 @@ func (q *outq) take(spare []frame) []frame {
 	defer q.mu.Unlock()
 	items := q.items
 	q.items = spare[:0]
+	for i := range items {
+		q.uncount(items[i].src)
+	}
 	return items
 }
 
@@ -189,6 +269,10 @@ func (s *session) run(ping func(context.Context) error) {
 			if cap(batch) > 1024 {
 				batch = nil // give a burst's buffer back
 			}
+			if s.dropped.Load() > 0 && !s.noticeDropped() {
+				s.finish()
+				return
+			}
 			if s.q.empty() {
 				if err := s.sink.idle(); err != nil {
 					s.kill(websocket.StatusInternalError, "write failed")
@@ -214,6 +298,29 @@ func (s *session) run(ping func(context.Context) error) {
 			return
 		}
 	}
+}
+
+// ErrorMessagesDropped tells a participant that messages were not delivered
+// to it because their sender sent faster than it read (see outq).
+const ErrorMessagesDropped = "messages_dropped"
+
+// noticeDropped tells the peer, at most once a second, how many messages
+// were shed for it. It reports false when the write failed.
+func (s *session) noticeDropped() bool {
+	now := s.sp.srv.now()
+	if now.UnixNano()-s.lastDrop.Load() < int64(time.Second) {
+		return true
+	}
+	s.lastDrop.Store(now.UnixNano())
+	n := s.dropped.Swap(0)
+	p := append([]byte(`{"error":"`+ErrorMessagesDropped+`","message":`), protocol.AppendString(nil,
+		strconv.FormatInt(n, 10)+" messages were not delivered to you: their senders sent faster than you read")...)
+	p = strconv.AppendInt(append(p, `,"count":`...), n, 10)
+	env := protocol.Envelope{
+		Protocol: protocol.Version, ID: protocol.NewID(), TS: protocol.FormatTime(now),
+		From: protocol.GatewayID, To: []string{s.id}, Kind: protocol.KindSystemError, Payload: append(p, '}'),
+	}
+	return s.writeOne(frame{data: env.AppendJSON(nil)})
 }
 
 // writeOne writes one frame. Instead of a context with a deadline per write
@@ -292,8 +399,14 @@ func openFileSink(path string) (*fileSink, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	// 0600: a participant's log holds everything it was sent, which may be
+	// private; a file made earlier with a looser mode is tightened.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		_ = f.Close()
 		return nil, err
 	}
 	return &fileSink{f: f, w: bufio.NewWriterSize(f, 32<<10)}, nil

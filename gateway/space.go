@@ -31,7 +31,7 @@ type member struct {
 	name    string
 	cfg     *space.Participant // nil for an invited participant
 	tokens  [][]byte
-	limiter *rate.Limiter // nil when rate limiting is off
+	limiter *limiter // nil when rate limiting is off
 
 	static []json.RawMessage       // own ∪ defaults ∪ baseline, compacted; fixed
 	caps   atomic.Pointer[capView] // what the gateway enforces; replaced on grant and revoke
@@ -174,7 +174,29 @@ func (m *member) rebuildCaps() error {
 	return nil
 }
 
-func newLimiter(o Options) *rate.Limiter { return rate.NewLimiter(rate.Limit(o.Rate), o.Burst) }
+// limiter is a participant's budget for everything it sends, envelopes and
+// stream frames on all its streams together: a number of messages and a
+// number of bytes per second.
+type limiter struct {
+	msgs, bytes *rate.Limiter
+}
+
+func newLimiter(o Options) *limiter {
+	return &limiter{
+		msgs:  rate.NewLimiter(rate.Limit(o.Rate), o.Burst),
+		bytes: rate.NewLimiter(rate.Limit(o.ByteRate), o.ByteBurst),
+	}
+}
+
+// allow takes one message of n bytes from the budget, or reports false.
+func (l *limiter) allow(n int) bool {
+	return l.msgs.Allow() && l.bytes.AllowN(time.Now(), n)
+}
+
+// overLimit is the refusal of a message over its sender's budget.
+func overLimit(o Options) *refusal {
+	return refuse(ErrorRateLimited, fmt.Sprintf("over the rate limit of %g messages or %d bytes per second", o.Rate, o.ByteRate))
+}
 
 func tokenKey(tok []byte) [32]byte { return sha256.Sum256(tok) }
 
@@ -307,6 +329,7 @@ type delivery struct {
 	// logged, when set, is what the audit log records instead of data
 	// (data with a secret blanked out).
 	logged []byte
+	src    *member // the participant that sent it; nil for the gateway's own
 }
 
 // broadcastLocked queues data for every session but exclude. mu must be held.
@@ -316,7 +339,7 @@ func (sp *liveSpace) broadcastLocked(d delivery, exclude *session) {
 	if exclude != nil {
 		rcpts = make([]audit.Recipient, 0, len(sp.recipients))
 	}
-	f := frame{data: d.data}
+	f := frame{data: d.data, src: d.src}
 	for i, s := range sp.roster {
 		if s == exclude {
 			continue
@@ -336,7 +359,11 @@ func (sp *liveSpace) unicastLocked(s *session, d delivery) {
 		// poller gets its current state from GET /participants.
 		sp.history.add(d.at, d.data, s.m)
 	}
-	s.enqueue(frame{data: d.data})
+	f := frame{data: d.data, src: d.src}
+	if d.logged != nil && s.transport == transportVirtual {
+		f.data = d.logged // a file gets what the audit log gets: no secrets
+	}
+	s.enqueue(f)
 	sp.srv.delivered(sp, d, []audit.Recipient{{ID: s.id, Transport: s.transport}})
 }
 

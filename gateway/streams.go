@@ -36,8 +36,6 @@ import (
 	"strconv"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/mew-protocol/mew/protocol"
 )
 
@@ -63,11 +61,6 @@ const (
 	maxStreamsPerSpace = 1024
 	// maxStreamsPerOwner bounds the open streams one participant owns.
 	maxStreamsPerOwner = 64
-	// streamFrameRate and streamFrameBurst are each stream's token bucket,
-	// in frames per second and frames. A negative Options.Rate turns it off
-	// with the participants' buckets.
-	streamFrameRate  = 1000
-	streamFrameBurst = 2000
 )
 
 // StreamCloseOwnerLeft is the reason of the stream/close the gateway sends
@@ -108,7 +101,6 @@ type stream struct {
 	requestID string                 // the stream/request envelope's id
 	openID    string                 // the stream/open envelope's id
 	created   time.Time
-	limiter   *rate.Limiter // frames; nil when rate limiting is off
 }
 
 // add records st as open. mu must be held.
@@ -299,9 +291,6 @@ func (sp *liveSpace) streamRequest(o origin, env *protocol.Envelope, now time.Ti
 		request:   req,
 		requestID: env.ID,
 		created:   now,
-	}
-	if sp.srv.opts.Rate >= 0 {
-		st.limiter = rate.NewLimiter(streamFrameRate, streamFrameBurst)
 	}
 	open := protocol.StreamOpen{
 		StreamID:          st.id,
@@ -587,13 +576,14 @@ func (sp *liveSpace) streamFrame(o origin, data []byte) {
 		sp.refuseFrame(o, string(id), "You are not authorized to write to stream "+string(id))
 		return
 	}
-	if st.limiter != nil && !st.limiter.Allow() {
+	// Frames count against their sender, all its streams together, as its
+	// envelopes do: many streams buy no more than one.
+	if lim := o.m.limiter; lim != nil && !lim.allow(len(data)) {
 		sp.mu.Unlock()
-		sp.answer(o, withStreamID(refuse(ErrorRateLimited,
-			fmt.Sprintf("over the rate limit of %d frames per second on stream %s", streamFrameRate, st.id)), st.id))
+		sp.answer(o, withStreamID(overLimit(sp.srv.opts), st.id))
 		return
 	}
-	f := frame{data: append([]byte(nil), data...), binary: true}
+	f := frame{data: append([]byte(nil), data...), binary: true, src: o.m}
 	for _, s := range sp.roster {
 		if s.transport == transportVirtual {
 			continue
@@ -608,11 +598,10 @@ func (sp *liveSpace) streamFrame(o origin, data []byte) {
 
 // refuseFrame answers a frame the sender may not write with
 // unauthorized_stream_write, or with rate_limited once the sender's
-// envelope bucket is empty.
+// budget is spent.
 func (sp *liveSpace) refuseFrame(o origin, id, msg string) {
-	if lim := o.m.limiter; lim != nil && !lim.Allow() {
-		sp.answer(o, refuse(ErrorRateLimited,
-			fmt.Sprintf("over the rate limit of %g envelopes per second", sp.srv.opts.Rate)))
+	if lim := o.m.limiter; lim != nil && !lim.allow(len(id)) {
+		sp.answer(o, overLimit(sp.srv.opts))
 		return
 	}
 	sp.answer(o, withStreamID(refuse(ErrorUnauthorizedStream, msg), id))

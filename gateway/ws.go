@@ -118,6 +118,9 @@ func (srv *Server) read(conn *websocket.Conn, o origin) {
 				sp.answer(o, rf)
 			}
 		}
+		if s.flooding.Load() > 0 {
+			sp.tellFlooder(o)
+		}
 		if cap(buf) > 64<<10 {
 			buf = nil // don't keep a big message's buffer for an idle connection
 		}
