@@ -22,14 +22,14 @@ import (
 // which owns a writer goroutine; each output_log participant has a writer
 // goroutine owned by the server. Close stops them all.
 type Server struct {
-	opts    Options
-	spaces  map[string]*liveSpace
-	order   []*liveSpace
-	tokMu   sync.RWMutex
-	tokens  map[[32]byte]*member   // by SHA-256 of the token; guarded by tokMu
-	owner   map[*member]*liveSpace // guarded by tokMu
-	audit   *audit.Log
-	metrics *metrics
+	opts     Options
+	spaces   map[string]*liveSpace
+	order    []*liveSpace
+	tokMu    sync.RWMutex
+	tokens   map[[32]byte]*member   // by SHA-256 of the token; guarded by tokMu
+	owner    map[*member]*liveSpace // guarded by tokMu
+	audit    *audit.Log
+	metrics  *metrics
 	mux      *http.ServeMux
 	handler  http.Handler // mux behind the connection limits
 	started  time.Time
