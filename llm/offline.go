@@ -19,17 +19,24 @@ const OfflineModel = "offline-rules"
 // Offline is the rule-based [Provider] for a machine with no model. It is
 // deterministic: the same request always gets the same answer.
 //
-// It reads the last user message as the request. When tool results follow
-// it, the answer states them ("The result is 5."). Otherwise, when a tool
-// whose name or description shares words with the request (with synonyms:
-// "plus" and "sum" mean add, "times" multiply, "show" read, ...) can have its
-// required arguments filled from the request, it calls that tool: numbers
-// fill number and integer properties in the order of the schema, a filename
-// fills a path or file property, a quoted text or else the request's
-// remaining words fill other strings, and an enum takes the value the request
-// names. Otherwise it says that it is the offline model and which tools it
-// could use. "add 2 and 3", "what is 7 times 6", "subtract 3 from 10" and
-// "read notes.txt" work; a conversation does not.
+// It reads the last user message as the request. It calls the tool whose
+// name or description shares the most words with the request (with
+// synonyms: "plus" and "sum" mean add, "times" multiply, "show" read, ...)
+// and whose required arguments it can fill by meaning: an ISO date
+// (2026-12-01) fills a date field (format date or date-time, a name such as
+// date, day or when, or a description saying YYYY-MM-DD), the places of
+// "from X to Y" fill origin and destination fields and "in X" a city,
+// numbers fill number fields in the order of the schema, a filename a path
+// field, an enum takes the value the request names, and a quoted text or
+// else the request's remaining words fill other text fields. When it cannot
+// fill a required field it does not guess: it answers which field it could
+// not fill, with [FinishIncomplete]. A calculation of several operations
+// ("1.5 minus 4 plus 2") is one call per operation, left to right, each
+// given the previous result. A path it lacks it first asks a directory tool
+// such as list_allowed_directories for, once. When the tool results are in,
+// the answer states them, tool errors in plain words ([PlainToolError]).
+// With no matching tool it says that it is the offline model and which
+// tools it could use. A conversation it cannot hold.
 type Offline struct{}
 
 // NewOffline returns the offline provider.
