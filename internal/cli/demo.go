@@ -63,6 +63,10 @@ func runDemo(ctx context.Context, cmd *cobra.Command, opts Options, dir string, 
 	if err != nil {
 		return fmt.Errorf("demo: finding the mew binary: %w", err)
 	}
+	// A hang-up stops the demo as Ctrl-C does, so that the deferred stop
+	// and removal below run.
+	ctx, stopHangup := withHangup(ctx)
+	defer stopHangup()
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "mew-demo-")
 		if err != nil {
@@ -98,7 +102,10 @@ func runDemo(ctx context.Context, cmd *cobra.Command, opts Options, dir string, 
 	fmt.Fprintln(out, "  @helper write hello to notes.txt  the helper proposes it; /approve 1 writes the file")
 	fmt.Fprintln(out, "  @assistant read notes.txt         the assistant reads it back")
 	fmt.Fprintln(out, "  /help for commands · Ctrl-C or /quit stops the space")
-	return rs.connect(ctx, cmd, "you")
+	if err := rs.connect(ctx, cmd, "you"); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil // the user left: /quit, the end of the input, Ctrl-C or a hang-up
 }
 
 // writeDemoSpace renders the demo template into dir: .mew/space.yaml and a

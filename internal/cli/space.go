@@ -22,6 +22,7 @@ import (
 	"github.com/mew-protocol/mew/internal/proc"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/mew-protocol/mew/space"
 )
@@ -33,9 +34,40 @@ const (
 	stopDeadline = 30 * time.Second // stopping every process
 )
 
+// spaceLocation is where a space is: the flags -d/--space-dir and
+// -c/--config that every space subcommand takes alike.
+type spaceLocation struct {
+	dir, config string
+}
+
+// register adds -d and -c to fl.
+func (l *spaceLocation) register(fl *pflag.FlagSet) {
+	fl.StringVarP(&l.dir, "space-dir", "d", ".", "the space directory")
+	fl.StringVarP(&l.config, "config", "c", "", "the space configuration (default .mew/space.yaml, else ./space.yaml in the space directory)")
+}
+
+// load loads the space's configuration.
+func (l spaceLocation) load() (*space.Config, error) {
+	return loadSpaceConfig(l.dir, l.config)
+}
+
+// mewDir returns the space's state directory: the loaded configuration's,
+// else (a stale state of a space whose configuration no longer loads)
+// <dir>/.mew when it exists, else dir.
+func (l spaceLocation) mewDir() (string, error) {
+	if l.config != "" {
+		cfg, err := l.load()
+		if err != nil {
+			return "", err
+		}
+		return cfg.MewDir, nil
+	}
+	return mewDirOf(l.dir)
+}
+
 // spaceFlags are the flags of `mew space up`.
 type spaceFlags struct {
-	dir, config string
+	spaceLocation
 	port        int
 	logLevel    string
 	detach      bool
@@ -47,10 +79,10 @@ type spaceFlags struct {
 func newSpaceCmd(opts Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "space",
-		Short: "Run a space: its gateway and participants (up, down, status, clean)",
+		Short: "Run a space: its gateway and participants (up, down, status, clean, connect)",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newSpaceUpCmd(opts, "up"), newSpaceDownCmd("down"), newSpaceStatusCmd(), newSpaceCleanCmd())
+	cmd.AddCommand(newSpaceUpCmd(opts, "up"), newSpaceDownCmd("down"), newSpaceStatusCmd(), newSpaceCleanCmd(), newSpaceConnectCmd(opts))
 	return cmd
 }
 
@@ -76,8 +108,7 @@ With -i you join the space in this terminal as a participant (the line client).`
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&f.dir, "space-dir", "d", ".", "the space directory")
-	fl.StringVarP(&f.config, "config", "c", "", "the space configuration (default .mew/space.yaml, else ./space.yaml in the space directory)")
+	f.register(fl)
 	fl.IntVarP(&f.port, "port", "p", 8080, "the gateway's port; when taken, the next 9 are tried; 0 = any free port")
 	fl.StringVarP(&f.logLevel, "log-level", "l", "info", "log level: debug, info, warn or error")
 	fl.BoolVar(&f.detach, "detach", false, "run in the background and return once the gateway answers")
@@ -89,16 +120,30 @@ With -i you join the space in this terminal as a participant (the line client).`
 }
 
 // loadSpaceConfig finds and loads the space of dir (or the explicit file).
+// Where there is none, the error says how to make one.
 func loadSpaceConfig(dir, file string) (*space.Config, error) {
 	path := file
 	if path == "" {
 		var err error
-		if path, err = space.FindConfig(dir); err != nil {
+		if path, err = space.FindConfig(dir); errors.Is(err, fs.ErrNotExist) {
+			return nil, noSpaceError{dir: dir}
+		} else if err != nil {
 			return nil, err
 		}
 	}
 	return space.Load(path)
 }
+
+// noSpaceError: a directory holds no space configuration. It is an
+// fs.ErrNotExist.
+type noSpaceError struct{ dir string }
+
+func (e noSpaceError) Error() string {
+	return fmt.Sprintf("no space in %s: neither %s nor %s exists; create one with mew init (mew init --list-templates lists the templates), or name the file with -c",
+		e.dir, filepath.Join(e.dir, ".mew", "space.yaml"), filepath.Join(e.dir, "space.yaml"))
+}
+
+func (e noSpaceError) Unwrap() error { return fs.ErrNotExist }
 
 // pickPort returns port when it is free, else the first free of the next
 // nine (as the reference does); 0 asks the system for any free port.
@@ -181,6 +226,8 @@ func runSpaceUp(ctx context.Context, cmd *cobra.Command, opts Options, f spaceFl
 	if f.detach {
 		return detachSpace(ctx, cmd, exe, cfg, f)
 	}
+	ctx, stopHangup := withHangup(ctx)
+	defer stopHangup()
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	rs, err := startSpace(ctx, opts, exe, cfg, f.port, f.logLevel, logger)
 	if err != nil {
@@ -198,7 +245,10 @@ func runSpaceUp(ctx context.Context, cmd *cobra.Command, opts Options, f spaceFl
 		if err != nil {
 			return err
 		}
-		return rs.connect(ctx, cmd, who)
+		if err := rs.connect(ctx, cmd, who); err != nil && ctx.Err() == nil {
+			return err
+		}
+		return nil // the user left: /quit, the end of the input, Ctrl-C or a hang-up
 	}
 	if !f.supervise {
 		fmt.Fprintln(out, "Ctrl-C stops the space")
@@ -381,16 +431,16 @@ func detachSpace(ctx context.Context, cmd *cobra.Command, exe string, cfg *space
 }
 
 func newSpaceDownCmd(use string) *cobra.Command {
-	var dir string
+	var loc spaceLocation
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: "Stop a running space and everything it started",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runSpaceDown(cmd, dir)
+			return runSpaceDown(cmd, loc)
 		},
 	}
-	cmd.Flags().StringVarP(&dir, "space-dir", "d", ".", "the space directory")
+	loc.register(cmd.Flags())
 	return cmd
 }
 
@@ -410,15 +460,15 @@ func mewDirOf(dir string) (string, error) {
 	return abs, nil
 }
 
-func runSpaceDown(cmd *cobra.Command, dir string) error {
-	mewDir, err := mewDirOf(dir)
+func runSpaceDown(cmd *cobra.Command, loc spaceLocation) error {
+	mewDir, err := loc.mewDir()
 	if err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
 	st, err := space.ReadRunState(mewDir)
 	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(out, "no space is running in %s\n", dir)
+		fmt.Fprintf(out, "no space is running in %s\n", loc.dir)
 		return nil
 	}
 	if err != nil {
@@ -461,13 +511,13 @@ func runSpaceDown(cmd *cobra.Command, dir string) error {
 }
 
 func newSpaceStatusCmd() *cobra.Command {
-	var dir string
+	var loc spaceLocation
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show whether the space runs, and its processes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			mewDir, err := mewDirOf(dir)
+			mewDir, err := loc.mewDir()
 			if err != nil {
 				return err
 			}
@@ -509,12 +559,12 @@ func newSpaceStatusCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&dir, "space-dir", "d", ".", "the space directory")
+	loc.register(cmd.Flags())
 	return cmd
 }
 
 func newSpaceCleanCmd() *cobra.Command {
-	var dir string
+	var loc spaceLocation
 	var all, dryRun, force bool
 	cmd := &cobra.Command{
 		Use:   "clean",
@@ -524,7 +574,7 @@ tokens (.mew/tokens/) and a stale state file; never the configuration or templat
 Refused while the space runs, unless --force. --dry-run lists what would go.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadSpaceConfig(dir, "")
+			cfg, err := loc.load()
 			if err != nil {
 				return err
 			}
@@ -539,7 +589,7 @@ Refused while the space runs, unless --force. --dry-run lists what would go.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&dir, "space-dir", "d", ".", "the space directory")
+	loc.register(fl)
 	fl.Bool("logs", false, "delete the logs (what clean always does; accepted for the reference's scripts)")
 	fl.BoolVar(&all, "all", false, "also delete generated tokens and the state file")
 	fl.BoolVar(&dryRun, "dry-run", false, "list what would be deleted")

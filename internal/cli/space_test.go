@@ -177,7 +177,7 @@ func TestSpaceUpStatusDown(t *testing.T) {
 
 func TestSpaceUpBadInput(t *testing.T) {
 	dir := t.TempDir()
-	if out, err := mew(t, dir, "space", "up", "--detach"); err == nil || !strings.Contains(out, "no space configuration") {
+	if out, err := mew(t, dir, "space", "up", "--detach"); err == nil || !strings.Contains(out, "create one with mew init") || strings.Contains(out, "file does not exist") {
 		t.Errorf("no config: %v\n%s", err, out)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte("space: {id: x}\nparticipants:\n  a: {auto_start: true, colour: red}\n  b: {auto_start: true}\n"), 0o644); err != nil {
