@@ -58,6 +58,17 @@
 // Handlers must not call Close, which waits for the dispatch goroutine; call
 // it from another goroutine (go c.Close()) instead.
 //
+// # The gateway's word
+//
+// Only the gateway may send system/* and floor/yield (protocol.IsGatewayOnly).
+// An envelope of such a kind whose from is not the gateway's
+// (protocol.GatewayID; see FromGateway) is never dispatched: it is dropped
+// and reported to the OnError handlers as ErrNotFromGateway, so that a
+// participant's envelope relayed by a careless gateway cannot pass for a
+// welcome, a refusal or a presence. Code that must know whether the
+// gateway said something it also lets participants say (stream/open, for
+// one) asks FromGateway.
+//
 // # States
 //
 // A connection goes through Connecting (dialling), Connected (the WebSocket

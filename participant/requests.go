@@ -345,7 +345,9 @@ func (t *requestTable) dropLocked(c *pendingCall) {
 // ignored.
 //
 // A JSON-RPC error in the answer is returned as an *RPCError; a refusal by
-// the gateway as a *GatewayError. Request waits until ctx ends, or for
+// the gateway as a *GatewayError. When the target leaves the space before
+// answering (the gateway's system/presence leave), Request fails at once
+// with an error wrapping ErrTargetLeft, and a proposal is withdrawn. Request waits until ctx ends, or for
 // Options.RequestTimeout if ctx has no deadline, and the error wraps ctx's
 // error. A request given up this way is cancelled: a proposal is withdrawn
 // (mcp/withdraw with reason "timeout" or "cancelled"), and the target of a
