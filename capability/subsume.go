@@ -21,8 +21,9 @@ func (s *Set) Covering(g *Set, i int) (int, string) {
 	}
 	gp := g.pats[i]
 	var best *miss
+	w := &work{left: maxCoverWork * 4}
 	for j, p := range s.patterns() {
-		m := coverPattern(p, gp)
+		m := coverPattern(p, gp, w)
 		if m == nil {
 			return j, ""
 		}
@@ -87,8 +88,8 @@ func undecided(at string, r, g *valuePat) *miss {
 }
 
 // coverPattern returns nil when r allows every envelope g allows.
-func coverPattern(r, g *pattern) *miss {
-	if m := coverValue(&r.kind, &g.kind, "kind"); m != nil {
+func coverPattern(r, g *pattern, w *work) *miss {
+	if m := coverValue(&r.kind, &g.kind, "kind", w); m != nil {
 		return m
 	}
 	// An absent or empty payload pattern allows any payload, even one that
@@ -99,7 +100,7 @@ func coverPattern(r, g *pattern) *miss {
 	if g.payload == nil || len(g.payload.members) == 0 {
 		return &miss{at: "payload", msg: "any payload is allowed here, but the covering pattern has conditions on it", payload: true}
 	}
-	m := coverObject(r.payload, g.payload, "payload")
+	m := coverObject(r.payload, g.payload, "payload", w)
 	if m != nil {
 		m.payload = true
 	}
@@ -109,13 +110,13 @@ func coverPattern(r, g *pattern) *miss {
 // coverValue returns nil when every value g matches, r matches. Values are
 // matched as matchNode does (and, for kinds, matchString, which agrees with
 // it on strings).
-func coverValue(r, g *valuePat, at string) *miss {
+func coverValue(r, g *valuePat, at string, w *work) *miss {
 	switch {
 	case r.kind == vAny:
 		return nil
 	case g.kind == vOneOf:
 		for k := range g.items {
-			if m := coverValue(r, &g.items[k], at); m != nil {
+			if m := coverValue(r, &g.items[k], at, w); m != nil {
 				return m
 			}
 		}
@@ -123,7 +124,7 @@ func coverValue(r, g *valuePat, at string) *miss {
 	case r.kind == vOneOf:
 		var best *miss
 		for k := range r.items {
-			m := coverValue(&r.items[k], g, at)
+			m := coverValue(&r.items[k], g, at, w)
 			if m == nil {
 				// The matcher tries the items in order, and an item that
 				// spends the deep-match budget before the covering one is
@@ -161,10 +162,10 @@ func coverValue(r, g *valuePat, at string) *miss {
 		}
 	case vObject:
 		if r.kind == vObject {
-			return coverObject(r.obj, g.obj, at)
+			return coverObject(r.obj, g.obj, at, w)
 		}
 	case vGlob:
-		return coverGlob(r, g, at)
+		return coverGlob(r, g, at, w)
 	case vRegex:
 		switch r.kind {
 		case vRegex:
@@ -180,7 +181,7 @@ func coverValue(r, g *valuePat, at string) *miss {
 		case vNot:
 			// The strings outside g's inner pattern are all outside r's
 			// when r's inner pattern matches nothing g's does not.
-			if m := coverValue(g.not, r.not, at); m == nil {
+			if m := coverValue(g.not, r.not, at, w); m == nil {
 				return nil
 			} else if m.undecided {
 				return undecided(at, r, g)
@@ -193,7 +194,7 @@ func coverValue(r, g *valuePat, at string) *miss {
 }
 
 // coverGlob decides whether r matches every string glob g matches.
-func coverGlob(r, g *valuePat, at string) *miss {
+func coverGlob(r, g *valuePat, at string, w *work) *miss {
 	if lit, ok := g.glob.literal(); ok {
 		if r.matchString(lit) {
 			return nil
@@ -202,7 +203,7 @@ func coverGlob(r, g *valuePat, at string) *miss {
 	}
 	switch r.kind {
 	case vGlob:
-		ok, decided := globCovers(r.glob, g.glob)
+		ok, decided := globCovers(r.glob, g.glob, w)
 		switch {
 		case ok:
 			return nil
@@ -233,7 +234,7 @@ func coverGlob(r, g *valuePat, at string) *miss {
 // same key in g with a value r's covers; a key glob, "**" or JSONPath member
 // of r needs an identical member in g, since what else implies it is not
 // worked out.
-func coverObject(r, g *objectPat, at string) *miss {
+func coverObject(r, g *objectPat, at string, w *work) *miss {
 	for i := range r.members {
 		rm := &r.members[i]
 		mat := at + memberPath(rm.key)
@@ -242,7 +243,7 @@ func coverObject(r, g *objectPat, at string) *miss {
 			if gm == nil {
 				return &miss{at: mat, msg: "required by the covering pattern, not by this one"}
 			}
-			if m := coverValue(&rm.value, &gm.value, mat); m != nil {
+			if m := coverValue(&rm.value, &gm.value, mat, w); m != nil {
 				return m
 			}
 			continue
@@ -343,8 +344,18 @@ func describe(p *valuePat) string {
 }
 
 // Deciding glob inclusion costs the product of the two globs' sizes; past
-// this it is not attempted.
+// this for one pair of globs, or four times this for one Covering call, it
+// is not attempted and the answer is undecided, so that a huge pattern cannot
+// make a delegation check slow.
 const maxCoverWork = 1 << 16
+
+// work is what is left of a Covering call's budget.
+type work struct{ left int }
+
+func (w *work) spend(n int) bool {
+	w.left -= n
+	return w.left >= 0
+}
 
 // literal returns the one string a glob without wildcards (its * and ?
 // escaped) matches.
@@ -372,9 +383,9 @@ func (g *glob) literal() (string, bool) {
 // that cannot start with "." (a globstar of g included), and any other
 // segment of r must cover the segment of g it meets. decided is false when
 // the globs are too large to compare.
-func globCovers(r, g *glob) (ok, decided bool) {
+func globCovers(r, g *glob, w *work) (ok, decided bool) {
 	nr, ng := len(r.segs), len(g.segs)
-	if (nr+1)*(ng+1) > maxCoverWork {
+	if (nr+1)*(ng+1) > maxCoverWork || !w.spend((nr+1)*(ng+1)) {
 		return false, false
 	}
 	// dp[i*(ng+1)+j]: r.segs[i:] covers g.segs[j:].
@@ -394,7 +405,7 @@ func globCovers(r, g *glob) (ok, decided bool) {
 			case gs.globstar:
 				*at(i, j) = false
 			default:
-				c, d := segCovers(rs, gs)
+				c, d := segCovers(rs, gs, w)
 				if !d {
 					return false, false
 				}
@@ -437,7 +448,11 @@ func (seg *gseg) units() []gunit {
 // segCovers reports whether segment x matches every string segment y
 // matches. A * of x absorbs any run of y's steps; a ? of x meets one ? or
 // literal rune of y; a literal rune of x meets the same rune.
-func segCovers(x, y *gseg) (ok, decided bool) {
+func segCovers(x, y *gseg, w *work) (ok, decided bool) {
+	// Each comparison costs something, however small the segments.
+	if !w.spend(32) {
+		return false, false
+	}
 	if lit, isLit := y.literalSegment(); isLit {
 		return x.matchSegment(lit), true
 	}
@@ -459,7 +474,7 @@ func segCovers(x, y *gseg) (ok, decided bool) {
 	}
 	xs := x.units()
 	nx, ny := len(xs), len(ys)
-	if (nx+1)*(ny+1) > maxCoverWork {
+	if (nx+1)*(ny+1) > maxCoverWork || !w.spend((nx+1)*(ny+1)) {
 		return false, false
 	}
 	dp := make([]bool, (nx+1)*(ny+1))

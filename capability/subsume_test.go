@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 type subsumeCase struct {
@@ -198,5 +199,38 @@ func TestSelect(t *testing.T) {
 	var none *Set
 	if none.Select([]int{0}).Len() != 0 {
 		t.Fatal("Select on a nil set")
+	}
+}
+
+func BenchmarkCovering(b *testing.B) {
+	s := MustCompile(`{"kind":"chat"}`, `{"kind":"mcp/*","payload":{"method":"tools/*"}}`, `{"kind":"**/*a*b*c*"}`, `{"kind":"mcp/request","payload":{"params":{"name":"read_*"}}}`)
+	cases := map[string]string{
+		"narrow":     `{"kind":"mcp/request","payload":{"method":"tools/call","params":{"name":"read_file"}}}`,
+		"long glob":  `{"kind":"` + strings.Repeat("a*", 8000) + `"}`,
+		"many segs":  `{"kind":"` + strings.Repeat("x*/", 4000) + `"}`,
+		"undecided":  `{"kind":"/a.*/"}`,
+		"deep value": `{"kind":"mcp/request","payload":{"method":"tools/*","params":` + strings.Repeat(`{"a":`, 100) + `1` + strings.Repeat(`}`, 100) + `}}`,
+	}
+	for name, p := range cases {
+		g := MustCompile(p)
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				s.Covering(g, 0)
+			}
+		})
+	}
+}
+
+// A glob too large to compare is undecided, and says so quickly.
+func TestCoveringHugeGlob(t *testing.T) {
+	s := MustCompile(`{"kind":"a*"}`, `{"kind":"**/*a*b*"}`)
+	g := MustCompile(`{"kind":"` + strings.Repeat("a*", 40000) + `"}`)
+	start := time.Now()
+	ok, why := s.Subsumes(g)
+	if ok || !strings.Contains(why, "cannot decide") {
+		t.Fatalf("huge glob: %v %q", ok, why[len(why)-80:])
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("took %v", d)
 	}
 }
