@@ -84,7 +84,8 @@
 // The visit budget of deep matches is respected too: an alternative with deep
 // or JSONPath conditions tried before the covering one makes the answer
 // undecided, so a covering pattern never spends more of the budget than the
-// covered one did.
+// covered one did. Globs too large to compare within a fixed amount of work
+// are undecided as well.
 //
 // # JSONPath
 //
