@@ -28,6 +28,13 @@ type Options struct {
 	// AuditReceivedOnly skips the audit log's per-recipient "delivered" lines,
 	// for large spaces where they would dominate the log.
 	AuditReceivedOnly bool
+	// AuditMaxFileSize is the size in bytes at which an audit log file is
+	// rotated (default 256 MiB; negative: never), and AuditMaxFiles how many
+	// rotated files of each log are kept (default 10; negative: all). A
+	// write that fails (a full disk) loses its line, which is counted in
+	// mew_gateway_audit_lost_lines_total; routing goes on.
+	AuditMaxFileSize int64
+	AuditMaxFiles    int
 
 	// Logger receives the gateway's diagnostics; nil discards them.
 	// Tokens never reach it.

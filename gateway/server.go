@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mew-protocol/mew/gateway/internal/audit"
 )
@@ -148,12 +149,24 @@ func (srv *Server) openAudit() error {
 		EnvelopeHistory:     on && lg.EnvelopeHistory,
 		CapabilityDecisions: on && lg.CapabilityDecisions,
 		ReceivedOnly:        srv.opts.AuditReceivedOnly,
+		MaxFileSize:         srv.opts.AuditMaxFileSize,
+		MaxFiles:            srv.opts.AuditMaxFiles,
 		Logger:              srv.opts.Logger,
 	})
 	if err != nil {
 		return fmt.Errorf("gateway: audit log: %w", err)
 	}
 	srv.audit = a
+	srv.metrics.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "mew_gateway_audit_lost_lines_total",
+			Help: "Audit log lines not written because writing failed (a full disk, say); routing went on.",
+		}, func() float64 { return float64(a.Stats().Lost) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "mew_gateway_audit_errors_total",
+			Help: "Failed audit log writes, flushes and rotations.",
+		}, func() float64 { return float64(a.Stats().Errors) }),
+	)
 	return nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 
 	"strconv"
@@ -41,6 +40,13 @@ type gatewayFlags struct {
 	sendQueue         int
 	noAudit           bool
 	auditReceivedOnly bool
+	auditMaxSize      int64
+	auditMaxFiles     int
+	byteRate          int
+	historyBytes      int
+	maxConnections    int
+	maxPending        int
+	maxPendingPerAddr int
 }
 
 func newGatewayStartCmd() *cobra.Command {
@@ -73,6 +79,13 @@ exits with status 0.`,
 	fl.IntVar(&f.sendQueue, "send-queue", 1024, "outbound queue length per connection; a reader that lets it fill is disconnected")
 	fl.BoolVar(&f.noAudit, "no-audit", false, "do not write the audit logs")
 	fl.BoolVar(&f.auditReceivedOnly, "audit-received-only", false, "write only received lines, not one delivered line per recipient")
+	fl.Int64Var(&f.auditMaxSize, "audit-max-size", 256<<20, "size in bytes at which an audit log file is rotated (negative: never)")
+	fl.IntVar(&f.auditMaxFiles, "audit-max-files", 10, "rotated audit log files kept per log (negative: all)")
+	fl.IntVar(&f.byteRate, "byte-rate", 8<<20, "per-participant limit in bytes per second, envelopes and stream frames together")
+	fl.IntVar(&f.historyBytes, "history-bytes", 32<<20, "bytes of recent envelopes kept per space for HTTP polling")
+	fl.IntVar(&f.maxConnections, "max-connections", 0, "open connections at most (default: the file-descriptor limit less 64)")
+	fl.IntVar(&f.maxPending, "max-pending", 256, "connections waiting for their join message, at most")
+	fl.IntVar(&f.maxPendingPerAddr, "max-pending-per-addr", 64, "connections waiting for their join message from one address, at most")
 	return cmd
 }
 
@@ -170,6 +183,13 @@ func runGateway(ctx context.Context, cmd *cobra.Command, f gatewayFlags, explici
 		Rate:              f.rate,
 		Burst:             f.burst,
 		SendQueue:         f.sendQueue,
+		AuditMaxFileSize:  f.auditMaxSize,
+		AuditMaxFiles:     f.auditMaxFiles,
+		ByteRate:          f.byteRate,
+		HistoryBytes:      f.historyBytes,
+		MaxConnections:    f.maxConnections,
+		MaxPending:        f.maxPending,
+		MaxPendingPerAddr: f.maxPendingPerAddr,
 	})
 	if err != nil {
 		return err
@@ -179,9 +199,9 @@ func runGateway(ctx context.Context, cmd *cobra.Command, f gatewayFlags, explici
 		_ = gw.Close(context.Background())
 		return fmt.Errorf("listen: %w", err)
 	}
-	hs := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	hs := gw.HTTPServer()
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() { served <- hs.Serve(gw.Listener(ln)) }()
 	fmt.Fprintf(cmd.OutOrStdout(), "listening on %s\n", ln.Addr())
 	logger.Info("gateway started", "space", cfg.Space.ID, "config", cfg.Path, "participants", len(cfg.Participants))
 

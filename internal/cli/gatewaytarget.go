@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,9 +71,9 @@ func (t gatewayBench) Start(ctx context.Context, ids []string) (*bench.Endpoint,
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("bench gateway: %w", err)
 	}
-	hs := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
+	hs := gw.HTTPServer()
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() { served <- hs.Serve(gw.Listener(ln)) }()
 	return &bench.Endpoint{
 		URL:    "ws://" + ln.Addr().String() + "/ws?space=bench",
 		Tokens: tokens,
