@@ -350,13 +350,16 @@ func (b *Bridge) Run(ctx context.Context) error {
 		return ErrRunning
 	}
 	defer b.reqStop()
+	// parent is the caller's context: only its end is a stop that Run
+	// answers with nil. ctx also ends when the connection is lost for good
+	// (a refused join: a wrong token), which is an error.
+	parent := ctx
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	// participant/shutdown stops the bridge; participant/restart restarts
 	// the server.
 	b.p.OnShutdown(func(context.Context) error { stop(); return nil })
 	b.p.OnRestart(b.restartServer)
-	parent := ctx
 	b.log.Info("starting the MCP server", "server", b.describeServer())
 	r, err := b.start(ctx)
 	if err != nil {
@@ -390,6 +393,9 @@ func (b *Bridge) Run(ctx context.Context) error {
 		b.shutdown(r)
 		if parent.Err() != nil {
 			return nil
+		}
+		if why := lost.Load(); why != nil {
+			err = *why // the refusal itself, not the context it cancelled
 		}
 		return fmt.Errorf("bridge: joining the space: %w", err)
 	}
