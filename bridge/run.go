@@ -215,6 +215,16 @@ type process struct {
 // what it starts in turn (npx starts node, uvx starts python) is stopped
 // with it.
 func startProcess(s Server, log *slog.Logger) (*process, error) {
+	// A missing working directory fails the start as "fork/exec <command>:
+	// no such file or directory", which blames the command: say what is
+	// missing.
+	if s.Dir != "" {
+		if fi, err := os.Stat(s.Dir); err != nil {
+			return nil, fmt.Errorf("the MCP server's working directory (--mcp-cwd, or mcp_server.cwd) %s: %w", s.Dir, err)
+		} else if !fi.IsDir() {
+			return nil, fmt.Errorf("the MCP server's working directory (--mcp-cwd, or mcp_server.cwd) %s is not a directory", s.Dir)
+		}
+	}
 	cmd := exec.Command(s.Command, s.Args...)
 	cmd.Env = append(os.Environ(), s.Env...)
 	cmd.Dir = s.Dir

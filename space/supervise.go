@@ -183,6 +183,15 @@ func (s *Supervisor) launch(pr *managed) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, fmt.Errorf("space: %s: log: %w", p.Name, err)
 	}
+	// A missing working directory would be reported as "fork/exec <path>:
+	// no such file or directory", which blames the program.
+	if p.Dir != "" {
+		if fi, err := os.Stat(p.Dir); err != nil {
+			return nil, fmt.Errorf("space: start %s: its working directory: %w", p.Name, err)
+		} else if !fi.IsDir() {
+			return nil, fmt.Errorf("space: start %s: its working directory %s is not a directory", p.Name, p.Dir)
+		}
+	}
 	cmd := exec.Command(p.Path, p.Args...)
 	cmd.Env = p.Env
 	cmd.Dir = p.Dir

@@ -226,3 +226,16 @@ participants:
 		t.Errorf("gateway %v", g.Args)
 	}
 }
+
+// TestSupervisorMissingDir: a process whose working directory is missing
+// fails to start with an error that says so, not "fork/exec <path>: no
+// such file or directory", which blames the program.
+func TestSupervisorMissingDir(t *testing.T) {
+	s := NewSupervisor(SupervisorOptions{})
+	defer s.Stop(context.Background())
+	missing := filepath.Join(t.TempDir(), "files")
+	err := s.Start(Process{Name: "files", Path: "/bin/sh", Args: []string{"-c", "true"}, Dir: missing, Log: filepath.Join(t.TempDir(), "files.log")})
+	if err == nil || !strings.Contains(err.Error(), "working directory") || !strings.Contains(err.Error(), missing) {
+		t.Errorf("start in a missing directory: %v", err)
+	}
+}

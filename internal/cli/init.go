@@ -106,6 +106,9 @@ func runInit(cmd *cobra.Command, opts Options, f initFlags, name string) error {
 	if err := os.WriteFile(target, yaml, 0o644); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
+	if err := makeWorkDirs(target); err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
 	if err := t.CopyAgents(filepath.Join(mewDir, "agents")); err != nil {
 		return fmt.Errorf("init: copying agents: %w", err)
 	}
@@ -117,6 +120,30 @@ func runInit(cmd *cobra.Command, opts Options, f initFlags, name string) error {
 	}
 	fmt.Fprintf(out, "created %s from template %s (%s)\n", target, t.Name, sourceLabel(t.Source))
 	fmt.Fprintf(out, "start it with: mew space up -i   (or mew space up --detach, then mew client connect)\n")
+	return nil
+}
+
+// makeWorkDirs creates the working directories (mcp_server.cwd) the
+// participants of the space at path need and that are inside the space:
+// the demo's files bridge runs in ./files, and a bridge whose directory is
+// missing cannot start.
+func makeWorkDirs(path string) error {
+	cfg, err := space.Load(path)
+	if err != nil {
+		return err
+	}
+	for _, p := range cfg.Participants {
+		if p.MCPServer == nil || p.MCPServer.Cwd == "" || strings.Contains(p.MCPServer.Cwd, "$") {
+			continue
+		}
+		dir := cfg.Resolve(p.MCPServer.Cwd)
+		if rel, err := filepath.Rel(cfg.SpaceDir(), dir); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			continue // outside the space: not init's to create
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("participant %s: mcp_server.cwd: %w", p.ID, err)
+		}
+	}
 	return nil
 }
 

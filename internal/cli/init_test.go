@@ -43,7 +43,7 @@ func TestInitBuiltIn(t *testing.T) {
 			if err := os.Mkdir(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			out, _, err := run(t, Options{Getenv: func(k string) string { return map[string]string{"OPENAI_MODEL": "qwen2.5"}[k] }}, "init", name, "-d", dir)
+			out, _, err := run(t, Options{Getenv: func(k string) string { return map[string]string{"OPENAI_MODEL": "at-init"}[k] }}, "init", name, "-d", dir, "--model", "qwen2.5")
 			if err != nil {
 				t.Fatalf("init: %v", err)
 			}
@@ -58,7 +58,7 @@ func TestInitBuiltIn(t *testing.T) {
 				t.Errorf("space id %q", cfg.Space.ID)
 			}
 			data, _ := os.ReadFile(cfg.Path)
-			if strings.Contains(string(data), "{{") || !strings.Contains(string(data), "qwen2.5") {
+			if strings.Contains(string(data), "{{") || !strings.Contains(string(data), "qwen2.5") || strings.Contains(string(data), "at-init") {
 				t.Errorf("rendered:\n%s", data)
 			}
 			if fi, err := os.Stat(filepath.Join(dir, ".mew", "tokens")); err != nil || fi.Mode().Perm() != 0o700 {
@@ -342,4 +342,62 @@ func TestInitReferenceTemplate(t *testing.T) {
 	if out, _, err := mewEnv(t, dir, env, "space", "down"); err != nil || !strings.Contains(out, "stopped") {
 		t.Errorf("space down: %v\n%s", err, out)
 	}
+}
+
+// TestInitModelAtSpaceUp: a built-in template initialized without model
+// settings takes them from the environment of space up (not the empty
+// values of init's); --model and --var fix them at init. The demo
+// template's files folder is created, so that its bridge can start.
+func TestInitModelAtSpaceUp(t *testing.T) {
+	dir := t.TempDir()
+	initEnv := func(k string) string {
+		return map[string]string{"OPENAI_MODEL": "init-model", "OPENAI_BASE_URL": "http://init.example/v1"}[k]
+	}
+	if _, _, err := run(t, Options{Getenv: initEnv}, "init", "coder-agent", "-d", dir); err != nil {
+		t.Fatal(err)
+	}
+	upEnv := []string{"PATH=/bin", "OPENAI_BASE_URL=http://up.example/v1", "OPENAI_MODEL=up-model"}
+	env := launchEnv(t, dir, upEnv, "mew")
+	if env["OPENAI_BASE_URL"] != "http://up.example/v1" || env["OPENAI_MODEL"] != "up-model" {
+		t.Errorf("space up with the model settings in its environment: the agent gets %q, %q", env["OPENAI_BASE_URL"], env["OPENAI_MODEL"])
+	}
+	if env := launchEnv(t, dir, []string{"PATH=/bin"}, "mew"); env["OPENAI_BASE_URL"] != "" || env["OPENAI_MODEL"] != "" {
+		t.Errorf("space up without them: the agent gets %q, %q", env["OPENAI_BASE_URL"], env["OPENAI_MODEL"])
+	}
+
+	fixed := t.TempDir()
+	if _, _, err := run(t, Options{Getenv: initEnv}, "init", "coder-agent", "-d", fixed, "--model", "fixed-model", "--var", "AGENT_BASE_URL=http://fixed.example/v1"); err != nil {
+		t.Fatal(err)
+	}
+	if env := launchEnv(t, fixed, upEnv, "mew"); env["OPENAI_BASE_URL"] != "http://fixed.example/v1" || env["OPENAI_MODEL"] != "fixed-model" {
+		t.Errorf("settings fixed at init: the agent gets %q, %q", env["OPENAI_BASE_URL"], env["OPENAI_MODEL"])
+	}
+
+	demo := t.TempDir()
+	if _, _, err := run(t, Options{}, "init", "demo", "-d", demo); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(demo, "files")); err != nil || !fi.IsDir() {
+		t.Errorf("init demo did not create ./files: %v", err)
+	}
+}
+
+// launchEnv returns the environment space up gives participant id of the
+// space in dir when it runs with environ.
+func launchEnv(t *testing.T, dir string, environ []string, id string) map[string]string {
+	t.Helper()
+	cfg, err := space.Load(filepath.Join(dir, ".mew", "space.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok, err := space.Launch{Config: cfg, Executable: "/bin/mew", Port: 1, Environ: environ}.Participant(cfg.Participant(id), "tok")
+	if err != nil || !ok {
+		t.Fatalf("launch %s: %v %v", id, ok, err)
+	}
+	env := map[string]string{}
+	for _, kv := range p.Env { // the last of a name wins, as in the process
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	return env
 }
