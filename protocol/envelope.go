@@ -80,9 +80,17 @@ func (e *Envelope) SetPayload(v any) error {
 // fit v's fields, unknown payload members are ignored (the spec lets every
 // payload carry extra members). An absent payload decodes as {}, leaving v's
 // fields as they are; whether a payload is required is Validate's business.
+//
+// Member names are exact: where encoding/json would take "Recipient" for
+// "recipient", DecodePayload refuses the payload (ErrBadType), so that
+// everyone who reads an envelope reads the same members, whatever their
+// language's decoder (duplicate members are already refused by Decode).
 func (e *Envelope) DecodePayload(v any) error {
 	if len(e.Payload) == 0 {
 		return json.Unmarshal([]byte("{}"), v)
+	}
+	if err := checkMemberCase(e.Payload, v); err != nil {
+		return err
 	}
 	if err := json.Unmarshal(e.Payload, v); err != nil {
 		return fieldErr("payload", ErrBadType, fmt.Sprintf("decoding %s payload into %T: %v", e.Kind, v, err))

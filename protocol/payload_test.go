@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -248,5 +249,28 @@ func TestDecodePayload(t *testing.T) {
 	env.Payload = json.RawMessage(`{"text":"t","mentions":["a"]}`)
 	if err := env.DecodePayload(&c); err != nil || c.Text != "t" {
 		t.Errorf("got %+v, %v", c, err)
+	}
+}
+
+// TestDecodePayloadExactNames: a member named like a field but in another
+// case is refused, so that no reader takes it for the field while another
+// ignores it.
+func TestDecodePayloadExactNames(t *testing.T) {
+	for _, p := range []string{
+		`{"Recipient":"alice","capabilities":[{"kind":"chat"}]}`,
+		`{"recipient":"bob","RECIPIENT":"alice","capabilities":[{"kind":"chat"}]}`,
+		`{"recipient":"bob","Capabilities":[{"kind":"*"}]}`,
+	} {
+		env := &Envelope{Kind: KindCapabilityGrant, Payload: []byte(p)}
+		var g Grant
+		err := env.DecodePayload(&g)
+		if !errors.Is(err, ErrBadType) || !strings.Contains(err.Error(), "case-sensitive") {
+			t.Errorf("DecodePayload(%s) = %v, %+v", p, err, g)
+		}
+	}
+	env := &Envelope{Kind: KindCapabilityGrant, Payload: []byte(`{"recipient":"bob","capabilities":[{"kind":"chat"}],"Note":"x"}`)}
+	var g Grant
+	if err := env.DecodePayload(&g); err != nil || g.Recipient != "bob" {
+		t.Errorf("exact names: %v %+v", err, g)
 	}
 }
