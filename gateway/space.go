@@ -33,8 +33,9 @@ type member struct {
 	tokens  [][]byte
 	limiter *limiter // nil when rate limiting is off
 
-	static []json.RawMessage       // own ∪ defaults ∪ baseline, compacted; fixed
-	caps   atomic.Pointer[capView] // what the gateway enforces; replaced on grant and revoke
+	static    []json.RawMessage       // own ∪ defaults ∪ baseline, compacted; fixed
+	staticSet *capability.Set         // static, compiled once
+	caps      atomic.Pointer[capView] // what the gateway enforces; replaced on grant and revoke
 
 	// Guarded by liveSpace.mu:
 	sess    *session // current connection
@@ -147,24 +148,30 @@ func (m *member) setCapabilities(own, defaults []json.RawMessage) error {
 			list = append(list, json.RawMessage(buf.Bytes()))
 		}
 	}
-	m.static = list
+	m.static, m.staticSet = list, nil
 	return m.rebuildCaps()
 }
 
 // rebuildCaps compiles the static capabilities and the grants into a new
 // view. Called at creation and, with liveSpace.mu held, on grant and revoke.
 func (m *member) rebuildCaps() error {
+	if m.staticSet == nil {
+		set, err := capability.Compile(m.static)
+		if err != nil {
+			return err
+		}
+		m.staticSet = set
+	}
 	v := &capView{list: slices.Clone(m.static), static: len(m.static)}
+	sets := []*capability.Set{m.staticSet}
 	for _, g := range m.grants {
 		for _, c := range g.caps {
 			v.list = append(v.list, c)
 			v.grantOf = append(v.grantOf, g.id)
 		}
+		sets = append(sets, g.set) // compiled when granted: nothing is compiled twice
 	}
-	set, err := capability.Compile(v.list)
-	if err != nil {
-		return err
-	}
+	set := capability.Join(sets...)
 	arr, err := json.Marshal(v.list)
 	if err != nil {
 		return err
