@@ -43,6 +43,25 @@ type Config struct {
 	// package does not know, e.g. "participants.helper.colour". They are
 	// not errors; a command may warn about them.
 	Unknown []string
+	// DidYouMean maps the key paths of Unknown that look like a typo of a
+	// known key ("participants.mew.capabilites") to that key
+	// ("capabilities").
+	DidYouMean map[string]string
+}
+
+// Warnings returns one line for each unknown key, with the known key it
+// is likely a typo of: what `mew space up` and `mew gateway start` print,
+// since a misspelt key is otherwise ignored without a word.
+func (c *Config) Warnings() []string {
+	out := make([]string, 0, len(c.Unknown))
+	for _, k := range c.Unknown {
+		w := c.Path + ": unknown key " + k + " ignored"
+		if s := c.DidYouMean[k]; s != "" {
+			w += " (did you mean " + s + "?)"
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 // Info is the space section.

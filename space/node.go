@@ -65,8 +65,9 @@ const (
 // parser turns a YAML document into a Config. It holds no state beyond one
 // call of Parse.
 type parser struct {
-	file    string   // for messages
-	unknown []string // key paths of unknown keys
+	file    string            // for messages
+	unknown []string          // key paths of unknown keys
+	suggest map[string]string // unknown key path → the known key it resembles
 }
 
 // fail returns a *ConfigError at node n (which may be nil) and key path key.

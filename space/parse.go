@@ -3,6 +3,8 @@ package space
 import (
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -57,7 +59,7 @@ func (p *parser) parse(data []byte, c *Config) error {
 			// Documented by the reference, used by nothing.
 			err = p.known(kv.v, key, "port", "space")
 		default:
-			p.unknownKey(key)
+			p.unknownKey(key, kv.key, topKeys)
 		}
 		if err != nil {
 			return err
@@ -71,12 +73,63 @@ func (p *parser) parse(data []byte, c *Config) error {
 	}
 	sort.Strings(p.unknown)
 	c.Unknown = p.unknown
+	c.DidYouMean = p.suggest
 	return nil
 }
 
-// unknownKey records a key this package does not know.
-func (p *parser) unknownKey(key string) {
-	p.unknown = append(p.unknown, key)
+// topKeys are the keys of the top level.
+var topKeys = []string{"space", "participants", "defaults", "gateway_logging", "floor_control", "gateway"}
+
+// unknownKey records the key path of a member name this package does not
+// know, and the one of known it is likely a typo of, if any.
+func (p *parser) unknownKey(path, name string, known []string) {
+	p.unknown = append(p.unknown, path)
+	if s := closest(name, known); s != "" {
+		if p.suggest == nil {
+			p.suggest = map[string]string{}
+		}
+		p.suggest[path] = s
+	}
+}
+
+// closest returns the name of known that word is a likely typo of: the
+// nearest by edit distance, when that distance is at most a quarter of
+// its length (at least 1, at most 3); "" when none is.
+func closest(word string, known []string) string {
+	best, bestD := "", 0
+	for _, k := range known {
+		limit := min(max(len(k)/4, 1), 3)
+		if d := editDistance(strings.ToLower(word), k); d <= limit && (best == "" || d < bestD) {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the number of insertions, deletions, substitutions and
+// swaps of adjacent bytes that turn a into b (optimal string alignment).
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }
 
 // known checks that n is a mapping (or null) and records its keys other than
@@ -168,7 +221,7 @@ func (p *parser) fields(n *yaml.Node, key string, byName map[string]field) error
 		k := joinKey(key, kv.key)
 		f, ok := byName[kv.key]
 		if !ok {
-			p.unknownKey(k)
+			p.unknownKey(k, kv.key, slices.Collect(maps.Keys(byName)))
 			continue
 		}
 		if err := f(kv.v, k); err != nil {

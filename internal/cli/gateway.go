@@ -167,8 +167,9 @@ func runGateway(ctx context.Context, cmd *cobra.Command, f gatewayFlags, explici
 	if err != nil {
 		return err
 	}
+	// A misspelt key would otherwise be ignored without a word.
 	for _, k := range cfg.Unknown {
-		logger.Debug("unknown key in space config ignored", "file", cfg.Path, "key", k)
+		logger.Warn("unknown key in the space configuration ignored", "file", cfg.Path, "key", k, "did_you_mean", cfg.DidYouMean[k])
 	}
 	if err := floorFromEnv(&cfg.FloorControl, os.Getenv); err != nil {
 		return err

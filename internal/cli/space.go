@@ -216,6 +216,9 @@ func runSpaceUp(ctx context.Context, cmd *cobra.Command, opts Options, f spaceFl
 	if err != nil {
 		return err
 	}
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(cmd.ErrOrStderr(), "mew: warning: %s\n", w)
+	}
 	if st, err := space.ReadRunState(cfg.MewDir); err == nil && st.Running() && st.Supervisor != os.Getpid() {
 		return fmt.Errorf("space %s is already running (supervisor pid %d, ws://127.0.0.1:%d): mew space down first", st.SpaceID, st.Supervisor, st.Port)
 	}

@@ -271,3 +271,22 @@ func TestSpaceUpInteractive(t *testing.T) {
 		t.Error("pids.json survived")
 	}
 }
+
+// TestSpaceUpWarnsTypos: space up and gateway start name a misspelt key
+// with its path and the key it resembles, and still start.
+func TestSpaceUpWarnsTypos(t *testing.T) {
+	dir := t.TempDir()
+	yaml := "space: {id: typo}\nparticipants:\n  human:\n    capabilites: [{kind: \"*\"}]\n"
+	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := mewEnv(t, dir, cleanEnv(), "space", "up", "--detach", "-p", "0")
+	if err != nil {
+		t.Fatalf("space up: %v\n%s%s", err, out, errOut)
+	}
+	defer mewEnv(t, dir, cleanEnv(), "space", "down")
+	if !strings.Contains(errOut, "unknown key participants.human.capabilites ignored (did you mean capabilities?)") {
+		t.Errorf("space up did not warn:\n%s", errOut)
+	}
+	waitFile(t, filepath.Join(dir, "logs", "gateway.log"), `key=participants.human.capabilites did_you_mean=capabilities`, 1)
+}
