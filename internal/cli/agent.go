@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/mew-protocol/mew/agent"
 	"github.com/mew-protocol/mew/client"
@@ -92,10 +93,15 @@ type agentSettings struct {
 // resolveAgent merges the settings in increasing precedence: file,
 // MEW_* variables, MEW_AGENT_CONFIG, flags.
 func resolveAgent(f agentFlags, getenv func(string) string) (agentSettings, error) {
-	var s agentSettings
+	// As a command the agent starts from the reference's defaults
+	// (reasoning and auto-respond on), not the zero Config.
+	s := agentSettings{cfg: agent.Config{ReasoningEnabled: true, AutoRespond: true}}
 	if f.config != "" {
 		file, err := agent.LoadFile(f.config)
 		if err != nil {
+			return s, err
+		}
+		if err := fileDefaults(f.config, &file.Config); err != nil {
 			return s, err
 		}
 		s = agentSettings{gateway: file.Gateway, space: file.Space, id: file.ParticipantID, token: expandEnv(file.Token, getenv), cfg: file.Config}
@@ -143,6 +149,30 @@ func resolveAgent(f agentFlags, getenv func(string) string) (agentSettings, erro
 		return s, fmt.Errorf("agent run: missing %s", strings.Join(missing, ", "))
 	}
 	return s, nil
+}
+
+// fileDefaults turns reasoning and auto-respond on in cfg, loaded from
+// the file at path, unless the file sets them: agent.LoadFile starts from
+// the zero Config, whose booleans are off, and the command's defaults are
+// the reference agent's.
+func fileDefaults(path string, cfg *agent.Config) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("agent: config: %w", err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return fmt.Errorf("agent: config: %s: %w", path, err)
+	}
+	_, reasoning := doc["reasoningEnabled"]
+	_, thinking := doc["thinkingEnabled"]
+	if !reasoning && !thinking {
+		cfg.ReasoningEnabled = true
+	}
+	if _, ok := doc["autoRespond"]; !ok {
+		cfg.AutoRespond = true
+	}
+	return nil
 }
 
 // expandEnv replaces ${VAR} and $VAR in a configuration value.
