@@ -81,7 +81,7 @@ func newSession(sp *liveSpace, m *member, id, transport string, queue int, sk si
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &session{
 		sp: sp, m: m, id: id, transport: transport,
-		q:        outq{limit: queue, owner: m, wake: make(chan struct{}, 1)},
+		q:        outq{limit: queue, wake: make(chan struct{}, 1)},
 		done:     make(chan struct{}),
 		sink:     sk,
 		ctx:      ctx,
@@ -124,16 +124,13 @@ func (s *session) enqueue(f frame) bool {
 // channel that wakes the writer, which then takes everything queued at once.
 //
 // It counts what each sender has queued, so that no sender can take a
-// recipient's queue for itself: another sender may hold at most half of it,
-// and
-// when it is full the sender with the most queued loses its newest message
-// to make room for anyone else's. Only when no sender holds a large share
-// is a full queue the recipient's fault.
+// recipient's queue for itself: when it is full, the sender with the most
+// queued loses its newest message to make room for anyone else's. Only when
+// no sender holds a large share is a full queue the recipient's fault.
 type outq struct {
 	mu    sync.Mutex
 	items []frame
 	limit int
-	owner *member         // the recipient: its own envelopes coming back are not held to the half
 	count map[*member]int // queued frames per sender
 	wake  chan struct{}
 }
@@ -143,10 +140,6 @@ type outq struct {
 // no one when the queue is full with no sender to blame.
 func (q *outq) push(f frame) (shed *member, ok bool) {
 	q.mu.Lock()
-	if f.src != nil && f.src != q.owner && q.count[f.src] >= max(q.limit/2, 1) {
-		q.mu.Unlock()
-		return f.src, false
-	}
 	if len(q.items) >= q.limit {
 		top := q.topSender()
 		if top == nil || top == f.src {
