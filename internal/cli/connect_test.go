@@ -113,10 +113,13 @@ func TestSpaceConnect(t *testing.T) {
 
 	it := startInteractive(t, dir, env, "space", "connect")
 	it.expect(t, "connected to conn-space as human")
-	if _, err := it.stdin.Write([]byte("hello from connect\n/quit\n")); err != nil {
+	if _, err := it.stdin.Write([]byte("hello from connect\n")); err != nil {
 		t.Fatal(err)
 	}
 	waitFile(t, filepath.Join(dir, "logs", "watcher.jsonl"), `"text":"hello from connect"`, 1)
+	if _, err := it.stdin.Write([]byte("/quit\n")); err != nil {
+		t.Fatal(err)
+	}
 	if err := it.wait(t); err != nil {
 		t.Errorf("connect exit: %v\n%s", err, it.out.String())
 	}
