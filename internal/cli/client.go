@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mew-protocol/mew/capability"
 	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/internal/termtext"
 	"github.com/mew-protocol/mew/participant"
@@ -34,14 +35,18 @@ func newClientCmd(opts Options) *cobra.Command {
 	}
 	var o lineClientOptions
 	var fifoIn, fifoOut, outputFile string
+	o.HintAfter = defaultHintAfter
 	connect := &cobra.Command{
 		Use:   "connect",
 		Short: "Connect to a space: type to chat, or pipe JSON envelopes in and out",
 		Long: `Connect to a space as the participant the token names.
 
 On a terminal (the default), what others send is shown readably; plain text you
-type is sent as a chat, a JSON object as an envelope; /approve N and /reject N
-answer the numbered proposals; /help lists the commands.
+type is sent as a chat ("@id text" to one participant), a JSON object as an
+envelope; /approve N and /reject N answer the numbered proposals; /help lists
+the commands. An agent's reasoning is one status line under the conversation,
+a tool's answer names whom it was for, and a chat to everyone that nobody
+takes up says whom to address.
 
 For scripts, --fifo-in FILE reads one JSON envelope a line (a FIFO or a file that
 grows, as tail -F would), and --output-file or --fifo-out FILE receives every
@@ -76,6 +81,7 @@ envelope seen as one compact JSON line.`,
 	fl.StringVar(&fifoIn, "fifo-in", "", "read JSON envelopes, one a line, from this FIFO or file instead of the terminal")
 	fl.StringVar(&fifoOut, "fifo-out", "", "write every envelope seen, one compact JSON line each, to this FIFO")
 	fl.StringVar(&outputFile, "output-file", "", "append every envelope seen, one compact JSON line each, to this file")
+	fl.DurationVar(&o.HintAfter, "no-answer-hint", defaultHintAfter, "after a chat to everyone that nobody acknowledges or answers for this long, say whom to address (0: never)")
 	cmd.AddCommand(connect)
 	return cmd
 }
@@ -99,14 +105,27 @@ type lineClientOptions struct {
 	// the participant's id in it.
 	Config *space.Config
 	Self   string
+	// HintAfter is how long a chat to everyone may go without a reaction
+	// before the client says whom to address. 0 means never, except with
+	// a Config (`mew space connect`, `mew demo`): defaultHintAfter then.
+	HintAfter time.Duration
 }
 
+// defaultHintAfter is the wait before the no-answer hint.
+const defaultHintAfter = 5 * time.Second
+
 // lineClient is a running line client.
+//
+// Locks: mu guards the state below it; the display has its own lock and
+// may be called with mu held (mu, then the display's), never the reverse.
 type lineClient struct {
 	p      *participant.Participant
 	out    io.Writer
-	errOut io.Writer // problems with the input: stderr in script mode
+	errOut io.Writer // problems with the input: stderr in script mode, nil for the display
+	disp   display
 	cfg    *space.Config
+
+	hintAfter time.Duration
 
 	mu        sync.Mutex
 	proposals map[int]*participant.Proposal // by number, from 1; the latest maxNumbered
@@ -115,8 +134,33 @@ type lineClient struct {
 	next      int                           // the last number given
 	quiet     []string                      // ids of listing requests, whose answers are not shown
 
+	reasonings map[string]*reasoning // open ones, by reasoning id (start's id, thoughts' context)
+	rorder     []string              // their ids, oldest first
+	calls      map[string]call       // mcp/requests seen, by id, until their response
+	corder     []string              // their ids, oldest first
+	roster     map[string]bool       // the participants present (me excluded) → may chat
+	hintGen    int                   // counts my chats to everyone; a hint is for the latest
+	awaiting   bool                  // my latest chat to everyone has had no reaction yet
+
 	fatal chan error // the connection ended for good; one slot
 }
+
+// reasoning is an agent's reasoning in progress, shown as a status.
+type reasoning struct {
+	id, from string
+	question string   // the id of the chat it answers, from the start's correlation
+	thoughts int      // reasoning/thought seen
+	doing    string   // what it is doing now: "calling calculator/add"
+	tools    []string // the tools it called, in order, once each
+}
+
+// call is an mcp/request waiting for its response.
+type call struct {
+	from, to, what string
+}
+
+// maxOpen bounds the reasonings and the requests remembered.
+const maxOpen = 256
 
 // maxNumbered bounds the proposals the line client keeps numbered.
 const maxNumbered = 1024
@@ -166,8 +210,27 @@ func runLineClient(ctx context.Context, cmd *cobra.Command, o lineClientOptions)
 	}
 	defer p.Close()
 	lc := &lineClient{
-		p: p, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), cfg: o.Config,
+		p: p, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), cfg: o.Config, hintAfter: o.HintAfter,
 		proposals: map[int]*participant.Proposal{}, numbers: map[string]int{}, fatal: make(chan error, 1),
+		reasonings: map[string]*reasoning{}, calls: map[string]call{}, roster: map[string]bool{},
+	}
+	if o.HintAfter == 0 && o.Config != nil {
+		lc.hintAfter = defaultHintAfter // `mew space connect` and `mew demo`
+	}
+	// On a terminal the output is drawn above a status line and, when the
+	// input is the terminal too, the line being typed.
+	var scr *lineScreen
+	in := cmd.InOrStdin()
+	inTTY, inIsTTY := isTerminal(in)
+	if outTTY, ok := isTerminal(lc.out); ok && o.JSONIn == "" && o.JSONOut == "" {
+		var ed *lineEditor
+		if inIsTTY {
+			ed = &lineEditor{}
+		}
+		scr = newLineScreen(outTTY, ed)
+		lc.disp = scr
+	} else {
+		lc.disp = &plainDisplay{out: lc.out}
 	}
 	p.Client().OnDisconnected(lc.onDisconnected)
 	p.Client().OnError(func(err error) {
@@ -186,6 +249,7 @@ func runLineClient(ctx context.Context, cmd *cobra.Command, o lineClientOptions)
 		defer f.Close()
 	}
 	var outMu sync.Mutex
+	p.Client().OnWelcome(lc.welcome)
 	p.Client().OnMessage(func(env *protocol.Envelope) {
 		if jsonOut != nil {
 			line, err := json.Marshal(env)
@@ -207,7 +271,6 @@ func runLineClient(ctx context.Context, cmd *cobra.Command, o lineClientOptions)
 	if err != nil {
 		return err
 	}
-	in := cmd.InOrStdin()
 	if o.JSONIn != "" {
 		f, err := os.Open(o.JSONIn)
 		if err != nil {
@@ -224,8 +287,14 @@ func runLineClient(ctx context.Context, cmd *cobra.Command, o lineClientOptions)
 			return err
 		}
 	}
-	lc.errOut = lc.out // on a terminal, problems are part of the conversation
+	lc.errOut = nil // readably, problems are part of the conversation
 	lc.printf("connected to %s as %s; type a message, /help for commands", o.Space, p.ID())
+	if scr != nil && scr.ed != nil {
+		return lc.readTerminal(ctx, inTTY, scr)
+	}
+	if scr != nil {
+		defer scr.close()
+	}
 	return lc.readLines(ctx, in)
 }
 
@@ -310,6 +379,13 @@ func (lc *lineClient) sendJSON(ctx context.Context, line string) {
 		lc.problem("not an envelope (want a JSON object with a kind): %.80s", line)
 		return
 	}
+	if env.Kind == protocol.KindMCPRequest && lc.errOut == nil {
+		// Typed readably: its response is shown, as the others' are.
+		if env.ID == "" {
+			env.ID = protocol.NewID()
+		}
+		lc.remember(&env)
+	}
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := lc.p.Send(sctx, &env); err != nil {
@@ -319,6 +395,10 @@ func (lc *lineClient) sendJSON(ctx context.Context, line string) {
 
 // problem reports bad input without stopping.
 func (lc *lineClient) problem(format string, args ...any) {
+	if lc.errOut == nil {
+		lc.printf("! "+format, args...)
+		return
+	}
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	fmt.Fprintf(lc.errOut, "%s\n", termtext.Indent("! "+fmt.Sprintf(format, args...), indent))
@@ -367,19 +447,31 @@ func (lc *lineClient) input(ctx context.Context, line string) bool {
 	case strings.HasPrefix(line, "/"):
 		lc.printf("unknown command %s; /help lists them", strings.Fields(line)[0])
 	default:
-		if _, err := lc.p.Chat(sctx, line, lc.targets(line)...); err != nil {
+		to := lc.targets(line)
+		gen := 0
+		if len(to) == 0 {
+			gen = lc.expectReaction()
+		}
+		if _, err := lc.p.Chat(sctx, line, to...); err != nil {
+			lc.reacted()
 			lc.printf("! not sent: %v", err)
+		} else if gen != 0 {
+			time.AfterFunc(lc.hintAfter, func() { lc.hint(gen) })
 		}
 	}
 	return false
 }
 
 // targets returns the recipients of a typed chat: the participant a
-// leading "@id" names when the space has it, else the default ones.
+// leading "@id" names when the space has it or it is present, else the
+// default ones.
 func (lc *lineClient) targets(line string) []string {
-	if lc.cfg != nil && strings.HasPrefix(line, "@") {
+	if strings.HasPrefix(line, "@") {
 		id := strings.TrimRight(strings.Fields(line)[0][1:], ",:")
-		if lc.cfg.Participant(id) != nil {
+		lc.mu.Lock()
+		_, present := lc.roster[id]
+		lc.mu.Unlock()
+		if present || (lc.cfg != nil && lc.cfg.Participant(id) != nil) {
 			return []string{id}
 		}
 	}
@@ -403,10 +495,7 @@ func (lc *lineClient) defaultTargets() []string {
 // (texts, ids, reasons, tool output, errors), which must not steer the
 // terminal, and a line break in them continues the line, indented.
 func (lc *lineClient) printf(format string, args ...any) {
-	line := termtext.Indent(fmt.Sprintf(format, args...), indent)
-	lc.mu.Lock()
-	defer lc.mu.Unlock()
-	fmt.Fprintf(lc.out, "%s\n", line)
+	lc.disp.println(termtext.Indent(fmt.Sprintf(format, args...), indent))
 }
 
 // propose numbers a proposal and tells how to answer it.
@@ -527,19 +616,23 @@ func (lc *lineClient) show(env *protocol.Envelope) {
 	if env.From == self && env.Kind != protocol.KindSystemError {
 		return // own echoes
 	}
+	lc.noticeReaction(env)
 	var text string
 	switch env.Kind {
 	case protocol.KindChat:
 		var c protocol.Chat
 		_ = env.DecodePayload(&c)
+		lc.answered(env)
 		text = env.From + ": " + c.Text
 		if !env.IsBroadcast() && !env.AddressedTo(self) {
 			text = env.From + " → " + strings.Join(env.To, ",") + ": " + c.Text
 		}
-	case protocol.KindReasoningStart, protocol.KindReasoningThought, protocol.KindReasoningConclusion:
-		var r protocol.Reasoning
-		_ = env.DecodePayload(&r)
-		text = "  (" + env.From + " " + strings.TrimPrefix(env.Kind, "reasoning/") + ") " + r.Message
+	case protocol.KindReasoningStart, protocol.KindReasoningThought:
+		lc.reason(env)
+		return
+	case protocol.KindReasoningConclusion:
+		lc.conclude(env)
+		return
 	case protocol.KindMCPRequest:
 		var m struct {
 			Method string          `json:"method"`
@@ -550,9 +643,16 @@ func (lc *lineClient) show(env *protocol.Envelope) {
 			lc.hush(env.ID)
 			return
 		}
-		text = "  " + env.From + " → " + strings.Join(env.To, ",") + ": " + describeCall(m.Method, m.Params)
+		lc.remember(env) // shown with its response
+		return
 	case protocol.KindMCPResponse:
 		if lc.hushed(env) {
+			return
+		}
+		c, known := lc.answeredCall(env)
+		if !known {
+			// My own request (/approve shows its result), or one sent
+			// before I joined or not visible to me: nothing to pair with.
 			return
 		}
 		var m struct {
@@ -562,21 +662,20 @@ func (lc *lineClient) show(env *protocol.Envelope) {
 			} `json:"error"`
 		}
 		_ = env.DecodePayload(&m)
+		result := summarize(m.Result)
 		if m.Error != nil {
-			text = "  " + env.From + " ↩ error: " + m.Error.Message
-		} else {
-			text = "  " + env.From + " ↩ " + summarize(m.Result)
+			result = "error: " + m.Error.Message
+		}
+		text = "  " + env.From + " → " + c.from + ": " + result
+		if c.what != "" {
+			text += "  (" + c.what + ")"
 		}
 	case protocol.KindMCPProposal:
 		return // propose prints it, numbered
 	case protocol.KindSystemPresence:
-		var p struct {
-			Event       string `json:"event"`
-			Participant struct {
-				ID string `json:"id"`
-			} `json:"participant"`
-		}
+		var p protocol.Presence
 		_ = env.DecodePayload(&p)
+		lc.presence(&p)
 		text = "* " + p.Participant.ID + " " + p.Event
 	case protocol.KindSystemError:
 		var e protocol.SystemError
@@ -590,6 +689,329 @@ func (lc *lineClient) show(env *protocol.Envelope) {
 		text = "  " + env.From + " " + env.Kind + " " + clip(string(env.Payload), 200)
 	}
 	lc.printf("%s", text)
+}
+
+// remember keeps an mcp/request until its response comes, and tells the
+// status of its sender's reasoning what it calls.
+func (lc *lineClient) remember(env *protocol.Envelope) {
+	var m struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	_ = env.DecodePayload(&m)
+	from := env.From
+	if from == "" {
+		from = lc.p.ID()
+	}
+	c := call{from: from, to: strings.Join(env.To, ","), what: describeCall(m.Method, m.Params)}
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if env.ID != "" {
+		if _, seen := lc.calls[env.ID]; !seen {
+			lc.corder = append(lc.corder, env.ID)
+		}
+		lc.calls[env.ID] = c
+		if len(lc.corder) > maxOpen {
+			delete(lc.calls, lc.corder[0])
+			lc.corder = lc.corder[1:]
+		}
+	}
+	if m.Method != "tools/call" {
+		return
+	}
+	var p struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	tool := p.Name
+	if c.to != "" && !strings.Contains(tool, "/") {
+		tool = c.to + "/" + tool
+	}
+	for _, r := range lc.reasonings {
+		if r.from == env.From {
+			r.doing = "calling " + tool
+			r.used(tool)
+		}
+	}
+	lc.disp.status(lc.statusLocked())
+}
+
+// answeredCall returns the request a response answers, forgetting it.
+func (lc *lineClient) answeredCall(env *protocol.Envelope) (call, bool) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	for _, id := range env.CorrelationID {
+		if c, ok := lc.calls[id]; ok {
+			delete(lc.calls, id)
+			lc.corder = slices.DeleteFunc(lc.corder, func(s string) bool { return s == id })
+			return c, true
+		}
+	}
+	return call{}, false
+}
+
+// used records that r called tool.
+func (r *reasoning) used(tool string) {
+	if tool != "" && !slices.Contains(r.tools, tool) {
+		r.tools = append(r.tools, tool)
+	}
+}
+
+// reason follows a reasoning/start or reasoning/thought in the status line.
+func (lc *lineClient) reason(env *protocol.Envelope) {
+	var p protocol.Reasoning
+	_ = env.DecodePayload(&p)
+	id := env.Context
+	if env.Kind == protocol.KindReasoningStart || id == "" {
+		id = env.ID
+	}
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	r := lc.reasonings[id]
+	if r == nil {
+		r = &reasoning{id: id, from: env.From}
+		lc.reasonings[id] = r
+		lc.rorder = append(lc.rorder, id)
+		if len(lc.rorder) > maxOpen {
+			delete(lc.reasonings, lc.rorder[0])
+			lc.rorder = lc.rorder[1:]
+		}
+	}
+	if env.Kind == protocol.KindReasoningStart {
+		if len(env.CorrelationID) > 0 {
+			r.question = env.CorrelationID[0]
+		}
+	} else {
+		r.thoughts++
+		r.doing = doing(&p)
+		var calls []struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(p.ActionInput, &calls) == nil {
+			for _, c := range calls {
+				r.used(c.Name)
+			}
+		}
+	}
+	lc.disp.status(lc.statusLocked())
+}
+
+// doing says what a thought is about: "calling calculator/add", "answering".
+func doing(p *protocol.Reasoning) string {
+	var calls []struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(p.ActionInput, &calls) == nil && len(calls) > 0 {
+		names := make([]string, 0, len(calls))
+		for _, c := range calls {
+			names = append(names, c.Name)
+		}
+		return "calling " + strings.Join(names, ", ")
+	}
+	var one struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(p.ActionInput, &one) == nil && one.Name != "" {
+		return "calling " + one.Name
+	}
+	switch p.Action {
+	case "respond", "final_answer", "answer", "":
+		if p.Message != "" && p.Action == "" {
+			return clip(p.Message, 60)
+		}
+		return "answering"
+	}
+	return clip(p.Action, 60)
+}
+
+// statusLocked is the status line: each open reasoning, as "assistant is
+// thinking · 2 thoughts · calling calculator/add". lc.mu is held.
+func (lc *lineClient) statusLocked() string {
+	var parts []string
+	for _, id := range lc.rorder {
+		r := lc.reasonings[id]
+		s := termtext.Line(r.from) + " is thinking"
+		if r.thoughts > 0 {
+			s += " · " + plural(r.thoughts, "thought")
+		}
+		if r.doing != "" {
+			s += " · " + termtext.Line(r.doing)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "  |  ")
+}
+
+// conclude ends a reasoning at its reasoning/conclusion. Its text is not
+// shown: the chat that follows is the answer. A cancellation says why.
+func (lc *lineClient) conclude(env *protocol.Envelope) {
+	var p struct {
+		Cancelled bool   `json:"cancelled"`
+		Reason    string `json:"reason"`
+	}
+	_ = env.DecodePayload(&p)
+	id := env.Context
+	if id == "" {
+		id = env.ID
+	}
+	lc.mu.Lock()
+	r := lc.reasonings[id]
+	if r == nil { // its start was not seen, or the answer came first
+		lc.mu.Unlock()
+		return
+	}
+	summary := lc.endLocked(r)
+	lc.mu.Unlock()
+	if p.Cancelled {
+		summary = "  (" + r.from + " stopped thinking: cancelled"
+		if p.Reason != "" {
+			summary += ": " + p.Reason
+		}
+		summary += ")"
+	}
+	lc.printf("%s", summary)
+}
+
+// answered ends the reasoning a chat answers, if it is still open (an
+// agent may conclude after its answer).
+func (lc *lineClient) answered(env *protocol.Envelope) {
+	lc.mu.Lock()
+	var r *reasoning
+	for _, id := range lc.rorder {
+		if c := lc.reasonings[id]; c.from == env.From && c.question != "" && env.CorrelatesWith(c.question) {
+			r = c
+			break
+		}
+	}
+	if r == nil {
+		lc.mu.Unlock()
+		return
+	}
+	summary := lc.endLocked(r)
+	lc.mu.Unlock()
+	lc.printf("%s", summary)
+}
+
+// endLocked forgets r, updates the status and returns the one line left
+// of r: "  (assistant reasoned: 2 thoughts, used calculator/add)". lc.mu
+// is held.
+func (lc *lineClient) endLocked(r *reasoning) string {
+	delete(lc.reasonings, r.id)
+	lc.rorder = slices.DeleteFunc(lc.rorder, func(s string) bool { return s == r.id })
+	lc.disp.status(lc.statusLocked())
+	s := "  (" + r.from + " reasoned: " + plural(r.thoughts, "thought")
+	if len(r.tools) > 0 {
+		s += ", used " + strings.Join(r.tools, ", ")
+	}
+	return s + ")"
+}
+
+// welcome starts the roster over from a system/welcome.
+func (lc *lineClient) welcome(w *protocol.Welcome) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	clear(lc.roster)
+	for _, p := range w.Participants {
+		if p.ID != w.You.ID {
+			lc.roster[p.ID] = mayChat(p.Capabilities)
+		}
+	}
+}
+
+// presence follows who joins and leaves; a participant that leaves ends
+// its reasonings.
+func (lc *lineClient) presence(p *protocol.Presence) {
+	id := p.Participant.ID
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	switch p.Event {
+	case protocol.PresenceJoin:
+		if id != lc.p.ID() {
+			lc.roster[id] = mayChat(p.Participant.Capabilities)
+		}
+	case protocol.PresenceLeave:
+		delete(lc.roster, id)
+		for _, rid := range slices.Clone(lc.rorder) {
+			if r := lc.reasonings[rid]; r.from == id {
+				delete(lc.reasonings, rid)
+				lc.rorder = slices.DeleteFunc(lc.rorder, func(s string) bool { return s == rid })
+			}
+		}
+		lc.disp.status(lc.statusLocked())
+	}
+}
+
+// mayChat reports whether capabilities allow sending a chat.
+func mayChat(caps []json.RawMessage) bool {
+	set, err := capability.Compile(caps)
+	return err == nil && set.Allows(protocol.KindChat, []byte(`{"text":"?"}`))
+}
+
+// expectReaction notes a chat of mine to everyone about to be sent and
+// returns its number for hint; 0 when hints are off.
+func (lc *lineClient) expectReaction() int {
+	if lc.hintAfter <= 0 {
+		return 0
+	}
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	lc.hintGen++
+	lc.awaiting = true
+	return lc.hintGen
+}
+
+// reacted notes that my chat to everyone needs no hint.
+func (lc *lineClient) reacted() {
+	lc.mu.Lock()
+	lc.awaiting = false
+	lc.mu.Unlock()
+}
+
+// noticeReaction ends the wait for a reaction to my chat to everyone when
+// another participant says something, acknowledges, reasons or proposes.
+func (lc *lineClient) noticeReaction(env *protocol.Envelope) {
+	switch env.Kind {
+	case protocol.KindChat, protocol.KindChatAcknowledge, protocol.KindReasoningStart, protocol.KindMCPProposal:
+		if env.From != "" && !strings.HasPrefix(env.From, "system:") {
+			lc.reacted()
+		}
+	}
+}
+
+// hint says why chat number gen got no answer, when it got none: nobody
+// was addressed and no one took it up. It names the participants present
+// that may chat, the ones a person would address.
+func (lc *lineClient) hint(gen int) {
+	lc.mu.Lock()
+	if gen != lc.hintGen || !lc.awaiting {
+		lc.mu.Unlock()
+		return
+	}
+	lc.awaiting = false
+	var who []string
+	for id, chats := range lc.roster {
+		if chats && !lc.human(id) {
+			who = append(who, id)
+		}
+	}
+	lc.mu.Unlock()
+	slices.Sort(who)
+	wait := lc.hintAfter.Round(time.Second).String()
+	if len(who) == 0 {
+		lc.printf("no one answered within %s, and no one here can: the space has no agent connected", wait)
+		return
+	}
+	lc.printf("no one answered within %s: address an agent with @name (agents here: %s)", wait, strings.Join(who, ", "))
+}
+
+// human reports whether the space's configuration, when known, has id as a
+// person: a participant the space does not start or bridge.
+func (lc *lineClient) human(id string) bool {
+	if lc.cfg == nil {
+		return false
+	}
+	p := lc.cfg.Participant(id)
+	return p != nil && p.Command == "" && p.MCPServer == nil && !p.AutoConnect
 }
 
 // describeCall shows an MCP call: "tools/call add {"a":2}".
