@@ -996,7 +996,7 @@ func (lc *lineClient) hint(gen int) {
 	}
 	lc.mu.Unlock()
 	slices.Sort(who)
-	wait := lc.hintAfter.Round(time.Second).String()
+	wait := lc.hintAfter.String()
 	if len(who) == 0 {
 		lc.printf("no one answered within %s, and no one here can: the space has no agent connected", wait)
 		return

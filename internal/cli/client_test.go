@@ -208,3 +208,186 @@ func TestClientConnectBadInput(t *testing.T) {
 		}
 	}
 }
+
+const reasoningSpace = `
+space: {id: cli-reasoning}
+participants:
+  human: {tokens: [human-token], capabilities: [{kind: "*"}]}
+  agent: {tokens: [agent-token], capabilities: [{kind: chat}, {kind: chat/acknowledge}, {kind: "reasoning/*"}, {kind: mcp/request}, {kind: mcp/response}]}
+  helper: {tokens: [helper-token], capabilities: [{kind: chat}, {kind: mcp/response}]}
+  calc: {tokens: [calc-token], capabilities: [{kind: mcp/response}]}
+`
+
+// sendAs sends an envelope of kind with payload from p, failing the test
+// on an error.
+func sendAs(t *testing.T, p *participant.Participant, env *protocol.Envelope, kind string, payload any) {
+	t.Helper()
+	env.Protocol, env.Kind = protocol.Version, kind
+	if err := env.SetPayload(payload); err != nil {
+		t.Error(err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Send(ctx, env); err != nil {
+		t.Error(err)
+	}
+}
+
+// count counts the lines of out that are line.
+func count(out, line string) int {
+	n := 0
+	for l := range strings.SplitSeq(out, "\n") {
+		if l == line {
+			n++
+		}
+	}
+	return n
+}
+
+// TestClientConnectReasoning: piped, an agent's reasoning is one line at
+// its end, with no echo of the question and no conclusion text; the
+// answer is shown once; a tool's response names whom it was for, once,
+// and its request is not shown apart. Both orders of the end are covered:
+// conclusion then chat (this repository's agents), chat then conclusion
+// (the reference's).
+func TestClientConnectReasoning(t *testing.T) {
+	g := testutil.StartGateway(t, reasoningSpace, gateway.Options{})
+	joinCLI(t, g, "calc-token", participant.Tool{
+		Name:        "add",
+		InputSchema: json.RawMessage(`{"type":"object"}`),
+		Execute: func(_ context.Context, args json.RawMessage) (any, error) {
+			var in struct{ A, B float64 }
+			err := json.Unmarshal(args, &in)
+			return in.A + in.B, err
+		},
+	})
+	agent := joinCLI(t, g, "agent-token")
+	questions := make(chan *protocol.Envelope, 4)
+	agent.Client().OnKind(protocol.KindChat, func(e *protocol.Envelope) {
+		if e.From == "human" {
+			questions <- e
+		}
+	})
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	out, stop := clientCmd(t, inR, "-g", "ws://"+g.Addr, "-s", "cli-reasoning", "-t", "human-token", "--no-answer-hint", "0")
+	waitOutput(t, out, "connected to cli-reasoning as human")
+
+	answer := func(q *protocol.Envelope, text string, chatFirst bool) {
+		rid := protocol.NewID()
+		sendAs(t, agent, &protocol.Envelope{ID: rid, CorrelationID: []string{q.ID}}, protocol.KindReasoningStart,
+			protocol.Reasoning{Message: "Thinking about: " + text, Input: text})
+		if !chatFirst {
+			sendAs(t, agent, &protocol.Envelope{Context: rid}, protocol.KindReasoningThought, protocol.Reasoning{
+				Message: "Calling calc/add.", Action: "tool_call", ActionInput: json.RawMessage(`[{"name":"calc/add","arguments":{"a":2,"b":3}}]`),
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			res, err := agent.Request(ctx, "calc", map[string]any{"method": "tools/call", "params": map[string]any{"name": "add", "arguments": map[string]any{"a": 2, "b": 3}}})
+			cancel()
+			if err != nil || !strings.Contains(string(res), "5") {
+				t.Errorf("the agent's tool call: %s, %v", res, err)
+			}
+			sendAs(t, agent, &protocol.Envelope{Context: rid}, protocol.KindReasoningThought, protocol.Reasoning{Message: "Checking.", Action: "check"})
+		}
+		sendAs(t, agent, &protocol.Envelope{Context: rid}, protocol.KindReasoningThought, protocol.Reasoning{Message: "Answering.", Action: "respond"})
+		chat := func() {
+			sendAs(t, agent, &protocol.Envelope{ID: protocol.NewID(), To: []string{"human"}, CorrelationID: []string{q.ID}}, protocol.KindChat, protocol.Chat{Text: text})
+		}
+		if chatFirst {
+			chat()
+		}
+		sendAs(t, agent, &protocol.Envelope{Context: rid}, protocol.KindReasoningConclusion, protocol.Reasoning{Message: "Answer: " + text})
+		if !chatFirst {
+			chat()
+		}
+	}
+	io.WriteString(inW, "what is 2 plus 3?\n")
+	answer(<-questions, "The sum is 5.", false)
+	io.WriteString(inW, "and again?\n")
+	answer(<-questions, "Still 5.", true)
+	sendAs(t, agent, &protocol.Envelope{To: []string{"human"}}, protocol.KindChat, protocol.Chat{Text: "the end"})
+	waitOutput(t, out, "agent: the end")
+	got := out.String()
+	for _, tc := range []struct {
+		line string
+		n    int
+	}{
+		{`  calc → agent: 5  (add {"a":2,"b":3})`, 1},
+		{"  (agent reasoned: 3 thoughts, used calc/add)", 1},
+		{"agent: The sum is 5.", 1},
+		{"  (agent reasoned: 1 thought)", 1},
+		{"agent: Still 5.", 1},
+	} {
+		if n := count(got, tc.line); n != tc.n {
+			t.Errorf("%q: %d times, want %d:\n%s", tc.line, n, tc.n, got)
+		}
+	}
+	for _, bad := range []string{"Thinking about", "Answer:", "reasoning/", "agent → calc", "↩"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("the output holds %q:\n%s", bad, got)
+		}
+	}
+	if strings.Index(got, "(agent reasoned: 3") > strings.Index(got, "agent: The sum is 5.") ||
+		strings.Index(got, "(agent reasoned: 1") > strings.Index(got, "agent: Still 5.") {
+		t.Errorf("a reasoning's line comes after its answer:\n%s", got)
+	}
+	_ = stop()
+}
+
+// TestClientConnectNoAnswerHint: a chat to everyone that nobody takes up
+// gets one hint naming the agents present (those that may chat); a chat
+// an agent acknowledges and answers gets none; "@id" addresses a present
+// participant without a space configuration.
+func TestClientConnectNoAnswerHint(t *testing.T) {
+	g := testutil.StartGateway(t, reasoningSpace, gateway.Options{})
+	joinCLI(t, g, "calc-token")
+	joinCLI(t, g, "helper-token")
+	agent := joinCLI(t, g, "agent-token")
+	heard := make(chan *protocol.Envelope, 4)
+	agent.Client().OnKind(protocol.KindChat, func(e *protocol.Envelope) {
+		if e.From != "human" {
+			return
+		}
+		heard <- e
+		var c protocol.Chat
+		_ = e.DecodePayload(&c)
+		if strings.HasSuffix(c.Text, "?") { // it answers questions only
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if err := agent.Acknowledge(ctx, e, "processing"); err != nil {
+					t.Error(err)
+				}
+				sendAs(t, agent, &protocol.Envelope{To: []string{"human"}, CorrelationID: []string{e.ID}}, protocol.KindChat, protocol.Chat{Text: "yes"})
+			}()
+		}
+	})
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	out, stop := clientCmd(t, inR, "-g", "ws://"+g.Addr, "-s", "cli-reasoning", "-t", "human-token", "--no-answer-hint", "300ms")
+	waitOutput(t, out, "connected to cli-reasoning as human")
+
+	io.WriteString(inW, "anyone there?\n")
+	if e := <-heard; !e.IsBroadcast() {
+		t.Errorf("the chat went to %v, want everyone", e.To)
+	}
+	waitOutput(t, out, "agent: yes")
+	time.Sleep(600 * time.Millisecond) // twice the hint's wait
+	const hint = "no one answered within 300ms: address an agent with @name (agents here: agent, helper)"
+	if strings.Contains(out.String(), "no one answered") {
+		t.Errorf("a hint after an answered chat:\n%s", out.String())
+	}
+	io.WriteString(inW, "hello all\n")
+	<-heard
+	waitOutput(t, out, hint)
+	io.WriteString(inW, "@agent hello\n")
+	if e := <-heard; len(e.To) != 1 || e.To[0] != "agent" {
+		t.Errorf("@agent went to %v", e.To)
+	}
+	time.Sleep(600 * time.Millisecond)
+	if n := strings.Count(out.String(), "no one answered"); n != 1 {
+		t.Errorf("%d hints, want 1:\n%s", n, out.String())
+	}
+	_ = stop()
+}
