@@ -52,7 +52,7 @@ func benchServer(b *testing.B, n int, audit bool) (*liveSpace, origin) {
 		if !srv.track() {
 			b.Fatal("closed")
 		}
-		s := newSession(sp, m, m.name, transportWebSocket, srv.opts.SendQueue, discardSink{})
+		s := newSession(sp, m, m.name, transportWebSocket, srv.opts.SendQueue, srv.opts.SendQueueBytes, discardSink{})
 		if rf := sp.attach(s); rf != nil {
 			b.Fatal(rf)
 		}

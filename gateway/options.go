@@ -53,6 +53,10 @@ type Options struct {
 	// (default 1024 envelopes). A reader that lets it fill is disconnected
 	// with 1013 "slow consumer".
 	SendQueue int
+	// SendQueueBytes bounds the same queue in bytes (default 16 MiB, and
+	// never less than twice MaxMessageSize); an output_log participant's
+	// queue holds four times as much.
+	SendQueueBytes int
 	// VirtualQueue is the queue length of output_log participants
 	// (default 65536), which are written to files.
 	VirtualQueue int
@@ -124,6 +128,7 @@ const (
 	defaultMaxDiscardSize = 64 << 20
 	defaultSendQueue      = 1024
 	defaultVirtualQueue   = 1 << 16
+	defaultSendQueueBytes = 16 << 20
 	defaultRate           = 500
 	defaultBurst          = 1000
 	defaultByteRate       = 8 << 20
@@ -150,6 +155,8 @@ func (o Options) withDefaults() Options {
 	}
 	setDefault(&o.SendQueue, defaultSendQueue)
 	setDefault(&o.VirtualQueue, defaultVirtualQueue)
+	setDefault(&o.SendQueueBytes, defaultSendQueueBytes)
+	o.SendQueueBytes = max(o.SendQueueBytes, 2*int(o.MaxMessageSize))
 	setDefault(&o.Rate, defaultRate)
 	setDefault(&o.Burst, defaultBurst)
 	setDefault(&o.ByteRate, defaultByteRate)

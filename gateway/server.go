@@ -294,7 +294,7 @@ func (srv *Server) connectVirtual(sp *liveSpace, m *member) error {
 		sk.close(0, "")
 		return ErrClosed
 	}
-	s := newSession(sp, m, m.name, transportVirtual, srv.opts.VirtualQueue, sk)
+	s := newSession(sp, m, m.name, transportVirtual, srv.opts.VirtualQueue, 4*srv.opts.SendQueueBytes, sk)
 	if r := sp.attach(s); r != nil {
 		srv.wg.Done()
 		sk.close(0, "")

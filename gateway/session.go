@@ -77,11 +77,11 @@ type session struct {
 	lastFlood  atomic.Int64 // unix nanoseconds of the last notice to this sender that it was shed
 }
 
-func newSession(sp *liveSpace, m *member, id, transport string, queue int, sk sink) *session {
+func newSession(sp *liveSpace, m *member, id, transport string, queue, queueBytes int, sk sink) *session {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &session{
 		sp: sp, m: m, id: id, transport: transport,
-		q:        outq{limit: queue, wake: make(chan struct{}, 1)},
+		q:        outq{limit: queue, maxBytes: queueBytes, wake: make(chan struct{}, 1)},
 		done:     make(chan struct{}),
 		sink:     sk,
 		ctx:      ctx,
@@ -120,27 +120,33 @@ func (s *session) enqueue(f frame) bool {
 }
 
 // outq is a session's outbound queue: a slice that grows with the backlog
-// up to a limit (an idle connection holds no buffer at all), and a one-slot
-// channel that wakes the writer, which then takes everything queued at once.
+// up to a number of frames and of bytes (an idle connection holds no buffer
+// at all), and a one-slot channel that wakes the writer, which then takes
+// everything queued at once.
 //
 // It counts what each sender has queued, so that no sender can take a
 // recipient's queue for itself: when it is full, the sender with the most
-// queued loses its newest message to make room for anyone else's. Only when
+// queued loses its newest messages to make room for anyone else's. Only when
 // no sender holds a large share is a full queue the recipient's fault.
 type outq struct {
-	mu    sync.Mutex
-	items []frame
-	limit int
-	count map[*member]int // queued frames per sender
-	wake  chan struct{}
+	mu       sync.Mutex
+	items    []frame
+	bytes    int
+	limit    int // frames
+	maxBytes int
+	shares   map[*member]share // what each sender has queued
+	wake     chan struct{}
 }
 
-// push queues f. It returns the sender whose message was shed to keep the
-// queue fair (f's own, when ok is false, or an older one), or ok false and
-// no one when the queue is full with no sender to blame.
+// share is what one sender has in a queue.
+type share struct{ n, bytes int }
+
+// push queues f. It returns the sender whose messages were shed to keep the
+// queue fair (f's own, when ok is false, or older ones), or ok false and no
+// one when the queue is full with no sender to blame.
 func (q *outq) push(f frame) (shed *member, ok bool) {
 	q.mu.Lock()
-	if len(q.items) >= q.limit {
+	for len(q.items) > 0 && (len(q.items) >= q.limit || q.bytes+len(f.data) > q.maxBytes) {
 		top := q.topSender()
 		if top == nil || top == f.src {
 			q.mu.Unlock()
@@ -150,11 +156,13 @@ func (q *outq) push(f frame) (shed *member, ok bool) {
 		shed = top
 	}
 	q.items = append(q.items, f)
+	q.bytes += len(f.data)
 	if f.src != nil {
-		if q.count == nil {
-			q.count = make(map[*member]int)
+		if q.shares == nil {
+			q.shares = make(map[*member]share)
 		}
-		q.count[f.src]++
+		sh := q.shares[f.src]
+		q.shares[f.src] = share{sh.n + 1, sh.bytes + len(f.data)}
 	}
 	q.mu.Unlock()
 	select {
@@ -164,14 +172,15 @@ func (q *outq) push(f frame) (shed *member, ok bool) {
 	return shed, true
 }
 
-// topSender returns the sender with the most frames queued, when it holds
-// enough of the queue to be the cause of its filling. mu must be held.
+// topSender returns the sender with the most bytes queued, when it holds
+// enough of the queue (a sixteenth of its frames or bytes) to be the cause
+// of its filling. mu must be held.
 func (q *outq) topSender() *member {
 	var top *member
-	n := max(q.limit/16, 1) - 1
-	for m, c := range q.count {
-		if c > n {
-			top, n = m, c
+	most := -1
+	for m, sh := range q.shares {
+		if (sh.n*16 >= q.limit || sh.bytes*16 >= q.maxBytes) && sh.bytes > most {
+			top, most = m, sh.bytes
 		}
 	}
 	return top
@@ -181,20 +190,25 @@ func (q *outq) topSender() *member {
 func (q *outq) evictNewest(m *member) {
 	for i := len(q.items) - 1; i >= 0; i-- {
 		if q.items[i].src == m {
+			q.unshare(q.items[i])
 			q.items = slices.Delete(q.items, i, i+1)
-			q.uncount(m)
 			return
 		}
 	}
 }
 
-func (q *outq) uncount(m *member) {
-	if m == nil {
+// unshare takes a frame leaving the queue off the counts. mu must be held.
+func (q *outq) unshare(f frame) {
+	q.bytes -= len(f.data)
+	if f.src == nil {
 		return
 	}
-	if q.count[m]--; q.count[m] <= 0 {
-		delete(q.count, m)
+	sh := q.shares[f.src]
+	if sh.n <= 1 {
+		delete(q.shares, f.src)
+		return
 	}
+	q.shares[f.src] = share{sh.n - 1, sh.bytes - len(f.data)}
 }
 
 // take returns the queued frames and leaves spare, emptied, as the queue's
@@ -205,7 +219,7 @@ func (q *outq) take(spare []frame) []frame {
 	items := q.items
 	q.items = spare[:0]
 	for i := range items {
-		q.uncount(items[i].src)
+		q.unshare(items[i])
 	}
 	return items
 }

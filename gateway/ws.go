@@ -78,7 +78,7 @@ func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		}
 		id = requested // a runtime alias of m (spec 3.6.4)
 	}
-	s := newSession(sp, m, id, transportWebSocket, srv.opts.SendQueue, wsSink{conn: conn})
+	s := newSession(sp, m, id, transportWebSocket, srv.opts.SendQueue, srv.opts.SendQueueBytes, wsSink{conn: conn})
 	if rf := sp.attach(s); rf != nil {
 		srv.reject(conn, rf)
 		return
