@@ -207,16 +207,33 @@ func (p *Peer) ExpectFunc(kind string, ok func(Msg) bool) Msg {
 }
 
 // Quiet reports whether nothing arrives within d, ignoring messages for
-// which skip returns true.
+// which skip returns true. A connection that ends meanwhile fails the test:
+// a gateway that dropped the peer has not kept it quiet, and the caller's
+// negative check would otherwise pass on the drop. Call it from the test's
+// goroutine.
 func (p *Peer) Quiet(d time.Duration, skip func(Msg) bool) (Msg, bool) {
+	p.t.Helper()
+	m, err := p.quiet(d, skip)
+	switch {
+	case err == errTimeout:
+		return Msg{}, true
+	case err != nil:
+		p.t.Fatalf("peer not quiet: its connection ended while it should have stayed silent: %v", err)
+	}
+	return m, false
+}
+
+// quiet returns the first message skip does not ignore, or the read error
+// (errTimeout after d).
+func (p *Peer) quiet(d time.Duration, skip func(Msg) bool) (Msg, error) {
 	deadline := time.Now().Add(d)
 	for {
 		m, err := p.Read(time.Until(deadline))
 		if err != nil {
-			return Msg{}, true
+			return Msg{}, err
 		}
 		if skip == nil || !skip(m) {
-			return m, false
+			return m, nil
 		}
 	}
 }
