@@ -212,6 +212,7 @@ func (lc *lineClient) readTerminal(ctx context.Context, in *os.File, scr *lineSc
 	defer scr.close()
 	scr.mu.Lock()
 	var b strings.Builder
+	scr.erase(&b) // drawn already under the first output
 	scr.draw(&b)
 	scr.write(&b)
 	scr.mu.Unlock()
