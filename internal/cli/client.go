@@ -228,6 +228,7 @@ func runLineClient(ctx context.Context, cmd *cobra.Command, o lineClientOptions)
 			ed = &lineEditor{}
 		}
 		scr = newLineScreen(outTTY, ed)
+		defer scr.close() // the status and prompt go at the end
 		lc.disp = scr
 	} else {
 		lc.disp = &plainDisplay{out: lc.out}
@@ -291,9 +292,6 @@ func runLineClient(ctx context.Context, cmd *cobra.Command, o lineClientOptions)
 	lc.printf("connected to %s as %s; type a message, /help for commands", o.Space, p.ID())
 	if scr != nil && scr.ed != nil {
 		return lc.readTerminal(ctx, inTTY, scr)
-	}
-	if scr != nil {
-		defer scr.close()
 	}
 	return lc.readLines(ctx, in)
 }
