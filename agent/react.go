@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -135,7 +136,7 @@ func (a *Agent) thought(ctx context.Context, r *run, resp *llm.Response) {
 		}
 		msg, action, input = "Calling "+strings.Join(names, ", ")+".", "tool_call", calls
 	}
-	payload := protocol.Reasoning{Message: msg, Reasoning: firstNonEmpty(resp.Reasoning, resp.Content), Action: action}
+	payload := protocol.Reasoning{Message: msg, Reasoning: cmp.Or(resp.Reasoning, resp.Content), Action: action}
 	if input != nil {
 		raw, err := json.Marshal(input)
 		if err == nil {
@@ -179,7 +180,7 @@ func (a *Agent) send(ctx context.Context, env *protocol.Envelope, kind string, p
 
 // systemPrompt returns the configured system prompt or the default one.
 func (a *Agent) systemPrompt() string {
-	if p := firstNonEmpty(a.cfg.Prompts.System, a.cfg.SystemPrompt); p != "" {
+	if p := cmp.Or(a.cfg.Prompts.System, a.cfg.SystemPrompt); p != "" {
 		return p
 	}
 	return fmt.Sprintf("You are %s, a helpful assistant in a MEW Protocol space shared by people, agents and tools. "+

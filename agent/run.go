@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -103,7 +104,7 @@ func Run(ctx context.Context, opts RunOptions) (string, error) {
 			}
 			return opts.final(resp)
 		}
-		s := step{reasoning: firstNonEmpty(resp.Reasoning, resp.Content), calls: resp.ToolCalls}
+		s := step{reasoning: cmp.Or(resp.Reasoning, resp.Content), calls: resp.ToolCalls}
 		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
 		for _, call := range resp.ToolCalls {
 			out, err := callOne(ctx, byName, call)
@@ -216,14 +217,4 @@ func scratchpad(steps []step) string {
 	}
 	b.WriteString("\nBased on the above, continue with the request: call another tool or give the answer.")
 	return b.String()
-}
-
-// firstNonEmpty returns the first of its arguments that is not empty.
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

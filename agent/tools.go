@@ -97,13 +97,13 @@ func (a *Agent) callTool(ctx context.Context, pid, tool string, args json.RawMes
 		}
 		return "", err
 	}
-	return resultText(res), nil
+	return textForModel(res), nil
 }
 
-// resultText turns a tools/call result into text for the model: the text
+// textForModel turns a tools/call result into text for the model: the text
 // items of its content, "Error: " first when isError is set, the raw JSON when
 // there is no text.
-func resultText(raw json.RawMessage) string {
+func textForModel(raw json.RawMessage) string {
 	var r struct {
 		Content []participant.Content `json:"content"`
 		IsError bool                  `json:"isError"`

@@ -169,7 +169,7 @@ func (p *pathParser) bracket(st *jpStep) error {
 
 // selectors reads a union of quoted names and indices, or a slice.
 func (p *pathParser) selectors(st *jpStep) error {
-	if c := p.peek(); c == ':' || ((c == '-' || isDigit(c)) && p.isSlice()) {
+	if c := p.peek(); c == ':' || ((c == '-' || jsontape.IsDigit(c)) && p.isSlice()) {
 		return p.sliceSel(st)
 	}
 	for {
@@ -181,7 +181,7 @@ func (p *pathParser) selectors(st *jpStep) error {
 				return err
 			}
 			st.names = append(st.names, name)
-		case c == '-' || isDigit(c):
+		case c == '-' || jsontape.IsDigit(c):
 			n, err := p.integer()
 			if err != nil {
 				return err
@@ -222,14 +222,14 @@ func (p *pathParser) sliceSel(st *jpStep) error {
 	if !p.eat(':') {
 		return errors.New("want ':' in a slice")
 	}
-	if c := p.peek(); c == '-' || isDigit(c) {
+	if c := p.peek(); c == '-' || jsontape.IsDigit(c) {
 		if sl.end, err = p.integer(); err != nil {
 			return err
 		}
 		sl.hasEnd = true
 	}
 	if p.eat(':') {
-		if c := p.peek(); c == '-' || isDigit(c) {
+		if c := p.peek(); c == '-' || jsontape.IsDigit(c) {
 			if sl.step, err = p.integer(); err != nil {
 				return err
 			}
@@ -245,7 +245,7 @@ func (p *pathParser) sliceSel(st *jpStep) error {
 func (p *pathParser) integer() (int, error) {
 	start := p.i
 	p.eat('-')
-	for !p.done() && isDigit(p.s[p.i]) {
+	for !p.done() && jsontape.IsDigit(p.s[p.i]) {
 		p.i++
 	}
 	n, err := strconv.Atoi(p.s[start:p.i])
@@ -381,7 +381,7 @@ func (p *pathParser) literal() (jpLiteral, error) {
 	case c == '\'' || c == '"':
 		s, err := p.quoted()
 		return jpLiteral{kind: jsontape.String, str: s}, err
-	case c == '-' || isDigit(c):
+	case c == '-' || jsontape.IsDigit(c):
 		start := p.i
 		for !p.done() && strings.ContainsRune("+-.eE0123456789", rune(p.s[p.i])) {
 			p.i++
@@ -403,8 +403,6 @@ func (p *pathParser) literal() (jpLiteral, error) {
 	}
 	return jpLiteral{}, errors.New("want a literal: a quoted string, a number, true, false or null")
 }
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // evalPath reports whether any value that steps select from node n matches
 // want. It walks depth first and stops at the first match, so it needs no

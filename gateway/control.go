@@ -10,10 +10,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mew-protocol/mew/capability"
 	"github.com/mew-protocol/mew/gateway/internal/audit"
+	"github.com/mew-protocol/mew/internal/clip"
 	"github.com/mew-protocol/mew/protocol"
 	"github.com/mew-protocol/mew/space"
 )
@@ -341,11 +341,7 @@ func closeReason(s string) string {
 	if len(s) <= 123 {
 		return s
 	}
-	s = s[:120]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "..."
+	return clip.Bytes(s, 120) + "..."
 }
 
 // control handles participant/pause, participant/resume and

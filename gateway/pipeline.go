@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -297,20 +298,11 @@ func parseJoin(data []byte) (joinRequest, bool) {
 	}
 	r := joinRequest{participantID: j.ParticipantID, space: j.Space, token: j.Token}
 	if p := j.Payload; p != nil {
-		r.participantID = firstNonEmpty(r.participantID, p.ParticipantID, p.Participant)
-		r.space = firstNonEmpty(r.space, p.Space)
-		r.token = firstNonEmpty(r.token, p.Token)
+		r.participantID = cmp.Or(r.participantID, p.ParticipantID, p.Participant)
+		r.space = cmp.Or(r.space, p.Space)
+		r.token = cmp.Or(r.token, p.Token)
 	}
 	return r, true
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // tooLarge is the refusal of a message over the size limit.

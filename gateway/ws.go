@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -61,7 +62,7 @@ func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		token, requested = j.token, j.participantID
-		spaceID = firstNonEmpty(j.space, spaceID)
+		spaceID = cmp.Or(j.space, spaceID)
 	}
 	conn.SetReadLimit(srv.opts.MaxDiscardSize)
 	sp, m := srv.lookup(token, spaceID)

@@ -269,7 +269,7 @@ func conclude(msgs []Message) string {
 		if name == "" {
 			name = "the tool"
 		}
-		text, failed := resultText(m.Content)
+		text, failed := readToolResult(m.Content)
 		if failed {
 			text = plainError(text)
 		}
@@ -309,10 +309,10 @@ func sentence(s string) string {
 	return s + "."
 }
 
-// resultText finds the text of a tool result, which may be plain text or
+// readToolResult finds the text of a tool result, which may be plain text or
 // JSON: an MCP result {"content": [{"type": "text", "text": ...}],
 // "isError": ...}, {"result": ...}, {"error": ...} or any other value.
-func resultText(content string) (text string, failed bool) {
+func readToolResult(content string) (text string, failed bool) {
 	s := strings.TrimSpace(content)
 	var v any
 	if json.Unmarshal([]byte(s), &v) == nil {

@@ -49,7 +49,7 @@ func (t *turn) results() []stepResult {
 		if m.Role != RoleTool {
 			continue
 		}
-		text, failed := resultText(m.Content)
+		text, failed := readToolResult(m.Content)
 		out = append(out, stepResult{names[m.ToolCallID], text, failed})
 	}
 	return out
@@ -165,7 +165,7 @@ func (t *turn) knownDirs() []string {
 		if m.Role != RoleTool || !t.isDirHelper(names[m.ToolCallID]) {
 			continue
 		}
-		text, failed := resultText(m.Content)
+		text, failed := readToolResult(m.Content)
 		if failed {
 			continue
 		}

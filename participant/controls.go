@@ -9,9 +9,9 @@ import (
 	"slices"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/internal/clip"
 	"github.com/mew-protocol/mew/protocol"
 )
 
@@ -546,19 +546,7 @@ func withReason(status, reason string) string {
 	if reason == "" {
 		return status
 	}
-	return status + ":" + clip(reason)
-}
-
-// clip shortens s to maxReasonLen bytes without splitting a character.
-func clip(s string) string {
-	if len(s) <= maxReasonLen {
-		return s
-	}
-	s = s[:maxReasonLen]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s
+	return status + ":" + clip.Bytes(reason, maxReasonLen)
 }
 
 // onPause handles participant/pause.
@@ -745,7 +733,7 @@ func (p *Participant) doCompact(ctx context.Context, env *protocol.Envelope) {
 		switch {
 		case err != nil:
 			p.log.Warn("compact hook failed", "err", err)
-			done = protocol.CompactDone{Skipped: true, Status: "failed", Reason: clip(err.Error())}
+			done = protocol.CompactDone{Skipped: true, Status: "failed", Reason: clip.Bytes(err.Error(), maxReasonLen)}
 		case tokens <= 0 && messages <= 0:
 			done = protocol.CompactDone{Skipped: true, Status: protocol.CompactStatusSkipped}
 		default:

@@ -311,7 +311,7 @@ func (t *Tape) number(p int) (int, error) {
 	case p < len(src) && src[p] == '0':
 		p++
 	case p < len(src) && src[p] >= '1' && src[p] <= '9':
-		for p < len(src) && isDigit(src[p]) {
+		for p < len(src) && IsDigit(src[p]) {
 			p++
 		}
 	default:
@@ -319,10 +319,10 @@ func (t *Tape) number(p int) (int, error) {
 	}
 	if p < len(src) && src[p] == '.' {
 		p++
-		if p >= len(src) || !isDigit(src[p]) {
+		if p >= len(src) || !IsDigit(src[p]) {
 			return p, t.syntax(p, "invalid number: want a digit after '.'")
 		}
-		for p < len(src) && isDigit(src[p]) {
+		for p < len(src) && IsDigit(src[p]) {
 			p++
 		}
 	}
@@ -331,10 +331,10 @@ func (t *Tape) number(p int) (int, error) {
 		if p < len(src) && (src[p] == '+' || src[p] == '-') {
 			p++
 		}
-		if p >= len(src) || !isDigit(src[p]) {
+		if p >= len(src) || !IsDigit(src[p]) {
 			return p, t.syntax(p, "invalid number: want a digit in the exponent")
 		}
-		for p < len(src) && isDigit(src[p]) {
+		for p < len(src) && IsDigit(src[p]) {
 			p++
 		}
 	}
@@ -393,7 +393,9 @@ func (t *Tape) str(p int, flags uint8) (int, error) {
 	}
 }
 
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+// IsDigit reports whether c is an ASCII digit, as JSON numbers (and the
+// JSONPath indices of the capability package) spell them.
+func IsDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 func skipSpace(src []byte, p int) int {
 	for p < len(src) {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mew-protocol/mew/protocol"
 )
 
 // benchEnvelope is a chat envelope of about 300 bytes.
@@ -103,6 +105,6 @@ func BenchmarkAppendString(b *testing.B) {
 	b.SetBytes(int64(len(s)))
 	b.ReportAllocs()
 	for b.Loop() {
-		buf = appendString(buf[:0], s)
+		buf = protocol.AppendString(buf[:0], s)
 	}
 }

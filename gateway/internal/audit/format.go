@@ -91,7 +91,7 @@ func appendStringField(dst []byte, key, s string) []byte {
 		return dst
 	}
 	dst = append(dst, key...)
-	return appendString(dst, s)
+	return protocol.AppendString(dst, s)
 }
 
 // value returns the bytes to write for the JSON value v of key, or nil to
@@ -164,4 +164,3 @@ func isEmptyObject(v []byte) bool {
 
 // appendString appends s as a JSON string escaped as JavaScript's
 // JSON.stringify escapes it, which is how the reference wrote its logs.
-func appendString(dst []byte, s string) []byte { return protocol.AppendString(dst, s) }

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/mew-protocol/mew/protocol"
 )
 
@@ -152,9 +153,9 @@ func TestEscaping(t *testing.T) {
 		{"\ufffd", "\"\ufffd\""},
 	}
 	for _, c := range cases {
-		got := string(appendString(nil, c.in))
+		got := string(protocol.AppendString(nil, c.in))
 		if got != c.want {
-			t.Errorf("appendString(%q) = %s, want %s", c.in, got, c.want)
+			t.Errorf("AppendString(%q) = %s, want %s", c.in, got, c.want)
 		}
 		var back string
 		if err := json.Unmarshal([]byte(got), &back); err != nil {
@@ -196,7 +197,7 @@ func FuzzAppendString(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		out := appendString([]byte("x"), s)[1:]
+		out := protocol.AppendString([]byte("x"), s)[1:]
 		for _, c := range out {
 			if c < 0x20 {
 				t.Fatalf("raw control character in %q", out)
@@ -215,7 +216,7 @@ func FuzzAppendString(f *testing.F) {
 			t.Fatal(err)
 		}
 		if got != want {
-			t.Fatalf("appendString(%q) decodes to %q, encoding/json to %q", s, got, want)
+			t.Fatalf("AppendString(%q) decodes to %q, encoding/json to %q", s, got, want)
 		}
 	})
 }

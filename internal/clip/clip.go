@@ -1,0 +1,28 @@
+package clip
+
+import "unicode/utf8"
+
+// Bytes returns s cut to at most n bytes, at a character boundary. A
+// string that is not valid UTF-8 is cut at n bytes less any trailing
+// partial character.
+func Bytes(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// Mark is Bytes with "…" appended when s was cut; the result may be up to
+// three bytes longer than n.
+func Mark(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return Bytes(s, n) + "…"
+}
