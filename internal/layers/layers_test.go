@@ -1,0 +1,79 @@
+package layers
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/mew-protocol/mew/"
+
+// layer of each package of the module, from the ground up. A package may
+// import only packages of lower layers (tests may import anything).
+var layer = map[string]int{
+	// Ground parts: no imports from the module but each other's.
+	"internal/jsontape": 0, "internal/clip": 0, "internal/termtext": 0, "internal/mcpver": 0,
+	"internal/proc": 0, "internal/templates": 0, "internal/argcheck": 0, "internal/yamlpath": 0,
+	"internal/mcpserver": 0, "internal/mcptest": 0,
+	"protocol":   1,
+	"capability": 2, "gateway/internal/audit": 2, "llm": 2,
+	"client": 3, "space": 3,
+	"gateway": 4, "participant": 4,
+	"agent": 5, "bridge": 5,
+	"toolsagent": 6,
+	"internal/testutil": 7, "internal/bench": 7,
+	"internal/cli": 8,
+	"cmd/mew": 9,
+}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+}
+
+func TestImportsRunDownward(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Fatalf("the go command is needed to list the packages: %v", err)
+	}
+	cmd := exec.Command("go", "list", "-json", module+"...")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	n := 0
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(p.ImportPath, module)
+		if strings.HasPrefix(name, "examples/") || name == "internal/layers" {
+			continue // examples stand on top of everything; this package holds only the test
+		}
+		n++
+		l, ok := layer[name]
+		if !ok {
+			t.Errorf("%s is in no layer: add it to the table here and in docs/architecture.md", name)
+			continue
+		}
+		for _, imp := range p.Imports {
+			dep, ok := strings.CutPrefix(imp, module)
+			if !ok {
+				continue
+			}
+			dl, known := layer[dep]
+			if known && (dl < l || (dl == 0 && l == 0)) {
+				continue
+			}
+			t.Errorf("%s (layer %d) imports %s (layer %d): imports must run downward", name, l, dep, dl)
+		}
+	}
+	if n < 20 {
+		t.Fatalf("only %d packages listed", n)
+	}
+}
