@@ -250,7 +250,8 @@ func count(out, line string) int {
 // answer is shown once; a tool's response names whom it was for, once,
 // and its request is not shown apart. Both orders of the end are covered:
 // conclusion then chat (this repository's agents), chat then conclusion
-// (the reference's).
+// (the reference's). A cancellation says why; a request typed as JSON
+// gets its response.
 func TestClientConnectReasoning(t *testing.T) {
 	g := testutil.StartGateway(t, reasoningSpace, gateway.Options{})
 	joinCLI(t, g, "calc-token", participant.Tool{
@@ -306,6 +307,16 @@ func TestClientConnectReasoning(t *testing.T) {
 	answer(<-questions, "The sum is 5.", false)
 	io.WriteString(inW, "and again?\n")
 	answer(<-questions, "Still 5.", true)
+	// A cancelled reasoning says so, in its one line.
+	io.WriteString(inW, "never mind\n")
+	q := <-questions
+	rid := protocol.NewID()
+	sendAs(t, agent, &protocol.Envelope{ID: rid, CorrelationID: []string{q.ID}}, protocol.KindReasoningStart, protocol.Reasoning{Input: "never mind"})
+	sendAs(t, agent, &protocol.Envelope{Context: rid}, protocol.KindReasoningConclusion,
+		map[string]any{"message": "Cancelled: asked to stop", "cancelled": true, "reason": "asked to stop"})
+	// A request typed as JSON gets its response, naming me.
+	io.WriteString(inW, `{"kind":"mcp/request","to":["calc"],"payload":{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add","arguments":{"a":3,"b":4}}}}`+"\n")
+	waitOutput(t, out, `  calc → human: 7  (add {"a":3,"b":4})`)
 	sendAs(t, agent, &protocol.Envelope{To: []string{"human"}}, protocol.KindChat, protocol.Chat{Text: "the end"})
 	waitOutput(t, out, "agent: the end")
 	got := out.String()
@@ -318,6 +329,7 @@ func TestClientConnectReasoning(t *testing.T) {
 		{"agent: The sum is 5.", 1},
 		{"  (agent reasoned: 1 thought)", 1},
 		{"agent: Still 5.", 1},
+		{"  (agent stopped thinking: cancelled: asked to stop)", 1},
 	} {
 		if n := count(got, tc.line); n != tc.n {
 			t.Errorf("%q: %d times, want %d:\n%s", tc.line, n, tc.n, got)

@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mew-protocol/mew/internal/termtext"
+	"github.com/mew-protocol/mew/protocol"
 )
 
 // Keys as a terminal sends them.
@@ -203,4 +207,55 @@ func TestLineScreen(t *testing.T) {
 	step("bare output", "x\r\n", func() { p.println("x") })
 	step("bare status", "\x1b[2mthinking\x1b[0m\r", func() { p.status("thinking") })
 	step("bare output under a status", "\r\x1b[Jy\r\n\x1b[2mthinking\x1b[0m\r", func() { p.println("y") })
+}
+
+// recordingDisplay keeps the latest status.
+type recordingDisplay struct {
+	plainDisplay
+	last string
+}
+
+func (d *recordingDisplay) status(s string) { d.last = s }
+
+// TestReasoningStatus: the status line follows thoughts and tool calls,
+// holds nothing that steers the terminal, and empties at the end.
+func TestReasoningStatus(t *testing.T) {
+	d := &recordingDisplay{plainDisplay: plainDisplay{out: &strings.Builder{}}}
+	lc := &lineClient{disp: d, reasonings: map[string]*reasoning{}, calls: map[string]call{}, roster: map[string]bool{}}
+	env := func(kind, id, ctx string, payload any) *protocol.Envelope {
+		e := &protocol.Envelope{Protocol: protocol.Version, Kind: kind, ID: id, From: "agent", Context: ctx}
+		if err := e.SetPayload(payload); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	lc.reason(env(protocol.KindReasoningStart, "r1", "", protocol.Reasoning{Message: "Thinking about: secret question"}))
+	if d.last != "agent is thinking" {
+		t.Errorf("after start: %q", d.last)
+	}
+	lc.reason(env(protocol.KindReasoningThought, "t1", "r1", protocol.Reasoning{
+		Action: "tool_call", ActionInput: json.RawMessage(`[{"name":"calc/add\u001b]0;x\u0007\u202e"}]`),
+	}))
+	if d.last != "agent is thinking · 1 thought · calling calc/add" {
+		t.Errorf("after a thought: %q", d.last)
+	}
+	lc.remember(env(protocol.KindMCPRequest, "q1", "", map[string]any{"method": "tools/call", "params": map[string]any{"name": "mul"}}))
+	lc.reasonings["r1"].thoughts++ // as a second thought would
+	lc.reason(env(protocol.KindReasoningThought, "t2", "r1", protocol.Reasoning{Message: "Answering.", Action: "respond"}))
+	if d.last != "agent is thinking · 3 thoughts · answering" {
+		t.Errorf("after the last thought: %q", d.last)
+	}
+	lc.reason(env(protocol.KindReasoningStart, "r2", "", protocol.Reasoning{}))
+	if want := "agent is thinking · 3 thoughts · answering  |  agent is thinking"; d.last != want {
+		t.Errorf("two reasonings: %q, want %q", d.last, want)
+	}
+	lc.mu.Lock()
+	line := lc.endLocked(lc.reasonings["r1"])
+	lc.mu.Unlock()
+	if want := "  (agent reasoned: 3 thoughts, used calc/add, mul)"; termtext.Indent(line, indent) != want { // as printf cleans it
+		t.Errorf("the end: %q, want %q", termtext.Indent(line, indent), want)
+	}
+	if d.last != "agent is thinking" {
+		t.Errorf("after the end: %q", d.last)
+	}
 }
