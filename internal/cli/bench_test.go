@@ -14,15 +14,6 @@ import (
 	"github.com/mew-protocol/mew/internal/bench"
 )
 
-// renamed is a real target under another name: a relay that poses as the gateway, so that the
-// side-by-side output and the ratio line can be tested in builds without a gateway.
-type renamed struct {
-	bench.Target
-	name string
-}
-
-func (r renamed) Name() string { return r.name }
-
 // runBench runs `mew bench args...` in a tree whose gateway target is gw.
 func runBench(t *testing.T, gw func() bench.Target, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
@@ -38,7 +29,6 @@ func runBench(t *testing.T, gw func() bench.Target, args ...string) (stdout, std
 
 func noGateway() bench.Target { return nil }
 
-func fakeGateway() bench.Target { return renamed{bench.RelayTarget{}, "gateway"} }
 
 func TestBenchRegistered(t *testing.T) {
 	stdout, _, err := run(t, Options{Version: "v1.2.3"}, "bench", "--help")
@@ -87,7 +77,7 @@ func TestBenchFanoutTable(t *testing.T) {
 
 func TestBenchSideBySide(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	stdout, _, err := runBench(t, fakeGateway, "fanout", "-n", "3", "-k", "1", "--rate", "100",
+	stdout, _, err := runBench(t, gatewayBenchTarget, "fanout", "-n", "3", "-k", "1", "--rate", "100",
 		"--size", "10", "--duration", "200ms", "--warmup", "0s")
 	if err != nil {
 		t.Fatalf("mew bench fanout: %v", err)
@@ -97,14 +87,21 @@ func TestBenchSideBySide(t *testing.T) {
 	if len(lines) != 5 || !strings.HasPrefix(lines[2], "gateway ") || !strings.HasPrefix(lines[3], "relay ") {
 		t.Fatalf("want rows for gateway then relay and a ratio line, got:\n%s", stdout)
 	}
+	// Both deliver the whole paced load; how fast is the machine's business, so the ratios are
+	// only reported.
+	for _, row := range lines[2:4] {
+		if f := strings.Fields(row); f[1] == "0" || f[4] != "0.00%" || f[len(f)-1] != "0" {
+			t.Errorf("row = %q, want envelopes sent, no loss and no errors", row)
+		}
+	}
 	var dps, p50, p99 float64
 	if _, err := fmt.Sscanf(lines[4], "gateway/relay deliveries/s: %f  p50: %f  p99: %f", &dps, &p50, &p99); err != nil {
 		t.Fatalf("ratio line %q: %v", lines[4], err)
 	}
-	// Both are relays delivering the same paced load.
-	if dps < 0.8 || dps > 1.25 {
-		t.Errorf("deliveries/s ratio = %v, want about 1", dps)
+	if dps <= 0 || p50 <= 0 || p99 <= 0 {
+		t.Errorf("ratio line %q: want positive ratios", lines[4])
 	}
+	t.Logf("gateway/relay: deliveries/s %.2f, p50 %.2f, p99 %.2f", dps, p50, p99)
 }
 
 func TestBenchJSON(t *testing.T) {
@@ -125,7 +122,7 @@ func TestBenchJSON(t *testing.T) {
 		{[]string{"idle", "--target", "relay", "--connections", "10", "--settle", "50ms"}, "goroutines_per_conn", false},
 	}
 	for _, tt := range tests {
-		stdout, stderr, err := runBench(t, fakeGateway, append(tt.args, "--json")...)
+		stdout, stderr, err := runBench(t, gatewayBenchTarget, append(tt.args, "--json")...)
 		if err != nil {
 			t.Fatalf("mew bench %v: %v\n%s", tt.args, err, stderr)
 		}
