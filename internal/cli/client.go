@@ -760,12 +760,18 @@ func (lc *lineClient) reason(env *protocol.Envelope) {
 	var p protocol.Reasoning
 	_ = env.DecodePayload(&p)
 	id := env.Context
-	if env.Kind == protocol.KindReasoningStart || id == "" {
+	if env.Kind == protocol.KindReasoningStart {
 		id = env.ID
+	}
+	if id == "" {
+		return // a thought of no reasoning
 	}
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	r := lc.reasonings[id]
+	if r != nil && r.from != env.From {
+		return // not for another to speak in
+	}
 	if r == nil {
 		r = &reasoning{id: id, from: env.From}
 		lc.reasonings[id] = r
@@ -854,7 +860,7 @@ func (lc *lineClient) conclude(env *protocol.Envelope) {
 	}
 	lc.mu.Lock()
 	r := lc.reasonings[id]
-	if r == nil { // its start was not seen, or the answer came first
+	if r == nil || r.from != env.From { // its start was not seen, or the answer came first
 		lc.mu.Unlock()
 		return
 	}
