@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -39,10 +40,11 @@ const (
 
 // grant is one capability/grant in force.
 type grant struct {
-	id   string // the grant envelope's id
-	from string // granter's logical name
-	caps []json.RawMessage
-	set  *capability.Set // caps, compiled once
+	id      string    // the grant envelope's id
+	from    string    // granter's logical name
+	expires time.Time // zero: until revoked
+	caps    []json.RawMessage
+	set     *capability.Set // caps, compiled once
 }
 
 // control is a member's pause and shutdown state. The atomics are read on
@@ -92,6 +94,10 @@ func (sp *liveSpace) grant(o origin, env *protocol.Envelope, now time.Time) (out
 	if err := env.DecodePayload(&p); err != nil || p.Recipient == "" || len(p.Capabilities) == 0 {
 		return outcome{}, refuse(ErrorInvalidEnvelope, "capability/grant needs a recipient and a non-empty capabilities list")
 	}
+	expires, rf := grantExpiry(p, now)
+	if rf != nil {
+		return outcome{}, rf
+	}
 	caps, set, rf := compactPatterns(p.Capabilities)
 	if rf != nil {
 		return outcome{}, rf
@@ -113,7 +119,7 @@ func (sp *liveSpace) grant(o origin, env *protocol.Envelope, now time.Time) (out
 		sp.mu.Unlock()
 		return outcome{}, refuse(ErrorInvalidEnvelope, "a grant with id "+env.ID+" is already in force")
 	}
-	rm.grants = append(rm.grants, grant{id: env.ID, from: o.m.name, caps: caps, set: set})
+	rm.grants = append(rm.grants, grant{id: env.ID, from: o.m.name, expires: expires, caps: caps, set: set})
 	if err := rm.rebuildCaps(); err != nil {
 		rm.grants = rm.grants[:len(rm.grants)-1]
 		sp.mu.Unlock()
@@ -206,6 +212,63 @@ func (sp *liveSpace) revoke(o origin, env *protocol.Envelope, _ time.Time) (outc
 	}
 	sp.welcomeUpdateLocked(rm)
 	return relayed, nil
+}
+
+// maxGrantTTL bounds how far ahead a grant may be set to expire; past it a
+// grant is as good as permanent, and a far date is more likely a mistake.
+const maxGrantTTL = 366 * 24 * time.Hour
+
+// grantExpiry reads when a grant ends: expires_at (RFC 3339) or
+// ttl_seconds, not both; the zero time when neither is given.
+func grantExpiry(p protocol.Grant, now time.Time) (time.Time, *refusal) {
+	switch {
+	case p.ExpiresAt != "" && p.TTLSeconds != 0:
+		return time.Time{}, refuse(ErrorInvalidEnvelope, "capability/grant: give expires_at or ttl_seconds, not both")
+	case p.TTLSeconds < 0 || time.Duration(p.TTLSeconds)*time.Second > maxGrantTTL:
+		return time.Time{}, refuse(ErrorInvalidEnvelope, "capability/grant: ttl_seconds must be from 1 to "+strconv.Itoa(int(maxGrantTTL/time.Second)))
+	case p.TTLSeconds > 0:
+		return now.Add(time.Duration(p.TTLSeconds) * time.Second), nil
+	case p.ExpiresAt != "":
+		t, err := time.Parse(time.RFC3339Nano, p.ExpiresAt)
+		if err != nil || !t.After(now) || t.Sub(now) > maxGrantTTL {
+			return time.Time{}, refuse(ErrorInvalidEnvelope, "capability/grant: expires_at must be an RFC 3339 time in the coming year")
+		}
+		return t, nil
+	}
+	return time.Time{}, nil
+}
+
+// expireGrants removes the grants whose time has come, sends each holder
+// its new capabilities and records the expiry. The watchdog calls it.
+func (sp *liveSpace) expireGrants(now time.Time) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	for _, m := range sp.order {
+		if !slices.ContainsFunc(m.grants, func(g grant) bool { return !g.expires.IsZero() && !now.Before(g.expires) }) {
+			continue
+		}
+		var gone []grant
+		m.grants = slices.DeleteFunc(m.grants, func(g grant) bool {
+			if !g.expires.IsZero() && !now.Before(g.expires) {
+				gone = append(gone, g)
+				return true
+			}
+			return false
+		})
+		if err := m.rebuildCaps(); err != nil {
+			// Removing compiled sets cannot fail to compile; keep going.
+			sp.srv.opts.Logger.Error("grant expiry", "space", sp.id, "participant", m.name, "err", err)
+		}
+		sp.welcomeUpdateLocked(m)
+		for _, g := range gone {
+			sp.srv.opts.Logger.Info("grant expired", "space", sp.id, "participant", m.name, "grant", g.id)
+			sp.srv.audit.Decision(audit.DecisionRecord{
+				Time: now, EnvelopeID: g.id, Participant: m.name, Space: sp.id, Allowed: false,
+				Kind: protocol.KindCapabilityRevoke, Source: "dynamic",
+				Metadata: append(protocol.AppendString([]byte(`{"source":"expiry","grant_id":`), g.id), '}'),
+			})
+		}
+	}
 }
 
 // welcomeUpdateLocked sends m's connection, if any, a welcome with its new

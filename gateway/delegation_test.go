@@ -2,8 +2,10 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
@@ -282,5 +284,44 @@ func TestRevokeRules(t *testing.T) {
 	// Revoking needs the capability.
 	if e := outcome(t, agent, "v5", `{"id":"v5","kind":"capability/revoke","payload":{"recipient":"admin","capabilities":[{"kind":"*"}]}}`); e == nil || e["error"] != "capability_violation" {
 		t.Fatalf("revoke without capability/revoke: %v", e)
+	}
+}
+
+// TestGrantExpires: a grant with ttl_seconds or expires_at ends by itself:
+// the holder gets a welcome without it and may no longer send what it
+// allowed; malformed lifetimes are refused.
+func TestGrantExpires(t *testing.T) {
+	g := testutil.StartGateway(t, delegSpace, gateway.Options{WriteTimeout: 200 * time.Millisecond})
+	admin, _ := testutil.Join(t, g.WSURL, "admin-token")
+	agent, _ := testutil.Join(t, g.WSURL, "agent-token")
+	for _, bad := range []string{
+		`"ttl_seconds":-1`, `"ttl_seconds":99999999999`, `"expires_at":"tomorrow"`,
+		`"expires_at":"2001-01-01T00:00:00Z"`, `"expires_at":"2999-01-01T00:00:00Z"`,
+		`"ttl_seconds":5,"expires_at":"` + time.Now().Add(time.Hour).Format(time.RFC3339) + `"`,
+	} {
+		rf := anyError(t, admin, "bad", `{"id":"bad","kind":"capability/grant","payload":{"recipient":"agent","capabilities":[{"kind":"mcp/request","payload":{"method":"tools/list"}}],`+bad+`}}`)
+		if rf == nil || rf["error"] != gateway.ErrorInvalidEnvelope {
+			t.Errorf("grant with %s: %v", bad, rf)
+		}
+	}
+	for i, life := range []string{`"ttl_seconds":1`, `"expires_at":"` + time.Now().Add(1500*time.Millisecond).UTC().Format(time.RFC3339Nano) + `"`} {
+		admin.SendText(`{"id":"g1","kind":"capability/grant","payload":{"recipient":"agent","capabilities":[{"kind":"mcp/request","payload":{"method":"tools/list"}}],` + life + `}}`)
+		agent.ExpectFunc("system/welcome", func(m testutil.Msg) bool { return strings.Contains(string(m.Raw), "tools/list") })
+		req := func(id string) string {
+			return `{"id":"` + id + `","kind":"mcp/request","to":["admin"],"payload":{"jsonrpc":"2.0","id":1,"method":"tools/list"}}`
+		}
+		if rf := anyError(t, agent, fmt.Sprint("ok", i), req(fmt.Sprint("ok", i))); rf != nil {
+			t.Fatalf("%s: the granted request was refused: %v", life, rf)
+		}
+		// The grant ends: a welcome without it, and the request is refused.
+		agent.ExpectFunc("system/welcome", func(m testutil.Msg) bool { return !strings.Contains(string(m.Raw), "tools/list") })
+		if rf := anyError(t, agent, fmt.Sprint("late", i), req(fmt.Sprint("late", i))); rf == nil || rf["error"] != gateway.ErrorCapabilityViolation {
+			t.Fatalf("%s: after expiry: %v", life, rf)
+		}
+	}
+	_ = g.Close(t.Context())
+	b := waitFile(t, g.LogPath("capability-decisions.jsonl"), `"source":"expiry"`)
+	if !strings.Contains(string(b), `"grant_id":"g1"`) {
+		t.Errorf("expiry not audited with its grant id")
 	}
 }

@@ -66,6 +66,7 @@ func (srv *Server) watchdog() {
 		now := nanotime()
 		for _, sp := range srv.order {
 			sp.expirePauses(srv.now())
+			sp.expireGrants(srv.now())
 			sp.expireClaims(srv.now())
 			sp.mu.Lock()
 			roster := sp.roster

@@ -132,6 +132,11 @@ type Grant struct {
 	Recipient    string            `json:"recipient"`
 	Capabilities []json.RawMessage `json:"capabilities"`
 	Reason       string            `json:"reason,omitempty"`
+	// ExpiresAt (RFC 3339) or TTLSeconds make the grant end by itself: the
+	// gateway removes it then. Neither: it lasts until revoked or the end
+	// of the gateway's run. A mew extension; the reference has neither.
+	ExpiresAt  string `json:"expires_at,omitempty"`
+	TTLSeconds int64  `json:"ttl_seconds,omitempty"`
 }
 
 // Revoke is the payload of capability/revoke: by grant id or by pattern.
