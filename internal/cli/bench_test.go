@@ -29,7 +29,6 @@ func runBench(t *testing.T, gw func() bench.Target, args ...string) (stdout, std
 
 func noGateway() bench.Target { return nil }
 
-
 func TestBenchRegistered(t *testing.T) {
 	stdout, _, err := run(t, Options{Version: "v1.2.3"}, "bench", "--help")
 	if err != nil {
