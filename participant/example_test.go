@@ -111,7 +111,7 @@ func ExampleParticipant_RegisterTool() {
 	fmt.Println(err)
 	// Output:
 	// {"content":[{"type":"text","text":"8"}]}
-	// rpc error -32602: Invalid arguments for tool add: /a: got string, want number
+	// rpc error -32602: Invalid arguments for tool add: a: want a number, got a string ("five")
 }
 
 // The agent may not call tools itself, so its Request becomes a proposal.

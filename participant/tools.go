@@ -15,8 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
+	"github.com/mew-protocol/mew/internal/argcheck"
 	"github.com/mew-protocol/mew/internal/mcpver"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -234,100 +233,27 @@ type servedCall struct {
 // ownTool is a registered tool with its compiled schema.
 type ownTool struct {
 	info   ToolInfo
-	schema *jsonschema.Schema
+	schema *argcheck.Schema
 	exec   func(ctx context.Context, args json.RawMessage) (any, error)
-}
-
-// noSchemaLoader refuses every schema document the input schema refers to
-// (a tool's schema must not make the participant read files or the web);
-// the JSON Schema meta-schemas are built in and need no loader.
-type noSchemaLoader struct{}
-
-func (noSchemaLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("external schema %q not allowed", url)
 }
 
 var defaultInputSchema = json.RawMessage(`{"type":"object"}`)
 
-// compileSchema compiles a tool's input schema and returns it compacted.
-func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, json.RawMessage, error) {
+// compileSchema compiles a tool's input schema.
+func compileSchema(name string, raw json.RawMessage) (*argcheck.Schema, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = defaultInputSchema
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, raw); err != nil {
-		return nil, nil, fmt.Errorf("not JSON: %w", err)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(compact.Bytes()))
-	if err != nil {
-		return nil, nil, fmt.Errorf("not JSON: %w", err)
-	}
-	if _, ok := doc.(map[string]any); !ok {
-		return nil, nil, errors.New("not a JSON object")
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(noSchemaLoader{})
-	loc := "urn:mew:tool:" + name
-	if err := c.AddResource(loc, doc); err != nil {
-		return nil, nil, oneLine{err}
-	}
-	s, err := c.Compile(loc)
-	if err != nil {
-		return nil, nil, oneLine{err}
-	}
-	return s, json.RawMessage(compact.Bytes()), nil
+	return argcheck.Compile(name, raw)
 }
 
-// oneLine is an error whose text, which the schema compiler spreads over
-// several indented lines, is joined into one.
-type oneLine struct{ err error }
-
-func (e oneLine) Error() string {
-	lines := strings.Split(e.err.Error(), "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimPrefix(strings.TrimSpace(l), "- ")
-	}
-	return strings.Join(slices.DeleteFunc(lines, func(l string) bool { return l == "" }), "; ")
-}
-
-func (e oneLine) Unwrap() error { return e.err }
+// maxViolationsShown bounds the violations an answer lists.
+const maxViolationsShown = 8
 
 // validate checks a call's arguments against the tool's schema and says
 // what is wrong in one line.
 func (t *ownTool) validate(args json.RawMessage) error {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
-	if err != nil {
-		return errors.New("arguments are not JSON")
-	}
-	err = t.schema.Validate(v)
-	if err == nil {
-		return nil
-	}
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return err
-	}
-	const maxShown = 8
-	var msgs []string
-	for _, u := range ve.BasicOutput().Errors {
-		if u.Error == nil {
-			continue
-		}
-		if len(msgs) == maxShown {
-			msgs = append(msgs, "...")
-			break
-		}
-		m := u.Error.String()
-		if u.InstanceLocation != "" {
-			m = u.InstanceLocation + ": " + m
-		}
-		msgs = append(msgs, m)
-	}
-	if len(msgs) == 0 {
-		return errors.New("arguments do not match the input schema")
-	}
-	return errors.New(strings.Join(msgs, "; "))
+	return t.schema.Check(args, maxViolationsShown)
 }
 
 // RegisterTool adds a tool that the participant serves. The name must be
@@ -349,7 +275,7 @@ func (p *Participant) RegisterTool(t Tool) error {
 	if t.Execute == nil {
 		return fmt.Errorf("participant: register tool %q: Execute is required", t.Name)
 	}
-	schema, raw, err := compileSchema(t.Name, t.InputSchema)
+	schema, err := compileSchema(t.Name, t.InputSchema)
 	if err != nil {
 		return fmt.Errorf("participant: register tool %q: input schema: %w", t.Name, err)
 	}
@@ -360,7 +286,7 @@ func (p *Participant) RegisterTool(t Tool) error {
 		return fmt.Errorf("%w: tool %q", ErrAlreadyRegistered, t.Name)
 	}
 	r.tools[t.Name] = &ownTool{
-		info:   ToolInfo{Name: t.Name, Description: t.Description, InputSchema: raw},
+		info:   ToolInfo{Name: t.Name, Description: t.Description, InputSchema: schema.JSON()},
 		schema: schema,
 		exec:   t.Execute,
 	}

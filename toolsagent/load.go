@@ -700,6 +700,11 @@ func (l *loader) tool(n *yaml.Node, path string) *Tool {
 	if t.Parameters == nil {
 		t.Parameters = &ObjectSchema{}
 	}
+	if compiled, err := compileParameters(t.Name, t.Parameters); err != nil {
+		l.errorf(paramsNode, joinPath(path, "parameters"), "%v", err)
+	} else {
+		t.compiled = compiled
+	}
 	if promptNode == nil {
 		l.errorf(n, joinPath(path, "prompt"), "required: the template a call fills")
 		return t

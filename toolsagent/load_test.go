@@ -72,7 +72,7 @@ func TestToolsAgentLoadErrors(t *testing.T) {
 		{"boolean default of the wrong type", head + oneTool(`{type: boolean, default: "yes"}`, "{x}"), "tools[0].parameters.properties.x.default",
 			`want a boolean, got a string ("yes")`},
 		{"integer default with a fraction", head + oneTool("{type: integer, default: 1.5}", "{x}"), "tools[0].parameters.properties.x.default",
-			"want an integer, got 1.5"},
+			"want an integer, got a number (1.5)"},
 		{"default outside the enum", head + oneTool("{type: string, enum: [a, b], default: c}", "{x}"), "tools[0].parameters.properties.x.default",
 			`"c" is not one of "a", "b"`},
 		{"default above the maximum", head + oneTool("{type: number, maximum: 5, default: 6}", "{x}"), "tools[0].parameters.properties.x.default",

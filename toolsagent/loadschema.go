@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/mew-protocol/mew/internal/argcheck"
 )
 
 // Schema keys, by type.
@@ -186,10 +188,15 @@ func (l *loader) numberSchema(base SchemaBase, integer bool, pairs []pair, path 
 
 // checkValue reports the violations of a default or an example.
 func (l *loader) checkValue(s Schema, v any, n *yaml.Node, path string) {
-	var vs violations
-	s.check(v, "", &vs)
-	for _, v := range vs.list {
-		l.errorf(n, path, "%s", v.Message)
+	compiled, err := compileParameters(path, s)
+	if err != nil {
+		l.errorf(n, path, "%v", err)
+		return
+	}
+	if err := compiled.Validate(v, maxViolations); err != nil {
+		for _, v := range err.(*argcheck.Error).Violations {
+			l.errorf(n, path, "%s", v.Message)
+		}
 	}
 }
 

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/mew-protocol/mew/internal/argcheck"
 )
 
 // Schema types, the values of "type".
@@ -29,9 +30,6 @@ type Schema interface {
 	// Type is the schema's "type": one of the Type constants.
 	Type() string
 	json.Marshaler
-	// check adds to vs what is wrong with the value v (decoded with
-	// json.Decoder.UseNumber) at path.
-	check(v any, path string, vs *violations)
 }
 
 // SchemaBase holds the members every schema may have.
@@ -253,7 +251,14 @@ func (s *ObjectSchema) MarshalJSON() ([]byte, error) {
 	}
 	o.add("properties", json.RawMessage(b))
 	if len(s.Required) > 0 {
-		o.add("required", s.Required)
+		// Once each: JSON Schema wants the names unique.
+		var required []string
+		for _, name := range s.Required {
+			if !slices.Contains(required, name) {
+				required = append(required, name)
+			}
+		}
+		o.add("required", required)
 	}
 	switch {
 	case s.AdditionalSchema != nil:
@@ -266,21 +271,10 @@ func (s *ObjectSchema) MarshalJSON() ([]byte, error) {
 	return o.bytes()
 }
 
-// Violation is one way in which arguments fail a tool's schema.
-type Violation struct {
-	// Path locates the value: "destination", "passengers[0].name"; empty
-	// for the arguments as a whole.
-	Path string
-	// Message says what is wrong.
-	Message string
-}
-
-func (v Violation) String() string {
-	if v.Path == "" {
-		return v.Message
-	}
-	return v.Path + ": " + v.Message
-}
+// Violation is one way in which arguments fail a tool's schema: Path
+// locates the value ("destination", "passengers[0].name"; empty for the
+// arguments as a whole), Message says what is wrong.
+type Violation = argcheck.Violation
 
 // ArgumentError lists every violation of a call's arguments.
 type ArgumentError struct {
@@ -305,71 +299,17 @@ func (e *ArgumentError) Error() string {
 // maxViolations bounds the violations an ArgumentError keeps.
 const maxViolations = 50
 
-// violations collects what check finds.
-type violations struct {
-	list []Violation
-	more int
-}
-
-func (vs *violations) add(path, format string, args ...any) {
-	if len(vs.list) >= maxViolations {
-		vs.more++
-		return
-	}
-	vs.list = append(vs.list, Violation{Path: path, Message: fmt.Sprintf(format, args...)})
-}
-
-// joinPath appends a property name to a path.
-func joinPath(path, name string) string {
-	if !plainName(name) {
-		q, _ := marshalValue(name)
-		return path + "[" + string(q) + "]"
-	}
-	if path == "" {
-		return name
-	}
-	return path + "." + name
-}
-
-// indexPath appends an index to a path.
-func indexPath(path string, i int) string {
-	return path + "[" + strconv.Itoa(i) + "]"
-}
-
-// plainName reports whether name may be written in a path without quotes,
-// and is a valid parameter name: letters, digits, '_', '-' and '.', at
-// most 64 bytes.
-func plainName(name string) bool {
-	if name == "" || len(name) > 64 {
-		return false
-	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
-			return false
-		}
-	}
-	return true
-}
-
-// describe says what a decoded JSON value is, for messages: its type and,
-// clipped, the value.
-func describe(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string (" + clip(strconv.Quote(x), 40) + ")"
-	case json.Number:
-		return "a number (" + clip(x.String(), 40) + ")"
-	case bool:
-		return "a boolean (" + strconv.FormatBool(x) + ")"
-	case []any:
-		return fmt.Sprintf("an array of %d items", len(x))
-	case map[string]any:
-		return fmt.Sprintf("an object with %d members", len(x))
-	}
-	return fmt.Sprintf("%T", v)
-}
+// Paths of values in a definition and in arguments.
+var (
+	// joinPath appends a property name to a path.
+	joinPath = argcheck.JoinPath
+	// indexPath appends an index to a path.
+	indexPath = argcheck.IndexPath
+	// plainName reports whether name may be written in a path without
+	// quotes, and is a valid parameter name: letters, digits, '_', '-'
+	// and '.', at most 64 bytes.
+	plainName = argcheck.PlainName
+)
 
 // clip shortens s to about n bytes, on a rune boundary.
 func clip(s string, n int) string {
@@ -380,131 +320,6 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
-}
-
-func (s *StringSchema) check(v any, path string, vs *violations) {
-	str, ok := v.(string)
-	if !ok {
-		vs.add(path, "want a string, got %s", describe(v))
-		return
-	}
-	n := len([]rune(str))
-	if s.MinLength != nil && n < *s.MinLength {
-		vs.add(path, "at least %d characters, got %d", *s.MinLength, n)
-	}
-	if s.MaxLength != nil && n > *s.MaxLength {
-		vs.add(path, "at most %d characters, got %d", *s.MaxLength, n)
-	}
-	if s.Enum != nil && !slices.Contains(s.Enum, str) {
-		vs.add(path, "%s is not one of %s", clip(strconv.Quote(str), 40), quoteList(s.Enum))
-	}
-}
-
-func (s *NumberSchema) check(v any, path string, vs *violations) {
-	num, ok := v.(json.Number)
-	if !ok {
-		vs.add(path, "want %s, got %s", article(s.Type()), describe(v))
-		return
-	}
-	f, err := strconv.ParseFloat(num.String(), 64)
-	if err != nil || math.IsInf(f, 0) {
-		vs.add(path, "%s is out of range", clip(num.String(), 40))
-		return
-	}
-	if s.Integer && f != math.Trunc(f) {
-		vs.add(path, "want an integer, got %s", clip(num.String(), 40))
-	}
-	if s.Minimum != nil && f < *s.Minimum {
-		vs.add(path, "at least %s, got %s", formatNumber(*s.Minimum), clip(num.String(), 40))
-	}
-	if s.Maximum != nil && f > *s.Maximum {
-		vs.add(path, "at most %s, got %s", formatNumber(*s.Maximum), clip(num.String(), 40))
-	}
-	if s.Enum != nil && !slices.Contains(s.Enum, f) {
-		names := make([]string, len(s.Enum))
-		for i, e := range s.Enum {
-			names[i] = formatNumber(e)
-		}
-		vs.add(path, "%s is not one of %s", clip(num.String(), 40), strings.Join(names, ", "))
-	}
-}
-
-func (s *BooleanSchema) check(v any, path string, vs *violations) {
-	if _, ok := v.(bool); !ok {
-		vs.add(path, "want a boolean, got %s", describe(v))
-	}
-}
-
-func (s *ArraySchema) check(v any, path string, vs *violations) {
-	items, ok := v.([]any)
-	if !ok {
-		vs.add(path, "want an array, got %s", describe(v))
-		return
-	}
-	if s.MinItems != nil && len(items) < *s.MinItems {
-		vs.add(path, "at least %d items, got %d", *s.MinItems, len(items))
-	}
-	if s.MaxItems != nil && len(items) > *s.MaxItems {
-		vs.add(path, "at most %d items, got %d", *s.MaxItems, len(items))
-	}
-	for i, item := range items {
-		switch {
-		case i < len(s.PrefixItems):
-			s.PrefixItems[i].check(item, indexPath(path, i), vs)
-		case s.Items != nil:
-			s.Items.check(item, indexPath(path, i), vs)
-		}
-	}
-	if s.UniqueItems {
-		seen := make(map[string]int, len(items))
-		for i, item := range items {
-			key := canonical(item)
-			if j, dup := seen[key]; dup {
-				vs.add(indexPath(path, i), "repeats item %d (items must be unique)", j)
-				continue
-			}
-			seen[key] = i
-		}
-	}
-}
-
-func (s *ObjectSchema) check(v any, path string, vs *violations) {
-	obj, ok := v.(map[string]any)
-	if !ok {
-		vs.add(path, "want an object, got %s", describe(v))
-		return
-	}
-	for _, name := range s.Required {
-		if _, ok := obj[name]; !ok {
-			vs.add(joinPath(path, name), "required")
-		}
-	}
-	if s.MinProperties != nil && len(obj) < *s.MinProperties {
-		vs.add(path, "at least %d members, got %d", *s.MinProperties, len(obj))
-	}
-	if s.MaxProperties != nil && len(obj) > *s.MaxProperties {
-		vs.add(path, "at most %d members, got %d", *s.MaxProperties, len(obj))
-	}
-	for _, p := range s.Properties {
-		if val, ok := obj[p.Name]; ok {
-			p.Schema.check(val, joinPath(path, p.Name), vs)
-		}
-	}
-	var extra []string
-	for name := range obj {
-		if _, known := s.Property(name); !known {
-			extra = append(extra, name)
-		}
-	}
-	slices.Sort(extra)
-	for _, name := range extra {
-		switch {
-		case s.AdditionalSchema != nil:
-			s.AdditionalSchema.check(obj[name], joinPath(path, name), vs)
-		case s.AdditionalProperties != nil && !*s.AdditionalProperties:
-			vs.add(joinPath(path, name), "unknown member (allowed: %s)", s.propertyNames())
-		}
-	}
 }
 
 // propertyNames lists the property names for a message.
@@ -519,37 +334,6 @@ func (s *ObjectSchema) propertyNames() string {
 	return strings.Join(names, ", ")
 }
 
-// canonical encodes a decoded JSON value so that equal values (1 and 1.0,
-// objects with their members in any order) encode the same.
-func canonical(v any) string {
-	switch x := v.(type) {
-	case json.Number:
-		if f, err := strconv.ParseFloat(x.String(), 64); err == nil {
-			return "n" + formatNumber(f)
-		}
-		return "n" + x.String()
-	case []any:
-		parts := make([]string, len(x))
-		for i, item := range x {
-			parts[i] = canonical(item)
-		}
-		return "[" + strings.Join(parts, ",") + "]"
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		parts := make([]string, len(keys))
-		for i, k := range keys {
-			parts[i] = strconv.Quote(k) + ":" + canonical(x[k])
-		}
-		return "{" + strings.Join(parts, ",") + "}"
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
 // formatNumber writes a number as JSON would.
 func formatNumber(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
@@ -562,14 +346,6 @@ func article(typ string) string {
 		return "an " + typ
 	}
 	return "a " + typ
-}
-
-func quoteList(list []string) string {
-	q := make([]string, len(list))
-	for i, s := range list {
-		q[i] = strconv.Quote(s)
-	}
-	return strings.Join(q, ", ")
 }
 
 // addPtr adds key with *p when p is set.

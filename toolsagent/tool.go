@@ -3,9 +3,9 @@ package toolsagent
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
+
+	"github.com/mew-protocol/mew/internal/argcheck"
 )
 
 // MaxArgumentBytes bounds the arguments of one call, as JSON.
@@ -26,7 +26,8 @@ type Tool struct {
 	// {param} a call argument; "{{" and "}}" are literal braces.
 	Prompt string
 
-	tmpl *template // parsed Prompt, set by the loader
+	tmpl     *template        // parsed Prompt, set by the loader
+	compiled *argcheck.Schema // compiled Parameters, set by the loader
 }
 
 // InputSchema returns the parameters as JSON Schema, the tool's MCP
@@ -160,42 +161,58 @@ func defaultOf(s Schema) json.RawMessage {
 // of the arguments object, and with invalid arguments an *ArgumentError
 // (the members are still returned when the arguments are an object).
 func (t *Tool) arguments(args json.RawMessage) (map[string]json.RawMessage, error) {
-	fail := func(msg string) error {
-		return &ArgumentError{Tool: t.Name, Violations: []Violation{{Message: msg}}}
+	fail := func(e *argcheck.Error) error {
+		return &ArgumentError{Tool: t.Name, Violations: e.Violations, More: e.More}
 	}
 	args = bytes.TrimSpace(args)
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
 	if len(args) > MaxArgumentBytes {
-		return nil, fail(fmt.Sprintf("the arguments are larger than %d bytes", MaxArgumentBytes))
+		return nil, fail(&argcheck.Error{Violations: []Violation{{Message: fmt.Sprintf("the arguments are larger than %d bytes", MaxArgumentBytes)}}})
 	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fail("the arguments are not JSON: " + err.Error())
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fail("the arguments are followed by more than one JSON value")
+	v, err := argcheck.Decode(args)
+	if err != nil {
+		return nil, fail(err.(*argcheck.Error))
 	}
 	var members map[string]json.RawMessage
-	if _, isObject := v.(map[string]any); isObject {
-		if err := json.Unmarshal(args, &members); err != nil {
-			return nil, fail("the arguments are not a JSON object: " + err.Error())
-		}
+	if _, isObject := v.(map[string]any); !isObject {
+		return nil, fail(&argcheck.Error{Violations: []Violation{{Message: "the arguments must be a JSON object, got " + argcheck.Describe(v)}}})
 	}
-	params := t.Parameters
+	if err := json.Unmarshal(args, &members); err != nil {
+		return nil, fail(&argcheck.Error{Violations: []Violation{{Message: "the arguments are not a JSON object: " + err.Error()}}})
+	}
+	schema, err := t.schema()
+	if err != nil {
+		return members, err
+	}
+	if err := schema.Validate(v, maxViolations); err != nil {
+		return members, fail(err.(*argcheck.Error))
+	}
+	return members, nil
+}
+
+// schema returns the compiled parameters, compiling them for a Tool built
+// by hand.
+func (t *Tool) schema() (*argcheck.Schema, error) {
+	if t.compiled != nil {
+		return t.compiled, nil
+	}
+	return compileParameters(t.Name, t.Parameters)
+}
+
+// compileParameters compiles a tool's parameters for checking arguments.
+func compileParameters(name string, params Schema) (*argcheck.Schema, error) {
 	if params == nil {
 		params = &ObjectSchema{}
 	}
-	var vs violations
-	params.check(v, "", &vs)
-	if len(vs.list) > 0 {
-		if _, isObject := v.(map[string]any); !isObject {
-			vs.list[0].Message = "the arguments must be a JSON object, got " + describe(v)
-		}
-		return members, &ArgumentError{Tool: t.Name, Violations: vs.list, More: vs.more}
+	raw, err := params.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("toolsagent: tool %s: input schema: %w", name, err)
 	}
-	return members, nil
+	s, err := argcheck.Compile(name, raw)
+	if err != nil {
+		return nil, fmt.Errorf("toolsagent: tool %s: input schema: %w", name, err)
+	}
+	return s, nil
 }

@@ -137,16 +137,18 @@ func TestToolsAgentTemplateArguments(t *testing.T) {
 	for i, v := range ae.Violations {
 		got[i] = v.String()
 	}
+	// Ordered by path: a value's own violations before its members' (by
+	// name) and items' (by index).
 	want := []string{
-		"trip.to: at most 5 characters, got 6",
+		"trip.note: want a string, got a number (7)",
 		"trip.people: at most 2 items, got 4",
-		"trip.people[0].age: want an integer, got 1.5",
+		"trip.people[0].age: want an integer, got a number (1.5)",
 		`trip.people[0].seat: "middle" is not one of "aisle", "window"`,
 		"trip.people[1].age: at most 120, got 200",
 		"trip.people[3]: repeats item 2 (items must be unique)",
+		"trip.to: at most 5 characters, got 6",
 		"trip.when[0]: want a string, got a number (3)",
 		`trip.when[1]: want a number, got a string ("x")`,
-		"trip.note: want a string, got a number (7)",
 		"x: unknown member (allowed: trip)",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
