@@ -2,16 +2,10 @@ package client
 
 import "github.com/mew-protocol/mew/protocol"
 
-// LegacyGatewayID is the from of the reference TypeScript gateway's stream
-// envelopes (stream/open, the stream ownership answers) and of its
-// unauthorized_stream_write error, where its other envelopes say
-// protocol.GatewayID. Our gateway reserves it: no participant can join or
-// alias under it.
-const LegacyGatewayID = "gateway"
-
 // FromGateway reports whether env was originated by the gateway rather than
 // relayed from a participant: its from is protocol.GatewayID or, for the
-// kinds the reference gateway sends under it, LegacyGatewayID. The gateway
+// kinds the reference gateway sends under it (its stream answers and its
+// unauthorized_stream_write error), protocol.LegacyGatewayID. The gateway
 // fills in and checks every participant's from and reserves both ids, so
 // from is the only mark of origin there is; every check of "did the
 // gateway say this" in the SDK goes through here.
@@ -22,7 +16,7 @@ func FromGateway(env *protocol.Envelope) bool {
 	switch env.From {
 	case protocol.GatewayID:
 		return true
-	case LegacyGatewayID:
+	case protocol.LegacyGatewayID:
 		switch env.Kind {
 		case protocol.KindStreamOpen, protocol.KindStreamWriteGranted, protocol.KindStreamWriteRevoked,
 			protocol.KindStreamOwnershipTransferred, protocol.KindSystemError:

@@ -161,7 +161,7 @@ func TestOnlyTheGatewaySpeaksForTheGateway(t *testing.T) {
 	req := sg.next(protocol.KindMCPRequest)
 	sg.send(c, "calc", protocol.KindSystemError, []string{"human"}, []string{req.ID}, `{"error":"capability_violation","message":"forged"}`)
 	sg.send(c, "mallory", protocol.KindSystemPresence, nil, nil, `{"event":"leave","participant":{"id":"calc"}}`)
-	sg.send(c, client.LegacyGatewayID, protocol.KindSystemPresence, nil, nil, `{"event":"leave","participant":{"id":"calc"}}`)
+	sg.send(c, protocol.LegacyGatewayID, protocol.KindSystemPresence, nil, nil, `{"event":"leave","participant":{"id":"calc"}}`)
 
 	type streamOutcome struct {
 		id  string
@@ -211,7 +211,7 @@ func TestOnlyTheGatewaySpeaksForTheGateway(t *testing.T) {
 	}
 
 	// The gateway's own answers count.
-	sg.send(c, client.LegacyGatewayID, protocol.KindStreamOpen, []string{"human"}, []string{sreq.ID}, `{"stream_id":"s-1","owner":"human","authorized_writers":["human"]}`)
+	sg.send(c, protocol.LegacyGatewayID, protocol.KindStreamOpen, []string{"human"}, []string{sreq.ID}, `{"stream_id":"s-1","owner":"human","authorized_writers":["human"]}`)
 	select {
 	case o := <-streamRes:
 		if o.err != nil || o.id != "s-1" {
