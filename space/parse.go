@@ -42,24 +42,24 @@ func (p *parser) parse(data []byte, c *Config) error {
 	}
 	var spaceNode *yaml.Node
 	for _, kv := range pairs {
-		key := joinKey("", kv.key)
-		switch kv.key {
+		key := joinKey("", kv.Key)
+		switch kv.Key {
 		case "space":
-			spaceNode = kv.v
-			err = p.space(kv.v, key, &c.Space)
+			spaceNode = kv.Value
+			err = p.space(kv.Value, key, &c.Space)
 		case "participants":
-			err = p.participants(kv.v, key, c)
+			err = p.participants(kv.Value, key, c)
 		case "defaults":
-			err = p.defaults(kv.v, key, &c.Defaults)
+			err = p.defaults(kv.Value, key, &c.Defaults)
 		case "gateway_logging":
-			err = p.logging(kv.v, key, &c.Logging)
+			err = p.logging(kv.Value, key, &c.Logging)
 		case "floor_control":
-			err = p.floorControl(kv.v, key, &c.FloorControl)
+			err = p.floorControl(kv.Value, key, &c.FloorControl)
 		case "gateway":
 			// Documented by the reference, used by nothing.
-			err = p.known(kv.v, key, "port", "space")
+			err = p.known(kv.Value, key, "port", "space")
 		default:
-			p.unknownKey(key, kv.key, topKeys)
+			p.unknownKey(key, kv.Key, topKeys)
 		}
 		if err != nil {
 			return err
@@ -171,12 +171,12 @@ func (p *parser) participants(n *yaml.Node, key string, c *Config) error {
 	}
 	owners := make(map[string]string) // literal token → participant id
 	for _, kv := range pairs {
-		k := joinKey(key, kv.key)
-		if err := ValidParticipantID(kv.key); err != nil {
-			return p.fail(kv.kn, k, "%w", err)
+		k := joinKey(key, kv.Key)
+		if err := ValidParticipantID(kv.Key); err != nil {
+			return p.fail(kv.KeyNode, k, "%w", err)
 		}
-		part := &Participant{ID: kv.key}
-		if err := p.participant(kv.v, k, part, owners); err != nil {
+		part := &Participant{ID: kv.Key}
+		if err := p.participant(kv.Value, k, part, owners); err != nil {
 			return err
 		}
 		c.Participants = append(c.Participants, part)
@@ -218,13 +218,13 @@ func (p *parser) fields(n *yaml.Node, key string, byName map[string]field) error
 		return err
 	}
 	for _, kv := range pairs {
-		k := joinKey(key, kv.key)
-		f, ok := byName[kv.key]
+		k := joinKey(key, kv.Key)
+		f, ok := byName[kv.Key]
 		if !ok {
-			p.unknownKey(k, kv.key, slices.Collect(maps.Keys(byName)))
+			p.unknownKey(k, kv.Key, slices.Collect(maps.Keys(byName)))
 			continue
 		}
-		if err := f(kv.v, k); err != nil {
+		if err := f(kv.Value, k); err != nil {
 			return err
 		}
 	}
@@ -335,7 +335,7 @@ func (p *parser) capability(n *yaml.Node, key string) (json.RawMessage, error) {
 	}
 	var kind *pair
 	for i := range pairs {
-		if pairs[i].key == "kind" {
+		if pairs[i].Key == "kind" {
 			kind = &pairs[i]
 			break
 		}
@@ -343,10 +343,10 @@ func (p *parser) capability(n *yaml.Node, key string) (json.RawMessage, error) {
 	if kind == nil {
 		return nil, p.fail(n, key, "kind is required")
 	}
-	if err := p.kind(kind.v, key+".kind"); err != nil {
+	if err := p.kind(kind.Value, key+".kind"); err != nil {
 		return nil, err
 	}
-	return p.appendObject(nil, pairs, key)
+	return p.object(pairs, key)
 }
 
 // kind checks a capability's kind: a non-empty string, or a non-empty list
@@ -399,18 +399,18 @@ func (p *parser) env(n *yaml.Node, key string) ([]EnvVar, error) {
 	}
 	var out []EnvVar
 	for _, kv := range pairs {
-		k := joinKey(key, kv.key)
-		if kv.key == "" || strings.ContainsAny(kv.key, "=\x00") {
-			return nil, p.fail(kv.kn, k, "invalid environment variable name")
+		k := joinKey(key, kv.Key)
+		if kv.Key == "" || strings.ContainsAny(kv.Key, "=\x00") {
+			return nil, p.fail(kv.KeyNode, k, "invalid environment variable name")
 		}
-		val, err := p.str(kv.v, k)
+		val, err := p.str(kv.Value, k)
 		if err != nil {
 			return nil, err
 		}
 		if strings.ContainsRune(val, 0) {
-			return nil, p.fail(kv.v, k, "an environment variable must not contain NUL")
+			return nil, p.fail(kv.Value, k, "an environment variable must not contain NUL")
 		}
-		out = append(out, EnvVar{Name: kv.key, Value: val})
+		out = append(out, EnvVar{Name: kv.Key, Value: val})
 	}
 	return out, nil
 }
@@ -423,11 +423,11 @@ func (p *parser) defaultTo(n *yaml.Node, key string) (map[string][]string, error
 	}
 	out := make(map[string][]string, len(pairs))
 	for _, kv := range pairs {
-		list, err := p.strList(kv.v, joinKey(key, kv.key))
+		list, err := p.strList(kv.Value, joinKey(key, kv.Key))
 		if err != nil {
 			return nil, err
 		}
-		out[kv.key] = list
+		out[kv.Key] = list
 	}
 	return out, nil
 }
