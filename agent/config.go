@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/mew-protocol/mew/internal/yamlx"
 	"github.com/mew-protocol/mew/llm"
 )
 
@@ -420,6 +421,10 @@ type File struct {
 // maxFileSize bounds a configuration file.
 const maxFileSize = 256 << 10
 
+// fileLimits bound what a configuration file may expand to, aliases
+// followed.
+var fileLimits = yamlx.Limits{Depth: 64, Nodes: 100_000, Bytes: 4 * maxFileSize, Indicators: 1 << 16}
+
 // LoadFile reads an agent configuration file, YAML or JSON: the keys of
 // MergeJSON plus gateway, space, token and participant_id. Unlike
 // MEW_AGENT_CONFIG, a file with a key the agent does not know is refused,
@@ -441,28 +446,37 @@ func ParseFile(data []byte) (File, error) {
 	if len(data) > maxFileSize {
 		return File{}, fmt.Errorf("agent: config: larger than %d bytes", maxFileSize)
 	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return File{}, fmt.Errorf("agent: config: %w", err)
-	}
-	var f File
-	for key, dst := range map[string]*string{"gateway": &f.Gateway, "space": &f.Space, "token": &f.Token, "participant_id": &f.ParticipantID} {
-		v, ok := doc[key]
-		if !ok {
-			continue
-		}
-		s, ok := v.(string)
-		if !ok {
-			return File{}, fmt.Errorf("agent: config: %s: want a string", key)
-		}
-		*dst = strings.TrimSpace(s)
-		delete(doc, key)
-	}
-	rest, err := json.Marshal(doc)
+	doc, err := yamlx.Decode(data, fileLimits, true)
 	if err != nil {
 		return File{}, fmt.Errorf("agent: config: %w", err)
 	}
-	if err := f.Config.merge(rest, true); err != nil {
+	var root *yaml.Node
+	if doc != nil && len(doc.Content) > 0 {
+		root = doc.Content[0]
+	}
+	pairs, err := yamlx.Mapping(root, "")
+	if err != nil {
+		return File{}, fmt.Errorf("agent: config: %w", err)
+	}
+	var f File
+	connection := map[string]*string{"gateway": &f.Gateway, "space": &f.Space, "token": &f.Token, "participant_id": &f.ParticipantID}
+	rest := pairs[:0:0]
+	for _, kv := range pairs {
+		dst, ok := connection[kv.Key]
+		if !ok {
+			rest = append(rest, kv)
+			continue
+		}
+		if v := yamlx.Deref(kv.Value); v == nil || v.Kind != yaml.ScalarNode || v.ShortTag() != yamlx.TagStr {
+			return File{}, fmt.Errorf("agent: config: %s: want a string, got %s", kv.Key, yamlx.DescribeKind(v))
+		}
+		*dst = strings.TrimSpace(yamlx.Deref(kv.Value).Value)
+	}
+	settings, err := yamlx.AppendObject(nil, rest, "")
+	if err != nil {
+		return File{}, fmt.Errorf("agent: config: %w", err)
+	}
+	if err := f.Config.merge(settings, true); err != nil {
 		return File{}, err
 	}
 	return f, nil

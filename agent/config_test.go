@@ -114,8 +114,8 @@ func TestLoadFileRefuses(t *testing.T) {
 		{"wrong type", "maxIterations: [1]", "maxIterations"},
 		{"nested unknown", "chatResponse: {confidence: 1}", `unknown field "confidence"`},
 		{"token not a string", "token: {a: 1}", "token: want a string"},
-		{"not a mapping", "- a\n- b", "cannot unmarshal"},
-		{"bad yaml", "a: [", "yaml"},
+		{"not a mapping", "- a\n- b", "want a mapping, got a list"},
+		{"bad yaml", "a: [", "invalid YAML"},
 		{"oversized", "name: " + strings.Repeat("x", 300<<10), "larger than"},
 		{"bad format", "reasoningFormat: poetry", "reasoningFormat"},
 	} {
