@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/mew-protocol/mew/capability"
 	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/internal/clip"
 	"github.com/mew-protocol/mew/internal/termtext"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/protocol"
@@ -69,7 +71,7 @@ envelope seen as one compact JSON line.`,
 			if outputFile != "" && fifoOut != "" {
 				return errors.New("client connect: --output-file and --fifo-out cannot be combined")
 			}
-			o.JSONIn, o.JSONOut = fifoIn, firstNonEmpty(outputFile, fifoOut)
+			o.JSONIn, o.JSONOut = fifoIn, cmp.Or(outputFile, fifoOut)
 			return runLineClient(cmd.Context(), cmd, o)
 		},
 	}
@@ -84,16 +86,6 @@ envelope seen as one compact JSON line.`,
 	fl.DurationVar(&o.HintAfter, "no-answer-hint", defaultHintAfter, "after a chat to everyone that nobody acknowledges or answers for this long, say whom to address (0: never)")
 	cmd.AddCommand(connect)
 	return cmd
-}
-
-// firstNonEmpty returns the first non-empty string.
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // lineClientOptions configures the line client.
@@ -684,7 +676,7 @@ func (lc *lineClient) show(env *protocol.Envelope) {
 		protocol.KindStreamOpen, protocol.KindStreamClose:
 		return // bookkeeping a person need not read
 	default:
-		text = "  " + env.From + " " + env.Kind + " " + clip(string(env.Payload), 200)
+		text = "  " + env.From + " " + env.Kind + " " + preview(string(env.Payload), 200)
 	}
 	lc.printf("%s", text)
 }
@@ -821,11 +813,11 @@ func doing(p *protocol.Reasoning) string {
 	switch p.Action {
 	case "respond", "final_answer", "answer", "":
 		if p.Message != "" && p.Action == "" {
-			return clip(p.Message, 60)
+			return preview(p.Message, 60)
 		}
 		return "answering"
 	}
-	return clip(p.Action, 60)
+	return preview(p.Action, 60)
 }
 
 // statusLocked is the status line: each open reasoning, as "assistant is
@@ -1021,14 +1013,14 @@ func (lc *lineClient) human(id string) bool {
 // describeCall shows an MCP call: "tools/call add {"a":2}".
 func describeCall(method string, params json.RawMessage) string {
 	if method != "tools/call" {
-		return strings.TrimSpace(method + " " + clip(string(params), 120))
+		return strings.TrimSpace(method + " " + preview(string(params), 120))
 	}
 	var p struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
 	_ = json.Unmarshal(params, &p)
-	return p.Name + " " + clip(string(p.Arguments), 200)
+	return p.Name + " " + preview(string(p.Arguments), 200)
 }
 
 // summarize shows a tool result: its text content, else its JSON.
@@ -1047,26 +1039,17 @@ func summarize(raw json.RawMessage) string {
 				texts = append(texts, c.Text)
 			}
 		}
-		s := clip(strings.Join(texts, " "), 300)
+		s := preview(strings.Join(texts, " "), 300)
 		if r.IsError {
 			s = "error: " + s
 		}
 		return s
 	}
-	return clip(string(raw), 300)
+	return preview(string(raw), 300)
 }
 
-// clip shortens s to n bytes (on a rune boundary), marking the cut.
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
-}
+// preview folds s's white space and cuts it to n bytes, marking the cut.
+func preview(s string, n int) string { return clip.Mark(strings.Join(strings.Fields(s), " "), n) }
 
 // resolveParticipant picks who joins a space interactively: the flag; the
 // space's default_participant; the only participant without a command; an
