@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mew-protocol/mew/agent"
+	"github.com/mew-protocol/mew/internal/yamlx"
 )
 
 // Defaults of a Definition.
@@ -27,13 +28,14 @@ const (
 const (
 	// MaxFileBytes bounds a definition file.
 	MaxFileBytes = 1 << 20
-	// maxNodes bounds the YAML nodes read, aliases expanded.
-	maxNodes = 100_000
 	// maxSchemaDepth bounds the nesting of parameter schemas.
 	maxSchemaDepth = 16
 	// maxToolNameBytes is MCP's limit on tool names.
 	maxToolNameBytes = 128
 )
+
+// limits bound what a definition may expand to, aliases followed.
+var limits = yamlx.Limits{Depth: 64, Nodes: 100_000, Bytes: 4 * MaxFileBytes, Indicators: 1 << 18}
 
 // ModeTools is the value of a tools agent's "mode".
 const ModeTools = "tools"
@@ -255,17 +257,17 @@ func Load(path string) (*Definition, error) {
 // never uses, a server that needs approval...) are in
 // Definition.Warnings.
 func Parse(data []byte) (*Definition, error) {
-	l := &loader{budget: maxNodes}
+	l := &loader{}
 	if len(data) > MaxFileBytes {
 		l.problems = append(l.problems, Problem{Message: fmt.Sprintf("the file is larger than %d bytes", MaxFileBytes)})
 		return nil, &LoadError{Problems: l.problems}
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		l.problems = append(l.problems, Problem{Message: strings.TrimPrefix(err.Error(), "yaml: ")})
+	doc, err := yamlx.Decode(data, limits, true)
+	if err != nil {
+		l.report(err)
 		return nil, &LoadError{Problems: l.problems}
 	}
-	if doc.Kind == 0 || len(doc.Content) == 0 {
+	if doc == nil || len(doc.Content) == 0 {
 		l.problems = append(l.problems, Problem{Message: "the file is empty"})
 		return nil, &LoadError{Problems: l.problems}
 	}
@@ -282,8 +284,6 @@ func Parse(data []byte) (*Definition, error) {
 // loader reads a definition from YAML nodes, collecting problems.
 type loader struct {
 	problems []Problem
-	budget   int  // nodes left to read
-	spent    bool // the budget ran out (reported once)
 }
 
 func (l *loader) add(n *yaml.Node, path string, warning bool, format string, args ...any) {

@@ -370,7 +370,7 @@ func TestToolsAgentLoadHostile(t *testing.T) {
 		name, doc, want string
 	}{
 		{"too large", head + "# " + strings.Repeat("x", toolsagent.MaxFileBytes) + "\n", "larger than 1048576 bytes"},
-		{"alias bomb", bomb, "the file has more than 100000 values once its aliases are expanded"},
+		{"alias bomb", bomb, "document expands to more than 100000 nodes"},
 		{"deep flow nesting", head + "x: " + strings.Repeat("[", 20000), "exceeded max depth"},
 		{"deep schema", head + oneTool(deepSchema, "{x}"), "schemas nested deeper than 16 levels"},
 		{"garbage", "\x00\xff\xfe{{{[[[::::", ""},

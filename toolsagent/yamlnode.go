@@ -1,31 +1,35 @@
 package toolsagent
 
 import (
+	"errors"
 	"math"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/mew-protocol/mew/internal/yamlx"
 )
 
-// deref follows aliases and counts the node against the budget; nil when
-// the budget ran out.
+// deref follows an alias. Decode has refused the documents whose
+// aliases expand too far or refer to themselves.
 func (l *loader) deref(n *yaml.Node) *yaml.Node {
-	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 100; i++ {
-		n = n.Alias
+	return yamlx.Deref(n)
+}
+
+// report records err, a *yamlx.Error, as a problem; it reports whether
+// err was nil.
+func (l *loader) report(err error) bool {
+	if err == nil {
+		return true
 	}
-	if n == nil || n.Kind == yaml.AliasNode {
-		return nil
+	var ye *yamlx.Error
+	if errors.As(err, &ye) {
+		l.problems = append(l.problems, Problem{Path: ye.Path, Line: ye.Line, Message: ye.Err.Error()})
+	} else {
+		l.problems = append(l.problems, Problem{Message: err.Error()})
 	}
-	l.budget--
-	if l.budget < 0 {
-		if !l.spent {
-			l.spent = true
-			l.errorf(n, "", "the file has more than %d values once its aliases are expanded", maxNodes)
-		}
-		return nil
-	}
-	return n
+	return false
 }
 
 // kindOf says what a node is, for messages.
@@ -61,53 +65,22 @@ type pair struct {
 // mapping returns the pairs of a mapping, merge keys ("<<") applied;
 // ok is false (and the problem reported) when n is not a mapping.
 func (l *loader) mapping(n *yaml.Node, path string) (pairs []pair, ok bool) {
-	orig := n
-	if n = l.deref(n); n == nil {
+	d := l.deref(n)
+	if d == nil || d.Kind != yaml.MappingNode {
+		what := "nothing"
+		if d != nil {
+			what = kindOf(d)
+		}
+		l.errorf(n, path, "want a mapping, got %s", what)
 		return nil, false
 	}
-	if n.Kind != yaml.MappingNode {
-		l.errorf(orig, path, "want a mapping, got %s", kindOf(n))
+	entries, err := yamlx.Pairs(d, path)
+	if !l.report(err) {
 		return nil, false
 	}
-	seen := map[string]bool{}
-	var merges []*yaml.Node
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := l.deref(n.Content[i]), n.Content[i+1]
-		if k == nil {
-			return nil, false
-		}
-		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
-			merges = append(merges, v)
-			continue
-		}
-		if k.Kind != yaml.ScalarNode {
-			l.errorf(k, path, "a key must be a string, got %s", kindOf(k))
-			continue
-		}
-		if seen[k.Value] {
-			l.errorf(k, joinPath(path, k.Value), "duplicate key")
-			continue
-		}
-		seen[k.Value] = true
-		pairs = append(pairs, pair{key: k.Value, kn: k, val: v})
-	}
-	for _, m := range merges {
-		srcs := []*yaml.Node{m}
-		if dm := l.deref(m); dm != nil && dm.Kind == yaml.SequenceNode {
-			srcs = dm.Content
-		}
-		for _, src := range srcs {
-			more, ok := l.mapping(src, path)
-			if !ok {
-				continue
-			}
-			for _, p := range more {
-				if !seen[p.key] {
-					seen[p.key] = true
-					pairs = append(pairs, p)
-				}
-			}
-		}
+	pairs = make([]pair, len(entries))
+	for i, e := range entries {
+		pairs[i] = pair{key: e.Key, kn: e.KeyNode, val: e.Value}
 	}
 	return pairs, true
 }
