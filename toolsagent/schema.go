@@ -286,14 +286,8 @@ type ArgumentError struct {
 }
 
 func (e *ArgumentError) Error() string {
-	msgs := make([]string, 0, len(e.Violations)+1)
-	for _, v := range e.Violations {
-		msgs = append(msgs, v.String())
-	}
-	if e.More > 0 {
-		msgs = append(msgs, fmt.Sprintf("and %d more", e.More))
-	}
-	return fmt.Sprintf("toolsagent: invalid arguments for %s: %s", e.Tool, strings.Join(msgs, "; "))
+	list := &argcheck.Error{Violations: e.Violations, More: e.More}
+	return fmt.Sprintf("toolsagent: invalid arguments for %s: %s", e.Tool, list)
 }
 
 // maxViolations bounds the violations an ArgumentError keeps.
@@ -312,15 +306,7 @@ var (
 )
 
 // clip shortens s to about n bytes, on a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
-}
+var clip = argcheck.Clip
 
 // propertyNames lists the property names for a message.
 func (s *ObjectSchema) propertyNames() string {

@@ -248,11 +248,11 @@ func (s *Schema) collect(ve *jsonschema.ValidationError, root any, out *[]found)
 	case *kind.Enum:
 		want := make([]string, len(k.Want))
 		for i, w := range k.Want {
-			want[i] = clip(compact(w), 40)
+			want[i] = Clip(compact(w), 40)
 		}
-		add(path, nil, "%s is not one of %s", clip(compact(got), 40), strings.Join(want, ", "))
+		add(path, nil, "%s is not one of %s", Clip(compact(got), 40), strings.Join(want, ", "))
 	case *kind.Const:
-		add(path, nil, "want %s, got %s", clip(compact(k.Want), 40), clip(compact(got), 40))
+		add(path, nil, "want %s, got %s", Clip(compact(k.Want), 40), Clip(compact(got), 40))
 	case *kind.MinLength:
 		add(path, nil, "at least %d characters, got %d", k.Want, k.Got)
 	case *kind.MaxLength:
@@ -278,7 +278,7 @@ func (s *Schema) collect(ve *jsonschema.ValidationError, root any, out *[]found)
 	case *kind.MultipleOf:
 		add(path, nil, "want a multiple of %s, got %s", rat(k.Want), number(got))
 	case *kind.Pattern:
-		add(path, nil, "%s does not match the pattern %s", clip(compact(got), 40), clip(strconv.Quote(k.Want), 60))
+		add(path, nil, "%s does not match the pattern %s", Clip(compact(got), 40), Clip(strconv.Quote(k.Want), 60))
 	case *kind.FalseSchema:
 		add(path, nil, "not allowed")
 	default:
@@ -431,9 +431,9 @@ func Describe(v any) string {
 	case nil:
 		return "null"
 	case string:
-		return "a string (" + clip(strconv.Quote(x), 40) + ")"
+		return "a string (" + Clip(strconv.Quote(x), 40) + ")"
 	case json.Number:
-		return "a number (" + clip(x.String(), 40) + ")"
+		return "a number (" + Clip(x.String(), 40) + ")"
 	case float64:
 		return "a number (" + strconv.FormatFloat(x, 'g', -1, 64) + ")"
 	case bool:
@@ -461,11 +461,11 @@ func compact(v any) string {
 func number(v any) string {
 	switch x := v.(type) {
 	case json.Number:
-		return clip(x.String(), 40)
+		return Clip(x.String(), 40)
 	case float64:
 		return strconv.FormatFloat(x, 'g', -1, 64)
 	}
-	return clip(compact(v), 40)
+	return Clip(compact(v), 40)
 }
 
 // rat writes a schema's bound as JSON would.
@@ -486,8 +486,9 @@ func article(typ string) string {
 	return "a " + typ
 }
 
-// clip shortens s to about n bytes, on a rune boundary.
-func clip(s string, n int) string {
+// Clip shortens s to about n bytes, on a rune boundary, marking the cut
+// with an ellipsis.
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
