@@ -226,6 +226,7 @@ func TestProposalFallback(t *testing.T) {
 func TestReasoningCancel(t *testing.T) {
 	g := startGateway(t)
 	llmSrv := slowModel(t, "too late", 10*time.Second)
+	llmSrv.SetFallback(func(testutil.LLMRequest) testutil.LLMStep { return testutil.LLMReply("second answer") })
 	human := join(t, g, "human")
 	join(t, g, "calc", addTool)
 	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{ReasoningEnabled: true})
@@ -258,9 +259,14 @@ func TestReasoningCancel(t *testing.T) {
 	if p["cancelled"] != true || p["reason"] != "stop" {
 		t.Errorf("conclusion payload %s", concl.Payload)
 	}
-	time.Sleep(200 * time.Millisecond)
+	// The agent answers one question at a time: an answer to the next question shows that it
+	// is done with the first, which the cancel must have left unanswered.
+	q2 := sendChat(t, human, "second question", "agent")
+	if got := chatText(rec.wait(t, "the second answer", answerTo("agent", q2))); got != "second answer" {
+		t.Errorf("second answer %q", got)
+	}
 	for _, e := range rec.all() {
-		if e.Kind == protocol.KindChat && e.From == "agent" {
+		if e.Kind == protocol.KindChat && e.From == "agent" && e.CorrelatesWith(q) {
 			t.Errorf("answer sent after the cancel: %s", e.Payload)
 		}
 	}

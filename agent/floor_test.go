@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -277,12 +278,27 @@ func TestFloorRace(t *testing.T) {
 	rec := record(t, human)
 	loserRec := record(t, loser.Participant())
 	ans := watchAnswers(human)
+	stops := map[string]int{}
 	for round := 1; ; round++ {
 		q := sendChat(t, human, fmt.Sprintf("who wants this one? (%d)", round))
 		first := rec.wait(t, "an answer", func(e *protocol.Envelope) bool {
 			return e.Kind == protocol.KindChat && strings.HasPrefix(e.From, "agent-") && e.CorrelatesWith(q)
 		})
-		time.Sleep(500 * time.Millisecond) // a second answer would have come by now
+		// The other agent counts the answer it gave up (a yield, or a skip of a claimed
+		// question) when it stops; until it has, a second answer could still come.
+		other := "agent-1"
+		if first.From == other {
+			other = "agent-2"
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if n := floorStops(t, human, rec, other); n > stops[other] {
+				stops[other] = n
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: %s never gave the question up", round, other)
+			}
+		}
 		ans.mu.Lock()
 		answers, claims := append([]string(nil), ans.by[q]...), ans.claims[q]
 		ans.mu.Unlock()
@@ -318,6 +334,29 @@ func TestFloorRace(t *testing.T) {
 		waitStatus(t, human, rec, "agent-2", `"floor_yields":1`)
 		return
 	}
+}
+
+// floorStops asks id for its status and returns how many answers it has given up: its
+// floor_yields plus answers_suppressed.
+func floorStops(t *testing.T, human *participant.Participant, rec *recorder, id string) int {
+	t.Helper()
+	req, err := protocol.New(protocol.KindParticipantRequestStatus, map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ID, req.To = protocol.NewID(), []string{id}
+	sendEnv(t, human, req)
+	st := rec.wait(t, id+"'s status", func(e *protocol.Envelope) bool {
+		return e.Kind == protocol.KindParticipantStatus && e.CorrelatesWith(req.ID)
+	})
+	var p struct {
+		Yields     int `json:"floor_yields"`
+		Suppressed int `json:"answers_suppressed"`
+	}
+	if err := json.Unmarshal(st.Payload, &p); err != nil {
+		t.Fatalf("%s's status %s: %v", id, st.Payload, err)
+	}
+	return p.Yields + p.Suppressed
 }
 
 // waitStatus asks id for its status until it holds want.

@@ -53,7 +53,8 @@ func TestClassifierGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startAgent(t, g, "agent", prov, agent.Config{AutoRespond: true, FloorControl: quickFloor})
+	// A queue that holds all eight chats, the marker below included.
+	startAgent(t, g, "agent", prov, agent.Config{AutoRespond: true, FloorControl: quickFloor, QueueSize: 16})
 	rec := record(t, human)
 
 	ids := map[string]string{}
@@ -61,10 +62,15 @@ func TestClassifierGate(t *testing.T) {
 		"garbled and no question", "classifier down?", "classifier down and flat"} {
 		ids[text] = sendChat(t, human, text)
 	}
-	// The agent takes chats in order: once the last expected answer is in,
-	// every decision has been made.
-	rec.wait(t, "the answer after a failed classifier", answerTo("agent", ids["classifier down?"]))
-	time.Sleep(200 * time.Millisecond) // the last chat's classification
+	// The agent decides on chats in order: once a marker sent after them all
+	// is answered (a question, with the classifier down), every decision has
+	// been made, and an answer it decided on is acknowledged. The answers
+	// themselves may still be on their way; those wanted are waited for.
+	marker := sendChat(t, human, "is that all?")
+	rec.wait(t, "the answer to the marker", answerTo("agent", marker))
+	for _, text := range []string{"please add 2 and 3", "garbled but a question?", "classifier down?"} {
+		rec.wait(t, "the answer to "+text, answerTo("agent", ids[text]))
+	}
 	answered := map[string]bool{}
 	for _, e := range rec.all() {
 		if e.From != "agent" {

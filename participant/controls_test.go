@@ -340,7 +340,10 @@ func TestPauseTimesOut(t *testing.T) {
 	if _, err := worker.Chat(testCtx(t), "back"); err != nil {
 		t.Fatalf("Chat after the timeout: %v", err)
 	}
-	time.Sleep(150 * time.Millisecond)
+	// A status request reaches the worker after the gateway's resume and is answered in turn: by
+	// its answer, a second active status for the resume would have been sent.
+	reqID := sendControl(t, boss, protocol.KindParticipantRequestStatus, "worker", map[string]any{})
+	seen.wait(t, "the answer to the status request", statusIs("worker", reqID, "active"))
 	if n := len(seen.all(active)); n != 1 {
 		t.Errorf("%d active statuses, want 1", n)
 	}
