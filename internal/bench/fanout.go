@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -103,171 +102,162 @@ type fanoutReceiver struct {
 // every participant records every delivery and its latency. After Warmup+Duration the senders
 // stop and the run waits up to 2 s for envelopes still on their way. progress, if not nil,
 // receives lines about the run's phases, from the calling goroutine.
-func Fanout(ctx context.Context, t Target, o FanoutOptions, progress func(string)) (res FanoutResult, err error) {
+func Fanout(ctx context.Context, t Target, o FanoutOptions, progress func(string)) (FanoutResult, error) {
 	if err := o.Validate(); err != nil {
 		return FanoutResult{}, fmt.Errorf("fanout: %w", err)
 	}
 	if t == nil {
 		return FanoutResult{}, errors.New("fanout: no target")
 	}
-	res.Target = t.Name()
-	say := prefixed(t.Name(), progress)
-	ids := participantIDs("bench", o.Participants)
-	ep, err := startTarget(ctx, t, ids)
+	r := newFanoutRun(t, o, progress)
+	err := r.run(ctx)
+	res := FanoutResult{Target: t.Name()}
 	if err != nil {
-		return res, fmt.Errorf("fanout: %w", err)
+		return res, err
 	}
-	defer func() {
-		if cerr := ep.stop(); cerr != nil && err == nil {
-			err = fmt.Errorf("fanout: stop %s: %w", t.Name(), cerr)
-		}
-	}()
+	r.tally(&res)
+	return res, nil
+}
 
-	marker := "b" + runNonce() + "-"
-	mark := []byte(marker)
-	clock := newRunClock()
-	recv := make([]fanoutReceiver, o.Participants)
-	for i := range recv {
-		recv[i].last = make([]int64, o.Senders)
-		for s := range recv[i].last {
-			recv[i].last[s] = -1
-		}
-		recv[i].echoed.Store(-1)
-		recv[i].echo = make(chan struct{}, 1)
-	}
-	handle := func(i int, msg []byte) {
-		var n [3]int64 // sender, seq, ns
-		if !findNums(msg, mark, n[:]) {
-			return
-		}
-		r := &recv[i]
-		if containsErr(msg) {
-			r.errors.Add(1)
-			return
-		}
-		if s := n[0]; s < int64(len(r.last)) {
-			if n[1] <= r.last[s] {
-				r.outOfOrder++
-			} else {
-				r.last[s] = n[1]
-			}
-			if s == int64(i) {
-				r.echoed.Store(n[1])
-				select {
-				case r.echo <- struct{}{}:
-				default:
-				}
-			}
-		}
-		if !clock.measured(n[2]) {
-			return
-		}
-		r.lastAt = clock.now()
-		r.hist.Record(time.Duration(r.lastAt - n[2]))
-		r.delivered.Add(1)
-	}
+// fanoutRun is one Fanout run: the shared skeleton and every participant's tally.
+type fanoutRun struct {
+	sending
+	o      FanoutOptions
+	marker string // the run's id prefix, "b<nonce>-"
+	mark   []byte
+	recv   []fanoutReceiver
+}
 
-	f := newFleet(ctx, ep)
-	defer f.close(ctx)
-	say(fmt.Sprintf("connecting %d participants", o.Participants))
-	if err := f.connect(ctx, ids, handle, say); err != nil {
-		return res, fmt.Errorf("fanout: %w", err)
+func newFanoutRun(t Target, o FanoutOptions, progress func(string)) *fanoutRun {
+	r := &fanoutRun{o: o, marker: "b" + runNonce() + "-", recv: make([]fanoutReceiver, o.Participants)}
+	r.mark = []byte(r.marker)
+	for i := range r.recv {
+		rc := &r.recv[i]
+		rc.last = make([]int64, o.Senders)
+		for s := range rc.last {
+			rc.last[s] = -1
+		}
+		rc.echoed.Store(-1)
+		rc.echo = make(chan struct{}, 1)
 	}
-
-	// Sending. Sender s's first envelope leaves s/K of an interval after the others'.
 	every := interval(o.Rate, o.Senders)
+	starting := fmt.Sprintf("sending %g/s from %d senders for %v (+%v warmup)", o.Rate, o.Senders, o.Duration, o.Warmup)
 	if every == 0 {
-		say(fmt.Sprintf("sending as fast as delivered from %d senders for %v (+%v warmup)", o.Senders, o.Duration, o.Warmup))
-	} else {
-		say(fmt.Sprintf("sending %g/s from %d senders for %v (+%v warmup)", o.Rate, o.Senders, o.Duration, o.Warmup))
+		starting = fmt.Sprintf("sending as fast as delivered from %d senders for %v (+%v warmup)", o.Senders, o.Duration, o.Warmup)
 	}
-	begin, measureFrom, end := clock.begin(o.Warmup, o.Duration)
-	pad := padding(o.Size)
-	var sent atomic.Uint64
-	var senders sync.WaitGroup
-	for s := range o.Senders {
-		senders.Add(1)
-		go func() {
-			defer senders.Done()
-			// A context of its own (see fleet.write), with a deadline in case the target
-			// stops reading and a write blocks.
-			ctx, cancel := context.WithDeadline(ctx, end.Add(stragglerWait))
-			defer cancel()
-			p := newPacer(begin.Add(every*time.Duration(s)/time.Duration(o.Senders)), every)
-			buf := make([]byte, 0, 128+len(marker)+o.Size)
-			for seq := int64(0); p.wait(ctx, end); seq++ {
-				if every == 0 && !awaitWindow(ctx, &recv[s], seq, end) {
-					return
-				}
-				ns := clock.now()
-				buf = append(buf[:0], `{"protocol":"mew/v0.4","id":"`...)
-				buf = appendID(buf, marker, int64(s), seq, ns)
-				buf = append(buf, `","kind":"chat","payload":{"text":"`...)
-				buf = append(buf, pad...)
-				buf = append(buf, `"}}`...)
-				if !f.write(ctx, s, buf) {
-					return
-				}
-				if clock.measured(ns) {
-					sent.Add(1)
-				}
+	r.sending = sending{
+		name:       "fanout",
+		target:     t,
+		say:        prefixed(t.Name(), progress),
+		ids:        participantIDs("bench", o.Participants),
+		clock:      newRunClock(),
+		senders:    o.Senders,
+		every:      every,
+		warmup:     o.Warmup,
+		duration:   o.Duration,
+		bufSize:    128 + len(r.marker) + o.Size,
+		connecting: fmt.Sprintf("connecting %d participants", o.Participants),
+		starting:   starting,
+		verb:       "sending",
+		counts:     func() string { return fmt.Sprintf("%d sent, %d delivered", r.totalSent(), r.delivered()) },
+		handle:     r.handle,
+		envelope:   r.chat(padding(o.Size)),
+		settled: func() bool {
+			return r.delivered() >= r.totalSent()*uint64(o.Participants) || r.f.failures.Load() >= uint64(o.Participants)
+		},
+	}
+	if every == 0 {
+		// Unpaced: a sender waits for room in its window of envelopes in flight.
+		r.before = func(ctx context.Context, s int, seq int64, end time.Time) bool {
+			return awaitWindow(ctx, &r.recv[s], seq, end)
+		}
+	}
+	return r
+}
+
+// chat returns the envelope function: a chat whose text is pad, its id naming sender, sequence
+// number and send time.
+func (r *fanoutRun) chat(pad string) func(dst []byte, s int, seq, ns int64) []byte {
+	return func(dst []byte, s int, seq, ns int64) []byte {
+		dst = append(dst, `{"protocol":"mew/v0.4","id":"`...)
+		dst = appendID(dst, r.marker, int64(s), seq, ns)
+		dst = append(dst, `","kind":"chat","payload":{"text":"`...)
+		dst = append(dst, pad...)
+		return append(dst, `"}}`...)
+	}
+}
+
+// handle counts one message participant i received: a delivery of the run's chats (with its
+// latency and order), an error about one, or nothing.
+func (r *fanoutRun) handle(i int, msg []byte) {
+	var n [3]int64 // sender, seq, ns
+	if !findNums(msg, r.mark, n[:]) {
+		return
+	}
+	rc := &r.recv[i]
+	if containsErr(msg) {
+		rc.errors.Add(1)
+		return
+	}
+	if s := n[0]; s < int64(len(rc.last)) {
+		if n[1] <= rc.last[s] {
+			rc.outOfOrder++
+		} else {
+			rc.last[s] = n[1]
+		}
+		if s == int64(i) {
+			rc.echoed.Store(n[1])
+			select {
+			case rc.echo <- struct{}{}:
+			default:
 			}
-		}()
-	}
-	delivered := func() (n uint64) {
-		for i := range recv {
-			n += recv[i].delivered.Load()
 		}
-		return n
 	}
-	waitGroupReporting(&senders, time.Second, func() {
-		if time.Since(measureFrom) < time.Second/2 { // still warming up, or just done
-			say(fmt.Sprintf("sending: %v elapsed, warming up", time.Since(begin).Round(time.Second)))
-			return
-		}
-		say(fmt.Sprintf("sending: %v measured, %d sent, %d delivered",
-			time.Since(measureFrom).Round(time.Second), sent.Load(), delivered()))
-	})
-	stopped := time.Now()
-
-	res.Sent = sent.Load()
-	res.Expected = res.Sent * uint64(o.Participants)
-	say("waiting for stragglers")
-	waitUntil(ctx, stragglerWait, func() bool {
-		return delivered() >= res.Expected || f.failures.Load() >= uint64(o.Participants)
-	})
-	if ctx.Err() != nil {
-		return res, fmt.Errorf("fanout: %w", context.Cause(ctx))
+	if !r.clock.measured(n[2]) {
+		return
 	}
-	f.close(ctx) // stops the readers, so their tallies can be read; the deferred close is a no-op
+	rc.lastAt = r.clock.now()
+	rc.hist.Record(time.Duration(rc.lastAt - n[2]))
+	rc.delivered.Add(1)
+}
 
+// delivered returns the measured deliveries so far.
+func (r *fanoutRun) delivered() (n uint64) {
+	for i := range r.recv {
+		n += r.recv[i].delivered.Load()
+	}
+	return n
+}
+
+// tally fills res in from the finished run.
+func (r *fanoutRun) tally(res *FanoutResult) {
+	res.Sent = r.totalSent()
+	res.Expected = res.Sent * uint64(r.o.Participants)
 	var h Histogram
 	var lastAt int64
-	for i := range recv {
-		r := &recv[i]
-		h.Merge(&r.hist)
-		lastAt = max(lastAt, r.lastAt)
-		res.Delivered += r.delivered.Load()
-		res.OutOfOrder += r.outOfOrder
-		res.Errors += r.errors.Load()
+	for i := range r.recv {
+		rc := &r.recv[i]
+		h.Merge(&rc.hist)
+		lastAt = max(lastAt, rc.lastAt)
+		res.Delivered += rc.delivered.Load()
+		res.OutOfOrder += rc.outOfOrder
+		res.Errors += rc.errors.Load()
 	}
-	res.Errors += f.failures.Load()
-	if e := f.firstErr(); e != nil {
-		res.FirstError = e.Error()
-	}
-	res.Elapsed = max(stopped.Sub(measureFrom), o.Duration) // a paced sender stops at its last slot before the end
+	failed, first := r.failures()
+	res.Errors += failed
+	res.FirstError = first
+	res.Elapsed = r.elapsed()
 	if res.Expected > 0 {
 		res.Loss = max(1-float64(res.Delivered)/float64(res.Expected), 0)
 	}
 	if secs := res.Elapsed.Seconds(); secs > 0 {
 		res.SendRate = float64(res.Sent) / secs
 	}
-	window := max(clock.start.Add(time.Duration(lastAt)).Sub(measureFrom), res.Elapsed)
+	window := max(r.clock.start.Add(time.Duration(lastAt)).Sub(r.measureFrom), res.Elapsed)
 	if secs := window.Seconds(); secs > 0 {
 		res.DeliveriesPerSec = float64(res.Delivered) / secs
 	}
 	res.P50, res.P90, res.P99, res.Max = h.Percentile(0.50), h.Percentile(0.90), h.Percentile(0.99), h.Max()
-	return res, nil
 }
 
 // awaitWindow waits until sender r has room in its window to send envelope seq. It returns false

@@ -70,240 +70,254 @@ type RPCResult struct {
 
 // requester is one requester's tally, owned by its reader goroutine except for the atomics.
 type requester struct {
-	sent, answered, refused atomic.Uint64
-	hist                    Histogram
-	got                     chan int64 // closed loop: sequence numbers of answers and refusals
+	answered, refused atomic.Uint64
+	hist              Histogram
+	got               chan int64  // closed loop: sequence numbers of answers and refusals
+	timeout           *time.Timer // closed loop: the wait for the answer; its sender's only
 }
 
 // RPC measures request/response round trips through t: o.Pairs requesters each send mcp/request
 // envelopes (tools/call) to a responder of their own, which answers each with an mcp/response
 // that correlates to it, and the requester times the round trip. progress, if not nil, receives
 // lines about the run's phases, from the calling goroutine.
-func RPC(ctx context.Context, t Target, o RPCOptions, progress func(string)) (res RPCResult, err error) {
+func RPC(ctx context.Context, t Target, o RPCOptions, progress func(string)) (RPCResult, error) {
 	if err := o.Validate(); err != nil {
 		return RPCResult{}, fmt.Errorf("rpc: %w", err)
 	}
 	if t == nil {
 		return RPCResult{}, errors.New("rpc: no target")
 	}
-	res.Target = t.Name()
-	say := prefixed(t.Name(), progress)
-	pairs := o.Pairs
-	reqIDs, rspIDs := participantIDs("bench-req", pairs), participantIDs("bench-rsp", pairs)
-	ids := append(append([]string(nil), reqIDs...), rspIDs...) // requester i is ids[i], its responder ids[pairs+i]
-	ep, err := startTarget(ctx, t, ids)
+	r := newRPCRun(t, o, progress)
+	err := r.run(ctx)
+	res := RPCResult{Target: t.Name()}
 	if err != nil {
-		return res, fmt.Errorf("rpc: %w", err)
+		return res, err
 	}
-	defer func() {
-		if cerr := ep.stop(); cerr != nil && err == nil {
-			err = fmt.Errorf("rpc: stop %s: %w", t.Name(), cerr)
-		}
-	}()
+	r.tally(&res)
+	return res, nil
+}
 
+// rpcRun is one RPC run: the shared skeleton, whose senders are the requesters (participant p
+// of the first Pairs), and the responders (participant Pairs+p answers requester p).
+type rpcRun struct {
+	sending
+	o                RPCOptions
+	reqIDs, rspIDs   []string
+	reqMarker        []string // per pair, the id prefix of its requests, "r<nonce>-<pair>-"
+	rspMarker        []string // and of its responses, "a<nonce>-<pair>-"
+	reqMark, rspMark [][]byte
+	reqs             []requester
+	queues           []chan [2]int64 // per responder: seq and send time of requests to answer
+	args, result     string          // the request's arguments and the response's result
+	closedLoop       bool
+}
+
+func newRPCRun(t Target, o RPCOptions, progress func(string)) *rpcRun {
+	pairs := o.Pairs
+	r := &rpcRun{
+		o:          o,
+		reqIDs:     participantIDs("bench-req", pairs),
+		rspIDs:     participantIDs("bench-rsp", pairs),
+		reqMarker:  make([]string, pairs),
+		rspMarker:  make([]string, pairs),
+		reqMark:    make([][]byte, pairs),
+		rspMark:    make([][]byte, pairs),
+		reqs:       make([]requester, pairs),
+		queues:     make([]chan [2]int64, pairs),
+		args:       `{}`,
+		result:     `{"content":[]}`,
+		closedLoop: o.Rate == 0,
+	}
+	if o.Size > 0 {
+		r.args = `{"text":"` + padding(o.Size) + `"}`
+		r.result = `{"content":[{"type":"text","text":"` + padding(o.Size) + `"}]}`
+	}
 	nonce := runNonce()
-	reqMarker, rspMarker := make([]string, pairs), make([]string, pairs)
-	reqMark, rspMark := make([][]byte, pairs), make([][]byte, pairs)
 	for p := range pairs {
-		reqMarker[p] = "r" + nonce + "-" + strconv.Itoa(p) + "-"
-		rspMarker[p] = "a" + nonce + "-" + strconv.Itoa(p) + "-"
-		reqMark[p], rspMark[p] = []byte(reqMarker[p]), []byte(rspMarker[p])
+		r.reqMarker[p] = "r" + nonce + "-" + strconv.Itoa(p) + "-"
+		r.rspMarker[p] = "a" + nonce + "-" + strconv.Itoa(p) + "-"
+		r.reqMark[p], r.rspMark[p] = []byte(r.reqMarker[p]), []byte(r.rspMarker[p])
+		r.reqs[p].got = make(chan int64, 1)
+		r.queues[p] = make(chan [2]int64, responderQueue)
 	}
-	closedLoop := o.Rate == 0
-	clock := newRunClock()
-	reqs := make([]requester, pairs)
-	queues := make([]chan [2]int64, pairs) // per responder: seq and send time of requests to answer
-	for p := range pairs {
-		reqs[p].got = make(chan int64, 1)
-		queues[p] = make(chan [2]int64, responderQueue)
+	starting := fmt.Sprintf("requesting %g/s over %d pairs for %v (+%v warmup)", o.Rate, pairs, o.Duration, o.Warmup)
+	if r.closedLoop {
+		starting = fmt.Sprintf("requesting as fast as answered, %d pairs, for %v (+%v warmup)", pairs, o.Duration, o.Warmup)
 	}
-	handle := func(i int, msg []byte) {
-		var n [2]int64 // seq, ns
-		if i >= pairs {
-			// A responder: it answers requests to it, not their echoes in its own responses.
-			p := i - pairs
-			if findNums(msg, reqMark[p], n[:]) && !bytes.Contains(msg, rspMark[p]) && !containsErr(msg) {
-				select {
-				case queues[p] <- n:
-				default: // overloaded: the requester counts it unanswered
-				}
-			}
-			return
+	r.sending = sending{
+		name:       "rpc",
+		target:     t,
+		say:        prefixed(t.Name(), progress),
+		ids:        append(append([]string(nil), r.reqIDs...), r.rspIDs...), // requester p is ids[p], its responder ids[pairs+p]
+		clock:      newRunClock(),
+		senders:    pairs,
+		every:      interval(o.Rate, pairs),
+		warmup:     o.Warmup,
+		duration:   o.Duration,
+		connecting: fmt.Sprintf("connecting %d pairs", pairs),
+		starting:   starting,
+		verb:       "requesting",
+		counts: func() string {
+			done, _ := r.answers()
+			return fmt.Sprintf("%d sent, %d answered", r.totalSent(), done)
+		},
+		handle:   r.handle,
+		envelope: r.request,
+		helpers:  r.startResponders,
+		settled: func() bool {
+			done, refused := r.answers()
+			return done+refused >= r.totalSent()
+		},
+	}
+	if r.closedLoop {
+		for p := range r.reqs {
+			r.reqs[p].timeout = time.NewTimer(requestTimeout)
+			r.reqs[p].timeout.Stop()
 		}
-		r := &reqs[i]
-		switch {
-		case findNums(msg, rspMark[i], n[:]):
-			if clock.measured(n[1]) {
-				r.hist.Record(clock.since(n[1]))
-				r.answered.Add(1)
-			}
-		case containsErr(msg) && findNums(msg, reqMark[i], n[:]):
-			if clock.measured(n[1]) {
-				r.refused.Add(1)
-			}
-		default:
-			return
+		// Closed loop: a requester sends its next request once the last is answered.
+		r.after = func(ctx context.Context, p int, seq int64, end time.Time) bool {
+			return awaitAnswer(ctx, r.reqs[p].got, seq, r.reqs[p].timeout, end)
 		}
-		if closedLoop {
+	}
+	return r
+}
+
+// request appends requester p's mcp/request number seq, stamped ns, to dst.
+func (r *rpcRun) request(dst []byte, p int, seq, ns int64) []byte {
+	dst = append(dst, `{"protocol":"mew/v0.4","id":"`...)
+	dst = appendID(dst, r.reqMarker[p], seq, ns)
+	dst = append(dst, `","kind":"mcp/request","to":["`...)
+	dst = append(dst, r.rspIDs[p]...)
+	dst = append(dst, `"],"payload":{"jsonrpc":"2.0","id":`...)
+	dst = strconv.AppendInt(dst, seq, 10)
+	dst = append(dst, `,"method":"tools/call","params":{"name":"echo","arguments":`...)
+	dst = append(dst, r.args...)
+	return append(dst, `}}}`...)
+}
+
+// response appends responder p's mcp/response to request n (seq, ns) to dst.
+func (r *rpcRun) response(dst []byte, p int, n [2]int64) []byte {
+	dst = append(dst, `{"protocol":"mew/v0.4","id":"`...)
+	dst = appendID(dst, r.rspMarker[p], n[0], n[1])
+	dst = append(dst, `","kind":"mcp/response","to":["`...)
+	dst = append(dst, r.reqIDs[p]...)
+	dst = append(dst, `"],"correlation_id":["`...)
+	dst = appendID(dst, r.reqMarker[p], n[0], n[1])
+	dst = append(dst, `"],"payload":{"jsonrpc":"2.0","id":`...)
+	dst = strconv.AppendInt(dst, n[0], 10)
+	dst = append(dst, `,"result":`...)
+	dst = append(dst, r.result...)
+	return append(dst, `}}`...)
+}
+
+// handle takes one message participant i received: a responder queues the requests to it, a
+// requester counts the answers and refusals of its own requests.
+func (r *rpcRun) handle(i int, msg []byte) {
+	pairs := r.o.Pairs
+	var n [2]int64 // seq, ns
+	if i >= pairs {
+		// A responder: it answers requests to it, not their echoes in its own responses.
+		p := i - pairs
+		if findNums(msg, r.reqMark[p], n[:]) && !bytes.Contains(msg, r.rspMark[p]) && !containsErr(msg) {
 			select {
-			case r.got <- n[0]:
-			default:
+			case r.queues[p] <- n:
+			default: // overloaded: the requester counts it unanswered
 			}
 		}
+		return
 	}
-
-	f := newFleet(ctx, ep)
-	defer f.close(ctx)
-	say(fmt.Sprintf("connecting %d pairs", pairs))
-	if err := f.connect(ctx, ids, handle, say); err != nil {
-		return res, fmt.Errorf("rpc: %w", err)
+	rq := &r.reqs[i]
+	switch {
+	case findNums(msg, r.rspMark[i], n[:]):
+		if r.clock.measured(n[1]) {
+			rq.hist.Record(r.clock.since(n[1]))
+			rq.answered.Add(1)
+		}
+	case containsErr(msg) && findNums(msg, r.reqMark[i], n[:]):
+		if r.clock.measured(n[1]) {
+			rq.refused.Add(1)
+		}
+	default:
+		return
 	}
+	if r.closedLoop {
+		select {
+		case rq.got <- n[0]:
+		default:
+		}
+	}
+}
 
-	// Responders: one writer each, so that no reader ever waits for a write. A responder still
-	// writing a second after it was told to stop has its context cancelled, which ends a write
-	// the target does not take.
-	stopResponders := make(chan struct{})
-	respondCtx, cancelResponders := context.WithCancel(ctx)
-	defer cancelResponders()
+// startResponders starts one writer per responder, so that no reader ever waits for a write,
+// and returns their stop: a responder still writing a second after it was told to stop has its
+// context cancelled, which ends a write the target does not take.
+func (r *rpcRun) startResponders(ctx context.Context) (stop func()) {
+	stopped := make(chan struct{})
+	respondCtx, cancel := context.WithCancel(ctx)
 	var responders sync.WaitGroup
-	for p := range pairs {
+	for p := range r.o.Pairs {
 		responders.Add(1)
 		go func() {
 			defer responders.Done()
-			ctx, cancel := context.WithCancel(respondCtx) // its own, see fleet.write
-			defer cancel()
-			result := `{"content":[]}`
-			if o.Size > 0 {
-				result = `{"content":[{"type":"text","text":"` + padding(o.Size) + `"}]}`
-			}
-			var buf []byte
-			for {
-				var n [2]int64
-				select {
-				case n = <-queues[p]:
-				case <-stopResponders:
-					return
-				}
-				buf = append(buf[:0], `{"protocol":"mew/v0.4","id":"`...)
-				buf = appendID(buf, rspMarker[p], n[0], n[1])
-				buf = append(buf, `","kind":"mcp/response","to":["`...)
-				buf = append(buf, reqIDs[p]...)
-				buf = append(buf, `"],"correlation_id":["`...)
-				buf = appendID(buf, reqMarker[p], n[0], n[1])
-				buf = append(buf, `"],"payload":{"jsonrpc":"2.0","id":`...)
-				buf = strconv.AppendInt(buf, n[0], 10)
-				buf = append(buf, `,"result":`...)
-				buf = append(buf, result...)
-				buf = append(buf, `}}`...)
-				if !f.write(ctx, pairs+p, buf) {
-					return
-				}
-			}
+			r.respond(respondCtx, p, stopped)
 		}()
 	}
-	stopAll := sync.OnceFunc(func() {
-		close(stopResponders)
-		stuck := time.AfterFunc(time.Second, cancelResponders)
+	return sync.OnceFunc(func() {
+		defer cancel()
+		close(stopped)
+		stuck := time.AfterFunc(time.Second, cancel)
 		defer stuck.Stop()
 		responders.Wait()
 	})
-	defer stopAll()
+}
 
-	if closedLoop {
-		say(fmt.Sprintf("requesting as fast as answered, %d pairs, for %v (+%v warmup)", pairs, o.Duration, o.Warmup))
-	} else {
-		say(fmt.Sprintf("requesting %g/s over %d pairs for %v (+%v warmup)", o.Rate, pairs, o.Duration, o.Warmup))
-	}
-	every := interval(o.Rate, pairs)
-	begin, measureFrom, end := clock.begin(o.Warmup, o.Duration)
-	args := `{}`
-	if o.Size > 0 {
-		args = `{"text":"` + padding(o.Size) + `"}`
-	}
-	var requesters sync.WaitGroup
-	for p := range pairs {
-		requesters.Add(1)
-		go func() {
-			defer requesters.Done()
-			// A context of its own (see fleet.write), with a deadline in case the target
-			// stops reading and a write blocks.
-			ctx, cancel := context.WithDeadline(ctx, end.Add(stragglerWait))
-			defer cancel()
-			r := &reqs[p]
-			pace := newPacer(begin.Add(every*time.Duration(p)/time.Duration(pairs)), every)
-			var timeout *time.Timer
-			if closedLoop {
-				timeout = time.NewTimer(requestTimeout)
-				defer timeout.Stop()
-			}
-			var buf []byte
-			for seq := int64(0); pace.wait(ctx, end); seq++ {
-				ns := clock.now()
-				buf = append(buf[:0], `{"protocol":"mew/v0.4","id":"`...)
-				buf = appendID(buf, reqMarker[p], seq, ns)
-				buf = append(buf, `","kind":"mcp/request","to":["`...)
-				buf = append(buf, rspIDs[p]...)
-				buf = append(buf, `"],"payload":{"jsonrpc":"2.0","id":`...)
-				buf = strconv.AppendInt(buf, seq, 10)
-				buf = append(buf, `,"method":"tools/call","params":{"name":"echo","arguments":`...)
-				buf = append(buf, args...)
-				buf = append(buf, `}}}`...)
-				if !f.write(ctx, p, buf) {
-					return
-				}
-				if clock.measured(ns) {
-					r.sent.Add(1)
-				}
-				if closedLoop && !awaitAnswer(ctx, r.got, seq, timeout, end) {
-					return
-				}
-			}
-		}()
-	}
-	totals := func() (sent, done, refused uint64) {
-		for p := range reqs {
-			sent += reqs[p].sent.Load()
-			done += reqs[p].answered.Load()
-			refused += reqs[p].refused.Load()
-		}
-		return sent, done, refused
-	}
-	waitGroupReporting(&requesters, time.Second, func() {
-		if time.Since(measureFrom) < time.Second/2 { // still warming up, or just done
-			say(fmt.Sprintf("requesting: %v elapsed, warming up", time.Since(begin).Round(time.Second)))
+// respond answers the requests queued for responder p until stopped is closed.
+func (r *rpcRun) respond(ctx context.Context, p int, stopped <-chan struct{}) {
+	ctx, cancel := context.WithCancel(ctx) // its own, see fleet.write
+	defer cancel()
+	var buf []byte
+	for {
+		var n [2]int64
+		select {
+		case n = <-r.queues[p]:
+		case <-stopped:
 			return
 		}
-		sent, done, _ := totals()
-		say(fmt.Sprintf("requesting: %v measured, %d sent, %d answered", time.Since(measureFrom).Round(time.Second), sent, done))
-	})
-	stopped := time.Now()
-
-	say("waiting for stragglers")
-	waitUntil(ctx, stragglerWait, func() bool {
-		sent, done, refused := totals()
-		return done+refused >= sent
-	})
-	if ctx.Err() != nil {
-		return res, fmt.Errorf("rpc: %w", context.Cause(ctx))
+		buf = r.response(buf[:0], p, n)
+		if !r.f.write(ctx, r.o.Pairs+p, buf) {
+			return
+		}
 	}
-	stopAll()
-	f.close(ctx)
+}
 
+// answers returns the measured requests answered and refused so far.
+func (r *rpcRun) answers() (done, refused uint64) {
+	for p := range r.reqs {
+		done += r.reqs[p].answered.Load()
+		refused += r.reqs[p].refused.Load()
+	}
+	return done, refused
+}
+
+// tally fills res in from the finished run.
+func (r *rpcRun) tally(res *RPCResult) {
 	var h Histogram
-	for p := range reqs {
-		h.Merge(&reqs[p].hist)
+	for p := range r.reqs {
+		h.Merge(&r.reqs[p].hist)
+		if t := r.reqs[p].timeout; t != nil {
+			t.Stop()
+		}
 	}
-	res.Sent, res.RoundTrips, _ = totals() // refused requests are among the unanswered
-	res.Errors = res.Sent - min(res.RoundTrips, res.Sent) + f.failures.Load()
-	if e := f.firstErr(); e != nil {
-		res.FirstError = e.Error()
-	}
-	res.Elapsed = max(stopped.Sub(measureFrom), o.Duration) // a paced requester stops at its last slot before the end
+	res.Sent = r.totalSent()
+	res.RoundTrips, _ = r.answers() // refused requests are among the unanswered
+	failed, first := r.failures()
+	res.Errors = res.Sent - min(res.RoundTrips, res.Sent) + failed
+	res.FirstError = first
+	res.Elapsed = r.elapsed()
 	if secs := res.Elapsed.Seconds(); secs > 0 {
 		res.PerSec = float64(res.RoundTrips) / secs
 	}
 	res.P50, res.P90, res.P99, res.Max = h.Percentile(0.50), h.Percentile(0.90), h.Percentile(0.99), h.Max()
-	return res, nil
 }
 
 // awaitAnswer waits until got delivers seq, the request times out, or the run ends. It returns
