@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -385,7 +387,7 @@ func TestGrantMakesRequestDirect(t *testing.T) {
 }
 
 func TestGatewayRefusalFailsFast(t *testing.T) {
-	_, _, human, joinAs := mcpCalcSpace(t, "")
+	g, _, human, joinAs := mcpCalcSpace(t, "")
 	agent := joinAs("agent", participant.Options{})
 	ctx := mcpCtx(t)
 	grantID := mcpGrant(t, human, agent)
@@ -417,7 +419,19 @@ func TestGatewayRefusalFailsFast(t *testing.T) {
 
 	start := time.Now()
 	res := mcpRequestAsync(ctx, agent, "calc", mcpCall("add", map[string]any{"a": 1, "b": 1}))
-	time.Sleep(300 * time.Millisecond) // let the request leave before the agent sees the new welcome
+	// The request must reach the gateway before the agent sees the new welcome: the gateway's
+	// denial in its capability log shows that it has.
+	decisions := g.LogPath("capability-decisions.jsonl")
+	waitUntil(t, "the gateway denies the request", func() bool {
+		b, _ := os.ReadFile(decisions)
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, `"participant":"agent"`) && strings.Contains(line, `"result":"denied"`) &&
+				strings.Contains(line, `"required_capability":"mcp/request"`) {
+				return true
+			}
+		}
+		return false
+	})
 	unblock()
 	o := mcpOutcomeOf(t, res)
 	var gerr *participant.GatewayError
