@@ -21,19 +21,23 @@ const OfflineModel = "offline-rules"
 //
 // It reads the last user message as the request. It calls the tool whose
 // name or description shares the most words with the request (with
-// synonyms: "plus" and "sum" mean add, "times" multiply, "show" read, ...)
-// and whose required arguments it can fill by meaning: an ISO date
+// synonyms: "plus" and "sum" mean add, "times" multiply, "show" read,
+// "remember" and "note" as a verb write, ...; "what is in notes.txt" asks
+// to read it; the server's part of "files/read_file" counts as little as
+// the description) and whose required arguments it can fill by meaning: an ISO date
 // (2026-12-01) fills a date field (format date or date-time, a name such as
 // date, day or when, or a description saying YYYY-MM-DD), the places of
 // "from X to Y" fill origin and destination fields and "in X" a city,
 // numbers fill number fields in the order of the schema, a filename a path
 // field, an enum takes the value the request names, and a quoted text or
-// else the request's remaining words fill other text fields. When it cannot
+// else the request's remaining words (or the text after a colon) fill other
+// text fields. When it cannot
 // fill a required field it does not guess: it answers which field it could
 // not fill, with [FinishIncomplete]. A calculation of several operations
 // ("1.5 minus 4 plus 2") is one call per operation, left to right, each
-// given the previous result. A path it lacks it first asks a directory tool
-// such as list_allowed_directories for, once. When the tool results are in,
+// given the previous result. A directory it lacks, for a tool that works on
+// one, it first asks a directory tool such as list_allowed_directories for,
+// once; a file it lacks it never makes up. When the tool results are in,
 // the answer states them, tool errors in plain words ([PlainToolError]).
 // With no matching tool it says that it is the offline model and which
 // tools it could use. A conversation it cannot hold.
@@ -216,7 +220,7 @@ func (t *turn) plan() *Response {
 	}
 	best := cands[0]
 	_, missing := t.q.fill(best.tool, dirs)
-	if h, ok := t.dirHelper(missing); ok {
+	if h, ok := t.dirHelper(best.tool, missing); ok {
 		return t.call(h, map[string]any{}, fmt.Sprintf("The tool %s needs a directory that the request does not name, and %s tells which directories are allowed",
 			best.tool.Name, h.Name))
 	}
@@ -240,10 +244,14 @@ func cannotFill(tool Tool, missing []schemaProp) *Response {
 	if len(descs) > 1 {
 		what = "the fields " + strings.Join(descs[:len(descs)-1], ", ") + " and " + descs[len(descs)-1]
 	}
+	how := `a date as YYYY-MM-DD, places as "from X to Y", numbers as digits`
+	if slices.ContainsFunc(missing, func(p schemaProp) bool { return pathish(p.name) }) {
+		how = "a file by its name, such as notes.md; " + how
+	}
 	return &Response{
 		Content: labelled(fmt.Sprintf("I am the offline rule-based model. The request calls for the tool %s, but I could not fill %s from it, so I did not call it. "+
-			"Say the value in the request (a date as YYYY-MM-DD, places as \"from X to Y\", numbers as digits), or configure a model: %s, or --base-url for a local server.",
-			tool.Name, what, EnvAPIKey)),
+			"Say the value in the request (%s), or configure a model: %s, or --base-url for a local server.",
+			tool.Name, what, how, EnvAPIKey)),
 		FinishReason: FinishIncomplete,
 	}
 }

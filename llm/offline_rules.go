@@ -49,6 +49,10 @@ type query struct {
 	// origin and dest are the places of "from X to Y" (either may come
 	// alone: "a trip to Paris"); place is that of "in X" or "at X".
 	origin, dest, place string
+	// colonText is the text after the request's first ": ", and colonAt
+	// the index of its first token ("remember in ideas.md: a bike shed").
+	colonText string
+	colonAt   int
 }
 
 // synonyms map words to the canonical word of their meaning.
@@ -65,6 +69,7 @@ var synonyms = map[string]string{
 	"read": "read", "open": "read", "show": "read", "cat": "read", "view": "read", "display": "read",
 	"content": "read", "contents": "read",
 	"write": "write", "save": "write", "store": "write", "writing": "write", "written": "write",
+	"remember": "write", "memorize": "write", "memorise": "write",
 	"list": "list", "ls": "list", "enumerate": "list",
 	"search": "search", "find": "search", "lookup": "search", "grep": "search",
 	"delete": "delete", "remove": "delete", "rm": "delete", "erase": "delete",
@@ -363,6 +368,9 @@ func analyze(text string) *query {
 		}
 	}
 	q.findPlaces()
+	q.findColon()
+	q.noteVerb()
+	q.contentQuestion()
 	// "subtract 3 from 10" is 10 - 3.
 	if q.words["subtract"] && len(q.numbers) >= 2 {
 		seen, from := 0, false
@@ -382,6 +390,75 @@ func analyze(text string) *query {
 		}
 	}
 	return q
+}
+
+// findColon finds the text that a colon introduces, when it is plain
+// words: no filename, quoted text or date of the request is in it.
+func (q *query) findColon() {
+	before, after, ok := strings.Cut(q.text, ": ")
+	if !ok || strings.TrimSpace(after) == "" {
+		return
+	}
+	head, tail := tokenize(before), tokenize(after)
+	if len(head)+len(tail) != len(q.tokens) || slices.ContainsFunc(tail, func(t token) bool {
+		return t.kind == tokPath || t.kind == tokQuoted || t.kind == tokDate
+	}) {
+		return
+	}
+	q.colonText, q.colonAt = strings.TrimSpace(after), len(head)
+}
+
+// noteVerb reads "note" and "jot" as verbs that ask for something to be
+// written down: at the head of the request ("note that ...", "please jot
+// down ...") or after "make a" or "take a" ("make a note in todo.md: ...").
+// Elsewhere "note" is a noun ("list my notes") and stays one.
+func (q *query) noteVerb() {
+	head := true
+	for i, t := range q.tokens {
+		if t.kind != tokWord {
+			head = false
+			continue
+		}
+		lower := strings.ToLower(t.text)
+		after := func(words ...string) bool {
+			j := i - 1
+			if j >= 0 && strings.EqualFold(q.tokens[j].text, "a") {
+				j--
+			}
+			return j >= 0 && q.tokens[j].kind == tokWord && slices.Contains(words, strings.ToLower(q.tokens[j].text))
+		}
+		if (lower == "note" || lower == "jot") && (head || after("make", "take")) {
+			q.tokens[i].canon = "write"
+			q.words["write"] = true
+			return
+		}
+		if t.canon != "" {
+			head = false
+		}
+	}
+}
+
+// actions are the canonical words that say what to do.
+var actions = []string{"read", "write", "list", "search", "delete", "echo", "calculate",
+	"add", "subtract", "multiply", "divide", "power"}
+
+// contentQuestion reads a question about what a named file holds ("what is
+// in notes.txt?", "what's inside main.go", "what does todo.md contain") as
+// a request to read it, when no other action is named.
+func (q *query) contentQuestion() {
+	if len(q.paths) == 0 || slices.ContainsFunc(actions, func(w string) bool { return q.words[w] }) {
+		return
+	}
+	for i, t := range q.tokens {
+		lower := strings.ToLower(t.text)
+		switch {
+		case t.kind == tokWord && (lower == "contain" || lower == "contains" || lower == "hold" || lower == "holds"),
+			t.kind == tokPath && i > 0 && q.tokens[i-1].kind == tokWord &&
+				slices.Contains([]string{"in", "inside", "within"}, strings.ToLower(q.tokens[i-1].text)):
+			q.words["read"] = true
+			return
+		}
+	}
 }
 
 // findPlaces reads the places of the request: "from X to Y", "to Y", "in X",
@@ -458,12 +535,31 @@ func textWords(s string) []string {
 	return words
 }
 
-// toolWords are the canonical words of a tool's name, and of its
-// description that are not in the name.
+// splitServer cuts a tool name as an agent offers it, "server/tool", into
+// the server's part and the tool's own name. A name without "/" is all tool.
+func splitServer(name string) (server, tool string) {
+	if s, t, ok := strings.Cut(name, "/"); ok && s != "" && t != "" {
+		return s, t
+	}
+	return "", name
+}
+
+// ownWords are the canonical words of a tool's own name, without its
+// server's.
+func ownWords(name string) []string {
+	_, own := splitServer(name)
+	return nameWords(own)
+}
+
+// toolWords are the canonical words of a tool's own name, and those of its
+// description and its server's name that are not in it. The server's name
+// weighs as the description does: every tool of a server called "files"
+// has it, so it says nothing about which of them to call.
 func toolWords(t Tool, s toolSchema) (name, desc []string) {
-	name = nameWords(t.Name)
-	for _, w := range textWords(t.Description) {
-		if !slices.Contains(name, w) {
+	server, _ := splitServer(t.Name)
+	name = ownWords(t.Name)
+	for _, w := range append(textWords(t.Description), nameWords(server)...) {
+		if !slices.Contains(name, w) && !slices.Contains(desc, w) {
 			desc = append(desc, w)
 		}
 	}
@@ -529,7 +625,8 @@ func mentions(text, name string) bool {
 // remainder is the text of the request that says more than which tool to
 // use: the words after the first word that matches the tool (or else before
 // it), without the values of the schema's enums and without fillers at
-// either end. "echo hello world" gives "hello world", "what is the weather
+// either end; or, when a colon follows that word, the text after the colon
+// as it is written. "echo hello world" gives "hello world", "what is the weather
 // in Tokyo" gives "Tokyo".
 func (q *query) remainder(t Tool, s toolSchema) string {
 	name, desc := toolWords(t, s)
@@ -562,6 +659,9 @@ func (q *query) remainder(t Tool, s toolSchema) string {
 	}
 	if at < 0 {
 		return words(q.tokens)
+	}
+	if q.colonText != "" && at < q.colonAt {
+		return q.colonText // the words after the colon, as they are written
 	}
 	if r := words(q.tokens[at+1:]); r != "" {
 		return r
@@ -639,7 +739,7 @@ func (f *filler) text(path, loose bool) (string, bool) {
 		return f.q.quoted[f.nextQuoted-1], true
 	}
 	if path {
-		if len(f.dirs) > 0 && loose {
+		if len(f.dirs) > 0 && loose && wantsDirectory(f.tool) {
 			return f.dirs[0], true
 		}
 		return "", false
@@ -655,6 +755,13 @@ func (f *filler) text(path, loose bool) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// wantsDirectory tells a tool that works on a directory (list_directory,
+// "Find files under a directory"): only its path may be a directory that a
+// tool named, never that of a tool that reads or writes one file.
+func wantsDirectory(t Tool) bool {
+	return slices.Contains(ownWords(t.Name), "directory") || slices.Contains(textWords(t.Description), "directory")
 }
 
 func (f *filler) anyPathProperty() bool {

@@ -135,17 +135,17 @@ func (t *turn) isDirHelper(name string) bool {
 	if i < 0 {
 		return false
 	}
-	words := nameWords(name)
+	words := ownWords(name)
 	if !slices.Contains(words, "directory") && !slices.Contains(words, "root") {
 		return false
 	}
 	return len(parseSchema(t.tools[i].Parameters).required) == 0
 }
 
-// dirHelper returns a directory tool to ask first when what is missing is
-// only paths, and the turn has not asked it yet.
-func (t *turn) dirHelper(missing []schemaProp) (Tool, bool) {
-	if len(missing) == 0 || slices.ContainsFunc(missing, func(p schemaProp) bool { return !pathish(p.name) }) {
+// dirHelper returns a directory tool to ask first when what tool misses is
+// only paths, tool works on a directory, and the turn has not asked it yet.
+func (t *turn) dirHelper(tool Tool, missing []schemaProp) (Tool, bool) {
+	if len(missing) == 0 || !wantsDirectory(tool) || slices.ContainsFunc(missing, func(p schemaProp) bool { return !pathish(p.name) }) {
 		return Tool{}, false
 	}
 	for _, tl := range t.tools {
@@ -235,7 +235,7 @@ func (t *turn) opTool(op string) (Tool, bool) {
 	tools := slices.Clone(t.tools)
 	slices.SortStableFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
 	for _, tl := range tools {
-		if !slices.Contains(nameWords(tl.Name), op) {
+		if !slices.Contains(ownWords(tl.Name), op) {
 			continue
 		}
 		if _, missing := (&query{numbers: []float64{1, 2}}).fill(tl, nil); len(missing) == 0 {
