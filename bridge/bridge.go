@@ -13,7 +13,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -379,12 +378,9 @@ func (b *Bridge) Run(ctx context.Context) error {
 	removeReq := b.p.OnRequest(b.onRequest)
 	removeWithdraw := b.p.Client().OnKind(protocol.KindMCPWithdraw, b.onWithdraw)
 	removeWelcome := b.p.Client().OnWelcome(func(*protocol.Welcome) { b.goOwned(b.reportState) })
-	removeDisc := b.p.Client().OnDisconnected(func(err error) {
-		var refused *client.RefusedError
-		if errors.Is(err, client.ErrKicked) || errors.Is(err, client.ErrReplaced) || errors.Is(err, client.ErrReconnectFailed) || errors.As(err, &refused) {
-			lost.CompareAndSwap(nil, &err)
-			stop()
-		}
+	removeDisc := b.p.Client().OnFinal(func(err error) {
+		lost.CompareAndSwap(nil, &err)
+		stop()
 	})
 	defer func() { removeReq(); removeWithdraw(); removeWelcome(); removeDisc() }()
 

@@ -591,6 +591,36 @@ func (c *Client) OnError(f func(error)) (remove func()) {
 	return add(&c.h, &c.h.errs, f)
 }
 
+// OnFinal registers f, called once with the reason when the client stops
+// for good without Close having been called (see Final), and returns a
+// function that removes it. It is for programs that should end with their
+// connection: an agent, a bridge.
+func (c *Client) OnFinal(f func(error)) (remove func()) {
+	if f == nil {
+		return func() {}
+	}
+	var once sync.Once
+	final := func(err error) {
+		if Final(err) {
+			once.Do(func() { f(err) })
+		}
+	}
+	r1, r2 := c.OnDisconnected(final), c.OnError(final)
+	return func() { r1(); r2() }
+}
+
+// Final reports whether err, as given to OnDisconnected or OnError, means
+// the client will not connect again by itself: it was kicked (ErrKicked),
+// replaced by another connection with its token (ErrReplaced), refused by
+// the gateway (*RefusedError), or ran out of reconnect attempts
+// (ErrReconnectFailed). ErrClosed, the client's own Close, is not final in
+// this sense.
+func Final(err error) bool {
+	var refused *RefusedError
+	return errors.Is(err, ErrKicked) || errors.Is(err, ErrReplaced) ||
+		errors.Is(err, ErrReconnectFailed) || errors.As(err, &refused)
+}
+
 // OnStream registers f for the data frames of one stream, and returns a
 // function that removes it. data is the frame's content after
 // "#streamID#"; f may keep it. Frames are dispatched in order with the

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -266,4 +267,48 @@ func TestCloseIsPrompt(t *testing.T) {
 		return e.Kind == protocol.KindSystemPresence && e.DecodePayload(&p) == nil &&
 			p.Event == protocol.PresenceLeave && p.Participant.ID == "alice"
 	})
+}
+
+// TestOnFinal: a client replaced by another connection with its token
+// reports it once through OnFinal; one closed by its owner does not.
+func TestOnFinal(t *testing.T) {
+	g := startGateway(t, gateway.Options{})
+	first := newClient(t, g, fast(client.Options{Token: "bob-token"}))
+	finals := make(chan error, 4)
+	first.OnFinal(func(err error) { finals <- err })
+	if err := first.Connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	connect(t, g, fast(client.Options{Token: "bob-token"}))
+	select {
+	case err := <-finals:
+		if !errors.Is(err, client.ErrReplaced) || !client.Final(err) {
+			t.Fatalf("OnFinal got %v, want ErrReplaced", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("OnFinal was not called for a replaced client")
+	}
+	waitRunEnded(t, first)
+	if len(finals) != 0 {
+		t.Fatalf("OnFinal called again: %v", <-finals)
+	}
+
+	closed := connect(t, g, fast(client.Options{Token: "alice-token"}))
+	closedFinals := make(chan error, 1)
+	closed.OnFinal(func(err error) { closedFinals <- err })
+	_ = closed.Close()
+	waitRunEnded(t, closed)
+	select {
+	case err := <-closedFinals:
+		t.Fatalf("OnFinal called after Close: %v", err)
+	default:
+	}
+	for _, err := range []error{client.ErrClosed, errors.New("connection lost"), nil} {
+		if client.Final(err) {
+			t.Errorf("Final(%v) = true", err)
+		}
+	}
+	if !client.Final(fmt.Errorf("x: %w", client.ErrReconnectFailed)) || !client.Final(&client.RefusedError{Code: "unauthorized"}) {
+		t.Error("Final misses reconnect failure or refusal")
+	}
 }

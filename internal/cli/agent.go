@@ -226,17 +226,7 @@ func runAgent(ctx context.Context, cmd *cobra.Command, opts Options, f agentFlag
 		stop(errShutdown)
 		return nil
 	})
-	p.Client().OnDisconnected(func(err error) {
-		var refused *client.RefusedError
-		if errors.Is(err, client.ErrKicked) || errors.Is(err, client.ErrReplaced) || errors.As(err, &refused) {
-			stop(err)
-		}
-	})
-	p.Client().OnError(func(err error) {
-		if errors.Is(err, client.ErrReconnectFailed) {
-			stop(err)
-		}
-	})
+	p.Client().OnFinal(stop)
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	err = a.Connect(cctx)
 	cancel()
