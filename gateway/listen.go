@@ -100,10 +100,11 @@ type limitListener struct {
 }
 
 // busyResponse is what a connection over the cap gets, written by hand
-// because no http.Server will ever see it.
+// because no http.Server will ever see it (TestBusyResponse checks that it
+// parses).
 const busyResponse = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n" +
-	"Retry-After: 1\r\nConnection: close\r\nContent-Length: 66\r\n\r\n" +
-	`{"error":"too_many_connections","message":"the gateway is full"}` + "\n\n"
+	"Retry-After: 1\r\nConnection: close\r\nContent-Length: 65\r\n\r\n" +
+	`{"error":"too_many_connections","message":"the gateway is full"}` + "\n"
 
 func (l *limitListener) Accept() (net.Conn, error) {
 	for {
