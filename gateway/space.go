@@ -347,13 +347,27 @@ func (sp *liveSpace) broadcastLocked(d delivery, exclude *session) {
 		rcpts = make([]audit.Recipient, 0, len(sp.recipients))
 	}
 	f := frame{data: d.data, src: d.src}
+	var missed []int // recipients the envelope could not be queued for (rare)
 	for i, s := range sp.roster {
 		if s == exclude {
 			continue
 		}
-		s.enqueue(f)
+		if !s.enqueue(f) {
+			missed = append(missed, i)
+			continue
+		}
 		if exclude != nil {
 			rcpts = append(rcpts, sp.recipients[i])
+		}
+	}
+	if len(missed) > 0 && exclude == nil {
+		// The audit log records deliveries that were queued, not those
+		// shed or refused by a closing connection.
+		rcpts = make([]audit.Recipient, 0, len(sp.recipients)-len(missed))
+		for i, r := range sp.recipients {
+			if !slices.Contains(missed, i) {
+				rcpts = append(rcpts, r)
+			}
 		}
 	}
 	sp.srv.delivered(sp, d, rcpts)
@@ -370,8 +384,9 @@ func (sp *liveSpace) unicastLocked(s *session, d delivery) {
 	if d.logged != nil && s.transport == transportVirtual {
 		f.data = d.logged // a file gets what the audit log gets: no secrets
 	}
-	s.enqueue(f)
-	sp.srv.delivered(sp, d, []audit.Recipient{{ID: s.id, Transport: s.transport}})
+	if s.enqueue(f) {
+		sp.srv.delivered(sp, d, []audit.Recipient{{ID: s.id, Transport: s.transport}})
+	}
 }
 
 // unicast sends a private answer to s, if it is still connected.
