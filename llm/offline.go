@@ -290,7 +290,7 @@ func conclude(msgs []Message) string {
 			return labelled(fmt.Sprintf("%s failed: %s", r.name, sentence(r.text)))
 		case r.text == "":
 			return labelled(fmt.Sprintf("%s returned nothing.", r.name))
-		case !strings.ContainsAny(r.text, " \t\n") && len(r.text) <= 120:
+		case isNumber(r.text):
 			return labelled("The result is " + sentence(r.text))
 		case !strings.Contains(r.text, "\n") && len(r.text) <= 200:
 			return labelled(fmt.Sprintf("%s returned: %s", r.name, sentence(r.text)))
@@ -307,6 +307,14 @@ func conclude(msgs []Message) string {
 		fmt.Fprintf(&b, "\n- %s: %s", r.name, r.text)
 	}
 	return labelled(b.String())
+}
+
+// isNumber tells a result that is a number, such as a calculation's; any
+// other text, one word of a file included, is said to be what the tool
+// returned.
+func isNumber(s string) bool {
+	_, ok := parseNumber(s)
+	return ok
 }
 
 // sentence ends s with a full stop unless it ends with punctuation.

@@ -173,6 +173,8 @@ func TestOfflineStatesResults(t *testing.T) {
 			"The result is 5. (offline model)"},
 		{"MCP result", []llm.Message{ask, call("c1", "calculator_add"), result("c1", `{"content":[{"type":"text","text":"5"}],"isError":false}`)},
 			"The result is 5. (offline model)"},
+		{"one word of a file", []llm.Message{ask, call("c1", "fs/read_file"), result("c1", "hello")},
+			"fs/read_file returned: hello. (offline model)"},
 		{"sentence", []llm.Message{ask, call("c1", "calculator_add"), result("c1", "The sum is 5")},
 			"calculator_add returned: The sum is 5. (offline model)"},
 		{"MCP error", []llm.Message{ask, call("c1", "calculator_divide"), result("c1", `{"content":[{"type":"text","text":"Division by zero"}],"isError":true}`)},
