@@ -73,5 +73,5 @@ participants:
 `), "space.yaml")
 	fmt.Println(err)
 	// Output:
-	// space.yaml:5: participants.helper.auto_start: want a boolean, got "yes please"
+	// space.yaml:5: participants.helper.auto_start: want a boolean, got a string ("yes please")
 }

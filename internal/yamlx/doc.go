@@ -5,11 +5,14 @@
 // Decode parses one document and refuses what would be costly to walk:
 // too many node-making characters, nesting too deep, aliases that expand
 // too far (the "billion laughs") or refer to the node that holds them.
-// The readers (Mapping, Pairs, String, Bool, StringList, AppendJSON)
-// follow aliases, apply merge keys (<<) and return their errors; callers
-// that collect problems instead of stopping at the first do so
-// explicitly. Describe and DescribeKind name a node for "want X, got Y"
-// messages.
+// The readers follow aliases, apply merge keys (<<) and return their
+// errors; callers that collect problems instead of stopping at the first
+// do so explicitly. Mapping, String, Bool and StringList take null as
+// absent; StrictMapping, List, StrictString, StrictBool, Number, Count,
+// StrictStringList and StringMap refuse it, and StrictString takes no
+// number, boolean or date for a string. Describe names a node for "want
+// X, got Y" messages by its kind and value (`a string ("yes")`), and
+// DescribeKind by its kind alone, for values that may be secret.
 //
 // The space configuration (space.yaml), tools-agent definitions and
 // agent configuration files are read with it.

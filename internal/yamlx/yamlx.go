@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/mew-protocol/mew/internal/clip"
 )
 
 // Limits bound what a document may expand to, aliases followed. A zero
@@ -223,7 +225,7 @@ func (s *sizer) measure(n *yaml.Node, depth int) (extent, error) {
 	return e, nil
 }
 
-// deref follows an alias.
+// Deref follows an alias.
 func Deref(n *yaml.Node) *yaml.Node {
 	if n != nil && n.Kind == yaml.AliasNode {
 		return n.Alias
@@ -231,14 +233,33 @@ func Deref(n *yaml.Node) *yaml.Node {
 	return n
 }
 
-// isNull reports whether n is absent or null.
+// IsNull reports whether n is absent or null.
 func IsNull(n *yaml.Node) bool {
 	n = Deref(n)
 	return n == nil || n.Kind == yaml.ScalarNode && n.ShortTag() == TagNull
 }
 
-// describe names what n is, for "want X, got Y" messages.
+// Errorf returns an *Error at node n (which may be nil) and key path, for
+// callers that check more than the readers do. format may use %w.
+func Errorf(n *yaml.Node, path, format string, args ...any) error {
+	return fail(n, path, format, args...)
+}
+
+// Describe names what n is, for "want X, got Y" messages: its kind and,
+// for a scalar, its value as written (shortened, and quoted when it is a
+// string), as in `a string ("yes")`, `a number (5)`, `a list`, `null`.
 func Describe(n *yaml.Node) string {
+	kind := DescribeKind(n)
+	n = Deref(n)
+	if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() == TagNull {
+		return kind
+	}
+	return kind + " (" + shown(n) + ")"
+}
+
+// DescribeKind names the kind of n without showing its value, for values
+// that may be secret.
+func DescribeKind(n *yaml.Node) string {
 	n = Deref(n)
 	switch {
 	case n == nil:
@@ -250,39 +271,55 @@ func Describe(n *yaml.Node) string {
 	case n.Kind != yaml.ScalarNode:
 		return "an unexpected node"
 	}
-	v := n.Value
-	const maxShown = 40
-	if len(v) > maxShown {
-		cut := maxShown
-		for cut > 0 && !utf8.RuneStart(v[cut]) {
-			cut--
-		}
-		v = v[:cut] + "..."
-	}
-	switch n.ShortTag() {
+	switch tag := n.ShortTag(); tag {
 	case TagNull:
 		return "null"
-	case TagBool, TagInt, TagFloat:
-		return v
-	}
-	return strconv.Quote(v)
-}
-
-// describeKind names the kind of n without showing its value.
-func DescribeKind(n *yaml.Node) string {
-	n = Deref(n)
-	if n == nil || n.Kind != yaml.ScalarNode {
-		return Describe(n)
-	}
-	switch n.ShortTag() {
-	case TagNull:
-		return "null"
+	case TagStr:
+		return "a string"
 	case TagBool:
 		return "a boolean"
 	case TagInt, TagFloat:
 		return "a number"
+	case TagTimestamp:
+		return "a date"
+	default:
+		return "a value tagged " + showText(tag, maxShown, false)
 	}
-	return "a string"
+}
+
+// maxShown bounds how much of a value a message shows.
+const maxShown = 40
+
+// shown is the value of scalar n for a message, quoted unless it is a
+// boolean, a number or a date.
+func shown(n *yaml.Node) string {
+	switch n.ShortTag() {
+	case TagBool, TagInt, TagFloat, TagTimestamp:
+		return showText(n.Value, maxShown, false)
+	}
+	return showText(n.Value, maxShown, true)
+}
+
+// showText shortens s to limit bytes for a message, marking the cut with
+// "…" after the closing quote, and quotes it when quote is set or when it
+// is not plain printable text, so that hostile values cannot garble
+// messages.
+func showText(s string, limit int, quote bool) string {
+	cut := clip.Bytes(s, limit)
+	out := cut
+	if quote || !printable(cut) {
+		out = strconv.Quote(cut)
+	}
+	if len(cut) < len(s) {
+		out += "…"
+	}
+	return out
+}
+
+// printable reports whether s is valid UTF-8 of printable characters
+// only, double quotes excepted.
+func printable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) || r == '"' })
 }
 
 // Pair is one entry of a mapping.
@@ -292,7 +329,7 @@ type Pair struct {
 	Value   *yaml.Node // aliases not followed
 }
 
-// pairs returns the entries of mapping n in file order, with merge keys
+// Pairs returns the entries of mapping n in file order, with merge keys
 // (<<) expanded in place: entries written in the mapping win over merged
 // ones, earlier merged mappings over later ones. Keys must be strings and
 // must not repeat.
@@ -362,20 +399,35 @@ func Pairs(n *yaml.Node, path string) ([]Pair, error) {
 	return append(out, explicit[next:]...), nil
 }
 
-// mapping returns the entries of the mapping at n; none when n is null.
+// Mapping returns the entries of the mapping at n; none when n is null.
 func Mapping(n *yaml.Node, key string) ([]Pair, error) {
-	v := Deref(n)
-	if IsNull(v) {
+	if IsNull(n) {
 		return nil, nil
 	}
-	if v.Kind != yaml.MappingNode {
+	return StrictMapping(n, key)
+}
+
+// StrictMapping returns the entries of the mapping at n, refusing null.
+func StrictMapping(n *yaml.Node, key string) ([]Pair, error) {
+	v := Deref(n)
+	if v == nil || v.Kind != yaml.MappingNode {
 		return nil, fail(n, key, "want a mapping, got %s", Describe(v))
 	}
 	return Pairs(v, key)
 }
 
-// str returns the text of a scalar: strings, and numbers, booleans and
-// timestamps as written. Null is "".
+// List returns the items of the list at n (aliases not followed),
+// refusing null.
+func List(n *yaml.Node, key string) ([]*yaml.Node, error) {
+	v := Deref(n)
+	if v == nil || v.Kind != yaml.SequenceNode {
+		return nil, fail(n, key, "want a list, got %s", Describe(v))
+	}
+	return v.Content, nil
+}
+
+// String returns the text of a scalar: strings, and numbers, booleans and
+// dates as written. Null is "".
 func String(n *yaml.Node, key string) (string, error) {
 	v := Deref(n)
 	if IsNull(v) {
@@ -392,32 +444,69 @@ func String(n *yaml.Node, key string) (string, error) {
 	return "", fail(n, key, "want a string, got %s", Describe(v))
 }
 
-// boolean returns a boolean, def when n is null.
-func Bool(n *yaml.Node, key string, def bool) (bool, error) {
+// StrictString returns a string, refusing what YAML reads as anything
+// else: null, a number, a boolean, a date.
+func StrictString(n *yaml.Node, key string) (string, error) {
 	v := Deref(n)
-	if IsNull(v) {
-		return def, nil
+	if v == nil || v.Kind != yaml.ScalarNode || v.ShortTag() != TagStr {
+		return "", fail(n, key, "want a string, got %s", Describe(v))
 	}
-	if v.Kind == yaml.ScalarNode && v.ShortTag() == TagBool {
-		var b bool
-		if err := v.Decode(&b); err == nil {
-			return b, nil
-		}
-	}
-	return false, fail(n, key, "want a boolean, got %s", Describe(v))
+	return v.Value, nil
 }
 
-// strList returns a list of strings; nil when n is null.
-func StringList(n *yaml.Node, key string) ([]string, error) {
+// Bool returns a boolean, def when n is null.
+func Bool(n *yaml.Node, key string, def bool) (bool, error) {
+	if IsNull(n) {
+		return def, nil
+	}
+	return StrictBool(n, key)
+}
+
+// StrictBool returns a boolean, refusing null.
+func StrictBool(n *yaml.Node, key string) (bool, error) {
 	v := Deref(n)
-	if IsNull(v) {
+	var b bool
+	if v == nil || v.Kind != yaml.ScalarNode || v.ShortTag() != TagBool || v.Decode(&b) != nil {
+		return false, fail(n, key, "want a boolean, got %s", Describe(v))
+	}
+	return b, nil
+}
+
+// Number returns a finite number, refusing null.
+func Number(n *yaml.Node, key string) (float64, error) {
+	v := Deref(n)
+	var f float64
+	if v == nil || v.Kind != yaml.ScalarNode || (v.ShortTag() != TagInt && v.ShortTag() != TagFloat) || v.Decode(&f) != nil {
+		return 0, fail(n, key, "want a number, got %s", Describe(v))
+	}
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, fail(n, key, "want a finite number, got %s", shown(v))
+	}
+	return f, nil
+}
+
+// Count returns a whole number of at least 0, refusing null.
+func Count(n *yaml.Node, key string) (int, error) {
+	v := Deref(n)
+	var i int
+	if v == nil || v.Kind != yaml.ScalarNode || v.ShortTag() != TagInt || v.Decode(&i) != nil || i < 0 {
+		return 0, fail(n, key, "want a whole number of at least 0, got %s", Describe(v))
+	}
+	return i, nil
+}
+
+// StringList returns a list of texts (see String) without nulls; nil
+// when n is null.
+func StringList(n *yaml.Node, key string) ([]string, error) {
+	if IsNull(n) {
 		return nil, nil
 	}
-	if v.Kind != yaml.SequenceNode {
-		return nil, fail(n, key, "want a list, got %s", Describe(v))
+	items, err := List(n, key)
+	if err != nil {
+		return nil, err
 	}
-	out := make([]string, 0, len(v.Content))
-	for i, item := range v.Content {
+	out := make([]string, 0, len(items))
+	for i, item := range items {
 		if IsNull(item) {
 			return nil, fail(item, IndexKey(key, i), "want a string, got null")
 		}
@@ -430,7 +519,43 @@ func StringList(n *yaml.Node, key string) ([]string, error) {
 	return out, nil
 }
 
-// appendJSON appends n as compact JSON, mapping keys in file order.
+// StrictStringList returns a list of strings (see StrictString), refusing
+// null.
+func StrictStringList(n *yaml.Node, key string) ([]string, error) {
+	items, err := List(n, key)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(items))
+	for i, item := range items {
+		s, err := StrictString(item, IndexKey(key, i))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// StringMap returns a mapping of keys to texts (see String: a null value
+// is ""), refusing null for the mapping.
+func StringMap(n *yaml.Node, key string) (map[string]string, error) {
+	pairs, err := StrictMapping(n, key)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		s, err := String(p.Value, JoinKey(key, p.Key))
+		if err != nil {
+			return nil, err
+		}
+		out[p.Key] = s
+	}
+	return out, nil
+}
+
+// AppendJSON appends n as compact JSON, mapping keys in file order.
 func AppendJSON(dst []byte, n *yaml.Node, key string) ([]byte, error) {
 	v := Deref(n)
 	if v == nil {
@@ -461,7 +586,7 @@ func AppendJSON(dst []byte, n *yaml.Node, key string) ([]byte, error) {
 	return nil, fail(n, key, "unexpected YAML node")
 }
 
-// appendObject appends the entries of a mapping as a JSON object.
+// AppendObject appends the entries of a mapping as a JSON object.
 func AppendObject(dst []byte, pairs []Pair, key string) ([]byte, error) {
 	dst = append(dst, '{')
 	for i, kv := range pairs {
@@ -486,13 +611,13 @@ func appendScalar(dst []byte, n, v *yaml.Node, key string) ([]byte, error) {
 	case TagBool:
 		var b bool
 		if err := v.Decode(&b); err != nil {
-			return nil, fail(n, key, "invalid boolean %s", Describe(v))
+			return nil, fail(n, key, "invalid boolean %s", shown(v))
 		}
 		return strconv.AppendBool(dst, b), nil
 	case TagInt:
 		var x any
 		if err := v.Decode(&x); err != nil {
-			return nil, fail(n, key, "invalid integer %s", Describe(v))
+			return nil, fail(n, key, "invalid integer %s", shown(v))
 		}
 		switch x := x.(type) {
 		case int:
@@ -504,11 +629,11 @@ func appendScalar(dst []byte, n, v *yaml.Node, key string) ([]byte, error) {
 		case float64:
 			return appendFloat(dst, n, key, x)
 		}
-		return nil, fail(n, key, "invalid integer %s", Describe(v))
+		return nil, fail(n, key, "invalid integer %s", shown(v))
 	case TagFloat:
 		var f float64
 		if err := v.Decode(&f); err != nil {
-			return nil, fail(n, key, "invalid number %s", Describe(v))
+			return nil, fail(n, key, "invalid number %s", shown(v))
 		}
 		return appendFloat(dst, n, key, f)
 	case TagStr, TagTimestamp:
@@ -521,7 +646,7 @@ func appendScalar(dst []byte, n, v *yaml.Node, key string) ([]byte, error) {
 // appendFloat appends f the way JavaScript's JSON.stringify writes numbers.
 func appendFloat(dst []byte, n *yaml.Node, key string, f float64) ([]byte, error) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return nil, fail(n, key, "%s cannot be written as JSON", Describe(n))
+		return nil, fail(n, key, "%s cannot be written as JSON", shown(Deref(n)))
 	}
 	if f == 0 {
 		return append(dst, '0'), nil // also -0, as JSON.stringify does
@@ -585,26 +710,7 @@ const maxKeyInPath = 128
 // plain printable text, quoted (and shortened) otherwise, so that hostile
 // keys cannot garble messages.
 func keyPart(k string) string {
-	plain := k != "" && len(k) <= maxKeyInPath && utf8.ValidString(k)
-	if plain {
-		for _, r := range k {
-			if !unicode.IsPrint(r) || r == '"' {
-				plain = false
-				break
-			}
-		}
-	}
-	if plain {
-		return k
-	}
-	if len(k) > maxKeyInPath {
-		cut := maxKeyInPath
-		for cut > 0 && !utf8.RuneStart(k[cut]) {
-			cut--
-		}
-		return strconv.Quote(k[:cut]) + "..."
-	}
-	return strconv.Quote(k)
+	return showText(k, maxKeyInPath, k == "")
 }
 
 // JoinKey appends a mapping key to a key path.
