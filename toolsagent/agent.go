@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mew-protocol/mew/agent"
+	"github.com/mew-protocol/mew/internal/clip"
 	"github.com/mew-protocol/mew/llm"
 )
 
@@ -184,7 +185,7 @@ type Step struct {
 func (s Step) Summary() string {
 	switch {
 	case s.Kind == StepTool:
-		return fmt.Sprintf("%s returned: %s", s.Tool, clip(strings.Join(strings.Fields(s.Text), " "), 200))
+		return fmt.Sprintf("%s returned: %s", s.Tool, clip.Mark(strings.Join(strings.Fields(s.Text), " "), 200))
 	case len(s.Calls) > 0:
 		names := make([]string, len(s.Calls))
 		for i, c := range s.Calls {

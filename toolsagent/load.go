@@ -2,6 +2,7 @@ package toolsagent
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mew-protocol/mew/agent"
+	"github.com/mew-protocol/mew/internal/clip"
 	"github.com/mew-protocol/mew/internal/yamlx"
 )
 
@@ -302,6 +304,35 @@ func (l *loader) warnf(n *yaml.Node, path, format string, args ...any) {
 	l.add(n, path, true, format, args...)
 }
 
+// report records err, a *yamlx.Error from a reader, as a problem; it
+// reports whether err was nil.
+func (l *loader) report(err error) bool {
+	if err == nil {
+		return true
+	}
+	var ye *yamlx.Error
+	if errors.As(err, &ye) {
+		l.problems = append(l.problems, Problem{Path: ye.Path, Line: ye.Line, Message: ye.Err.Error()})
+	} else {
+		l.problems = append(l.problems, Problem{Message: err.Error()})
+	}
+	return false
+}
+
+// unknown reports a key that is not allowed, naming those that are.
+func (l *loader) unknown(p yamlx.Pair, path, where string, allowed []string) {
+	l.errorf(p.KeyNode, joinPath(path, p.Key), "unknown key in %s (allowed: %s)", where, strings.Join(allowed, ", "))
+}
+
+// ptr returns a pointer to v, or nil with err: for the readers of
+// optional schema keywords.
+func ptr[T any](v T, err error) (*T, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
 // Keys of a definition.
 var (
 	// agentKeys are agent.Config's keys that a tools agent uses.
@@ -325,73 +356,66 @@ var (
 // definition reads the document's root.
 func (l *loader) definition(root *yaml.Node) *Definition {
 	d := &Definition{Reasoning: true, Timeout: DefaultTimeout, MaxConcurrentCalls: DefaultMaxConcurrentCalls}
-	pairs, ok := l.mapping(root, "")
-	if !ok {
+	pairs, err := yamlx.StrictMapping(root, "")
+	if !l.report(err) {
 		return d
 	}
 	model := map[string]any{}
 	var haveName, haveMode, haveTools, haveVersion bool
 	var toolsNode, participantsNode *yaml.Node
 	for _, p := range pairs {
-		switch p.key {
+		var err error
+		switch p.Key {
 		case "name":
-			d.Name, haveName = l.str(p.val, p.key)
+			d.Name, err = yamlx.StrictString(p.Value, p.Key)
+			haveName = err == nil
 			if haveName && strings.TrimSpace(d.Name) == "" {
-				l.errorf(p.val, p.key, "must not be empty")
+				l.errorf(p.Value, p.Key, "must not be empty")
 			}
 		case "version":
-			d.Version, haveVersion = l.text(p.val, p.key)
+			d.Version, err = yamlx.String(p.Value, p.Key)
+			haveVersion = err == nil
 		case "description":
-			d.Description, _ = l.str(p.val, p.key)
+			d.Description, err = yamlx.StrictString(p.Value, p.Key)
 		case "mode":
-			if mode, ok := l.str(p.val, p.key); ok {
+			var mode string
+			if mode, err = yamlx.StrictString(p.Value, p.Key); err == nil {
 				haveMode = true
 				if mode != ModeTools {
-					l.errorf(p.val, p.key, "%q: a tools agent has mode %q (other modes run with mew agent run)", mode, ModeTools)
+					l.errorf(p.Value, p.Key, "%q: a tools agent has mode %q (other modes run with mew agent run)", mode, ModeTools)
 				}
 			}
 		case "tools":
-			toolsNode, haveTools = p.val, true
+			toolsNode, haveTools = p.Value, true
 		case "mcpServers":
-			d.Servers = l.servers(p.val, p.key)
+			d.Servers = l.servers(p.Value, p.Key)
 		case "participants":
-			participantsNode = p.val
+			participantsNode = p.Value
 		case "timeout":
-			d.Timeout = l.duration(p.val, p.key, d.Timeout)
+			var t time.Duration
+			if t, err = duration(p.Value, p.Key); err == nil {
+				d.Timeout = t
+			}
 		case "sharedHistory":
-			d.SharedHistory, _ = l.boolean(p.val, p.key)
+			d.SharedHistory, err = yamlx.StrictBool(p.Value, p.Key)
 		case "maxConcurrentCalls":
-			if n, ok := l.count(p.val, p.key); ok {
-				if *n < 1 {
-					l.errorf(p.val, p.key, "want at least 1")
+			var n int
+			if n, err = yamlx.Count(p.Value, p.Key); err == nil {
+				if n < 1 {
+					l.errorf(p.Value, p.Key, "want at least 1")
 				} else {
-					d.MaxConcurrentCalls = *n
+					d.MaxConcurrentCalls = n
 				}
 			}
 		case "reasoningEnabled", "thinkingEnabled":
-			if b, ok := l.boolean(p.val, p.key); ok {
+			var b bool
+			if b, err = yamlx.StrictBool(p.Value, p.Key); err == nil {
 				d.Reasoning = b
 			}
 		default:
-			switch {
-			case slices.Contains(ignoredKeys, p.key), strings.HasPrefix(p.key, "x-"):
-			case slices.Contains(agentKeys, p.key), slices.Contains(connectionKeys, p.key):
-				if p.key == "prompts" {
-					l.checkPrompts(p.val, p.key)
-				}
-				var v any
-				if err := p.val.Decode(&v); err != nil {
-					l.errorf(p.val, p.key, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
-					continue
-				}
-				model[p.key] = v
-			case slices.Contains(chatKeys, p.key):
-				l.errorf(p.kn, p.key, "not a setting of a tools agent: it answers tool calls, not chats")
-			default:
-				l.errorf(p.kn, p.key, "unknown key (a tools agent has %s; model settings %s; in a space %s)",
-					strings.Join(ownKeys, ", "), strings.Join(agentKeys, ", "), strings.Join(connectionKeys, ", "))
-			}
+			l.otherKey(p, model)
 		}
+		l.report(err)
 	}
 	if !haveName {
 		l.errorf(root, "name", "required: the MCP server's name")
@@ -421,15 +445,36 @@ func (l *loader) definition(root *yaml.Node) *Definition {
 	return d
 }
 
+// otherKey reads a key of the root that is not the tools agent's own:
+// a model setting (into model), an ignored key, or a mistake.
+func (l *loader) otherKey(p yamlx.Pair, model map[string]any) {
+	switch {
+	case slices.Contains(ignoredKeys, p.Key), strings.HasPrefix(p.Key, "x-"):
+	case slices.Contains(agentKeys, p.Key), slices.Contains(connectionKeys, p.Key):
+		if p.Key == "prompts" {
+			l.checkPrompts(p.Value, p.Key)
+		}
+		var v any
+		if err := p.Value.Decode(&v); err != nil {
+			l.errorf(p.Value, p.Key, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+			return
+		}
+		model[p.Key] = v
+	case slices.Contains(chatKeys, p.Key):
+		l.errorf(p.KeyNode, p.Key, "not a setting of a tools agent: it answers tool calls, not chats")
+	default:
+		l.errorf(p.KeyNode, p.Key, "unknown key (a tools agent has %s; model settings %s; in a space %s)",
+			strings.Join(ownKeys, ", "), strings.Join(agentKeys, ", "), strings.Join(connectionKeys, ", "))
+	}
+}
+
 // checkPrompts refuses the prompts a tools agent does not use.
 func (l *loader) checkPrompts(n *yaml.Node, path string) {
-	pairs, ok := l.mapping(n, path)
-	if !ok {
-		return
-	}
+	pairs, err := yamlx.StrictMapping(n, path)
+	l.report(err)
 	for _, p := range pairs {
-		if !slices.Contains(promptKeys, p.key) {
-			l.errorf(p.kn, joinPath(path, p.key), "not used by a tools agent (allowed: %s): the tool's prompt is the question", strings.Join(promptKeys, ", "))
+		if !slices.Contains(promptKeys, p.Key) {
+			l.errorf(p.KeyNode, joinPath(path, p.Key), "not used by a tools agent (allowed: %s): the tool's prompt is the question", strings.Join(promptKeys, ", "))
 		}
 	}
 }
@@ -460,119 +505,122 @@ func (l *loader) agentConfig(d *Definition, model map[string]any) {
 }
 
 // duration reads a Go duration ("90s", "2m") or a number of seconds.
-func (l *loader) duration(n *yaml.Node, path string, def time.Duration) time.Duration {
-	s, ok := l.scalar(n, path, "a duration")
-	if !ok {
-		return def
+func duration(n *yaml.Node, path string) (time.Duration, error) {
+	const want = "want a duration such as 90s or 2m, or a number of seconds, got %s"
+	v := yamlx.Deref(n)
+	if v == nil || v.Kind != yaml.ScalarNode {
+		return 0, yamlx.Errorf(n, path, want, yamlx.Describe(v))
 	}
 	var d time.Duration
-	switch s.ShortTag() {
-	case "!!int", "!!float":
-		f, ok := l.number(s, path)
-		if !ok {
-			return def
+	switch v.ShortTag() {
+	case yamlx.TagInt, yamlx.TagFloat:
+		f, err := yamlx.Number(n, path)
+		if err != nil {
+			return 0, err
 		}
 		d = time.Duration(f * float64(time.Second))
-	case "!!str":
+	case yamlx.TagStr:
 		var err error
-		if d, err = time.ParseDuration(s.Value); err != nil {
-			l.errorf(s, path, "want a duration such as 90s or 2m, or a number of seconds, got %q", clip(s.Value, 40))
-			return def
+		if d, err = time.ParseDuration(v.Value); err != nil {
+			return 0, yamlx.Errorf(n, path, want, yamlx.Describe(v))
 		}
 	default:
-		l.errorf(s, path, "want a duration such as 90s or 2m, or a number of seconds, got %s", kindOf(s))
-		return def
+		return 0, yamlx.Errorf(n, path, want, yamlx.Describe(v))
 	}
 	if d <= 0 {
-		l.errorf(s, path, "want a positive duration")
-		return def
+		return 0, yamlx.Errorf(n, path, "want a positive duration")
 	}
-	return d
+	return d, nil
 }
 
 // permission reads a permission flag.
-func (l *loader) permission(n *yaml.Node, path string) (Permission, bool) {
-	s, ok := l.str(n, path)
-	if !ok {
-		return "", false
+func permission(n *yaml.Node, path string) (Permission, error) {
+	s, err := yamlx.StrictString(n, path)
+	if err != nil {
+		return "", err
 	}
 	switch p := Permission(s); p {
 	case PermissionNever, PermissionAlways:
-		return p, true
+		return p, nil
 	}
-	l.errorf(n, path, "%q: want %q (its tools may be used without approval) or %q (each call needs approval: never used)",
-		clip(s, 40), PermissionNever, PermissionAlways)
-	return "", false
+	return "", yamlx.Errorf(n, path, "%q: want %q (its tools may be used without approval) or %q (each call needs approval: never used)",
+		clip.Mark(s, 40), PermissionNever, PermissionAlways)
 }
 
 var serverKeys = []string{"command", "args", "env", "cwd", "url", "headers", "permission", "tools"}
 
 // servers reads mcpServers.
 func (l *loader) servers(n *yaml.Node, path string) []ServerConfig {
-	pairs, ok := l.mapping(n, path)
-	if !ok {
+	pairs, err := yamlx.StrictMapping(n, path)
+	if !l.report(err) {
 		return nil
 	}
 	var out []ServerConfig
 	for _, p := range pairs {
-		sp := joinPath(path, p.key)
-		if !plainName(p.key) {
-			l.errorf(p.kn, sp, "a server name is letters, digits, '_', '-' and '.' (it prefixes its tools' names)")
+		sp := joinPath(path, p.Key)
+		if !plainName(p.Key) {
+			l.errorf(p.KeyNode, sp, "a server name is letters, digits, '_', '-' and '.' (it prefixes its tools' names)")
 			continue
 		}
-		s := ServerConfig{Name: p.key}
-		fields, ok := l.mapping(p.val, sp)
-		if !ok {
+		s := ServerConfig{Name: p.Key}
+		fields, err := yamlx.StrictMapping(p.Value, sp)
+		if !l.report(err) {
 			continue
 		}
 		var havePermission bool
 		for _, f := range fields {
-			fp := joinPath(sp, f.key)
-			switch f.key {
+			fp := joinPath(sp, f.Key)
+			var err error
+			switch f.Key {
 			case "command":
-				s.Command, _ = l.str(f.val, fp)
+				s.Command, err = yamlx.StrictString(f.Value, fp)
 			case "args":
-				s.Args, _ = l.strList(f.val, fp)
+				s.Args, err = yamlx.StrictStringList(f.Value, fp)
 			case "env":
-				s.Env, _ = l.textMap(f.val, fp)
+				s.Env, err = yamlx.StringMap(f.Value, fp)
 			case "cwd":
-				s.Cwd, _ = l.str(f.val, fp)
+				s.Cwd, err = yamlx.StrictString(f.Value, fp)
 			case "url":
-				if u, ok := l.str(f.val, fp); ok {
-					if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-						l.errorf(f.val, fp, "want an http:// or https:// URL, got %q", clip(u, 60))
-					}
-					s.URL = u
+				if s.URL, err = yamlx.StrictString(f.Value, fp); err == nil && !webURL(s.URL) {
+					l.errorf(f.Value, fp, "want an http:// or https:// URL, got %q", clip.Mark(s.URL, 60))
 				}
 			case "headers":
-				s.Headers, _ = l.textMap(f.val, fp)
+				s.Headers, err = yamlx.StringMap(f.Value, fp)
 			case "permission":
-				s.Permission, havePermission = l.permission(f.val, fp)
+				s.Permission, err = permission(f.Value, fp)
+				havePermission = err == nil
 			case "tools":
-				s.Tools, _ = l.strList(f.val, fp)
+				s.Tools, err = yamlx.StrictStringList(f.Value, fp)
 			default:
 				l.unknown(f, sp, "an MCP server", serverKeys)
 			}
+			l.report(err)
 		}
 		switch {
 		case s.Command == "" && s.URL == "":
-			l.errorf(p.val, sp, "needs a command (a stdio server) or a url (a streamable HTTP server)")
+			l.errorf(p.Value, sp, "needs a command (a stdio server) or a url (a streamable HTTP server)")
 		case s.Command != "" && s.URL != "":
-			l.errorf(p.val, sp, "has both a command and a url: give one")
+			l.errorf(p.Value, sp, "has both a command and a url: give one")
 		case s.URL != "" && (s.Args != nil || s.Env != nil || s.Cwd != ""):
-			l.errorf(p.val, sp, "args, env and cwd belong to a command, not to a url")
+			l.errorf(p.Value, sp, "args, env and cwd belong to a command, not to a url")
 		case s.Command != "" && s.Headers != nil:
-			l.errorf(p.val, sp, "headers belong to a url, not to a command")
+			l.errorf(p.Value, sp, "headers belong to a url, not to a command")
 		}
 		if !havePermission {
-			l.errorf(p.val, joinPath(sp, "permission"), "required: %q (its tools may be used without approval) or %q (never used by a tools agent)",
+			l.errorf(p.Value, joinPath(sp, "permission"), "required: %q (its tools may be used without approval) or %q (never used by a tools agent)",
 				PermissionNever, PermissionAlways)
 		} else if s.Permission == PermissionAlways {
-			l.warnf(p.val, sp, "every call needs approval, which a tools agent cannot ask for: it will not use this server")
+			l.warnf(p.Value, sp, "every call needs approval, which a tools agent cannot ask for: it will not use this server")
 		}
 		out = append(out, s)
 	}
 	return out
+}
+
+// webURL reports whether u is an http:// or https:// URL with a host.
+func webURL(u string) bool {
+	pu, err := url.Parse(u)
+	return err == nil && (pu.Scheme == "http" || pu.Scheme == "https") && pu.Host != ""
 }
 
 // participants reads participants; without the section, every
@@ -581,36 +629,39 @@ func (l *loader) participants(n *yaml.Node, path string) []ParticipantConfig {
 	if n == nil {
 		return []ParticipantConfig{{ID: "*", Permission: PermissionNever}}
 	}
-	pairs, ok := l.mapping(n, path)
-	if !ok {
+	pairs, err := yamlx.StrictMapping(n, path)
+	if !l.report(err) {
 		return nil
 	}
 	out := []ParticipantConfig{}
 	for _, p := range pairs {
-		pp := joinPath(path, p.key)
-		if p.key == "" || strings.Contains(p.key, "/") {
-			l.errorf(p.kn, pp, "a participant id must not be empty nor contain '/'")
+		pp := joinPath(path, p.Key)
+		if p.Key == "" || strings.Contains(p.Key, "/") {
+			l.errorf(p.KeyNode, pp, "a participant id must not be empty nor contain '/'")
 			continue
 		}
-		c := ParticipantConfig{ID: p.key}
-		fields, ok := l.mapping(p.val, pp)
-		if !ok {
+		c := ParticipantConfig{ID: p.Key}
+		fields, err := yamlx.StrictMapping(p.Value, pp)
+		if !l.report(err) {
 			continue
 		}
 		var havePermission bool
 		for _, f := range fields {
-			fp := joinPath(pp, f.key)
-			switch f.key {
+			fp := joinPath(pp, f.Key)
+			var err error
+			switch f.Key {
 			case "permission":
-				c.Permission, havePermission = l.permission(f.val, fp)
+				c.Permission, err = permission(f.Value, fp)
+				havePermission = err == nil
 			case "tools":
-				c.Tools, _ = l.strList(f.val, fp)
+				c.Tools, err = yamlx.StrictStringList(f.Value, fp)
 			default:
 				l.unknown(f, pp, "a participant", []string{"permission", "tools"})
 			}
+			l.report(err)
 		}
 		if !havePermission {
-			l.errorf(p.val, joinPath(pp, "permission"), "required: %q or %q", PermissionNever, PermissionAlways)
+			l.errorf(p.Value, joinPath(pp, "permission"), "required: %q or %q", PermissionNever, PermissionAlways)
 		}
 		out = append(out, c)
 	}
@@ -625,8 +676,8 @@ var toolProperties = []string{"name", "description"}
 // tools reads the tools and checks their prompts against their
 // parameters.
 func (l *loader) tools(n *yaml.Node, path string) []*Tool {
-	items, ok := l.sequence(n, path)
-	if !ok {
+	items, err := yamlx.List(n, path)
+	if !l.report(err) {
 		return nil
 	}
 	if len(items) == 0 {
@@ -654,42 +705,40 @@ func (l *loader) tools(n *yaml.Node, path string) []*Tool {
 
 // tool reads one tool.
 func (l *loader) tool(n *yaml.Node, path string) *Tool {
-	fields, ok := l.mapping(n, path)
-	if !ok {
+	fields, err := yamlx.StrictMapping(n, path)
+	if !l.report(err) {
 		return nil
 	}
 	t := &Tool{}
 	var promptNode, paramsNode *yaml.Node
 	for _, f := range fields {
-		fp := joinPath(path, f.key)
-		switch f.key {
+		fp := joinPath(path, f.Key)
+		var err error
+		switch f.Key {
 		case "name":
-			if name, ok := l.str(f.val, fp); ok {
-				t.Name = name
-				if err := checkToolName(name); err != "" {
-					l.errorf(f.val, fp, "%s", err)
+			if t.Name, err = yamlx.StrictString(f.Value, fp); err == nil {
+				if msg := checkToolName(t.Name); msg != "" {
+					l.errorf(f.Value, fp, "%s", msg)
 				}
 			}
 		case "description":
-			t.Description, _ = l.str(f.val, fp)
+			t.Description, err = yamlx.StrictString(f.Value, fp)
 		case "parameters":
-			paramsNode = f.val
-			s := l.schema(f.val, fp, 1)
-			if s == nil {
-				continue
+			paramsNode = f.Value
+			switch s := l.schema(f.Value, fp, 1).(type) {
+			case nil:
+			case *ObjectSchema:
+				t.Parameters = s
+			default:
+				l.errorf(f.Value, joinPath(fp, "type"), "the root of parameters must be an object (MCP tools take an object of arguments), got %s", s.Type())
 			}
-			obj, isObj := s.(*ObjectSchema)
-			if !isObj {
-				l.errorf(f.val, joinPath(fp, "type"), "the root of parameters must be an object (MCP tools take an object of arguments), got %s", s.Type())
-				continue
-			}
-			t.Parameters = obj
 		case "prompt":
-			promptNode = f.val
-			t.Prompt, _ = l.str(f.val, fp)
+			promptNode = f.Value
+			t.Prompt, err = yamlx.StrictString(f.Value, fp)
 		default:
 			l.unknown(f, path, "a tool", toolKeys)
 		}
+		l.report(err)
 	}
 	if t.Name == "" {
 		l.errorf(n, joinPath(path, "name"), "required")
@@ -720,7 +769,7 @@ func checkToolName(name string) string {
 	}
 	for _, r := range name {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
-			return fmt.Sprintf("%q: a tool name is letters, digits, '_', '-' and '.'", clip(name, 40))
+			return fmt.Sprintf("%q: a tool name is letters, digits, '_', '-' and '.'", clip.Mark(name, 40))
 		}
 	}
 	return ""

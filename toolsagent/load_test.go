@@ -135,6 +135,14 @@ func TestToolsAgentLoadErrors(t *testing.T) {
 			"participants.calc", "also the name of an MCP server"},
 		{"duplicate key", head + tool + "timeout: 3s\ntimeout: 4s\n", "timeout", "duplicate key"},
 		{"not a mapping", "- a\n- b\n", "", "want a mapping, got a list"},
+		{"enum item with a fraction", head + oneTool("{type: integer, enum: [1, 2.5]}", "{x}"), "tools[0].parameters.properties.x.enum[1]",
+			"want an integer, got a number (2.5)"},
+		{"null setting", head + tool + "sharedHistory:\n", "sharedHistory", "want a boolean, got null"},
+		{"timeout a list", head + tool + "timeout: [3s]\n", "timeout", "want a duration such as 90s or 2m, or a number of seconds, got a list"},
+		{"server env value a list", head + tool + "mcpServers:\n  s: {command: x, permission: never, env: {A: [1]}}\n", "mcpServers.s.env.A",
+			"want a string, got a list"},
+		{"server args item a number", head + tool + "mcpServers:\n  s: {command: x, permission: never, args: [-v, 2]}\n", "mcpServers.s.args[1]",
+			"want a string, got a number (2)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

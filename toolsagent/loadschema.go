@@ -9,6 +9,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mew-protocol/mew/internal/argcheck"
+	"github.com/mew-protocol/mew/internal/clip"
+	"github.com/mew-protocol/mew/internal/yamlx"
 )
 
 // Schema keys, by type.
@@ -32,18 +34,16 @@ func (l *loader) schema(n *yaml.Node, path string, depth int) Schema {
 		l.errorf(n, path, "schemas nested deeper than %d levels", maxSchemaDepth)
 		return nil
 	}
-	pairs, ok := l.mapping(n, path)
-	if !ok {
+	pairs, err := yamlx.StrictMapping(n, path)
+	if !l.report(err) {
 		return nil
 	}
 	var typ string
 	for _, p := range pairs {
-		if p.key == "type" {
-			s, ok := l.str(p.val, joinPath(path, "type"))
-			if !ok {
+		if p.Key == "type" {
+			if typ, err = yamlx.StrictString(p.Value, joinPath(path, "type")); !l.report(err) {
 				return nil
 			}
-			typ = s
 		}
 	}
 	if typ == "" {
@@ -52,26 +52,28 @@ func (l *loader) schema(n *yaml.Node, path string, depth int) Schema {
 	}
 	keys, known := typeKeys[typ]
 	if !known {
-		l.errorf(n, joinPath(path, "type"), "unknown type %q (want %s)", clip(typ, 40), strings.Join(schemaTypes, ", "))
+		l.errorf(n, joinPath(path, "type"), "unknown type %q (want %s)", clip.Mark(typ, 40), strings.Join(schemaTypes, ", "))
 		return nil
 	}
 	var base SchemaBase
-	var rest []pair
+	var rest []yamlx.Pair
 	for _, p := range pairs {
-		switch p.key {
+		var err error
+		switch p.Key {
 		case "type":
 		case "title":
-			base.Title, _ = l.str(p.val, joinPath(path, p.key))
+			base.Title, err = yamlx.StrictString(p.Value, joinPath(path, p.Key))
 		case "description":
-			base.Description, _ = l.str(p.val, joinPath(path, p.key))
+			base.Description, err = yamlx.StrictString(p.Value, joinPath(path, p.Key))
 		default:
-			if slices.Contains(keys, p.key) {
+			if slices.Contains(keys, p.Key) {
 				rest = append(rest, p)
-				continue
+			} else {
+				l.errorf(p.KeyNode, joinPath(path, p.Key), "not part of the schema of %s (allowed: %s)",
+					article(typ), strings.Join(append(slices.Clone(baseKeys), keys...), ", "))
 			}
-			l.errorf(p.kn, joinPath(path, p.key), "not part of the schema of %s (allowed: %s)",
-				article(typ), strings.Join(append(slices.Clone(baseKeys), keys...), ", "))
 		}
+		l.report(err)
 	}
 	switch typ {
 	case TypeString:
@@ -80,9 +82,10 @@ func (l *loader) schema(n *yaml.Node, path string, depth int) Schema {
 		return l.numberSchema(base, typ == TypeInteger, rest, path)
 	case TypeBoolean:
 		s := &BooleanSchema{SchemaBase: base}
-		for _, p := range rest {
-			if b, ok := l.boolean(p.val, joinPath(path, p.key)); ok {
-				s.Default = &b
+		for _, p := range rest { // only default
+			b, err := ptr(yamlx.StrictBool(p.Value, joinPath(path, p.Key)))
+			if l.report(err) {
+				s.Default = b
 			}
 		}
 		return s
@@ -92,30 +95,29 @@ func (l *loader) schema(n *yaml.Node, path string, depth int) Schema {
 	return l.objectSchema(base, rest, path, depth)
 }
 
-func (l *loader) stringSchema(base SchemaBase, pairs []pair, path string) Schema {
+func (l *loader) stringSchema(base SchemaBase, pairs []yamlx.Pair, path string) Schema {
 	s := &StringSchema{SchemaBase: base}
 	var defNode *yaml.Node
 	for _, p := range pairs {
-		fp := joinPath(path, p.key)
-		switch p.key {
+		fp := joinPath(path, p.Key)
+		var err error
+		switch p.Key {
 		case "enum":
-			if list, ok := l.strList(p.val, fp); ok {
-				if len(list) == 0 {
-					l.errorf(p.val, fp, "an empty enum allows nothing")
-				}
-				s.Enum = list
+			if s.Enum, err = yamlx.StrictStringList(p.Value, fp); err == nil && len(s.Enum) == 0 {
+				l.errorf(p.Value, fp, "an empty enum allows nothing")
 			}
 		case "default":
-			if v, ok := l.str(p.val, fp); ok {
-				s.Default, defNode = &v, p.val
+			if s.Default, err = ptr(yamlx.StrictString(p.Value, fp)); err == nil {
+				defNode = p.Value
 			}
 		case "examples":
-			s.Examples, _ = l.strList(p.val, fp)
+			s.Examples, err = yamlx.StrictStringList(p.Value, fp)
 		case "minLength":
-			s.MinLength, _ = l.count(p.val, fp)
+			s.MinLength, err = ptr(yamlx.Count(p.Value, fp))
 		case "maxLength":
-			s.MaxLength, _ = l.count(p.val, fp)
+			s.MaxLength, err = ptr(yamlx.Count(p.Value, fp))
 		}
+		l.report(err)
 	}
 	if s.MinLength != nil && s.MaxLength != nil && *s.MinLength > *s.MaxLength {
 		l.errorf(nil, joinPath(path, "minLength"), "%d is more than maxLength %d", *s.MinLength, *s.MaxLength)
@@ -129,50 +131,49 @@ func (l *loader) stringSchema(base SchemaBase, pairs []pair, path string) Schema
 	return s
 }
 
-func (l *loader) numberSchema(base SchemaBase, integer bool, pairs []pair, path string) Schema {
+// numbers reads a list of numbers, whole ones when integer.
+func numbers(n *yaml.Node, path string, integer bool) ([]float64, error) {
+	items, err := yamlx.List(n, path)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, 0, len(items))
+	for i, it := range items {
+		f, err := yamlx.Number(it, indexPath(path, i))
+		if err != nil {
+			return nil, err
+		}
+		if integer && f != math.Trunc(f) {
+			return nil, yamlx.Errorf(it, indexPath(path, i), "want an integer, got %s", yamlx.Describe(it))
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func (l *loader) numberSchema(base SchemaBase, integer bool, pairs []yamlx.Pair, path string) Schema {
 	s := &NumberSchema{SchemaBase: base, Integer: integer}
 	var defNode *yaml.Node
-	list := func(n *yaml.Node, fp string) []float64 {
-		items, ok := l.sequence(n, fp)
-		if !ok {
-			return nil
-		}
-		out := make([]float64, 0, len(items))
-		for i, it := range items {
-			f, ok := l.number(it, indexPath(fp, i))
-			if !ok {
-				return nil
-			}
-			if integer && f != math.Trunc(f) {
-				l.errorf(it, indexPath(fp, i), "want an integer, got %s", formatNumber(f))
-			}
-			out = append(out, f)
-		}
-		return out
-	}
 	for _, p := range pairs {
-		fp := joinPath(path, p.key)
-		switch p.key {
+		fp := joinPath(path, p.Key)
+		var err error
+		switch p.Key {
 		case "enum":
-			s.Enum = list(p.val, fp)
-			if s.Enum != nil && len(s.Enum) == 0 {
-				l.errorf(p.val, fp, "an empty enum allows nothing")
+			if s.Enum, err = numbers(p.Value, fp, integer); err == nil && len(s.Enum) == 0 {
+				l.errorf(p.Value, fp, "an empty enum allows nothing")
 			}
 		case "default":
-			if f, ok := l.number(p.val, fp); ok {
-				s.Default, defNode = &f, p.val
+			if s.Default, err = ptr(yamlx.Number(p.Value, fp)); err == nil {
+				defNode = p.Value
 			}
 		case "examples":
-			s.Examples = list(p.val, fp)
+			s.Examples, err = numbers(p.Value, fp, integer)
 		case "minimum":
-			if f, ok := l.number(p.val, fp); ok {
-				s.Minimum = &f
-			}
+			s.Minimum, err = ptr(yamlx.Number(p.Value, fp))
 		case "maximum":
-			if f, ok := l.number(p.val, fp); ok {
-				s.Maximum = &f
-			}
+			s.Maximum, err = ptr(yamlx.Number(p.Value, fp))
 		}
+		l.report(err)
 	}
 	if s.Minimum != nil && s.Maximum != nil && *s.Minimum > *s.Maximum {
 		l.errorf(nil, joinPath(path, "minimum"), "%s is more than maximum %s", formatNumber(*s.Minimum), formatNumber(*s.Maximum))
@@ -200,34 +201,37 @@ func (l *loader) checkValue(s Schema, v any, n *yaml.Node, path string) {
 	}
 }
 
-func (l *loader) arraySchema(base SchemaBase, pairs []pair, path string, depth int) Schema {
+func (l *loader) arraySchema(base SchemaBase, pairs []yamlx.Pair, path string, depth int) Schema {
 	s := &ArraySchema{SchemaBase: base}
 	var haveItems bool
 	for _, p := range pairs {
-		fp := joinPath(path, p.key)
-		switch p.key {
+		fp := joinPath(path, p.Key)
+		var err error
+		switch p.Key {
 		case "items":
 			haveItems = true
-			if dn := l.deref(p.val); dn != nil && dn.Kind == yaml.SequenceNode {
-				if len(dn.Content) == 0 {
-					l.errorf(p.val, fp, "an empty list of item schemas")
-				}
-				s.PrefixItems = []Schema{}
-				for i, it := range dn.Content {
-					if item := l.schema(it, indexPath(fp, i), depth+1); item != nil {
-						s.PrefixItems = append(s.PrefixItems, item)
-					}
-				}
-				continue
+			dn := yamlx.Deref(p.Value)
+			if dn == nil || dn.Kind != yaml.SequenceNode {
+				s.Items = l.schema(p.Value, fp, depth+1)
+				break
 			}
-			s.Items = l.schema(p.val, fp, depth+1)
+			if len(dn.Content) == 0 {
+				l.errorf(p.Value, fp, "an empty list of item schemas")
+			}
+			s.PrefixItems = []Schema{}
+			for i, it := range dn.Content {
+				if item := l.schema(it, indexPath(fp, i), depth+1); item != nil {
+					s.PrefixItems = append(s.PrefixItems, item)
+				}
+			}
 		case "minItems":
-			s.MinItems, _ = l.count(p.val, fp)
+			s.MinItems, err = ptr(yamlx.Count(p.Value, fp))
 		case "maxItems":
-			s.MaxItems, _ = l.count(p.val, fp)
+			s.MaxItems, err = ptr(yamlx.Count(p.Value, fp))
 		case "uniqueItems":
-			s.UniqueItems, _ = l.boolean(p.val, fp)
+			s.UniqueItems, err = yamlx.StrictBool(p.Value, fp)
 		}
+		l.report(err)
 	}
 	if !haveItems {
 		l.errorf(nil, joinPath(path, "items"), "required: the schema of the items (or a list of schemas, one per position)")
@@ -238,43 +242,41 @@ func (l *loader) arraySchema(base SchemaBase, pairs []pair, path string, depth i
 	return s
 }
 
-func (l *loader) objectSchema(base SchemaBase, pairs []pair, path string, depth int) Schema {
+func (l *loader) objectSchema(base SchemaBase, pairs []yamlx.Pair, path string, depth int) Schema {
 	s := &ObjectSchema{SchemaBase: base}
 	var reqNode *yaml.Node
 	for _, p := range pairs {
-		fp := joinPath(path, p.key)
-		switch p.key {
+		fp := joinPath(path, p.Key)
+		var err error
+		switch p.Key {
 		case "properties":
-			props, ok := l.mapping(p.val, fp)
-			if !ok {
-				continue
-			}
+			var props []yamlx.Pair
+			props, err = yamlx.StrictMapping(p.Value, fp)
 			for _, prop := range props {
-				pp := joinPath(fp, prop.key)
-				if !plainName(prop.key) {
-					l.errorf(prop.kn, pp, "a property name is 1 to 64 letters, digits, '_', '-' and '.'")
+				pp := joinPath(fp, prop.Key)
+				if !plainName(prop.Key) {
+					l.errorf(prop.KeyNode, pp, "a property name is 1 to 64 letters, digits, '_', '-' and '.'")
 					continue
 				}
-				if ps := l.schema(prop.val, pp, depth+1); ps != nil {
-					s.Properties = append(s.Properties, Property{Name: prop.key, Schema: ps})
+				if ps := l.schema(prop.Value, pp, depth+1); ps != nil {
+					s.Properties = append(s.Properties, Property{Name: prop.Key, Schema: ps})
 				}
 			}
 		case "required":
-			reqNode = p.val
-			s.Required, _ = l.strList(p.val, fp)
+			reqNode = p.Value
+			s.Required, err = yamlx.StrictStringList(p.Value, fp)
 		case "additionalProperties":
-			if dn := l.deref(p.val); dn != nil && dn.Kind == yaml.ScalarNode {
-				if b, ok := l.boolean(p.val, fp); ok {
-					s.AdditionalProperties = &b
-				}
-				continue
+			if dn := yamlx.Deref(p.Value); dn != nil && dn.Kind == yaml.ScalarNode {
+				s.AdditionalProperties, err = ptr(yamlx.StrictBool(p.Value, fp))
+			} else {
+				s.AdditionalSchema = l.schema(p.Value, fp, depth+1)
 			}
-			s.AdditionalSchema = l.schema(p.val, fp, depth+1)
 		case "minProperties":
-			s.MinProperties, _ = l.count(p.val, fp)
+			s.MinProperties, err = ptr(yamlx.Count(p.Value, fp))
 		case "maxProperties":
-			s.MaxProperties, _ = l.count(p.val, fp)
+			s.MaxProperties, err = ptr(yamlx.Count(p.Value, fp))
 		}
+		l.report(err)
 	}
 	seen := map[string]bool{}
 	for i, name := range s.Required {
@@ -284,7 +286,7 @@ func (l *loader) objectSchema(base SchemaBase, pairs []pair, path string, depth 
 		}
 		seen[name] = true
 		if _, ok := s.Property(name); !ok {
-			l.errorf(reqNode, rp, "%q is not a property (properties: %s)", clip(name, 40), s.propertyNames())
+			l.errorf(reqNode, rp, "%q is not a property (properties: %s)", clip.Mark(name, 40), s.propertyNames())
 		}
 	}
 	if s.MinProperties != nil && s.MaxProperties != nil && *s.MinProperties > *s.MaxProperties {

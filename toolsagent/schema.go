@@ -305,9 +305,6 @@ var (
 	plainName = argcheck.PlainName
 )
 
-// clip shortens s to about n bytes, on a rune boundary.
-var clip = argcheck.Clip
-
 // propertyNames lists the property names for a message.
 func (s *ObjectSchema) propertyNames() string {
 	if len(s.Properties) == 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mew-protocol/mew/agent"
 	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/internal/clip"
 	"github.com/mew-protocol/mew/internal/mcpver"
 	"github.com/mew-protocol/mew/llm"
 	"github.com/mew-protocol/mew/participant"
@@ -322,7 +323,7 @@ func (s *spaceConn) serveCall(ctx context.Context, r *participant.Request, c *sp
 			s.answer(r, participant.ErrorResult(err.Error()), nil)
 		}
 	default:
-		s.conclude(c, protocol.Reasoning{Message: "Answer: " + clip(res.Text, 200)})
+		s.conclude(c, protocol.Reasoning{Message: "Answer: " + clip.Mark(res.Text, 200)})
 		s.answer(r, participant.TextResult(res.Text), nil)
 	}
 }
@@ -373,7 +374,7 @@ func (s *spaceConn) thought(c *spaceCall, st Step) {
 	payload := protocol.Reasoning{Message: st.Summary(), Reasoning: st.Text}
 	switch {
 	case st.Kind == StepTool:
-		payload.Action, payload.Reasoning = "observation", clip(st.Text, 4000)
+		payload.Action, payload.Reasoning = "observation", clip.Mark(st.Text, 4000)
 		payload.ActionInput, _ = json.Marshal(map[string]any{"name": st.Tool, "arguments": st.Arguments})
 	case len(st.Calls) > 0:
 		calls := make([]map[string]any, len(st.Calls))

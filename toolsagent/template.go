@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/mew-protocol/mew/internal/clip"
 )
 
 // MaxPromptBytes bounds a filled prompt: a template that repeats a long
@@ -85,7 +87,7 @@ func parseTemplate(src string) (*template, []string) {
 			name := src[i+1 : i+1+j]
 			if !plainName(name) {
 				errs = append(errs, fmt.Sprintf("%s is not a placeholder (a name of letters, digits, '_', '-' and '.'): write {{ and }} for literal braces",
-					clip("{"+name+"}", 40)))
+					clip.Mark("{"+name+"}", 40)))
 				lit.WriteString(src[i : i+j+2])
 			} else {
 				flush()
