@@ -24,6 +24,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/mew-protocol/mew/internal/clip"
 )
 
 // Schema is a compiled JSON Schema, safe for concurrent use.
@@ -248,11 +250,11 @@ func (s *Schema) collect(ve *jsonschema.ValidationError, root any, out *[]found)
 	case *kind.Enum:
 		want := make([]string, len(k.Want))
 		for i, w := range k.Want {
-			want[i] = Clip(compact(w), 40)
+			want[i] = clip.Mark(compact(w), 40)
 		}
-		add(path, nil, "%s is not one of %s", Clip(compact(got), 40), strings.Join(want, ", "))
+		add(path, nil, "%s is not one of %s", clip.Mark(compact(got), 40), strings.Join(want, ", "))
 	case *kind.Const:
-		add(path, nil, "want %s, got %s", Clip(compact(k.Want), 40), Clip(compact(got), 40))
+		add(path, nil, "want %s, got %s", clip.Mark(compact(k.Want), 40), clip.Mark(compact(got), 40))
 	case *kind.MinLength:
 		add(path, nil, "at least %d characters, got %d", k.Want, k.Got)
 	case *kind.MaxLength:
@@ -278,7 +280,7 @@ func (s *Schema) collect(ve *jsonschema.ValidationError, root any, out *[]found)
 	case *kind.MultipleOf:
 		add(path, nil, "want a multiple of %s, got %s", rat(k.Want), number(got))
 	case *kind.Pattern:
-		add(path, nil, "%s does not match the pattern %s", Clip(compact(got), 40), Clip(strconv.Quote(k.Want), 60))
+		add(path, nil, "%s does not match the pattern %s", clip.Mark(compact(got), 40), clip.Mark(strconv.Quote(k.Want), 60))
 	case *kind.FalseSchema:
 		add(path, nil, "not allowed")
 	default:
@@ -431,9 +433,9 @@ func Describe(v any) string {
 	case nil:
 		return "null"
 	case string:
-		return "a string (" + Clip(strconv.Quote(x), 40) + ")"
+		return "a string (" + clip.Mark(strconv.Quote(x), 40) + ")"
 	case json.Number:
-		return "a number (" + Clip(x.String(), 40) + ")"
+		return "a number (" + clip.Mark(x.String(), 40) + ")"
 	case float64:
 		return "a number (" + strconv.FormatFloat(x, 'g', -1, 64) + ")"
 	case bool:
@@ -461,11 +463,11 @@ func compact(v any) string {
 func number(v any) string {
 	switch x := v.(type) {
 	case json.Number:
-		return Clip(x.String(), 40)
+		return clip.Mark(x.String(), 40)
 	case float64:
 		return strconv.FormatFloat(x, 'g', -1, 64)
 	}
-	return Clip(compact(v), 40)
+	return clip.Mark(compact(v), 40)
 }
 
 // rat writes a schema's bound as JSON would.
@@ -484,16 +486,4 @@ func article(typ string) string {
 		return "an " + typ
 	}
 	return "a " + typ
-}
-
-// Clip shortens s to about n bytes, on a rune boundary, marking the cut
-// with an ellipsis.
-func Clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }
