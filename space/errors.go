@@ -3,8 +3,8 @@ package space
 import (
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/mew-protocol/mew/internal/yamlx"
 )
 
 // ConfigError reports a problem with a configuration file: a YAML syntax
@@ -41,44 +41,11 @@ func (e *ConfigError) Error() string {
 // Unwrap returns the underlying error.
 func (e *ConfigError) Unwrap() error { return e.Err }
 
-// maxKeyInPath bounds how much of one key is shown in a key path.
-const maxKeyInPath = 128
-
-// keyPart formats one mapping key for a key path: as written when it is
-// plain printable text, quoted (and shortened) otherwise, so that hostile
-// keys cannot garble messages.
-func keyPart(k string) string {
-	plain := k != "" && len(k) <= maxKeyInPath && utf8.ValidString(k)
-	if plain {
-		for _, r := range k {
-			if !unicode.IsPrint(r) || r == '"' {
-				plain = false
-				break
-			}
-		}
-	}
-	if plain {
-		return k
-	}
-	if len(k) > maxKeyInPath {
-		cut := maxKeyInPath
-		for cut > 0 && !utf8.RuneStart(k[cut]) {
-			cut--
-		}
-		return strconv.Quote(k[:cut]) + "..."
-	}
-	return strconv.Quote(k)
-}
-
-// joinKey appends a mapping key to a key path.
-func joinKey(path, k string) string {
-	if path == "" {
-		return keyPart(k)
-	}
-	return path + "." + keyPart(k)
-}
-
-// indexKey appends a list index to a key path.
-func indexKey(path string, i int) string {
-	return path + "[" + strconv.Itoa(i) + "]"
-}
+// Key paths ("participants.helper.args[1]") are written as yamlx writes
+// them.
+var (
+	// joinKey appends a mapping key to a key path.
+	joinKey = yamlx.JoinKey
+	// indexKey appends a list index to a key path.
+	indexKey = yamlx.IndexKey
+)
