@@ -166,8 +166,20 @@ func (f *fsys) rel(p string) (string, error) {
 	if p == ".." || strings.HasPrefix(p, ".."+string(filepath.Separator)) {
 		return "", fmt.Errorf("%s is outside the allowed directory %s", p, f.dir)
 	}
+	if slices.ContainsFunc(strings.Split(p, string(filepath.Separator)), private) {
+		return "", fmt.Errorf("%s is in %s, mew's private state (tokens, logs): never served", p, privateDir)
+	}
 	return p, nil
 }
+
+// privateDir is the directory of a space's private state: its participants'
+// tokens, run state and logs. Served, it would hand every token to whoever may
+// read files, who could then act as any participant, the human included.
+const privateDir = ".mew"
+
+// private reports whether a path component names the private directory (in
+// any casing, for case-insensitive file systems).
+func private(name string) bool { return strings.EqualFold(name, privateDir) }
 
 // clean rewrites an error of os.Root to speak of relative paths and say
 // plainly when a path escapes.
@@ -335,6 +347,7 @@ func (f *fsys) list(p string) (*mcp.CallToolResult, any, error) {
 	}
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	var b strings.Builder
+	entries = slices.DeleteFunc(entries, func(e fs.DirEntry) bool { return private(e.Name()) })
 	for i, e := range entries {
 		if i == maxListing {
 			fmt.Fprintf(&b, "… and %d more\n", len(entries)-i)
@@ -372,6 +385,12 @@ func (f *fsys) walk(p string, keep func(name string) bool) (*mcp.CallToolResult,
 			return err
 		}
 		if q == start {
+			return nil
+		}
+		if private(d.Name()) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
 			return nil
 		}
 		if strings.Count(strings.TrimPrefix(q, start), "/") > maxTreeDepth {

@@ -190,3 +190,65 @@ func TestFilesystemRefusesSpecialFiles(t *testing.T) {
 		t.Errorf("rewritten file reads %q, want it truncated to \"short\"", got)
 	}
 }
+
+// TestFilesystemHidesPrivateState: a space's .mew directory (tokens, run
+// state, logs) is never read, written, listed or found, by any spelling of
+// its path, even when the served directory is the space itself.
+func TestFilesystemHidesPrivateState(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, ".mew", "tokens"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const token = "very-secret-token-of-the-human"
+	if err := os.WriteFile(filepath.Join(root, ".mew", "tokens", "human.token"), []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "README.md"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, closeRoot, err := Filesystem(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeRoot()
+	cs := connect(t, s)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"read_file", map[string]any{"path": ".mew/tokens/human.token"}},
+		{"read_text_file", map[string]any{"path": "./.mew/../.mew/tokens/human.token"}},
+		{"read_file", map[string]any{"path": filepath.Join(root, ".mew", "tokens", "human.token")}},
+		{"read_file", map[string]any{"path": ".MEW/tokens/human.token"}},
+		{"list_directory", map[string]any{"path": ".mew"}},
+		{"list_directory", map[string]any{"path": ".mew/tokens"}},
+		{"directory_tree", map[string]any{"path": ".mew"}},
+		{"write_file", map[string]any{"path": ".mew/tokens/agent.token", "content": "x"}},
+		{"get_file_info", map[string]any{"path": ".mew/tokens/human.token"}},
+		{"move_file", map[string]any{"source": ".mew", "destination": "stolen"}},
+		{"move_file", map[string]any{"source": "README.md", "destination": ".mew/README.md"}},
+		{"create_directory", map[string]any{"path": ".mew/x"}},
+	} {
+		out, failed := call(t, cs, c.tool, c.args)
+		if !failed || strings.Contains(out, token) || !strings.Contains(out, "private") {
+			t.Errorf("%s %v: failed=%v %q", c.tool, c.args, failed, out)
+		}
+	}
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"list_directory", map[string]any{"path": "."}},
+		{"directory_tree", map[string]any{"path": "."}},
+		{"search_files", map[string]any{"path": ".", "pattern": "token"}},
+		{"search_files", map[string]any{"path": ".", "pattern": ".mew"}},
+	} {
+		out, failed := call(t, cs, c.tool, c.args)
+		if failed || strings.Contains(out, ".mew") || strings.Contains(out, "human.token") {
+			t.Errorf("%s %v shows the private directory: %q", c.tool, c.args, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, ".mew", "tokens", "agent.token")); err == nil {
+		t.Error("a token file was written")
+	}
+}
