@@ -22,10 +22,10 @@ var layer = map[string]int{
 	"client": 3, "space": 3,
 	"gateway": 4, "participant": 4,
 	"agent": 5, "bridge": 5,
-	"toolsagent": 6,
+	"toolsagent":        6,
 	"internal/testutil": 7, "internal/bench": 7,
 	"internal/cli": 8,
-	"cmd/mew": 9,
+	"cmd/mew":      9,
 }
 
 type pkg struct {
