@@ -220,13 +220,7 @@ func (b *Bridge) onNotification(r *participant.Request) {
 func (b *Bridge) answer(r *participant.Request, result any, rpcErr *participant.RPCError) {
 	ctx, cancel := context.WithTimeout(context.Background(), answerTimeout)
 	defer cancel()
-	var err error
-	if rpcErr != nil {
-		err = r.RespondRPCError(ctx, rpcErr)
-	} else {
-		err = r.Respond(ctx, result)
-	}
-	if err != nil {
+	if err := r.Answer(ctx, result, rpcErr); err != nil {
 		b.log.Warn("answer not sent", "request", r.Envelope.ID, "to", r.From(), "err", err)
 	}
 }

@@ -139,6 +139,13 @@ func (r *Request) RespondRPCError(ctx context.Context, e *RPCError) error {
 	return r.answer(ctx, nil, e)
 }
 
+// Answer answers the request with rpcErr when it is not nil, else with
+// result: for code that forwards an answer it got from elsewhere (an MCP
+// server, a tool run) without caring which of the two it is.
+func (r *Request) Answer(ctx context.Context, result any, rpcErr *RPCError) error {
+	return r.answer(ctx, result, rpcErr)
+}
+
 func (r *Request) answer(ctx context.Context, result any, rpcErr *RPCError) error {
 	if r.IsNotification() {
 		return fmt.Errorf("participant: %s is a notification and takes no answer", r.Method)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/agent"
-	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/internal/clip"
 	"github.com/mew-protocol/mew/internal/mcpver"
 	"github.com/mew-protocol/mew/llm"
@@ -94,17 +93,7 @@ func (a *Agent) ServeSpace(ctx context.Context, opts participant.Options) error 
 		stop(ErrShutdown)
 		return nil
 	})
-	p.Client().OnDisconnected(func(err error) {
-		var refused *client.RefusedError
-		if errors.Is(err, client.ErrKicked) || errors.Is(err, client.ErrReplaced) || errors.As(err, &refused) {
-			stop(err)
-		}
-	})
-	p.Client().OnError(func(err error) {
-		if errors.Is(err, client.ErrReconnectFailed) {
-			stop(err)
-		}
-	})
+	p.Client().OnFinal(stop)
 	cctx, cancel := context.WithTimeout(ctx, spaceConnectTimeout)
 	err = p.Connect(cctx)
 	cancel()
@@ -213,13 +202,7 @@ func (s *spaceConn) onRequest(r *participant.Request) {
 func (s *spaceConn) answer(r *participant.Request, result any, rpcErr *participant.RPCError) {
 	ctx, cancel := context.WithTimeout(context.Background(), spaceSendTimeout)
 	defer cancel()
-	var err error
-	if rpcErr != nil {
-		err = r.RespondRPCError(ctx, rpcErr)
-	} else {
-		err = r.Respond(ctx, result)
-	}
-	if err != nil {
+	if err := r.Answer(ctx, result, rpcErr); err != nil {
 		s.a.log.Warn("toolsagent: answer not sent", "request", r.Envelope.ID, "err", err)
 	}
 }
