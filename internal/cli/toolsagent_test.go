@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -135,24 +134,6 @@ func modelEnv(srv *testutil.LLMServer) []string {
 	return []string{"OPENAI_BASE_URL=" + srv.URL(), "OPENAI_API_KEY=test-key", "OPENAI_MODEL=scripted"}
 }
 
-// syncBuffer is a bytes buffer safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // checkListing checks initialize and tools/list against the definition.
 func checkListing(t *testing.T, session *mcp.ClientSession, def *toolsagent.Definition) {
 	t.Helper()
@@ -210,7 +191,7 @@ func TestAgentMCPStdio(t *testing.T) {
 		testutil.LLMCall(testutil.LLMToolCall{Name: "bookings_book_flight", Arguments: `{"flight":"X 1","date":"2026-12-01","passenger":"Ada"}`}),
 		testutil.LLMReply("AF 123 is the best."),
 	)
-	stderr := &syncBuffer{}
+	stderr := &testutil.Buffer{}
 	cmd := exec.Command(bin, "agent", "mcp", "--config", desk.path, "--log-level", "debug")
 	cmd.Env = append(os.Environ(), modelEnv(srv)...)
 	cmd.Stderr = stderr
@@ -308,7 +289,7 @@ func TestAgentMCPHTTP(t *testing.T) {
 	}
 	exited := make(chan struct{}) // closed when cmd.Wait returned waitErr
 	var waitErr error
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	urls := make(chan string, 1)
 	go func() {
 		re := regexp.MustCompile(`url=(http://\S+)`)
@@ -416,7 +397,7 @@ func TestAgentMCPInspector(t *testing.T) {
 		full = append(full, args...)
 		full = append(full, "--", bin, "agent", "mcp", "--config", desk.path, "--log-level", "warn")
 		cmd := exec.CommandContext(ctx, insp, full...)
-		var out, errOut syncBuffer
+		var out, errOut testutil.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		err := cmd.Run()
 		return out.String(), errOut.String(), err
@@ -658,7 +639,7 @@ func TestToolTestTravelDeskOffline(t *testing.T) {
 			"--arg", "origin=Lisbon", "--arg", "destination=New York", "--arg", "date="+date)
 		c.Dir = dir
 		c.Env = offlineEnv(travelmcp.EnvCallLog + "=" + callLog)
-		var stdout, stderr syncBuffer
+		var stdout, stderr testutil.Buffer
 		c.Stdout, c.Stderr = &stdout, &stderr
 		err := c.Run()
 		if ctx.Err() != nil {
