@@ -25,6 +25,17 @@ const (
 	Rejected  = "rejected"  // an inbound envelope refused by capability checks
 )
 
+// Layouts of envelope-history.jsonl, the values of [Options.Format].
+const (
+	// FormatCompact writes each envelope's body once: on its received line,
+	// or, for an envelope the gateway sent itself, on the delivered line of
+	// its first recipient. Other delivered lines carry no envelope member.
+	FormatCompact = "compact"
+	// FormatReference writes the body on every line, as the reference
+	// gateway does: one copy per recipient.
+	FormatReference = "reference"
+)
+
 // DefaultQueueSize is the queue length used when [Options.QueueSize] is not
 // positive.
 const DefaultQueueSize = 65536
@@ -44,6 +55,8 @@ type Options struct {
 	EnvelopeHistory bool
 	// CapabilityDecisions switches capability-decisions.jsonl on.
 	CapabilityDecisions bool
+	// Format is FormatCompact (also "") or FormatReference.
+	Format string
 	// ReceivedOnly skips "delivered" records, for large spaces where one line
 	// per recipient is too much; received and rejected lines are kept.
 	ReceivedOnly bool
@@ -182,6 +195,9 @@ func Open(opts Options) (*Log, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("audit: Options.Dir is empty")
 	}
+	if opts.Format != "" && opts.Format != FormatCompact && opts.Format != FormatReference {
+		return nil, fmt.Errorf("audit: unknown format %q (want %q or %q)", opts.Format, FormatCompact, FormatReference)
+	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -255,7 +271,8 @@ func newWriter(opts *Options, logger *slog.Logger, now func() time.Time, stats *
 			cfg.retry = 0
 		}
 	}
-	return &writer{log: logger, stats: stats, now: now, cfg: cfg, line: make([]byte, 0, lineBufSize)}
+	return &writer{log: logger, stats: stats, now: now, cfg: cfg, line: make([]byte, 0, lineBufSize),
+		chain: newChainer(), compact: opts.Format != FormatReference}
 }
 
 // prepareDir creates dir (0700) with a .gitignore when it does not exist.

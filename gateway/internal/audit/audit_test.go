@@ -28,9 +28,11 @@ func TestDeliveredFanOut(t *testing.T) {
 	// Without Recipients: Participant and Transport are the one recipient.
 	l.Envelope(EnvelopeRecord{Time: fixed, Event: Delivered, ID: "w1", Envelope: []byte(`{"id":"w1"}`), Participant: "carol", Transport: "websocket", Space: "demo"})
 	closeT(t, l)
-	head := `{"timestamp":"` + fixedTS + `","event":"delivered","id":"m1","envelope":{"id":"m1"}`
+	head := `{"timestamp":"` + fixedTS + `","event":"delivered","id":"m1"`
+	// Compact: the body once, on the first recipient's line, as no line
+	// before holds it.
 	want := []string{
-		head + `,"participant":"alice","space_id":"demo","direction":"outbound","transport":"websocket","metadata":{"source_participant":"carol"}}`,
+		head + `,"envelope":{"id":"m1"},"participant":"alice","space_id":"demo","direction":"outbound","transport":"websocket","metadata":{"source_participant":"carol"}}`,
 		head + `,"participant":"bob","space_id":"demo","direction":"outbound","transport":"virtual","metadata":{"source_participant":"carol"}}`,
 		`{"timestamp":"` + fixedTS + `","event":"delivered","id":"w1","envelope":{"id":"w1"},"participant":"carol","space_id":"demo","direction":"outbound","transport":"websocket"}`,
 	}
@@ -39,6 +41,76 @@ func TestDeliveredFanOut(t *testing.T) {
 	}
 	if s := l.Stats(); s.Records != 2 || s.Lines != 3 {
 		t.Errorf("Stats = %+v, want 2 records, 3 lines", s)
+	}
+}
+
+// TestDeliveredReferenceFormat: FormatReference writes the body on every
+// delivered line.
+func TestDeliveredReferenceFormat(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, Options{Dir: dir, EnvelopeHistory: true, Format: FormatReference})
+	l.Envelope(EnvelopeRecord{Time: fixed, Event: Received, ID: "m1", Envelope: []byte(`{"id":"m1"}`),
+		Participant: "carol", Transport: "websocket", Space: "demo"})
+	l.Envelope(EnvelopeRecord{
+		Time: fixed, Event: Delivered, ID: "m1", Envelope: []byte(`{"id":"m1"}`), Space: "demo",
+		Recipients: []Recipient{{"alice", "websocket"}, {"bob", "virtual"}},
+	})
+	closeT(t, l)
+	head := `{"timestamp":"` + fixedTS + `","event":"delivered","id":"m1","envelope":{"id":"m1"}`
+	want := []string{
+		`{"timestamp":"` + fixedTS + `","event":"received","id":"m1","envelope":{"id":"m1"},"participant":"carol","space_id":"demo","direction":"inbound","transport":"websocket"}`,
+		head + `,"participant":"alice","space_id":"demo","direction":"outbound","transport":"websocket"}`,
+		head + `,"participant":"bob","space_id":"demo","direction":"outbound","transport":"virtual"}`,
+	}
+	if diff := cmp.Diff(want, readLines(t, envPath(dir))); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+	if _, err := Open(Options{Dir: dir, EnvelopeHistory: true, Format: "fancy"}); err == nil {
+		t.Error("an unknown format was accepted")
+	}
+}
+
+// TestCompactBodies: in the compact format a delivered record refers to the
+// body of the received line with its id and the same bytes; a different body
+// under the same id, or one the writer no longer remembers, is written.
+func TestCompactBodies(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, Options{Dir: dir, EnvelopeHistory: true})
+	rc := []Recipient{{"a", "websocket"}, {"b", "websocket"}}
+	rec := func(ev, id, body string) {
+		l.Envelope(EnvelopeRecord{Time: fixed, Event: ev, ID: id, Envelope: []byte(body), Participant: "p", Recipients: rc})
+	}
+	rec(Received, "x", `{"id":"x"}`)
+	rec(Delivered, "x", `{"id":"x"}`)             // 2 lines, no body
+	rec(Delivered, "x", `{"id":"x","redacted":1}`) // another body: on its first line
+	for i := range maxBodies + 1 {
+		rec(Received, fmt.Sprint("f", i), `{"id":"f"}`)
+	}
+	rec(Delivered, "x", `{"id":"x","redacted":1}`) // forgotten: written again
+	closeT(t, l)
+	var bodies []string
+	for _, line := range readLines(t, envPath(dir)) {
+		if !strings.Contains(line, `"id":"x"`) {
+			continue
+		}
+		var m struct {
+			Event       string
+			Envelope    json.RawMessage
+			Participant string
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		bodies = append(bodies, m.Event+" "+m.Participant+" "+string(m.Envelope))
+	}
+	want := []string{
+		`received p {"id":"x"}`,
+		`delivered a `, `delivered b `,
+		`delivered a {"id":"x","redacted":1}`, `delivered b `,
+		`delivered a {"id":"x","redacted":1}`, `delivered b `,
+	}
+	if diff := cmp.Diff(want, bodies); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
 	}
 }
 
@@ -130,8 +202,9 @@ func TestGitignore(t *testing.T) {
 	})
 }
 
-// TestAppends: existing files are appended to, never truncated, and a cut
-// off last line is ended before the first new line.
+// TestAppends: a chained file is appended to, never truncated, and its
+// chain goes on; a file that does not end in a chained line (an older
+// gateway's, or one cut off) is set aside as a rotated file first.
 func TestAppends(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(envPath(dir), []byte("{\"old\":1}\n"), 0o644); err != nil {
@@ -146,13 +219,29 @@ func TestAppends(t *testing.T) {
 		l.Decision(DecisionRecord{Time: fixed, EnvelopeID: fmt.Sprint(i)})
 		closeT(t, l)
 	}
-	env := readLines(t, envPath(dir))
-	if len(env) != 3 || env[0] != `{"old":1}` || !strings.Contains(env[1], `"id":"0"`) || !strings.Contains(env[2], `"id":"1"`) {
-		t.Errorf("envelope file: %q", env)
-	}
-	dec := readLines(t, decPath(dir))
-	if len(dec) != 3 || dec[0] != `{"cut":` || !strings.Contains(dec[1], `"envelope_id":"0"`) || !strings.Contains(dec[2], `"envelope_id":"1"`) {
-		t.Errorf("decision file: %q", dec)
+	for _, tc := range []struct{ path, key, old string }{
+		{envPath(dir), `"id":`, "{\"old\":1}\n"},
+		{decPath(dir), `"envelope_id":`, `{"cut":`},
+	} {
+		lines := readRaw(t, tc.path)
+		if len(lines) != 2 || !strings.Contains(lines[0], tc.key+`"0"`) || !strings.Contains(lines[1], tc.key+`"1"`) {
+			t.Errorf("%s: %q", tc.path, lines)
+			continue
+		}
+		// Both Opens stated where they started; the second continued
+		// the first's chain and numbering.
+		l0, err0 := parseChain([]byte(lines[0]))
+		l1, err1 := parseChain([]byte(lines[1]))
+		if err0 != nil || err1 != nil || l0.n != 1 || l1.n != 2 || !l0.hasPrev || !l1.hasPrev || l1.prev != l0.sum || l0.prev != [hashSize]byte{} {
+			t.Errorf("%s: chains %+v %v, %+v %v", tc.path, l0, err0, l1, err1)
+		}
+		rotated, err := findRotated(tc.path)
+		if err != nil || len(rotated) != 1 {
+			t.Fatalf("%s: rotated %v, %v", tc.path, rotated, err)
+		}
+		if b, _ := os.ReadFile(rotated[0].path); string(b) != tc.old {
+			t.Errorf("set aside %q, want %q", b, tc.old)
+		}
 	}
 }
 
@@ -376,8 +465,9 @@ func TestWriteErrors(t *testing.T) {
 	}
 }
 
-// TestRecoverAfterPartialWrite: after a failed write, the next line starts on
-// a new line even if the failure left half a line in the file.
+// TestRecoverAfterPartialWrite: after a failed write that left half a line
+// in the file, the file is set aside, and the new one continues the chain
+// from the last line known to be whole.
 func TestRecoverAfterPartialWrite(t *testing.T) {
 	dir := t.TempDir()
 	w := testWriter(t, &Options{test: &hooks{noRetryDelay: true}})
@@ -386,20 +476,33 @@ func TestRecoverAfterPartialWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.env = s
-	w.write(s, []byte("{\"a\":1}\n"))
+	w.write(s, []byte(`{"a":1`))
 	w.flush()
 	// Simulate a write that failed half way.
 	if _, err := s.f.WriteString(`{"half":`); err != nil {
 		t.Fatal(err)
 	}
 	w.fail(s, io.ErrShortWrite, 0)
-	w.write(s, []byte("{\"b\":2}\n"))
+	w.write(s, []byte(`{"b":2`))
 	if err := w.close(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{`{"a":1}`, `{"half":`, `{"b":2}`}
-	if diff := cmp.Diff(want, readLines(t, envPath(dir))); diff != "" {
+	if diff := cmp.Diff([]string{`{"b":2}`}, readLines(t, envPath(dir))); diff != "" {
 		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+	rotated, err := findRotated(envPath(dir))
+	if err != nil || len(rotated) != 1 {
+		t.Fatalf("rotated %v, %v", rotated, err)
+	}
+	b, _ := os.ReadFile(rotated[0].path)
+	first, _, _ := strings.Cut(string(b), "\n")
+	if unchain(first) != `{"a":1}` || !strings.HasSuffix(string(b), "\n"+`{"half":`) {
+		t.Errorf("set aside:\n%s", b)
+	}
+	a, _ := parseChain([]byte(first))
+	bl, _ := parseChain([]byte(readRaw(t, envPath(dir))[0]))
+	if !bl.hasPrev || bl.prev != a.sum || bl.n != 1 {
+		t.Errorf("the new file starts from %x (line %d), want %x", bl.prev, bl.n, a.sum)
 	}
 	if st := w.stats; st.lines.Load() != 2 || st.errors.Load() != 1 {
 		t.Errorf("lines %d errors %d", st.lines.Load(), st.errors.Load())

@@ -32,23 +32,29 @@ func (c *secondCache) appendTime(dst []byte, t time.Time) []byte {
 	return append(dst, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
 }
 
+// envelopeValue returns the envelope of r as written, or nil to leave it out.
+func (w *writer) envelopeValue(r *EnvelopeRecord) []byte {
+	// A rejected message that could not be decoded has no envelope to show;
+	// leaving the member out says so without counting an error.
+	required := r.Event != Rejected || len(r.Envelope) > 0
+	return w.value("envelope", r.Envelope, required, r.ID)
+}
+
 // appendEnvelopeHead appends the part of an envelope line shared by all
-// recipients: from '{' to the envelope.
-func (w *writer) appendEnvelopeHead(dst []byte, r *EnvelopeRecord) []byte {
+// recipients: from '{' to the envelope, body (from envelopeValue), which is
+// left out when nil.
+func (w *writer) appendEnvelopeHead(dst []byte, r *EnvelopeRecord, body []byte) []byte {
 	dst = append(dst, `{"timestamp":"`...)
 	dst = w.ts.appendTime(dst, r.Time)
 	dst = append(dst, '"')
 	dst = appendStringField(dst, `,"event":`, r.Event)
 	dst = appendStringField(dst, `,"id":`, r.ID)
-	// A rejected message that could not be decoded has no envelope to show;
-	// leaving the member out says so without counting an error.
-	required := r.Event != Rejected || len(r.Envelope) > 0
-	return appendRawField(dst, `,"envelope":`, w.value("envelope", r.Envelope, required, r.ID))
+	return appendRawField(dst, `,"envelope":`, body)
 }
 
 // appendEnvelopeTail appends the rest of an envelope line, from participant
-// to the closing '}' and '\n'.
-// metadata is r.Metadata as returned by value.
+// to the last member; the writer seals it with the chain and the closing
+// brace. metadata is r.Metadata as returned by value.
 func appendEnvelopeTail(dst []byte, r *EnvelopeRecord, participant, transport string, metadata []byte) []byte {
 	dst = appendStringField(dst, `,"participant":`, participant)
 	dst = appendStringField(dst, `,"space_id":`, r.Space)
@@ -59,11 +65,11 @@ func appendEnvelopeTail(dst []byte, r *EnvelopeRecord, participant, transport st
 		dst = append(dst, `,"direction":"outbound"`...)
 	}
 	dst = appendStringField(dst, `,"transport":`, transport)
-	dst = appendRawField(dst, `,"metadata":`, metadata)
-	return append(dst, '}', '\n')
+	return appendRawField(dst, `,"metadata":`, metadata)
 }
 
-// appendDecision appends a whole capability-decision line.
+// appendDecision appends a capability-decision line but for its chain and
+// closing brace.
 func (w *writer) appendDecision(dst []byte, r *DecisionRecord) []byte {
 	dst = append(dst, `{"timestamp":"`...)
 	dst = w.ts.appendTime(dst, r.Time)
@@ -80,8 +86,7 @@ func (w *writer) appendDecision(dst []byte, r *DecisionRecord) []byte {
 	dst = appendRawField(dst, `,"matched_capability":`, w.value("matched_capability", r.Matched, false, r.EnvelopeID))
 	dst = appendStringField(dst, `,"matched_source":`, r.Source)
 	dst = appendRawField(dst, `,"granted_capabilities":`, w.value("granted_capabilities", r.Granted, false, r.EnvelopeID))
-	dst = appendRawField(dst, `,"metadata":`, w.value("metadata", r.Metadata, false, r.EnvelopeID))
-	return append(dst, '}', '\n')
+	return appendRawField(dst, `,"metadata":`, w.value("metadata", r.Metadata, false, r.EnvelopeID))
 }
 
 // appendStringField appends key (which starts with ',' and ends with ':')

@@ -40,9 +40,20 @@ func closeT(t testing.TB, l *Log) {
 	}
 }
 
-// readLines returns the lines of the file at path; every line must end in
-// '\n'.
+// readLines returns the lines of the file at path without their chain
+// members (see unchain); every line must end in '\n'.
 func readLines(t testing.TB, path string) []string {
+	t.Helper()
+	lines := readRaw(t, path)
+	for i, l := range lines {
+		lines[i] = unchain(l)
+	}
+	return lines
+}
+
+// readRaw returns the lines of the file at path as they are; every line
+// must end in '\n'.
+func readRaw(t testing.TB, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -55,6 +66,20 @@ func readLines(t testing.TB, path string) []string {
 		t.Fatalf("%s does not end in a newline", path)
 	}
 	return strings.Split(string(b[:len(b)-1]), "\n")
+}
+
+// unchain returns line without its chain and chain_prev members, or line
+// itself when it has no valid chain.
+func unchain(line string) string {
+	l, err := parseChain([]byte(line))
+	if err != nil {
+		return line
+	}
+	k := strings.LastIndex(line, chainKey)
+	if l.hasPrev {
+		k -= prevMember
+	}
+	return line[:k] + "}"
 }
 
 // testWriter returns a writer without sinks for opts, logging to the test's

@@ -84,19 +84,8 @@ func (w *writer) rotate(s *sink) bool {
 	if !w.flushSink(s) {
 		return false
 	}
-	// A strictly later time than the newest rotated file keeps the names
-	// unique and in order even when the clock stands still or steps back.
-	at := w.now().UTC().Truncate(time.Millisecond)
-	if n := len(s.rotated); n > 0 && !at.After(s.rotated[n-1].at) {
-		at = s.rotated[n-1].at.Add(time.Millisecond)
-	}
-	for {
-		if _, err := os.Lstat(rotatedName(s.path, at)); errors.Is(err, fs.ErrNotExist) {
-			break
-		}
-		at = at.Add(time.Millisecond) // someone else's file: never overwrite it
-	}
-	name := rotatedName(s.path, at)
+	rf := w.rotatedPath(s)
+	name, at := rf.path, rf.at
 	// Renamed while still open: on failure nothing has changed.
 	if err := w.cfg.rename(s.path, name); err != nil {
 		w.stats.errors.Add(1)
@@ -123,6 +112,23 @@ func (w *writer) rotate(s *sink) bool {
 		return false
 	}
 	return true
+}
+
+// rotatedPath is the name for the current file of s rotated now.
+func (w *writer) rotatedPath(s *sink) rotatedFile {
+	// A strictly later time than the newest rotated file keeps the names
+	// unique and in order even when the clock stands still or steps back.
+	at := w.now().UTC().Truncate(time.Millisecond)
+	if n := len(s.rotated); n > 0 && !at.After(s.rotated[n-1].at) {
+		at = s.rotated[n-1].at.Add(time.Millisecond)
+	}
+	for {
+		if _, err := os.Lstat(rotatedName(s.path, at)); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		at = at.Add(time.Millisecond) // someone else's file: never overwrite it
+	}
+	return rotatedFile{path: rotatedName(s.path, at), at: at}
 }
 
 // prune deletes the oldest rotated files of s beyond MaxFiles.

@@ -57,6 +57,9 @@ type writer struct {
 	line     []byte
 	ts       secondCache
 	badSeen  bool // a malformed JSON value has been logged
+	chain    *chainer
+	compact  bool   // Options.Format is FormatCompact
+	bodies   bodies // in compact format: the envelopes whose body is written
 }
 
 // sink is one log file with its buffer and its rotated predecessors. Lines go
@@ -81,28 +84,94 @@ type sink struct {
 	failLogged  bool      // the last message about this file was a failure
 	errsSince   uint64    // errors not yet in a log message
 	lostSince   uint64    // lost lines not yet in a log message
+
+	// The hash chain: the hash of the last line sealed, the number of
+	// that line in the file, and whether the next line states the hash it
+	// starts from (chain_prev). Set from the file by openFile.
+	chain    [hashSize]byte
+	n        uint64
+	needPrev bool
 }
 
 // openSink opens the file at path for appending and finds its rotated files.
 func (w *writer) openSink(path string) (*sink, error) {
 	s := &sink{path: path, w: bufio.NewWriterSize(nil, bufferSize)}
-	if err := w.openFile(s); err != nil {
-		return nil, fmt.Errorf("audit: %w", err)
-	}
 	rotated, err := findRotated(path)
 	if err != nil {
-		_ = s.f.Close()
 		return nil, fmt.Errorf("audit: %w", err)
 	}
 	s.rotated = rotated
+	// A new file continues the chain of the newest rotated one.
+	if n := len(rotated); n > 0 {
+		if l, ok := tailLink(rotated[n-1].path); ok {
+			s.chain = l.sum
+		}
+	}
+	if err := w.openFile(s); err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
 	w.prune(s)
 	return s, nil
 }
 
 // openFile (re)opens s.path, creating it with fileMode, tightens the mode of
-// an existing file that is looser, and makes sure the next line starts on a
-// line of its own.
+// an existing file that is looser, and takes up the hash chain where the
+// file's last line left it. A file whose last line has no valid chain (cut
+// off by a crash or a full disk, or written without a chain by an older
+// gateway) is set aside as a rotated file first, so that every file is one
+// chain: verifying the set-aside file reports the damage.
 func (w *writer) openFile(s *sink) error {
+	if err := w.openPath(s); err != nil {
+		return err
+	}
+	s.needPrev = true
+	if s.size == 0 {
+		s.n = 0
+		return nil
+	}
+	line, complete, err := lastLine(s.f, s.size)
+	if err == nil && complete {
+		if l, perr := parseChain(line); perr == nil {
+			s.chain, s.n = l.sum, l.n
+			return nil
+		}
+	}
+	w.log.Warn("audit: log file does not end in a chained line; setting it aside and starting a new file", "file", s.path)
+	if !w.setAside(s) {
+		// It stays: the next line starts on a line of its own, and
+		// verification reports the file from its bad line on.
+		if !s.endsInNewline(s.size) {
+			_ = s.w.WriteByte('\n') // the buffer is empty: cannot fail
+		}
+		s.n = 0
+		return nil
+	}
+	if err := w.openPath(s); err != nil {
+		return err
+	}
+	s.n = 0
+	return nil
+}
+
+// setAside renames the open file of s as a rotated file, closing it, and
+// reports whether that worked; on failure the file stays open.
+func (w *writer) setAside(s *sink) bool {
+	name := w.rotatedPath(s)
+	if err := w.cfg.rename(s.path, name.path); err != nil {
+		w.stats.errors.Add(1)
+		w.log.Error("audit: cannot set the log file aside", "file", s.path, "err", err)
+		return false
+	}
+	_ = s.f.Close()
+	s.f = nil
+	s.rotated = append(s.rotated, name)
+	w.prune(s)
+	return true
+}
+
+// openPath opens s.path, creating it with fileMode, and tightens the mode of
+// an existing file that is looser.
+func (w *writer) openPath(s *sink) error {
 	// O_RDWR rather than O_WRONLY so that the tail can be read back with
 	// ReadAt; O_APPEND makes every write go to the end.
 	f, err := w.cfg.open(s.path)
@@ -125,10 +194,6 @@ func (w *writer) openFile(s *sink) error {
 	s.f, s.size = f, fi.Size()
 	s.w.Reset(f)
 	s.pendLines, s.pendBytes = 0, 0
-	if !s.endsInNewline(fi.Size()) {
-		w.log.Warn("audit: log file ends in a partial line; starting on a new line", "file", s.path)
-		_ = s.w.WriteByte('\n') // the buffer is empty: cannot fail
-	}
 	return nil
 }
 
@@ -151,43 +216,48 @@ func (s *sink) endsInNewline(size int64) bool {
 	return b[0] == '\n'
 }
 
-// write writes one line (ending in '\n') to s, rotating the file first when
-// the line would take it past the size limit. A line that cannot be written
-// is counted in Stats.Lost.
-func (w *writer) write(s *sink, line []byte) {
+// write seals line (a line without its closing brace) with its chain
+// members and writes it to s, rotating the file first when the line would
+// take it past the size limit. A line that cannot be written is counted in
+// Stats.Lost. It returns line's array for reuse: the caller's prefix is
+// still in it.
+func (w *writer) write(s *sink, line []byte) []byte {
 	if s.broken && !w.retry(s) {
 		w.lose(s, 1)
-		return
+		return line
 	}
 	if w.cfg.maxSize > 0 {
-		if used := s.size + int64(s.w.Buffered()); used > 0 && used+int64(len(line)) > w.cfg.maxSize {
+		size := int64(len(line) + suffixLen(s.n+1, s.needPrev))
+		if used := s.size + int64(s.w.Buffered()); used > 0 && used+size > w.cfg.maxSize {
 			if !w.rotate(s) {
 				w.lose(s, 1)
-				return
+				return line
 			}
 		}
 	}
+	line = w.chain.seal(s, line)
 	if s.w.Available() < len(line) && s.w.Buffered() > 0 {
 		if !w.flushSink(s) {
 			w.lose(s, 1)
-			return
+			return line
 		}
 	}
 	// The line fits, or the buffer is empty and bufio writes a longer line
 	// straight to the file.
 	if _, err := s.w.Write(line); err != nil {
 		w.fail(s, err, 1)
-		return
+		return line
 	}
 	if s.w.Buffered() == 0 {
 		s.size += int64(len(line))
 		w.stats.lines.Add(1)
 		w.stats.bytes.Add(uint64(len(line)))
 		w.writing(s)
-		return
+		return line
 	}
 	s.pendLines++
 	s.pendBytes += uint64(len(line))
+	return line
 }
 
 // skip counts the n lines of a record as lost without formatting them when s
@@ -247,6 +317,10 @@ func (w *writer) fail(s *sink, err error, lost uint64) {
 	w.stats.errors.Add(1)
 	s.errsSince++
 	w.lose(s, lost+s.pendLines)
+	if s == w.env {
+		// A body may have been among the lost lines: write bodies again.
+		w.bodies.reset()
+	}
 	s.pendLines, s.pendBytes = 0, 0
 	if s.f != nil {
 		// Closed rather than kept: the file may be gone or on a file
@@ -326,30 +400,51 @@ func (w *writer) close() error {
 	return errors.Join(errs...)
 }
 
-// envelope writes the lines of one envelope record.
+// envelope writes the lines of one envelope record. In the compact format
+// a delivered record's body is written only when no line written before
+// holds it (an envelope the gateway itself sent, which has no received
+// line), and then only on the line of the first recipient.
 func (w *writer) envelope(r *EnvelopeRecord) {
 	if w.env == nil {
 		return
 	}
-	n := 1
-	if r.Event == Delivered && len(r.Recipients) > 0 {
-		n = len(r.Recipients)
+	rcpts := r.Recipients
+	if r.Event != Delivered || len(rcpts) == 0 {
+		rcpts = []Recipient{{ID: r.Participant, Transport: r.Transport}}
 	}
-	if w.skip(w.env, n) {
+	if w.skip(w.env, len(rcpts)) {
 		return
 	}
-	line := w.appendEnvelopeHead(w.line[:0], r)
+	body := w.envelopeValue(r)
 	metadata := w.value("metadata", r.Metadata, false, r.ID)
-	if r.Event == Delivered && len(r.Recipients) > 0 {
-		head := len(line)
-		for i := range r.Recipients {
-			rc := &r.Recipients[i]
-			line = appendEnvelopeTail(line[:head], r, rc.ID, rc.Transport, metadata)
-			w.write(w.env, line)
+	line := w.line[:0]
+	if !w.compact || r.Event != Delivered {
+		if w.compact && r.Event == Received && body != nil {
+			w.bodies.add(r.ID, body)
 		}
-	} else {
-		line = appendEnvelopeTail(line, r, r.Participant, r.Transport, metadata)
-		w.write(w.env, line)
+		line = w.appendEnvelopeHead(line, r, body)
+		head := len(line)
+		for i := range rcpts {
+			line = appendEnvelopeTail(line[:head], r, rcpts[i].ID, rcpts[i].Transport, metadata)
+			line = w.write(w.env, line)
+		}
+		w.keepLine(line)
+		return
+	}
+	first := 0
+	if body != nil && !w.bodies.has(r.ID, body) {
+		// The first line carries the body; the others refer to it by id.
+		line = w.appendEnvelopeHead(line, r, body)
+		line = appendEnvelopeTail(line, r, rcpts[0].ID, rcpts[0].Transport, metadata)
+		line = w.write(w.env, line)
+		w.bodies.add(r.ID, body)
+		first = 1
+	}
+	line = w.appendEnvelopeHead(line[:0], r, nil)
+	head := len(line)
+	for i := first; i < len(rcpts); i++ {
+		line = appendEnvelopeTail(line[:head], r, rcpts[i].ID, rcpts[i].Transport, metadata)
+		line = w.write(w.env, line)
 	}
 	w.keepLine(line)
 }
@@ -360,7 +455,7 @@ func (w *writer) decision(r *DecisionRecord) {
 		return
 	}
 	line := w.appendDecision(w.line[:0], r)
-	w.write(w.dec, line)
+	line = w.write(w.dec, line)
 	w.keepLine(line)
 }
 
