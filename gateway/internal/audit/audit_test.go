@@ -81,7 +81,7 @@ func TestCompactBodies(t *testing.T) {
 		l.Envelope(EnvelopeRecord{Time: fixed, Event: ev, ID: id, Envelope: []byte(body), Participant: "p", Recipients: rc})
 	}
 	rec(Received, "x", `{"id":"x"}`)
-	rec(Delivered, "x", `{"id":"x"}`)             // 2 lines, no body
+	rec(Delivered, "x", `{"id":"x"}`)              // 2 lines, no body
 	rec(Delivered, "x", `{"id":"x","redacted":1}`) // another body: on its first line
 	for i := range maxBodies + 1 {
 		rec(Received, fmt.Sprint("f", i), `{"id":"f"}`)
