@@ -336,9 +336,8 @@ func TestFloorRace(t *testing.T) {
 	}
 }
 
-// floorStops asks id for its status and returns how many answers it has given up: its
-// floor_yields plus answers_suppressed.
-func floorStops(t *testing.T, human *participant.Participant, rec *recorder, id string) int {
+// askStatus sends id a participant/request-status and returns its answer.
+func askStatus(t *testing.T, human *participant.Participant, rec *recorder, id string) *protocol.Envelope {
 	t.Helper()
 	req, err := protocol.New(protocol.KindParticipantRequestStatus, map[string]any{})
 	if err != nil {
@@ -346,9 +345,16 @@ func floorStops(t *testing.T, human *participant.Participant, rec *recorder, id 
 	}
 	req.ID, req.To = protocol.NewID(), []string{id}
 	sendEnv(t, human, req)
-	st := rec.wait(t, id+"'s status", func(e *protocol.Envelope) bool {
+	return rec.wait(t, id+"'s status", func(e *protocol.Envelope) bool {
 		return e.Kind == protocol.KindParticipantStatus && e.CorrelatesWith(req.ID)
 	})
+}
+
+// floorStops asks id for its status and returns how many answers it has given up: its
+// floor_yields plus answers_suppressed.
+func floorStops(t *testing.T, human *participant.Participant, rec *recorder, id string) int {
+	t.Helper()
+	st := askStatus(t, human, rec, id)
 	var p struct {
 		Yields     int `json:"floor_yields"`
 		Suppressed int `json:"answers_suppressed"`
@@ -363,15 +369,7 @@ func floorStops(t *testing.T, human *participant.Participant, rec *recorder, id 
 func waitStatus(t *testing.T, human *participant.Participant, rec *recorder, id, want string) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		req, err := protocol.New(protocol.KindParticipantRequestStatus, map[string]any{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.ID, req.To = protocol.NewID(), []string{id}
-		sendEnv(t, human, req)
-		st := rec.wait(t, id+"'s status", func(e *protocol.Envelope) bool {
-			return e.Kind == protocol.KindParticipantStatus && e.CorrelatesWith(req.ID)
-		})
+		st := askStatus(t, human, rec, id)
 		if strings.Contains(string(st.Payload), want) {
 			return
 		}
