@@ -1,0 +1,263 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/mew-protocol/mew/internal/termtext"
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// command is a slash command.
+type command struct {
+	name, args, help string
+	run              func(m *Model, args []string) tea.Cmd
+}
+
+// commands are the slash commands, in /help's order. A later session adds
+// the reference's participant controls and Tab completion over this table.
+var commands []command
+
+func init() {
+	commands = []command{
+		{"help", "", "this list", (*Model).cmdHelp},
+		{"proposals", "", "the proposals awaiting your decision", (*Model).cmdProposals},
+		{"review", "", "reopen the dialog for postponed proposals", (*Model).cmdReview},
+		{"approve", "[N]", "fulfil proposal N (default: the oldest) once", (*Model).cmdApprove},
+		{"reject", "[N] [reason]", "reject proposal N (reason code, default disagree)", (*Model).cmdReject},
+		{"grants", "", "the grants you made in this session", (*Model).cmdGrants},
+		{"revoke", "N", "revoke grant N", (*Model).cmdRevoke},
+		{"participants", "", "who is in the space", (*Model).cmdParticipants},
+		{"verbose", "", "show every envelope as JSON too (toggle)", (*Model).cmdVerbose},
+		{"clear", "", "clear the transcript", (*Model).cmdClear},
+		{"exit", "", "leave (also /quit, Ctrl+C)", func(*Model, []string) tea.Cmd { return tea.Quit }},
+	}
+}
+
+// submit acts on a line typed: a command, a JSON envelope, or a chat.
+func (m *Model) submit(line string) tea.Cmd {
+	m.offset = 0
+	switch {
+	case line == "":
+		return nil
+	case strings.HasPrefix(line, "/"):
+		f := strings.Fields(line[1:])
+		if len(f) == 0 {
+			return m.cmdHelp(nil)
+		}
+		name := strings.ToLower(f[0])
+		if name == "quit" || name == "q" {
+			name = "exit"
+		}
+		for _, c := range commands {
+			if c.name == name {
+				return c.run(m, f[1:])
+			}
+		}
+		m.note("unknown command /"+termtext.Line(f[0])+"; /help lists them", true)
+		return nil
+	case strings.HasPrefix(line, "{"):
+		var env protocol.Envelope
+		if err := json.Unmarshal([]byte(line), &env); err == nil && env.Kind != "" {
+			return m.send(env.Kind, &env)
+		}
+	}
+	to, text := m.targets(line)
+	return m.chat(text, to)
+}
+
+// targets splits a chat line into its leading @ids and its text; without
+// any, the default targets.
+func (m *Model) targets(line string) ([]string, string) {
+	var to []string
+	rest := line
+	for strings.HasPrefix(rest, "@") {
+		word, after, _ := strings.Cut(rest, " ")
+		id := strings.TrimRight(word[1:], ",:")
+		if id == "" {
+			break
+		}
+		to = append(to, id)
+		rest = strings.TrimLeft(after, " ")
+	}
+	if len(to) == 0 {
+		return m.o.DefaultTargets, line
+	}
+	if rest == "" {
+		rest = line
+	}
+	return to, rest
+}
+
+func (m *Model) cmdHelp([]string) tea.Cmd {
+	var b strings.Builder
+	b.WriteString("Type to chat, @id first to address someone; JSON with a kind is an envelope.\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  /%-21s %s\n", strings.TrimSpace(c.name+" "+c.args), c.help)
+	}
+	b.WriteString("Keys: Enter send · ↑/↓ history · PgUp/PgDn, Shift+↑/↓ scroll · Ctrl+C quit\n")
+	b.WriteString("Dialog: 1/y Yes · 2/g Grant · 3/n No · Esc later · ←/→ and Enter")
+	m.note(b.String(), false)
+	return nil
+}
+
+func (m *Model) cmdProposals([]string) tea.Cmd {
+	var lines []string
+	for _, p := range m.proposals {
+		if p.askMe && !p.settled {
+			state := "awaiting you"
+			switch {
+			case p.deciding:
+				state = "deciding…"
+			case p.postponed:
+				state = "postponed"
+			}
+			lines = append(lines, fmt.Sprintf("  #%d %s · %s", p.n, p.title(), state))
+		}
+	}
+	if len(lines) == 0 {
+		m.note("no proposals await your decision", false)
+		return nil
+	}
+	m.note("proposals awaiting your decision (/approve N, /reject N, /review):\n"+strings.Join(lines, "\n"), false)
+	return nil
+}
+
+func (m *Model) cmdReview([]string) tea.Cmd {
+	n := 0
+	for _, p := range m.pending() {
+		if p.postponed {
+			p.postponed = false
+			n++
+		}
+	}
+	if len(m.pending()) == 0 {
+		m.note("no proposals await your decision", false)
+		return nil
+	}
+	return m.openDialog()
+}
+
+// pick returns the proposal numbered by args[0] (default: the oldest
+// awaiting the user) and the remaining arguments.
+func (m *Model) pick(args []string) (*proposal, []string) {
+	if len(args) > 0 {
+		n, err := strconv.Atoi(strings.TrimPrefix(args[0], "#"))
+		if err == nil {
+			for _, p := range m.proposals {
+				if p.n == n {
+					return p, args[1:]
+				}
+			}
+			m.note(fmt.Sprintf("no proposal #%d", n), true)
+			return nil, nil
+		}
+	}
+	if pend := m.pending(); len(pend) > 0 {
+		return pend[0], args
+	}
+	m.note("no proposals await your decision", true)
+	return nil, nil
+}
+
+func (m *Model) cmdApprove(args []string) tea.Cmd {
+	p, _ := m.pick(args)
+	if p == nil {
+		return nil
+	}
+	if p.settled {
+		m.note(fmt.Sprintf("proposal #%d was already %s", p.n, p.outcome), true)
+		return nil
+	}
+	if m.dlg != nil && m.dlg.p == p {
+		m.dlg = nil
+	}
+	return m.approve(p, nil)
+}
+
+func (m *Model) cmdReject(args []string) tea.Cmd {
+	p, rest := m.pick(args)
+	if p == nil {
+		return nil
+	}
+	if p.settled {
+		m.note(fmt.Sprintf("proposal #%d was already %s", p.n, p.outcome), true)
+		return nil
+	}
+	reason := protocol.ReasonDisagree
+	if len(rest) > 0 {
+		reason = rest[0]
+	}
+	if m.dlg != nil && m.dlg.p == p {
+		m.dlg = nil
+	}
+	return m.reject(p, reason)
+}
+
+func (m *Model) cmdGrants([]string) tea.Cmd {
+	if len(m.grants) == 0 {
+		m.note("you made no grants in this session (the approval dialog's Grant makes them)", false)
+		return nil
+	}
+	lines := []string{"grants you made in this session:"}
+	now := m.now()
+	for _, g := range m.grants {
+		lines = append(lines, "  "+g.describe(now))
+	}
+	m.note(strings.Join(lines, "\n"), false)
+	return nil
+}
+
+func (m *Model) cmdRevoke(args []string) tea.Cmd {
+	if len(args) == 0 {
+		m.note("/revoke N: the number /grants shows", true)
+		return nil
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(args[0], "#"))
+	if err != nil || n < 1 || n > len(m.grants) {
+		m.note("no grant "+termtext.Line(args[0])+"; /grants lists them", true)
+		return nil
+	}
+	g := m.grants[n-1]
+	if !g.active(m.now()) {
+		m.note(fmt.Sprintf("grant #%d is no longer in force", n), true)
+		return nil
+	}
+	env, err := revokeEnvelope(g)
+	if err != nil {
+		m.note(err.Error(), true)
+		return nil
+	}
+	g.state = "revoked"
+	m.note(fmt.Sprintf("revoked grant #%d: %s may no longer call %s without asking", n, termtext.Line(g.recipient), g.what), false)
+	return m.send(fmt.Sprintf("revoking grant #%d", n), env)
+}
+
+func (m *Model) cmdParticipants([]string) tea.Cmd {
+	ids := sortedKeys(m.roster)
+	if len(ids) == 0 {
+		m.note("nobody else is here", false)
+		return nil
+	}
+	m.note("in the space besides you: "+names(ids), false)
+	return nil
+}
+
+func (m *Model) cmdVerbose([]string) tea.Cmd {
+	m.verbose = !m.verbose
+	if m.verbose {
+		m.note("verbose: every envelope is shown as JSON too", false)
+	} else {
+		m.note("verbose off", false)
+	}
+	return nil
+}
+
+func (m *Model) cmdClear([]string) tea.Cmd {
+	m.entries, m.offset = nil, 0
+	return nil
+}

@@ -1,0 +1,41 @@
+// Package tui is mew's full-screen terminal client: a space shown as a
+// transcript, an approval dialog for the proposals the user may decide, an
+// input line with slash commands and @id addressing, and a status bar.
+//
+// It is built with Bubble Tea v2. The Model is an ordinary tea.Model that
+// knows nothing of sockets: what happens in the space reaches it as messages
+// (Envelope, Connection), and everything it does in the space goes through the
+// Space interface, which the SDK's participant.Participant implements through
+// FromParticipant. Tests feed envelopes to the model, call Update with key
+// messages and compare View with golden frames; Run wires the model to a
+// connected participant and a terminal.
+//
+// # Rendering
+//
+// The transcript is a list of entries, one renderer per kind of envelope
+// (chat, proposal, request paired with its response, one live line per
+// reasoning, presence, system errors, streams, raw JSON in verbose mode).
+// Entries that change as the space moves on (a request answered, a proposal
+// settled, a reasoning that gains thoughts) are updated in place. Every string
+// a peer controls goes through internal/termtext before it is drawn: Line for
+// ids, tool names and reasons, Clean with indented continuation lines for
+// texts, so no peer can steer the terminal or pose as another speaker.
+//
+// # Approvals and grants
+//
+// A proposal addressed to the user, or one the user's capabilities let them
+// fulfil, is queued, oldest first, and offered in a dialog: Yes fulfils it
+// once; Grant fulfils it and sends capability/grant to the proposer with a
+// pattern for the chosen scope (these exact arguments, this tool, the target's
+// tools) and lifetime (once, 10 minutes as ttl_seconds, this session, until
+// revoked), so that the gateway lets the proposer's next matching call through
+// without asking anyone; No rejects it with a reason code; Esc postpones it.
+// Grants made in this session are listed by /grants and revoked by /revoke N;
+// those granted "for this session" are revoked when the TUI exits.
+//
+// # Concurrency
+//
+// The model is owned by the Bubble Tea program's goroutine. Calls into the
+// Space that may block (fulfilling waits for the target's answer) run in
+// tea.Cmd goroutines and report back with messages; the model never locks.
+package tui

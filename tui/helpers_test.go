@@ -1,0 +1,280 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/mew-protocol/mew/participant"
+	"github.com/mew-protocol/mew/protocol"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden frames in testdata/")
+
+// fakeSpace records what the model does in the space.
+type fakeSpace struct {
+	mu         sync.Mutex
+	me         string
+	sent       []*protocol.Envelope
+	fulfilled  []string
+	rejected   []string // "id reason"
+	settled    map[string]participant.ProposalStatus
+	noRequests bool // the user may not send mcp/request (cannot fulfil)
+	tools      map[string][]string
+}
+
+func newFake() *fakeSpace {
+	return &fakeSpace{me: "you", settled: map[string]participant.ProposalStatus{}, tools: map[string][]string{
+		"calculator": {"add", "subtract"}, "files": {"read_file", "write_file"},
+	}}
+}
+
+func (f *fakeSpace) Me() string { return f.me }
+
+func (f *fakeSpace) Send(_ context.Context, env *protocol.Envelope) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sent = append(f.sent, env)
+	return nil
+}
+
+func (f *fakeSpace) Fulfill(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st, ok := f.settled[id]; ok {
+		return &participant.ProposalSettledError{ProposalID: id, Status: st}
+	}
+	f.fulfilled = append(f.fulfilled, id)
+	f.settled[id] = participant.ProposalStatus{Settlement: participant.Approved, By: f.me}
+	return nil
+}
+
+func (f *fakeSpace) Reject(_ context.Context, id, reason string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st, ok := f.settled[id]; ok {
+		return &participant.ProposalSettledError{ProposalID: id, Status: st}
+	}
+	f.rejected = append(f.rejected, id+" "+reason)
+	f.settled[id] = participant.ProposalStatus{Settlement: participant.Rejected, By: f.me, Reason: reason}
+	return nil
+}
+
+func (f *fakeSpace) CanSend(kind string, _ []byte) bool {
+	return !(kind == protocol.KindMCPRequest && f.noRequests)
+}
+
+func (f *fakeSpace) ToolsOf(_ context.Context, id string) ([]string, error) {
+	return f.tools[id], nil
+}
+
+// harness drives a model without a terminal.
+type harness struct {
+	t    *testing.T
+	m    *Model
+	sp   *fakeSpace
+	now  time.Time
+	quit bool
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{t: t, sp: newFake(), now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	h.m = New(Options{
+		Space: h.sp, SpaceName: "demo", Context: context.Background(),
+		Now:  func() time.Time { return h.now },
+		Tick: func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil },
+	})
+	h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
+	h.recv(welcome("you", "assistant", "calculator", "files"))
+	return h
+}
+
+// send gives the model a message and runs the commands it returns, and
+// theirs, to the end.
+func (h *harness) send(msg tea.Msg) {
+	h.t.Helper()
+	_, cmd := h.m.Update(msg)
+	h.run(cmd)
+}
+
+func (h *harness) run(cmd tea.Cmd) {
+	if cmd == nil {
+		return
+	}
+	switch msg := cmd().(type) {
+	case nil:
+	case tea.BatchMsg:
+		for _, c := range msg {
+			h.run(c)
+		}
+	case tea.QuitMsg:
+		h.quit = true
+	default:
+		_, next := h.m.Update(msg)
+		h.run(next)
+	}
+}
+
+// recv feeds envelopes as if seen in the space.
+func (h *harness) recv(envs ...*protocol.Envelope) {
+	h.t.Helper()
+	for _, e := range envs {
+		h.send(Envelope{Env: e})
+	}
+}
+
+// key presses keys by name: "enter", "esc", "pgup", "ctrl+c", or a
+// single character.
+func (h *harness) key(names ...string) {
+	h.t.Helper()
+	for _, n := range names {
+		h.send(keyMsg(n))
+	}
+}
+
+func keyMsg(n string) tea.KeyPressMsg {
+	switch n {
+	case "enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
+	case "esc":
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
+	case "pgup":
+		return tea.KeyPressMsg{Code: tea.KeyPgUp}
+	case "pgdown":
+		return tea.KeyPressMsg{Code: tea.KeyPgDown}
+	case "up":
+		return tea.KeyPressMsg{Code: tea.KeyUp}
+	case "down":
+		return tea.KeyPressMsg{Code: tea.KeyDown}
+	case "tab":
+		return tea.KeyPressMsg{Code: tea.KeyTab}
+	case "backspace":
+		return tea.KeyPressMsg{Code: tea.KeyBackspace}
+	case "ctrl+c":
+		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
+	case " ":
+		return tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}
+	}
+	r := []rune(n)
+	return tea.KeyPressMsg{Code: r[0], Text: n}
+}
+
+// typeLine types s and presses Enter.
+func (h *harness) typeLine(s string) {
+	h.t.Helper()
+	for _, r := range s {
+		h.send(keyMsg(string(r)))
+	}
+	h.key("enter")
+}
+
+// screen is the frame without colour, trailing spaces trimmed.
+func (h *harness) screen() string {
+	content, _ := h.m.frame()
+	lines := strings.Split(ansi.Strip(content), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// golden compares the screen with testdata/NAME.golden.
+func (h *harness) golden(name string) {
+	h.t.Helper()
+	got := h.screen()
+	if n := strings.Count(got, "\n"); n != h.m.height {
+		h.t.Errorf("frame %s has %d lines, want %d", name, n, h.m.height)
+	}
+	for i, l := range strings.Split(got, "\n") {
+		if w := ansi.StringWidth(l); w > h.m.width {
+			h.t.Errorf("frame %s line %d is %d wide: %q", name, i, w, l)
+		}
+	}
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			h.t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		h.t.Fatalf("%v (run go test ./tui -update to write it)", err)
+	}
+	if got != string(want) {
+		h.t.Errorf("frame %s differs from %s:\n--- got\n%s--- want\n%s", name, path, got, want)
+	}
+}
+
+// sentKinds returns the envelopes the model sent, of kind.
+func (h *harness) sentOf(kind string) []*protocol.Envelope {
+	h.sp.mu.Lock()
+	defer h.sp.mu.Unlock()
+	var out []*protocol.Envelope
+	for _, e := range h.sp.sent {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// envelope builds an envelope as the gateway relays it.
+func envelope(kind, from, id string, to []string, corr []string, payload any) *protocol.Envelope {
+	env, err := protocol.New(kind, payload)
+	if err != nil {
+		panic(err)
+	}
+	env.Protocol, env.From, env.ID, env.To, env.CorrelationID = protocol.Version, from, id, to, corr
+	env.TS = "2026-03-01T12:00:00Z"
+	return env
+}
+
+func welcome(me string, others ...string) *protocol.Envelope {
+	w := protocol.Welcome{You: protocol.ParticipantInfo{ID: me}}
+	for _, o := range append([]string{me}, others...) {
+		w.Participants = append(w.Participants, protocol.ParticipantInfo{ID: o})
+	}
+	return envelope(protocol.KindSystemWelcome, protocol.GatewayID, "w1", []string{me}, nil, w)
+}
+
+func chat(from, id, text string, to ...string) *protocol.Envelope {
+	return envelope(protocol.KindChat, from, id, to, nil, protocol.Chat{Text: text})
+}
+
+func call(from, id, to, tool string, args any) *protocol.Envelope {
+	return envelope(protocol.KindMCPRequest, from, id, []string{to}, nil, map[string]any{
+		"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args},
+	})
+}
+
+func propose(from, id, to, tool string, args any) *protocol.Envelope {
+	return envelope(protocol.KindMCPProposal, from, id, []string{to}, nil, map[string]any{
+		"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args},
+	})
+}
+
+func reply(from, id, corr, to, text string) *protocol.Envelope {
+	return envelope(protocol.KindMCPResponse, from, id, []string{to}, []string{corr}, map[string]any{
+		"jsonrpc": "2.0", "id": 1, "result": map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}},
+	})
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

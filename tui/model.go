@@ -1,0 +1,801 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/internal/termtext"
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// Options configures a Model.
+type Options struct {
+	// Space is where the model acts; required.
+	Space Space
+	// SpaceName is the space's id, for the status bar.
+	SpaceName string
+	// DefaultTargets are the recipients of a chat typed without @id
+	// (none: everyone).
+	DefaultTargets []string
+	// Context bounds what the model does in the space (default: Background).
+	Context context.Context
+	// Now is the clock (default time.Now); tests set a fixed one.
+	Now func() time.Time
+	// Tick schedules the next redraw of live lines (default tea.Tick); tests
+	// set one that returns nil.
+	Tick func(d time.Duration, f func(time.Time) tea.Msg) tea.Cmd
+	// Styles are the colours (default DefaultStyles).
+	Styles *Styles
+	// History seeds the input's history, oldest first.
+	History []string
+	// Keys are the global key bindings (default DefaultKeyMap).
+	Keys *KeyMap
+}
+
+// Model is the terminal UI's state: a tea.Model. It is owned by the program's
+// goroutine (or a test's); it is not safe for concurrent use.
+type Model struct {
+	o    Options
+	sp   Space
+	ctx  context.Context
+	st   Styles
+	keys KeyMap
+	now  func() time.Time
+
+	width, height int
+	conn          ConnState
+	connErr       error
+	joined        bool
+
+	entries []entry
+	offset  int // lines scrolled back from the bottom
+	verbose bool
+
+	roster     map[string]bool            // participants present, me excluded
+	requests   map[string]*requestEntry   // mcp/requests by id, until answered
+	reqOrder   []string                   // their ids, oldest first
+	hushed     map[string]bool            // listing requests, whose answers are not shown
+	reasonings map[string]*reasoningEntry // by reasoning context id
+	reaOrder   []string
+	ticking    bool
+
+	proposals []*proposal // every proposal seen, numbered from 1 (the latest maxProposals)
+	byID      map[string]*proposal
+	nextN     int
+	dlg       *dialog
+
+	grants []*grant
+
+	in input
+}
+
+// bounds of what the model remembers.
+const (
+	maxRequests  = 1024
+	maxProposals = 1024
+)
+
+// New returns a model for o.
+func New(o Options) *Model {
+	m := &Model{
+		o: o, sp: o.Space, ctx: o.Context, now: o.Now,
+		width: 80, height: 24,
+		roster: map[string]bool{}, requests: map[string]*requestEntry{}, hushed: map[string]bool{},
+		reasonings: map[string]*reasoningEntry{}, byID: map[string]*proposal{},
+	}
+	if m.ctx == nil {
+		m.ctx = context.Background()
+	}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	if o.Styles != nil {
+		m.st = *o.Styles
+	} else {
+		m.st = DefaultStyles()
+	}
+	m.keys = DefaultKeyMap()
+	if o.Keys != nil {
+		m.keys = *o.Keys
+	}
+	m.in.history = append([]string(nil), o.History...)
+	m.in.hpos = len(m.in.history)
+	return m
+}
+
+// History returns the input lines submitted, oldest first, the seeded ones
+// included.
+func (m *Model) History() []string { return append([]string(nil), m.in.history...) }
+
+// Init starts nothing: the space's events arrive as messages.
+func (m *Model) Init() tea.Cmd { return nil }
+
+// messages of the model's own commands.
+type (
+	decidedMsg struct {
+		p      *proposal
+		action string // "approved", "rejected"
+		reason string
+		err    error
+	}
+	sentMsg struct {
+		what string
+		err  error
+	}
+	toolsMsg struct {
+		p     *proposal
+		tools []string
+		err   error
+	}
+	grantSentMsg struct {
+		g   *grant
+		err error
+	}
+	tickMsg time.Time
+)
+
+// Update handles a message.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = max(msg.Width, 20), max(msg.Height, 6)
+		m.clampOffset()
+	case Envelope:
+		return m, m.observe(msg.Env)
+	case Connection:
+		m.conn = msg.State
+		if msg.State == Disconnected {
+			m.connErr = msg.Err
+			text := "disconnected"
+			if msg.Err != nil {
+				text += ": " + termtext.Line(msg.Err.Error())
+			}
+			m.note(text+" (Ctrl+C to leave)", true)
+		}
+	case decidedMsg:
+		return m, m.decided(msg)
+	case grantSentMsg:
+		if msg.err != nil {
+			msg.g.state = "refused: " + termtext.Line(msg.err.Error())
+			m.note(fmt.Sprintf("grant #%d was not sent: %s", msg.g.n, termtext.Line(msg.err.Error())), true)
+		}
+	case sentMsg:
+		if msg.err != nil {
+			m.note(msg.what+" failed: "+termtext.Line(msg.err.Error()), true)
+		}
+	case toolsMsg:
+		msg.p.tools, msg.p.toolsErr = msg.tools, msg.err
+		if msg.tools == nil && msg.err == nil {
+			msg.p.tools = []string{}
+		}
+	case tickMsg:
+		m.ticking = false
+		return m, m.tick()
+	case tea.PasteMsg:
+		if m.dlg == nil {
+			m.in.insert(msg.Content)
+		}
+	case tea.KeyPressMsg:
+		return m, m.key(msg)
+	}
+	return m, nil
+}
+
+// key handles a key press.
+func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
+	km := &m.keys
+	switch {
+	case key.Matches(k, km.Quit):
+		return tea.Quit
+	case key.Matches(k, km.PageUp):
+		m.offset += max(m.viewHeight()-1, 1)
+	case key.Matches(k, km.PageDown):
+		m.offset -= max(m.viewHeight()-1, 1)
+	case key.Matches(k, km.LineUp):
+		m.offset++
+	case key.Matches(k, km.LineDown):
+		m.offset--
+	case m.dlg != nil:
+		return m.dialogKey(k)
+	case key.Matches(k, km.Submit):
+		return m.submit(m.in.submit())
+	default:
+		m.in.key(k)
+		return nil
+	}
+	m.clampOffset()
+	return nil
+}
+
+// add appends an entry to the transcript, keeping the scroll position of a
+// reader who scrolled back.
+func (m *Model) add(e entry) {
+	if m.offset > 0 {
+		m.offset += len(e.lines(m.renderCtx()))
+	}
+	m.entries = append(m.entries, e)
+	if len(m.entries) > maxEntries {
+		m.entries = m.entries[len(m.entries)-maxEntries:]
+	}
+}
+
+// note adds a line of the program's own.
+func (m *Model) note(text string, isErr bool) { m.add(&noteEntry{text: text, error: isErr}) }
+
+func (m *Model) me() string { return m.sp.Me() }
+
+// observe takes in an envelope seen in the space.
+func (m *Model) observe(env *protocol.Envelope) tea.Cmd {
+	if env == nil {
+		return nil
+	}
+	if m.verbose {
+		if b, err := json.Marshal(env); err == nil {
+			m.add(&rawEntry{json: string(b)})
+		}
+	}
+	if protocol.IsGatewayOnly(env.Kind) && !client.FromGateway(env) {
+		return nil // the SDK drops these; never trust one that got through
+	}
+	me := m.me()
+	switch env.Kind {
+	case protocol.KindSystemWelcome:
+		var w protocol.Welcome
+		_ = env.DecodePayload(&w)
+		clear(m.roster)
+		for _, p := range w.Participants {
+			if p.ID != me {
+				m.roster[p.ID] = true
+			}
+		}
+		m.conn = Connected
+		if !m.joined {
+			m.joined = true
+			m.note(fmt.Sprintf("joined %s as %s · type a message, @id to address someone, /help for commands",
+				termtext.Line(m.o.SpaceName), termtext.Line(me)), false)
+		}
+	case protocol.KindSystemPresence:
+		var p protocol.Presence
+		_ = env.DecodePayload(&p)
+		switch p.Event {
+		case "join":
+			m.roster[p.Participant.ID] = true
+		case "leave":
+			delete(m.roster, p.Participant.ID)
+		}
+		if p.Participant.ID != me {
+			m.add(&presenceEntry{who: p.Participant.ID, event: p.Event})
+		}
+	case protocol.KindSystemError:
+		var e protocol.SystemError
+		_ = env.DecodePayload(&e)
+		for _, g := range m.grants {
+			if env.CorrelatesWith(g.id) {
+				g.state = "refused: " + termtext.Line(e.Error)
+			}
+		}
+		m.add(&errorEntry{code: e.Error, message: e.Message, attempted: e.AttemptedKind})
+	case protocol.KindChat:
+		var c protocol.Chat
+		_ = env.DecodePayload(&c)
+		m.answered(env)
+		m.add(&chatEntry{from: env.From, to: env.To, text: c.Text})
+	case protocol.KindMCPRequest:
+		m.request(env)
+	case protocol.KindMCPResponse:
+		m.response(env)
+	case protocol.KindMCPProposal:
+		if env.From == "" || m.byID[env.ID] != nil {
+			return nil
+		}
+		return m.propose(env)
+	case protocol.KindMCPReject:
+		var r protocol.Reject
+		_ = env.DecodePayload(&r)
+		for _, id := range env.CorrelationID {
+			if p := m.byID[id]; p != nil && !p.settled {
+				out := "rejected by " + m.who(env.From)
+				if r.Reason != "" {
+					out += ": " + termtext.Line(r.Reason)
+				}
+				m.settle(p, out)
+			}
+		}
+	case protocol.KindMCPWithdraw:
+		var w protocol.Withdraw
+		_ = env.DecodePayload(&w)
+		for _, id := range env.CorrelationID {
+			if p := m.byID[id]; p != nil && !p.settled && p.from == env.From {
+				out := "withdrawn by " + m.who(env.From)
+				if w.Reason != "" {
+					out += ": " + termtext.Line(w.Reason)
+				}
+				m.settle(p, out)
+			}
+		}
+	case protocol.KindReasoningStart, protocol.KindReasoningThought:
+		return m.reason(env)
+	case protocol.KindReasoningConclusion:
+		if r := m.reasonings[env.Context]; r != nil && r.from == env.From {
+			var p struct {
+				Cancelled bool   `json:"cancelled"`
+				Reason    string `json:"reason"`
+			}
+			_ = env.DecodePayload(&p)
+			if p.Cancelled {
+				r.cancelled = cmpOr(p.Reason, "cancelled")
+			}
+			m.endReasoning(env.Context)
+		}
+	case protocol.KindCapabilityGrantAck:
+		for _, g := range m.grants {
+			if env.CorrelatesWith(g.id) && env.From == g.recipient && g.state == "" {
+				g.state = "accepted"
+			}
+		}
+	case protocol.KindCapabilityGrant, protocol.KindCapabilityRevoke:
+		if env.From != me {
+			var g protocol.Grant
+			_ = env.DecodePayload(&g)
+			verb := "granted"
+			if env.Kind == protocol.KindCapabilityRevoke {
+				verb = "revoked"
+			}
+			m.note(fmt.Sprintf("%s %s capabilities of %s", termtext.Line(env.From), verb, termtext.Line(g.Recipient)), false)
+		}
+	case protocol.KindStreamOpen:
+		var s protocol.StreamOpen
+		_ = env.DecodePayload(&s)
+		m.add(&streamEntry{text: fmt.Sprintf("stream %s opened for %s", termtext.Line(s.StreamID), names(env.To))})
+	case protocol.KindStreamClose:
+		var s protocol.StreamClose
+		_ = env.DecodePayload(&s)
+		text := "stream " + termtext.Line(s.StreamID) + " closed"
+		if s.Reason != "" {
+			text += ": " + termtext.Line(s.Reason)
+		}
+		m.add(&streamEntry{text: text})
+	case protocol.KindChatAcknowledge, protocol.KindChatCancel, protocol.KindParticipantStatus,
+		protocol.KindSystemHeartbeat, protocol.KindFloorRespondingTo, protocol.KindFloorYield,
+		protocol.KindStreamRequest, protocol.KindReasoningCancel:
+		// bookkeeping a person need not read; /verbose shows it
+	default:
+		m.add(&otherEntry{from: env.From, kind: env.Kind, payload: compact(env.Payload)})
+	}
+	return nil
+}
+
+// who is id as the transcript says it: "you" for the user.
+func (m *Model) who(id string) string {
+	if id == m.me() {
+		return "you"
+	}
+	return termtext.Line(id)
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// listing reports whether an MCP method is bookkeeping (discovery, set-up,
+// notifications) rather than something a person asked for.
+func listing(method string) bool {
+	return strings.HasSuffix(method, "/list") || method == "initialize" || method == "ping" || strings.HasPrefix(method, "notifications/")
+}
+
+// request shows an mcp/request, to be paired with its response.
+func (m *Model) request(env *protocol.Envelope) {
+	var msg protocol.MCPMessage
+	_ = env.DecodePayload(&msg)
+	if listing(msg.Method) {
+		m.remember(env.ID, nil)
+		return
+	}
+	e := &requestEntry{from: env.From, to: env.To, call: describeCall(msg.Method, msg.Params)}
+	m.remember(env.ID, e)
+	m.add(e)
+	for _, id := range env.CorrelationID {
+		if p := m.byID[id]; p != nil {
+			e.forPr = p.n
+			if !p.settled {
+				m.settle(p, "approved by "+m.who(env.From))
+			}
+		}
+	}
+	if msg.Method == "tools/call" {
+		var c struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(msg.Params, &c)
+		tool := c.Name
+		if len(env.To) == 1 {
+			tool = env.To[0] + "/" + c.Name
+		}
+		for _, id := range m.reaOrder {
+			if r := m.reasonings[id]; r.from == env.From {
+				r.doing = "calling " + tool
+				r.used(tool)
+			}
+		}
+	}
+}
+
+// remember keeps a request until its response (nil: a listing, whose
+// response is not shown).
+func (m *Model) remember(id string, e *requestEntry) {
+	if id == "" {
+		return
+	}
+	if e == nil {
+		m.hushed[id] = true
+	} else {
+		m.requests[id] = e
+	}
+	m.reqOrder = append(m.reqOrder, id)
+	if len(m.reqOrder) > maxRequests {
+		old := m.reqOrder[0]
+		delete(m.requests, old)
+		delete(m.hushed, old)
+		m.reqOrder = m.reqOrder[1:]
+	}
+}
+
+// response pairs an mcp/response with its request.
+func (m *Model) response(env *protocol.Envelope) {
+	for _, id := range env.CorrelationID {
+		if m.hushed[id] {
+			return
+		}
+		e := m.requests[id]
+		if e == nil || e.by != "" || !addressee(e.to, env.From) {
+			continue
+		}
+		var msg protocol.MCPMessage
+		_ = env.DecodePayload(&msg)
+		e.by = env.From
+		switch {
+		case msg.Error != nil:
+			e.failed = true
+			e.answer = fmt.Sprintf("error %d: %s", msg.Error.Code, msg.Error.Message)
+		default:
+			var r struct {
+				IsError bool `json:"isError"`
+			}
+			_ = json.Unmarshal(msg.Result, &r)
+			e.failed = r.IsError
+			e.answer = resultText(msg.Result)
+		}
+		delete(m.requests, id)
+		return
+	}
+}
+
+// addressee reports whether from is one of to (a broadcast request may be
+// answered by anyone).
+func addressee(to []string, from string) bool {
+	if len(to) == 0 {
+		return true
+	}
+	for _, t := range to {
+		if t == from {
+			return true
+		}
+	}
+	return false
+}
+
+// propose takes in another participant's proposal.
+func (m *Model) propose(env *protocol.Envelope) tea.Cmd {
+	m.nextN++
+	p := newProposal(m.nextN, env)
+	me := m.me()
+	p.askMe = env.From != me && (env.AddressedTo(me) || m.sp.CanSend(protocol.KindMCPRequest, env.Payload))
+	m.proposals = append(m.proposals, p)
+	m.byID[p.id] = p
+	if len(m.proposals) > maxProposals {
+		delete(m.byID, m.proposals[0].id)
+		m.proposals = m.proposals[1:]
+	}
+	m.add(&proposalEntry{p: p})
+	for _, id := range m.reaOrder {
+		if r := m.reasonings[id]; r.from == env.From {
+			r.doing = "waiting for approval of " + termtext.Line(cmpOr(p.tool, p.method))
+		}
+	}
+	return m.openDialog()
+}
+
+// settle records how a proposal was settled; the dialog moves on if it
+// showed it.
+func (m *Model) settle(p *proposal, outcome string) {
+	p.settled, p.outcome = true, outcome
+	if m.dlg != nil && m.dlg.p == p {
+		m.dlg = nil
+		if !p.deciding && outcome != "" {
+			m.note(fmt.Sprintf("proposal #%d was %s", p.n, outcome), false)
+		}
+	}
+}
+
+// pending returns the proposals awaiting the user's decision, oldest first.
+func (m *Model) pending() []*proposal {
+	var out []*proposal
+	for _, p := range m.proposals {
+		if p.open() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// reason follows a reasoning/start or thought.
+func (m *Model) reason(env *protocol.Envelope) tea.Cmd {
+	id := env.Context
+	if env.Kind == protocol.KindReasoningStart {
+		id = env.ID
+	}
+	if id == "" {
+		return nil
+	}
+	r := m.reasonings[id]
+	if r != nil && r.from != env.From {
+		return nil // nobody speaks in another's reasoning
+	}
+	if r == nil {
+		r = &reasoningEntry{from: env.From, start: m.now()}
+		m.reasonings[id] = r
+		m.reaOrder = append(m.reaOrder, id)
+		if len(m.reaOrder) > 256 {
+			m.endReasoning(m.reaOrder[0])
+		}
+		m.add(r)
+	}
+	if env.Kind == protocol.KindReasoningStart {
+		if len(env.CorrelationID) > 0 {
+			r.question = env.CorrelationID[0]
+		}
+	} else {
+		var p protocol.Reasoning
+		_ = env.DecodePayload(&p)
+		r.thoughts++
+		r.doing = doing(&p)
+	}
+	return m.tick()
+}
+
+// doing says what a thought is about: "calling calculator/add", "answering".
+func doing(p *protocol.Reasoning) string {
+	var calls []struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(p.ActionInput, &calls) == nil && len(calls) > 0 {
+		names := make([]string, 0, len(calls))
+		for _, c := range calls {
+			names = append(names, c.Name)
+		}
+		return "calling " + strings.Join(names, ", ")
+	}
+	var one struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(p.ActionInput, &one) == nil && one.Name != "" {
+		return "calling " + one.Name
+	}
+	switch p.Action {
+	case "respond", "final_answer", "answer", "":
+		if p.Message != "" && p.Action == "" {
+			return clipText(strings.Join(strings.Fields(p.Message), " "), 60)
+		}
+		return "answering"
+	}
+	return clipText(p.Action, 60)
+}
+
+// answered ends the reasoning a chat answers.
+func (m *Model) answered(env *protocol.Envelope) {
+	for _, id := range m.reaOrder {
+		if r := m.reasonings[id]; r.from == env.From && r.question != "" && env.CorrelatesWith(r.question) {
+			m.endReasoning(id)
+			return
+		}
+	}
+}
+
+// endReasoning closes a reasoning: its line stays, as a summary.
+func (m *Model) endReasoning(id string) {
+	r := m.reasonings[id]
+	if r == nil {
+		return
+	}
+	r.done, r.end = true, m.now()
+	delete(m.reasonings, id)
+	for i, x := range m.reaOrder {
+		if x == id {
+			m.reaOrder = append(m.reaOrder[:i], m.reaOrder[i+1:]...)
+			break
+		}
+	}
+}
+
+// tick keeps the live lines' clocks moving while a reasoning is open.
+func (m *Model) tick() tea.Cmd {
+	if m.ticking || len(m.reasonings) == 0 {
+		return nil
+	}
+	m.ticking = true
+	t := m.o.Tick
+	if t == nil {
+		t = func(d time.Duration, f func(time.Time) tea.Msg) tea.Cmd { return tea.Tick(d, f) }
+	}
+	return t(500*time.Millisecond, func(at time.Time) tea.Msg { return tickMsg(at) })
+}
+
+// chat sends a chat.
+func (m *Model) chat(text string, to []string) tea.Cmd {
+	env, err := protocol.New(protocol.KindChat, protocol.Chat{Text: text})
+	if err != nil {
+		m.note(err.Error(), true)
+		return nil
+	}
+	env.To = to
+	return m.send("chat", env)
+}
+
+// send sends env from a command goroutine.
+func (m *Model) send(what string, env *protocol.Envelope) tea.Cmd {
+	sp, ctx := m.sp, m.ctx
+	return func() tea.Msg { return sentMsg{what: what, err: sp.Send(ctx, env)} }
+}
+
+// RevokeOnExit returns the capability/revoke envelopes of the grants the
+// user made for this session that are still in force; Run sends them when
+// the UI ends.
+func (m *Model) RevokeOnExit() []*protocol.Envelope {
+	var out []*protocol.Envelope
+	for _, g := range m.grants {
+		if g.life.session && g.active(m.now()) {
+			if env, err := revokeEnvelope(g); err == nil {
+				out = append(out, env)
+			}
+		}
+	}
+	return out
+}
+
+// renderCtx returns what the renderers need.
+func (m *Model) renderCtx() *renderCtx {
+	return &renderCtx{width: m.width, st: &m.st, me: m.me(), now: m.now()}
+}
+
+// viewHeight is the number of transcript lines on screen.
+func (m *Model) viewHeight() int {
+	return max(m.height-1-len(m.bottom()), 1)
+}
+
+// transcriptLines returns the last n+offset lines of the transcript, oldest
+// first, drawing only the entries needed.
+func (m *Model) transcriptLines(n int) []string {
+	rc := m.renderCtx()
+	var rev [][]string
+	count := 0
+	for i := len(m.entries) - 1; i >= 0 && count < n+m.offset; i-- {
+		l := m.entries[i].lines(rc)
+		rev = append(rev, l)
+		count += len(l)
+	}
+	out := make([]string, 0, count)
+	for i := len(rev) - 1; i >= 0; i-- {
+		out = append(out, rev[i]...)
+	}
+	return out
+}
+
+// totalLines counts the transcript's lines.
+func (m *Model) totalLines() int {
+	rc := m.renderCtx()
+	n := 0
+	for _, e := range m.entries {
+		n += len(e.lines(rc))
+	}
+	return n
+}
+
+func (m *Model) clampOffset() {
+	if m.offset <= 0 {
+		m.offset = 0
+		return
+	}
+	if most := m.totalLines() - m.viewHeight(); m.offset > most {
+		m.offset = max(most, 0)
+	}
+}
+
+// bottom returns the lines under the transcript: the dialog or the input.
+func (m *Model) bottom() []string {
+	if m.dlg != nil {
+		return m.dialogLines()
+	}
+	return []string{""} // the input line; View draws it
+}
+
+// View draws the screen.
+func (m *Model) View() tea.View {
+	content, cursor := m.frame()
+	v := tea.NewView(content)
+	v.AltScreen = true
+	if cursor != nil {
+		v.Cursor = cursor
+	}
+	return v
+}
+
+// frame draws the screen as lines, exactly height of them, and returns the
+// cursor, if it shows.
+func (m *Model) frame() (string, *tea.Cursor) {
+	bottom := m.bottom()
+	vh := max(m.height-1-len(bottom), 1)
+	lines := m.transcriptLines(vh)
+	end := len(lines) - m.offset
+	start := max(end-vh, 0)
+	shown := lines[start:max(end, start)]
+	out := make([]string, 0, m.height)
+	out = append(out, shown...)
+	for len(out) < vh {
+		out = append(out, "")
+	}
+	var cursor *tea.Cursor
+	if m.dlg == nil {
+		prompt := m.st.Prompt.Render("> ")
+		line, col := m.in.view(prompt, 2, m.width)
+		cursor = tea.NewCursor(col, len(out))
+		out = append(out, line)
+	} else {
+		out = append(out, bottom...)
+	}
+	out = append(out, m.statusBar())
+	for i, l := range out {
+		out[i] = ansi.Truncate(l, m.width, "")
+	}
+	return strings.Join(out, "\n"), cursor
+}
+
+// statusBar is the last line: connection, space, me, pending proposals,
+// modes.
+func (m *Model) statusBar() string {
+	sb := m.st.StatusBar
+	conn := m.st.StatusOK.Render(" ● " + m.conn.String())
+	if m.conn != Connected {
+		conn = m.st.StatusBad.Render(" ○ " + m.conn.String())
+	}
+	parts := []string{termtext.Line(m.o.SpaceName), "me " + termtext.Line(m.me())}
+	if n := len(m.pending()); n > 0 {
+		parts = append(parts, plural(n, "proposal")+" pending")
+	}
+	if n := len(m.reasonings); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d thinking", n))
+	}
+	if m.verbose {
+		parts = append(parts, "verbose")
+	}
+	if m.offset > 0 {
+		parts = append(parts, fmt.Sprintf("↑ %d lines back", m.offset))
+	}
+	left := conn + sb.Render(" · "+strings.Join(parts, " · "))
+	right := sb.Render("/help · Ctrl+C quit ")
+	gap := m.width - ansi.StringWidth(left) - ansi.StringWidth(right)
+	if gap < 1 {
+		return ansi.Truncate(left, m.width, "…")
+	}
+	return left + sb.Render(strings.Repeat(" ", gap)) + right
+}

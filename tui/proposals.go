@@ -1,0 +1,161 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/mew-protocol/mew/internal/termtext"
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// proposal is an mcp/proposal seen in the space, numbered from 1 in the
+// order it arrived.
+type proposal struct {
+	n       int
+	id      string
+	from    string
+	to      []string
+	method  string
+	params  json.RawMessage
+	tool    string          // the tool of a tools/call, "" otherwise
+	args    json.RawMessage // its arguments
+	payload json.RawMessage // the proposal's payload as it came
+
+	askMe     bool   // the user may decide it: addressed to them, or they may fulfil it
+	postponed bool   // Esc: out of the dialog until /review
+	deciding  bool   // a decision of the user's is on its way
+	settled   bool   // approved, rejected, withdrawn, timed out
+	outcome   string // how it was settled: "approved by you", "rejected by bob: unsafe"
+
+	tools    []string // the target's tools, for the "its tools" grant scope
+	toolsErr error
+}
+
+// open reports whether the user still has to decide it.
+func (p *proposal) open() bool { return p.askMe && !p.settled && !p.deciding }
+
+// newProposal reads an mcp/proposal envelope.
+func newProposal(n int, env *protocol.Envelope) *proposal {
+	var m protocol.MCPMessage
+	_ = env.DecodePayload(&m)
+	p := &proposal{n: n, id: env.ID, from: env.From, to: env.To, method: m.Method, params: m.Params, payload: env.Payload}
+	if m.Method == "tools/call" {
+		var c struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		}
+		_ = json.Unmarshal(m.Params, &c)
+		p.tool, p.args = c.Name, c.Arguments
+	}
+	return p
+}
+
+// title is "assistant → files: write_file".
+func (p *proposal) title() string {
+	what := p.method
+	if p.tool != "" {
+		what = p.tool
+	}
+	return termtext.Line(p.from) + " → " + names(p.to) + ": " + termtext.Line(what)
+}
+
+// maxPreviewLines bounds the lines of one value in a preview.
+const maxPreviewLines = 8
+
+// Previewer writes the preview of a tool call's arguments, one line each,
+// not yet cleaned (the caller cleans them). A later session adds previewers
+// for tools it knows (a diff for a file that exists).
+type Previewer func(args []member) []string
+
+// previewers are the tool-specific previews, by tool name; others get
+// previewArgs.
+var previewers = map[string]Previewer{}
+
+// preview returns the lines that show what the proposal would do: each
+// argument as "name: value", a multi-line value (a file's content) as a
+// block under its name. The lines are cleaned; the caller indents them.
+func (p *proposal) preview() []string {
+	var raw []string
+	if p.tool == "" {
+		raw = []string{"params: " + clipText(compact(p.params), 400)}
+	} else {
+		members, ok := objectMembers(p.args)
+		switch {
+		case !ok && len(p.args) > 0:
+			raw = []string{"arguments: " + clipText(compact(p.args), 400)}
+		case previewers[p.tool] != nil:
+			raw = previewers[p.tool](members)
+		default:
+			raw = previewArgs(members)
+		}
+	}
+	out := make([]string, 0, len(raw))
+	for _, l := range raw {
+		lead := len(l) - len(strings.TrimLeft(l, " ")) // the block's own indentation stays
+		out = append(out, l[:lead]+termtext.Line(l[lead:]))
+	}
+	return out
+}
+
+// previewArgs lists the arguments, a path first: "path: notes.txt", then a
+// content as its lines under "content:".
+func previewArgs(members []member) []string {
+	var out, rest []string
+	for _, m := range members {
+		v := scalarText(m.value)
+		text := termtext.Clean(v)
+		switch {
+		case strings.Contains(strings.TrimRight(text, "\n"), "\n"):
+			lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+			rest = append(rest, m.key+":")
+			for i, l := range lines {
+				if i == maxPreviewLines {
+					rest = append(rest, fmt.Sprintf("  … %d more lines", len(lines)-i))
+					break
+				}
+				rest = append(rest, "  "+l)
+			}
+		case m.key == "path" || m.key == "file" || m.key == "uri":
+			out = append(out, m.key+": "+clipText(v, 200))
+		default:
+			rest = append(rest, m.key+": "+clipText(v, 200))
+		}
+	}
+	return append(out, rest...)
+}
+
+// proposalEntry shows a proposal in the transcript, with its outcome.
+type proposalEntry struct{ p *proposal }
+
+func (e *proposalEntry) lines(rc *renderCtx) []string {
+	p := e.p
+	head := rc.st.Proposal.Render(fmt.Sprintf("#%d ", p.n)) + rc.st.speaker(p.from).Render(termtext.Line(p.from)) +
+		rc.st.Dim.Render(" proposes → "+names(p.to)+": ")
+	what := p.method
+	if p.tool != "" {
+		what = p.tool
+	}
+	out := wrapText(head+termtext.Line(what), rc.width, indent)
+	for _, l := range p.preview() {
+		out = append(out, wrapText(indent+l, rc.width, indent+"  ")...)
+	}
+	var status string
+	switch {
+	case p.settled:
+		st := rc.st.Approved
+		if !strings.HasPrefix(p.outcome, "approved") {
+			st = rc.st.Rejected
+		}
+		status = st.Render(p.outcome)
+	case p.deciding:
+		status = rc.st.Dim.Render("deciding…")
+	case p.askMe && p.postponed:
+		status = rc.st.Proposal.Render("postponed: /review to decide")
+	case p.askMe:
+		status = rc.st.Proposal.Render("awaiting your decision")
+	default:
+		status = rc.st.Dim.Render("awaiting a decision")
+	}
+	return append(out, wrapText(indent+status, rc.width, indent)...)
+}

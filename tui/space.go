@@ -1,0 +1,182 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/participant"
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// Space is what the model does in the space. participant.Participant
+// provides it through FromParticipant; tests provide fakes that record what
+// the model sent.
+//
+// Send, Fulfill, Reject and ToolsOf may block; the model calls them from
+// tea.Cmd goroutines, never from Update.
+type Space interface {
+	// Me is the user's participant id.
+	Me() string
+	// Send sends an envelope (the client fills protocol, ts and from, and
+	// id when empty).
+	Send(ctx context.Context, env *protocol.Envelope) error
+	// Fulfill carries out another participant's proposal, by its envelope
+	// id, and returns once the target answered. A proposal settled already
+	// is refused with a *participant.ProposalSettledError.
+	Fulfill(ctx context.Context, proposalID string) error
+	// Reject declines a proposal with a reason code.
+	Reject(ctx context.Context, proposalID, reason string) error
+	// CanSend reports whether the user's capabilities allow an envelope of
+	// kind with payload.
+	CanSend(kind string, payload []byte) bool
+	// ToolsOf returns the names of the tools participant id offers.
+	ToolsOf(ctx context.Context, id string) ([]string, error)
+}
+
+// Envelope is the message that brings one envelope seen in the space to the
+// model.
+type Envelope struct{ Env *protocol.Envelope }
+
+// ConnState is where the connection stands, as the status bar shows it.
+type ConnState int
+
+// Connection states.
+const (
+	Connecting ConnState = iota
+	Connected
+	Reconnecting
+	Disconnected // for good: replaced, kicked, refused, out of attempts
+)
+
+// String returns the state as the status bar writes it.
+func (s ConnState) String() string {
+	switch s {
+	case Connected:
+		return "connected"
+	case Reconnecting:
+		return "reconnecting…"
+	case Disconnected:
+		return "disconnected"
+	}
+	return "connecting…"
+}
+
+// Connection is the message that tells the model the connection's state;
+// Err says why it ended, for Disconnected.
+type Connection struct {
+	State ConnState
+	Err   error
+}
+
+// sdkSpace is the Space of a participant.
+type sdkSpace struct{ p *participant.Participant }
+
+// FromParticipant returns the Space of p.
+func FromParticipant(p *participant.Participant) Space { return sdkSpace{p} }
+
+func (s sdkSpace) Me() string { return s.p.ID() }
+
+func (s sdkSpace) Send(ctx context.Context, env *protocol.Envelope) error { return s.p.Send(ctx, env) }
+
+func (s sdkSpace) proposal(id string) (*participant.Proposal, error) {
+	pr, ok := s.p.Proposal(id)
+	if !ok {
+		return nil, fmt.Errorf("proposal %s is not known here", id)
+	}
+	return pr, nil
+}
+
+func (s sdkSpace) Fulfill(ctx context.Context, id string) error {
+	pr, err := s.proposal(id)
+	if err != nil {
+		return err
+	}
+	_, err = s.p.Fulfill(ctx, pr)
+	return err
+}
+
+func (s sdkSpace) Reject(ctx context.Context, id, reason string) error {
+	pr, err := s.proposal(id)
+	if err != nil {
+		return err
+	}
+	return s.p.Reject(ctx, pr, reason)
+}
+
+func (s sdkSpace) CanSend(kind string, payload []byte) bool { return s.p.CanSend(kind, payload) }
+
+func (s sdkSpace) ToolsOf(ctx context.Context, id string) ([]string, error) {
+	tools, err := s.p.DiscoverTools(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(tools))
+	for _, t := range tools {
+		names = append(names, t.Name)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Attach forwards what happens to p's connection to send (a tea.Program's
+// Send) as Envelope and Connection messages, through a buffer so that the
+// client's dispatch goroutine never waits for the screen. It returns a
+// function that detaches and stops the forwarding.
+func Attach(p *participant.Participant, send func(tea.Msg)) (detach func()) {
+	events := make(chan tea.Msg, 4096)
+	done := make(chan struct{})
+	push := func(m tea.Msg) {
+		select {
+		case events <- m:
+		case <-done:
+		}
+	}
+	c := p.Client()
+	removers := []func(){
+		c.OnMessage(func(env *protocol.Envelope) { push(Envelope{Env: env}) }),
+		c.OnStateChange(func(st client.State) {
+			switch st {
+			case client.Ready:
+				push(Connection{State: Connected})
+			case client.Connecting:
+				push(Connection{State: Reconnecting})
+			}
+		}),
+		c.OnFinal(func(err error) { push(Connection{State: Disconnected, Err: err}) }),
+	}
+	go func() {
+		for {
+			select {
+			case m := <-events:
+				send(m)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		for _, r := range removers {
+			r()
+		}
+		close(done)
+	}
+}
+
+// settledText says how a decision was refused because the proposal was
+// settled already, or returns "" for other errors.
+func settledText(err error) string {
+	var se *participant.ProposalSettledError
+	if !errors.As(err, &se) {
+		return ""
+	}
+	s := se.Status.Settlement.String()
+	if se.Status.By != "" {
+		s += " by " + se.Status.By
+	}
+	return s
+}

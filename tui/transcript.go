@@ -1,0 +1,374 @@
+package tui
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/mew-protocol/mew/internal/termtext"
+)
+
+// entry is one item of the transcript, drawn by its kind's renderer. Entries
+// that change (an answered request, a settled proposal, a reasoning) are
+// pointers the model updates in place.
+type entry interface {
+	// lines returns the entry's lines, styled, none wider than rc.width.
+	lines(rc *renderCtx) []string
+}
+
+// renderCtx is what renderers need to know.
+type renderCtx struct {
+	width int
+	st    *Styles
+	me    string
+	now   time.Time
+}
+
+// indent starts the continuation lines of an entry: a peer's text never
+// starts at the margin, where the program's own lines start.
+const indent = "    "
+
+// maxEntries bounds the transcript; the oldest entries are dropped.
+const maxEntries = 5000
+
+// wrapText wraps s (already styled, no line breaks) to the width, each line
+// after the first indented by ind.
+func wrapText(s string, width int, ind string) []string {
+	if width <= len(ind)+8 {
+		return []string{ansi.Truncate(s, max(width, 1), "…")}
+	}
+	first := strings.Split(ansi.Wrap(s, width, ""), "\n")
+	if len(first) == 1 {
+		return first
+	}
+	rest := ansi.Wrap(strings.Join(first[1:], " "), width-len(ind), "")
+	out := []string{first[0]}
+	for l := range strings.SplitSeq(rest, "\n") {
+		out = append(out, ind+l)
+	}
+	return out
+}
+
+// block renders head followed by a peer's text: the text is cleaned, its
+// first line follows head, the others are indented, and all are wrapped.
+func block(head, text string, width int) []string {
+	var out []string
+	for i, l := range strings.Split(strings.TrimRight(termtext.Clean(text), "\n"), "\n") {
+		if i == 0 {
+			l = head + l
+		} else {
+			l = indent + l
+		}
+		out = append(out, wrapText(l, width, indent)...)
+	}
+	return out
+}
+
+// names joins ids, cleaned, with ", ".
+func names(ids []string) string {
+	c := make([]string, len(ids))
+	for i, id := range ids {
+		c[i] = termtext.Line(id)
+	}
+	return strings.Join(c, ", ")
+}
+
+// noteEntry is a line of the program's own: help, command answers, notices.
+// Its text is the program's, with any peer strings in it cleaned already.
+type noteEntry struct {
+	text  string
+	error bool
+}
+
+func (e *noteEntry) lines(rc *renderCtx) []string {
+	st := rc.st.System
+	if e.error {
+		st = rc.st.Error
+	}
+	var out []string
+	for l := range strings.SplitSeq(e.text, "\n") {
+		out = append(out, wrapText(st.Render(l), rc.width, indent)...)
+	}
+	return out
+}
+
+// chatEntry is a chat: "alice → bob: text".
+type chatEntry struct {
+	from string
+	to   []string
+	text string
+}
+
+func (e *chatEntry) lines(rc *renderCtx) []string {
+	st := rc.st.speaker(e.from)
+	if e.from == rc.me {
+		st = rc.st.Me
+	}
+	head := st.Render(termtext.Line(e.from))
+	if len(e.to) > 0 {
+		head += rc.st.Dim.Render(" → " + names(e.to))
+	}
+	return block(head+": ", e.text, rc.width)
+}
+
+// presenceEntry is a join or a leave.
+type presenceEntry struct{ who, event string }
+
+func (e *presenceEntry) lines(rc *renderCtx) []string {
+	verb := e.event
+	switch e.event {
+	case "join":
+		verb = "joined"
+	case "leave":
+		verb = "left"
+	}
+	return wrapText(rc.st.System.Render("* "+termtext.Line(e.who)+" "+termtext.Line(verb)), rc.width, indent)
+}
+
+// errorEntry is the gateway's system/error.
+type errorEntry struct{ code, message, attempted string }
+
+func (e *errorEntry) lines(rc *renderCtx) []string {
+	s := "! " + termtext.Line(e.code)
+	if e.message != "" {
+		s += ": " + termtext.Line(e.message)
+	}
+	if e.attempted != "" {
+		s += " (" + termtext.Line(e.attempted) + ")"
+	}
+	return wrapText(rc.st.Error.Render(s), rc.width, indent)
+}
+
+// rawEntry is an envelope as JSON, for /verbose.
+type rawEntry struct{ json string }
+
+func (e *rawEntry) lines(rc *renderCtx) []string {
+	return block(rc.st.Dim.Render("» "), e.json, rc.width)
+}
+
+// requestEntry is an mcp/request, with its response once it comes:
+//
+//	assistant → calculator: add(a: 1, b: 5)
+//	  calculator → assistant: 6
+type requestEntry struct {
+	from   string
+	to     []string
+	call   string // "add(a: 1, b: 5)", "resources/read(uri: …)"
+	forPr  int    // the proposal it fulfils, 0 for none
+	answer string // the result or the error, once answered
+	by     string // who answered
+	failed bool
+}
+
+func (e *requestEntry) lines(rc *renderCtx) []string {
+	head := rc.st.speaker(e.from).Render(termtext.Line(e.from)) + rc.st.Dim.Render(" → "+names(e.to)) + ": "
+	call := e.call
+	if e.forPr > 0 {
+		call += fmt.Sprintf("  (proposal #%d)", e.forPr)
+	}
+	out := wrapText(head+termtext.Line(call), rc.width, indent)
+	if e.by == "" {
+		return out
+	}
+	st := rc.st.Dim
+	if e.failed {
+		st = rc.st.Error
+	}
+	ans := "  " + rc.st.speaker(e.by).Render(termtext.Line(e.by)) + rc.st.Dim.Render(" → "+termtext.Line(e.from)) + ": "
+	return append(out, block(ans, st.Render(e.answer), rc.width)...)
+}
+
+// reasoningEntry is one agent's reasoning, one line while it lasts:
+// "assistant is thinking · 3 thoughts · 4.2 s · calling calculator/add".
+type reasoningEntry struct {
+	from       string
+	question   string // the chat it answers, from the start's correlation
+	start, end time.Time
+	thoughts   int
+	doing      string
+	tools      []string
+	done       bool
+	cancelled  string // the reason when it was cancelled
+}
+
+func (e *reasoningEntry) lines(rc *renderCtx) []string {
+	end := rc.now
+	if e.done {
+		end = e.end
+	}
+	elapsed := fmt.Sprintf("%.1f s", end.Sub(e.start).Seconds())
+	who := rc.st.speaker(e.from).Render(termtext.Line(e.from))
+	var parts []string
+	switch {
+	case e.cancelled != "":
+		parts = []string{who + rc.st.Dim.Render(" stopped thinking: "+termtext.Line(e.cancelled))}
+	case e.done:
+		parts = []string{who + rc.st.Dim.Render(" thought")}
+	default:
+		parts = []string{who + rc.st.Dim.Render(" is thinking")}
+	}
+	parts = append(parts, plural(e.thoughts, "thought"), elapsed)
+	if !e.done && e.doing != "" {
+		parts = append(parts, termtext.Line(e.doing))
+	}
+	if e.done && len(e.tools) > 0 {
+		parts = append(parts, "used "+names(e.tools))
+	}
+	return wrapText(strings.Join(parts, rc.st.Dim.Render(" · ")), rc.width, indent)
+}
+
+// used records that the reasoning called tool.
+func (e *reasoningEntry) used(tool string) {
+	if tool == "" {
+		return
+	}
+	for _, t := range e.tools {
+		if t == tool {
+			return
+		}
+	}
+	e.tools = append(e.tools, tool)
+}
+
+// streamEntry is a stream's opening or closing.
+type streamEntry struct{ text string }
+
+func (e *streamEntry) lines(rc *renderCtx) []string {
+	return wrapText(rc.st.Dim.Render("≈ "+e.text), rc.width, indent)
+}
+
+// otherEntry is any other kind: "from kind {payload…}".
+type otherEntry struct{ from, kind, payload string }
+
+func (e *otherEntry) lines(rc *renderCtx) []string {
+	head := rc.st.speaker(e.from).Render(termtext.Line(e.from)) + " " + rc.st.Dim.Render(termtext.Line(e.kind)) + " "
+	return wrapText(head+termtext.Line(clipText(e.payload, 200)), rc.width, indent)
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// clipText shortens s to n runes, marking the cut.
+func clipText(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// describeCall writes an MCP call readably: "add(a: 1, b: 5)" for a
+// tools/call, "method(params)" otherwise.
+func describeCall(method string, params json.RawMessage) string {
+	if method == "tools/call" {
+		var p struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		}
+		_ = json.Unmarshal(params, &p)
+		return p.Name + "(" + inlineArgs(p.Arguments) + ")"
+	}
+	return method + "(" + inlineArgs(params) + ")"
+}
+
+// inlineArgs writes an object's members as "a: 1, b: 5", strings unquoted
+// and clipped, in the object's own order.
+func inlineArgs(raw json.RawMessage) string {
+	members, ok := objectMembers(raw)
+	if !ok {
+		return clipText(compact(raw), 80)
+	}
+	parts := make([]string, 0, len(members))
+	for _, m := range members {
+		parts = append(parts, m.key+": "+clipText(scalarText(m.value), 40))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// member is one member of a JSON object, in source order.
+type member struct {
+	key   string
+	value json.RawMessage
+}
+
+// objectMembers returns the members of a JSON object in their order.
+func objectMembers(raw json.RawMessage) ([]member, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	var out []member
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		out = append(out, member{key: fmt.Sprint(k), value: v})
+	}
+	return out, true
+}
+
+// scalarText writes a JSON value: a string as it is, anything else as
+// compact JSON.
+func scalarText(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return compact(v)
+}
+
+func compact(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// resultText summarises an MCP result: the text of its content items, else
+// compact JSON.
+func resultText(raw json.RawMessage) string {
+	var r struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	if json.Unmarshal(raw, &r) == nil && len(r.Content) > 0 {
+		var texts []string
+		for _, c := range r.Content {
+			if c.Type == "text" {
+				texts = append(texts, c.Text)
+			} else {
+				texts = append(texts, "["+c.Type+"]")
+			}
+		}
+		return clipText(strings.Join(texts, "\n"), 2000)
+	}
+	return clipText(compact(raw), 400)
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
