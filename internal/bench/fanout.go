@@ -23,16 +23,11 @@ type FanoutOptions struct {
 	Participants int `json:"participants"`
 	// Senders is how many of them send (K): the first K.
 	Senders int `json:"senders"`
-	// Rate is the total envelopes per second over all senders. 0 sends as fast as the target
-	// delivers: each sender keeps at most 64 envelopes in flight (sent but not yet delivered
-	// back to itself), so that latency measures the target rather than a queue of its own making.
-	Rate float64 `json:"rate"`
-	// Size is the length of each chat's text in bytes.
-	Size int `json:"size"`
-	// Duration is how long the measured part of the run sends.
-	Duration time.Duration `json:"duration_ns"`
-	// Warmup is how long the run sends before it starts measuring; its envelopes are not counted.
-	Warmup time.Duration `json:"warmup_ns"`
+	// Load is what they send: Rate envelopes per second over all senders, or, at 0, as fast as
+	// the target delivers (each sender keeps at most 64 envelopes in flight, sent but not yet
+	// delivered back to itself, so that latency measures the target rather than a queue of its
+	// own making); Size bytes of chat text each.
+	Load
 }
 
 // Validate reports the first option that is out of range.
@@ -45,7 +40,7 @@ func (o FanoutOptions) Validate() error {
 	case o.Senders > o.Participants:
 		return fmt.Errorf("senders (%d) cannot exceed participants (%d)", o.Senders, o.Participants)
 	}
-	return errors.Join(checkRate(o.Rate), checkSize(o.Size, 1), checkTimes(o.Duration, o.Warmup))
+	return o.Load.check(1)
 }
 
 // FanoutResult is what Fanout measured. Counts and latencies cover the measured part of the run

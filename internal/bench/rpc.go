@@ -24,17 +24,11 @@ const (
 type RPCOptions struct {
 	// Pairs is how many requester/responder pairs join the space, ids bench-req-I and bench-rsp-I.
 	Pairs int `json:"pairs"`
-	// Rate is the total round trips per second over all requesters, each sending its share on a
-	// fixed schedule whether or not answers have come. 0 is a closed loop: each requester sends
-	// its next request when the answer to the last has come, as fast as the target allows.
-	Rate float64 `json:"rate"`
-	// Size is the length of a text argument in each request and of a text result in each
-	// response; 0 sends empty arguments and results.
-	Size int `json:"size"`
-	// Duration is how long the measured part of the run sends.
-	Duration time.Duration `json:"duration_ns"`
-	// Warmup is how long the run sends before it starts measuring.
-	Warmup time.Duration `json:"warmup_ns"`
+	// Load is what they send: Rate round trips per second over all requesters, each sending its
+	// share on a fixed schedule whether or not answers have come, or, at 0, a closed loop (each
+	// requester sends its next request when the answer to the last has come); Size bytes of text
+	// in each request's argument and each response's result (0: empty ones).
+	Load
 }
 
 // Validate reports the first option that is out of range.
@@ -42,7 +36,7 @@ func (o RPCOptions) Validate() error {
 	if o.Pairs < 1 {
 		return fmt.Errorf("pairs must be at least 1, got %d", o.Pairs)
 	}
-	return errors.Join(checkRate(o.Rate), checkSize(o.Size, 0), checkTimes(o.Duration, o.Warmup))
+	return o.Load.check(0)
 }
 
 // RPCResult is what RPC measured, over the measured part of the run.

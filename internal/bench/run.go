@@ -2,12 +2,32 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 )
+
+// Load is what a paced workload sends: how fast, how much, for how long. Each workload's
+// options say what Rate and Size count for it.
+type Load struct {
+	// Rate is the total per second over all senders; 0 means as fast as the target allows.
+	Rate float64 `json:"rate"`
+	// Size is how many bytes of text each message carries.
+	Size int `json:"size"`
+	// Duration is how long the measured part of the run sends.
+	Duration time.Duration `json:"duration_ns"`
+	// Warmup is how long the run sends before it starts measuring; what it sends then is not
+	// counted.
+	Warmup time.Duration `json:"warmup_ns"`
+}
+
+// check reports the load's values that are out of range; a size must be at least least.
+func (l Load) check(least int) error {
+	return errors.Join(checkRate(l.Rate), checkSize(l.Size, least), checkTimes(l.Duration, l.Warmup))
+}
 
 // checkRate checks a Rate option.
 func checkRate(rate float64) error {

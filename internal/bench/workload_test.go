@@ -49,7 +49,7 @@ func checkOrdered(t *testing.T, p50, p90, p99, pmax time.Duration) {
 
 func TestFanoutRelay(t *testing.T) {
 	var log progressLog
-	o := FanoutOptions{Participants: 5, Senders: 2, Rate: 200, Size: 64, Duration: time.Second, Warmup: 200 * time.Millisecond}
+	o := FanoutOptions{Participants: 5, Senders: 2, Load: Load{Rate: 200, Size: 64, Duration: time.Second, Warmup: 200 * time.Millisecond}}
 	res, err := Fanout(context.Background(), RelayTarget{}, o, log.add)
 	if err != nil {
 		t.Fatalf("Fanout: %v", err)
@@ -90,7 +90,7 @@ func TestFanoutRelay(t *testing.T) {
 
 // As fast as possible: nothing paces the senders, the relay's backpressure keeps it lossless.
 func TestFanoutUnpaced(t *testing.T) {
-	o := FanoutOptions{Participants: 3, Senders: 3, Rate: 0, Size: 16, Duration: 300 * time.Millisecond}
+	o := FanoutOptions{Participants: 3, Senders: 3, Load: Load{Rate: 0, Size: 16, Duration: 300 * time.Millisecond}}
 	res, err := Fanout(context.Background(), RelayTarget{}, o, nil)
 	if err != nil {
 		t.Fatalf("Fanout: %v", err)
@@ -102,7 +102,7 @@ func TestFanoutUnpaced(t *testing.T) {
 }
 
 func TestRPCRelay(t *testing.T) {
-	o := RPCOptions{Pairs: 3, Rate: 150, Size: 32, Duration: time.Second, Warmup: 100 * time.Millisecond}
+	o := RPCOptions{Pairs: 3, Load: Load{Rate: 150, Size: 32, Duration: time.Second, Warmup: 100 * time.Millisecond}}
 	res, err := RPC(context.Background(), RelayTarget{}, o, nil)
 	if err != nil {
 		t.Fatalf("RPC: %v", err)
@@ -120,7 +120,7 @@ func TestRPCRelay(t *testing.T) {
 }
 
 func TestRPCClosedLoop(t *testing.T) {
-	o := RPCOptions{Pairs: 2, Duration: 300 * time.Millisecond}
+	o := RPCOptions{Pairs: 2, Load: Load{Duration: 300 * time.Millisecond}}
 	res, err := RPC(context.Background(), RelayTarget{}, o, nil)
 	if err != nil {
 		t.Fatalf("RPC: %v", err)
@@ -198,7 +198,7 @@ func TestURLTargetErrors(t *testing.T) {
 
 func TestOptionsValidate(t *testing.T) {
 	t.Parallel()
-	good := FanoutOptions{Participants: 2, Senders: 1, Rate: 1, Size: 1, Duration: time.Second}
+	good := FanoutOptions{Participants: 2, Senders: 1, Load: Load{Rate: 1, Size: 1, Duration: time.Second}}
 	for _, tt := range []struct {
 		change func(*FanoutOptions)
 		want   string
@@ -220,7 +220,7 @@ func TestOptionsValidate(t *testing.T) {
 	if err := good.Validate(); err != nil {
 		t.Errorf("good options: %v", err)
 	}
-	if err := (RPCOptions{Pairs: 0, Duration: time.Second}).Validate(); err == nil {
+	if err := (RPCOptions{Pairs: 0, Load: Load{Duration: time.Second}}).Validate(); err == nil {
 		t.Error("rpc with 0 pairs: no error")
 	}
 	if err := (IdleOptions{Connections: 0}).Validate(); err == nil {
@@ -238,9 +238,9 @@ func TestCancelMidRun(t *testing.T) {
 		var err error
 		switch name {
 		case "fanout":
-			_, err = Fanout(ctx, RelayTarget{}, FanoutOptions{Participants: 10, Senders: 3, Rate: 3000, Size: 100, Duration: time.Minute}, nil)
+			_, err = Fanout(ctx, RelayTarget{}, FanoutOptions{Participants: 10, Senders: 3, Load: Load{Rate: 3000, Size: 100, Duration: time.Minute}}, nil)
 		case "rpc":
-			_, err = RPC(ctx, RelayTarget{}, RPCOptions{Pairs: 4, Duration: time.Minute}, nil)
+			_, err = RPC(ctx, RelayTarget{}, RPCOptions{Pairs: 4, Load: Load{Duration: time.Minute}}, nil)
 		case "idle":
 			_, err = Idle(ctx, RelayTarget{}, IdleOptions{Connections: 10, Settle: time.Minute}, nil)
 		}
@@ -267,7 +267,7 @@ func TestServerGoesAway(t *testing.T) {
 	defer stop.Stop()
 	begin := time.Now()
 	res, err := Fanout(context.Background(), URLTarget{URL: ep.URL, Tokens: ep.Tokens},
-		FanoutOptions{Participants: 4, Senders: 2, Rate: 500, Size: 10, Duration: 1500 * time.Millisecond}, nil)
+		FanoutOptions{Participants: 4, Senders: 2, Load: Load{Rate: 500, Size: 10, Duration: 1500 * time.Millisecond}}, nil)
 	if err != nil {
 		t.Fatalf("Fanout: %v", err)
 	}
@@ -317,7 +317,7 @@ func TestServerStopsReading(t *testing.T) {
 
 	begin := time.Now()
 	res, err := Fanout(context.Background(), URLTarget{URL: "ws://" + ln.Addr().String() + "/ws", Tokens: map[string]string{AnyID: "t"}},
-		FanoutOptions{Participants: 2, Senders: 2, Rate: 2000, Size: 64 << 10, Duration: 300 * time.Millisecond}, nil)
+		FanoutOptions{Participants: 2, Senders: 2, Load: Load{Rate: 2000, Size: 64 << 10, Duration: 300 * time.Millisecond}}, nil)
 	took := time.Since(begin)
 	if err != nil {
 		t.Fatalf("Fanout: %v", err)

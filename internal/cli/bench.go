@@ -105,7 +105,7 @@ func addBenchFlags(cmd *cobra.Command, f *benchFlags) {
 
 func newBenchFanoutCmd(opts Options, gatewayTarget func() bench.Target) *cobra.Command {
 	var f benchFlags
-	o := bench.FanoutOptions{Participants: 50, Senders: 5, Rate: 1000, Size: 100, Duration: 10 * time.Second, Warmup: time.Second}
+	o := bench.FanoutOptions{Participants: 50, Senders: 5, Load: bench.Load{Rate: 1000, Size: 100, Duration: 10 * time.Second, Warmup: time.Second}}
 	cmd := &cobra.Command{
 		Use:   "fanout",
 		Short: "Chat envelopes from K senders delivered to all N participants of a space",
@@ -125,7 +125,7 @@ func newBenchFanoutCmd(opts Options, gatewayTarget func() bench.Target) *cobra.C
 
 func newBenchRPCCmd(opts Options, gatewayTarget func() bench.Target) *cobra.Command {
 	var f benchFlags
-	o := bench.RPCOptions{Pairs: 10, Rate: 1000, Size: 64, Duration: 10 * time.Second, Warmup: time.Second}
+	o := bench.RPCOptions{Pairs: 10, Load: bench.Load{Rate: 1000, Size: 64, Duration: 10 * time.Second, Warmup: time.Second}}
 	cmd := &cobra.Command{
 		Use:   "rpc",
 		Short: "mcp/request → mcp/response round trips between requester/responder pairs",
