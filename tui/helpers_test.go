@@ -88,14 +88,24 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	h := &harness{t: t, sp: newFake(), now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	sp := newFake()
+	h := newHarnessWith(t, sp)
+	h.sp = sp
+	h.recv(welcome("you", "assistant", "calculator", "files"))
+	return h
+}
+
+// newHarnessWith drives a model of sp on an 80×24 screen, with a clock
+// that moves only when the test moves it.
+func newHarnessWith(t *testing.T, sp Space) *harness {
+	t.Helper()
+	h := &harness{t: t, now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	h.m = New(Options{
-		Space: h.sp, SpaceName: "demo", Context: context.Background(),
+		Space: sp, SpaceName: "demo", Context: t.Context(),
 		Now:  func() time.Time { return h.now },
 		Tick: func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil },
 	})
 	h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
-	h.recv(welcome("you", "assistant", "calculator", "files"))
 	return h
 }
 

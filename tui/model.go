@@ -250,18 +250,7 @@ func (m *Model) observe(env *protocol.Envelope) tea.Cmd {
 	case protocol.KindSystemWelcome:
 		var w protocol.Welcome
 		_ = env.DecodePayload(&w)
-		clear(m.roster)
-		for _, p := range w.Participants {
-			if p.ID != me {
-				m.roster[p.ID] = true
-			}
-		}
-		m.conn = Connected
-		if !m.joined {
-			m.joined = true
-			m.note(fmt.Sprintf("joined %s as %s · type a message, @id to address someone, /help for commands",
-				termtext.Line(m.o.SpaceName), termtext.Line(me)), false)
-		}
+		m.welcome(&w)
 	case protocol.KindSystemPresence:
 		var p protocol.Presence
 		_ = env.DecodePayload(&p)
@@ -371,6 +360,23 @@ func (m *Model) observe(env *protocol.Envelope) tea.Cmd {
 		m.add(&otherEntry{from: env.From, kind: env.Kind, payload: compact(env.Payload)})
 	}
 	return nil
+}
+
+// welcome takes in a system/welcome: who is here.
+func (m *Model) welcome(w *protocol.Welcome) {
+	me := m.me()
+	clear(m.roster)
+	for _, p := range w.Participants {
+		if p.ID != me {
+			m.roster[p.ID] = true
+		}
+	}
+	m.conn = Connected
+	if !m.joined {
+		m.joined = true
+		m.note(fmt.Sprintf("joined %s as %s · type a message, @id to address someone, /help for commands",
+			termtext.Line(m.o.SpaceName), termtext.Line(me)), false)
+	}
 }
 
 // who is id as the transcript says it: "you" for the user.

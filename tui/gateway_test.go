@@ -1,0 +1,175 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/internal/testutil"
+	"github.com/mew-protocol/mew/participant"
+	"github.com/mew-protocol/mew/protocol"
+)
+
+const grantSpace = `
+space: {id: tui}
+participants:
+  you:
+    tokens: [you-token]
+    capabilities: [{kind: "*"}]
+  assistant:
+    tokens: [assistant-token]
+    capabilities:
+      - {kind: chat}
+      - {kind: mcp/proposal}
+      - {kind: mcp/withdraw}
+      - {kind: capability/grant-ack}
+  calculator:
+    tokens: [calculator-token]
+    capabilities: [{kind: chat}]
+`
+
+// TestGrantThroughGateway: through a real gateway, the user approves an
+// untrusted agent's proposal with Grant (this tool, 10 minutes); the
+// agent's next identical call goes through without a proposal or a dialog;
+// after /revoke it proposes, and the dialog asks, again.
+func TestGrantThroughGateway(t *testing.T) {
+	g := testutil.StartGateway(t, grantSpace, gateway.Options{})
+	add := participant.Tool{
+		Name:        "add",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}}}`),
+		Execute: func(_ context.Context, args json.RawMessage) (any, error) {
+			var in struct{ A, B float64 }
+			if err := json.Unmarshal(args, &in); err != nil {
+				return nil, err
+			}
+			return in.A + in.B, nil
+		},
+	}
+	testutil.JoinParticipant(t, g, "calculator-token", participant.Options{}, add)
+	assistant := testutil.JoinParticipant(t, g, "assistant-token", participant.Options{})
+	you := testutil.JoinParticipant(t, g, "you-token", participant.Options{})
+
+	h := newHarnessWith(t, FromParticipant(you))
+	h.m.welcome(you.Client().Welcome())
+	events := make(chan tea.Msg, 4096)
+	detach := Attach(you, func(m tea.Msg) { events <- m })
+	defer detach()
+	var seen []*protocol.Envelope
+	// pump feeds the model what the space sent until done holds.
+	pump := func(what string, done func() bool) {
+		t.Helper()
+		deadline := time.After(15 * time.Second)
+		for !done() {
+			select {
+			case msg := <-events:
+				if e, ok := msg.(Envelope); ok {
+					seen = append(seen, e.Env)
+				}
+				h.send(msg)
+			case <-deadline:
+				t.Fatalf("waiting for %s; the screen:\n%s", what, h.screen())
+			}
+		}
+	}
+	args := map[string]any{"name": "add", "arguments": map[string]any{"a": 1, "b": 5}}
+	type answer struct {
+		res json.RawMessage
+		err error
+	}
+	ask := func() <-chan answer {
+		ch := make(chan answer, 1)
+		go func() {
+			res, err := assistant.Request(t.Context(), "calculator", map[string]any{"method": "tools/call", "params": args})
+			ch <- answer{res, err}
+		}()
+		return ch
+	}
+	got := func(ch <-chan answer) {
+		t.Helper()
+		select {
+		case a := <-ch:
+			if a.err != nil || !strings.Contains(string(a.res), `"text":"6"`) {
+				t.Fatalf("the assistant's call returned %s, %v", a.res, a.err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("the assistant's call did not return")
+		}
+	}
+
+	first := ask()
+	pump("the dialog", func() bool { return h.m.dlg != nil })
+	proposalID := h.m.dlg.p.id
+	h.key("g", "2", "2") // Grant · add with any arguments · 10 minutes
+	got(first)
+
+	// On the wire: the grant, then the fulfilment of the proposal.
+	var grantEnv, fulfil *protocol.Envelope
+	pump("the grant and the fulfilment", func() bool {
+		for _, e := range seen {
+			switch {
+			case e.Kind == protocol.KindCapabilityGrant && e.From == "you":
+				grantEnv = e
+			case e.Kind == protocol.KindMCPRequest && e.From == "you" && e.CorrelatesWith(proposalID):
+				fulfil = e
+			}
+		}
+		return grantEnv != nil && fulfil != nil
+	})
+	var gp protocol.Grant
+	if err := grantEnv.DecodePayload(&gp); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"kind":"mcp/request","payload":{"method":"tools/call","params":{"name":"add"}}}`
+	if gp.Recipient != "assistant" || gp.TTLSeconds != 600 || len(gp.Capabilities) != 1 || string(gp.Capabilities[0]) != want {
+		t.Errorf("grant %+v (%s), want add for 600 s to assistant", gp, gp.Capabilities)
+	}
+	if fmt.Sprint(fulfil.To) != "[calculator]" {
+		t.Errorf("fulfilment to %v, want [calculator]", fulfil.To)
+	}
+
+	// The gateway told the assistant; its next identical call is a request.
+	waitFor(t, "the assistant to hold the grant", func() bool {
+		return assistant.CanSend(protocol.KindMCPRequest, []byte(`{"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":5}}}`))
+	})
+	second := ask()
+	got(second)
+	pump("the second call's answer", func() bool {
+		for _, e := range h.m.entries {
+			if r, ok := e.(*requestEntry); ok && r.from == "assistant" && r.by == "calculator" {
+				return true
+			}
+		}
+		return false
+	})
+	if h.m.nextN != 1 || h.m.dlg != nil {
+		t.Fatalf("the granted call was proposed again (%d proposals, dialog %v):\n%s", h.m.nextN, h.m.dlg != nil, h.screen())
+	}
+	h.golden("gateway_granted")
+
+	// Revoked, the call asks again.
+	h.typeLine("/revoke 1")
+	waitFor(t, "the assistant to lose the grant", func() bool {
+		return !assistant.CanSend(protocol.KindMCPRequest, []byte(`{"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":5}}}`))
+	})
+	third := ask()
+	pump("the dialog again", func() bool { return h.m.dlg != nil })
+	h.key("y")
+	got(third)
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

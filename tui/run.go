@@ -1,0 +1,64 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/participant"
+)
+
+// RunOptions configures Run.
+type RunOptions struct {
+	// SpaceName is the space's id, for the status bar.
+	SpaceName string
+	// DefaultTargets are the recipients of chats typed without @id.
+	DefaultTargets []string
+	// Input and Output are the terminal (default: the process's).
+	Input  io.Reader
+	Output io.Writer
+	// History seeds the input's history.
+	History []string
+}
+
+// Run shows the space of p, a connected participant, full-screen until the
+// user leaves (Ctrl+C, /exit) or ctx ends. Grants the user made for this
+// session are revoked before it returns. It returns the reason the
+// connection ended for good, if it did, and nil when the user left.
+func Run(ctx context.Context, p *participant.Participant, o RunOptions) error {
+	m := New(Options{Space: FromParticipant(p), SpaceName: o.SpaceName, DefaultTargets: o.DefaultTargets, Context: ctx, History: o.History})
+	if w := p.Client().Welcome(); w != nil {
+		m.welcome(w)
+	}
+	if p.Client().State() != client.Ready {
+		m.conn = Reconnecting
+	}
+	opts := []tea.ProgramOption{tea.WithContext(ctx)}
+	if o.Input != nil {
+		opts = append(opts, tea.WithInput(o.Input))
+	}
+	if o.Output != nil {
+		opts = append(opts, tea.WithOutput(o.Output))
+	}
+	prog := tea.NewProgram(m, opts...)
+	detach := Attach(p, prog.Send)
+	_, err := prog.Run()
+	detach()
+	// The session's grants end with it.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	for _, env := range m.RevokeOnExit() {
+		_ = p.Send(rctx, env)
+	}
+	switch {
+	case m.connErr != nil:
+		return m.connErr
+	case err == nil, errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil, errors.Is(err, tea.ErrInterrupted):
+		return nil
+	}
+	return err
+}
