@@ -35,6 +35,11 @@ type Options struct {
 	// mew_gateway_audit_lost_lines_total; routing goes on.
 	AuditMaxFileSize int64
 	AuditMaxFiles    int
+	// AuditFormat is the layout of envelope-history.jsonl: "compact" (also
+	// "", the default) writes each envelope's body once and delivered lines
+	// without it; "reference" writes the body on every line, as the
+	// reference gateway does. See docs/audit.md.
+	AuditFormat string
 
 	// Logger receives the gateway's diagnostics; nil discards them.
 	// Tokens never reach it.

@@ -152,6 +152,7 @@ func (srv *Server) openAudit() error {
 		ReceivedOnly:        srv.opts.AuditReceivedOnly,
 		MaxFileSize:         srv.opts.AuditMaxFileSize,
 		MaxFiles:            srv.opts.AuditMaxFiles,
+		Format:              srv.opts.AuditFormat,
 		Logger:              srv.opts.Logger,
 	})
 	if err != nil {

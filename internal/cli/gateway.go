@@ -42,6 +42,7 @@ type gatewayFlags struct {
 	auditReceivedOnly bool
 	auditMaxSize      int64
 	auditMaxFiles     int
+	auditFormat       string
 	byteRate          int
 	historyBytes      int
 	maxConnections    int
@@ -81,6 +82,7 @@ exits with status 0.`,
 	fl.BoolVar(&f.auditReceivedOnly, "audit-received-only", false, "write only received lines, not one delivered line per recipient")
 	fl.Int64Var(&f.auditMaxSize, "audit-max-size", 256<<20, "size in bytes at which an audit log file is rotated (negative: never)")
 	fl.IntVar(&f.auditMaxFiles, "audit-max-files", 10, "rotated audit log files kept per log (negative: all)")
+	fl.StringVar(&f.auditFormat, "audit-format", "compact", `envelope-history layout: "compact" (each body once) or "reference" (the body on every delivered line)`)
 	fl.IntVar(&f.byteRate, "byte-rate", 8<<20, "per-participant limit in bytes per second, envelopes and stream frames together")
 	fl.IntVar(&f.historyBytes, "history-bytes", 32<<20, "bytes of recent envelopes kept per space for HTTP polling")
 	fl.IntVar(&f.maxConnections, "max-connections", 0, "open connections at most (default: the file-descriptor limit less 64)")
@@ -186,6 +188,7 @@ func runGateway(ctx context.Context, cmd *cobra.Command, f gatewayFlags, explici
 		SendQueue:         f.sendQueue,
 		AuditMaxFileSize:  f.auditMaxSize,
 		AuditMaxFiles:     f.auditMaxFiles,
+		AuditFormat:       f.auditFormat,
 		ByteRate:          f.byteRate,
 		HistoryBytes:      f.historyBytes,
 		MaxConnections:    f.maxConnections,

@@ -74,5 +74,6 @@ and take the floor in turn instead of all answering at once.`,
 	root.AddCommand(newInitCmd(opts))
 	root.AddCommand(newMCPCmd())
 	root.AddCommand(newDemoCmd(opts))
+	root.AddCommand(newLogCmd())
 	return root
 }
