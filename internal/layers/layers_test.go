@@ -21,7 +21,7 @@ var layer = map[string]int{
 	"capability": 2, "gateway/internal/audit": 2, "llm": 2,
 	"client": 3, "space": 3,
 	"gateway": 4, "participant": 4,
-	"agent": 5, "bridge": 5,
+	"agent": 5, "bridge": 5, "tui": 5,
 	"toolsagent":        6,
 	"internal/testutil": 7, "internal/bench": 7,
 	"internal/cli": 8,
