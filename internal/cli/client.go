@@ -43,8 +43,9 @@ func newClientCmd(opts Options) *cobra.Command {
 		Short: "Connect to a space: type to chat, or pipe JSON envelopes in and out",
 		Long: `Connect to a space as the participant the token names.
 
-On a terminal (the default), what others send is shown readably; plain text you
-type is sent as a chat ("@id text" to one participant), a JSON object as an
+On a terminal, the full-screen UI opens (docs/tui.md). With --no-ui, a pipe,
+or TERM unset or dumb, the line client runs: what others send is shown
+readably; plain text you type is sent as a chat ("@id text" to one participant), a JSON object as an
 envelope; /approve N and /reject N answer the numbered proposals; /help lists
 the commands. An agent's reasoning is one status line under the conversation,
 a tool's answer names whom it was for, and a chat to everyone that nobody
@@ -72,6 +73,7 @@ envelope seen as one compact JSON line.`,
 				return errors.New("client connect: --output-file and --fifo-out cannot be combined")
 			}
 			o.JSONIn, o.JSONOut = fifoIn, cmp.Or(outputFile, fifoOut)
+			o.Getenv = getenv
 			return runLineClient(cmd.Context(), cmd, o)
 		},
 	}
@@ -83,6 +85,7 @@ envelope seen as one compact JSON line.`,
 	fl.StringVar(&fifoIn, "fifo-in", "", "read JSON envelopes, one a line, from this FIFO or file instead of the terminal")
 	fl.StringVar(&fifoOut, "fifo-out", "", "write every envelope seen, one compact JSON line each, to this FIFO")
 	fl.StringVar(&outputFile, "output-file", "", "append every envelope seen, one compact JSON line each, to this file")
+	addNoUIFlag(fl)
 	fl.DurationVar(&o.HintAfter, "no-answer-hint", defaultHintAfter, "after a chat to everyone that nobody acknowledges or answers for this long, say whom to address (0: never)")
 	cmd.AddCommand(connect)
 	return cmd
@@ -97,6 +100,9 @@ type lineClientOptions struct {
 	// the participant's id in it.
 	Config *space.Config
 	Self   string
+	// Getenv reads the environment (TERM decides the full-screen UI); nil
+	// means os.Getenv.
+	Getenv func(string) string
 	// HintAfter is how long a chat to everyone may go without a reaction
 	// before the client says whom to address. 0 means never, except with
 	// a Config (`mew space connect`, `mew demo`): defaultHintAfter then.
@@ -194,6 +200,9 @@ func (lc *lineClient) hushed(env *protocol.Envelope) bool {
 
 // runLineClient connects and runs until the input ends, /quit, or ctx ends.
 func runLineClient(ctx context.Context, cmd *cobra.Command, o lineClientOptions) error {
+	if wantTUI(cmd, o) {
+		return runTUI(ctx, cmd, o)
+	}
 	p, err := participant.New(participant.Options{Client: client.Options{
 		Gateway: o.Gateway, Space: o.Space, Token: o.Token, ParticipantID: o.ID, Reconnect: true,
 	}})

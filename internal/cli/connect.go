@@ -25,8 +25,8 @@ func newSpaceConnectCmd(opts Options) *cobra.Command {
 		Use:   "connect",
 		Short: "Join the running space of this directory as its human participant",
 		Long: `Join the space that mew space up started in the space directory, in this
-terminal (the line client), as the reference's mew space connect does: no flags
-are needed. The gateway's address comes from the space's state (.mew/pids.json),
+terminal (the full-screen UI; the line client with --no-ui), as the reference's
+mew space connect does: no flags are needed. The gateway's address comes from the space's state (.mew/pids.json),
 the participant is --participant, else the space's default_participant, else
 its only participant without a command, and its token comes from
 .mew/tokens/<id>.token (created when missing). /quit, the end of the input,
@@ -39,6 +39,7 @@ Ctrl-C or closing the terminal leaves; the space keeps running.`,
 	fl := cmd.Flags()
 	f.register(fl)
 	fl.StringVar(&f.participant, "participant", "", "the participant to join as (default: the space's default_participant)")
+	addNoUIFlag(fl)
 	fl.StringVar(&f.gateway, "gateway", "", "the gateway's URL (default: the running space's, ws://127.0.0.1:<port>)")
 	return cmd
 }
@@ -74,7 +75,7 @@ func runSpaceConnect(ctx context.Context, cmd *cobra.Command, opts Options, f sp
 	}
 	ctx, stop := withHangup(ctx)
 	defer stop()
-	err = runLineClient(ctx, cmd, lineClientOptions{Gateway: url, Space: cfg.Space.ID, Token: tokens[0], Config: cfg, Self: who})
+	err = runLineClient(ctx, cmd, lineClientOptions{Gateway: url, Space: cfg.Space.ID, Token: tokens[0], Config: cfg, Self: who, Getenv: opts.getenv()})
 	if err != nil && ctx.Err() == nil {
 		return err
 	}

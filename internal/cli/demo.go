@@ -50,6 +50,7 @@ them. Ctrl-C (or the end of the input) stops everything.`,
 	fl := cmd.Flags()
 	fl.StringVar(&dir, "dir", "", "keep the demo space in this directory (default: a temporary one, removed at the end)")
 	fl.IntVarP(&port, "port", "p", 0, "the gateway's port (0 = any free port)")
+	addNoUIFlag(fl)
 	fl.StringVarP(&logLevel, "log-level", "l", "warn", "log level of the demo's own messages (the processes log to <dir>/logs)")
 	return cmd
 }

@@ -98,7 +98,8 @@ restarted with backoff (restart_policy: no turns that off).
 
 In the foreground (the default), Ctrl-C stops everything. With --detach the space
 runs in the background once the gateway answers; stop it with mew space down.
-With -i you join the space in this terminal as a participant (the line client).`,
+With -i you join the space in this terminal as a participant (the full-screen UI;
+the line client with --no-ui).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.detach && f.interactive {
@@ -114,6 +115,7 @@ With -i you join the space in this terminal as a participant (the line client).`
 	fl.BoolVar(&f.detach, "detach", false, "run in the background and return once the gateway answers")
 	fl.BoolVarP(&f.interactive, "interactive", "i", false, "join the space in this terminal")
 	fl.StringVar(&f.participant, "participant", "", "the participant to join as with -i")
+	addNoUIFlag(fl)
 	fl.BoolVar(&f.supervise, "supervise", false, "internal: run as the detached supervisor")
 	_ = fl.MarkHidden("supervise")
 	return cmd
@@ -363,7 +365,7 @@ func (rs *runningSpace) connect(ctx context.Context, cmd *cobra.Command, who str
 	if err != nil {
 		return err
 	}
-	return runLineClient(ctx, cmd, lineClientOptions{Gateway: rs.launch.GatewayURL(), Space: rs.cfg.Space.ID, Token: tokens[0], Config: rs.cfg, Self: who})
+	return runLineClient(ctx, cmd, lineClientOptions{Gateway: rs.launch.GatewayURL(), Space: rs.cfg.Space.ID, Token: tokens[0], Config: rs.cfg, Self: who, Getenv: rs.store.Getenv})
 }
 
 // stop stops everything and removes the state file.

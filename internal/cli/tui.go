@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/participant"
+	"github.com/mew-protocol/mew/tui"
+)
+
+// noUIFlag forces the line client where the full-screen UI would open.
+const noUIFlag = "no-ui"
+
+// addNoUIFlag registers --no-ui on a command that joins a space
+// interactively.
+func addNoUIFlag(fl *pflag.FlagSet) {
+	fl.Bool(noUIFlag, false, "use the line client even on a terminal (no full-screen UI)")
+}
+
+// wantTUI reports whether an interactive join opens the full-screen UI:
+// stdin and stdout are a terminal that TERM names (not dumb), no --no-ui,
+// and not the script mode of --fifo-in / --output-file / --fifo-out.
+func wantTUI(cmd *cobra.Command, o lineClientOptions) bool {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if term := getenv("TERM"); term == "" || term == "dumb" || o.JSONIn != "" || o.JSONOut != "" {
+		return false
+	}
+	if f := cmd.Flags().Lookup(noUIFlag); f != nil && f.Value.String() == "true" {
+		return false
+	}
+	_, outTTY := isTerminal(cmd.OutOrStdout())
+	_, inTTY := isTerminal(cmd.InOrStdin())
+	return outTTY && inTTY
+}
+
+// runTUI joins the space as the line client would and runs the full-screen
+// UI until the user leaves.
+func runTUI(ctx context.Context, cmd *cobra.Command, o lineClientOptions) error {
+	p, err := participant.New(participant.Options{Client: client.Options{
+		Gateway: o.Gateway, Space: o.Space, Token: o.Token, ParticipantID: o.ID, Reconnect: true,
+	}})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = p.Connect(cctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	var targets []string
+	if cfg := o.Config; cfg != nil {
+		targets = cfg.Defaults.DefaultTo["chat"]
+		if me := cfg.Participant(p.ID()); me != nil && len(me.DefaultTo["chat"]) > 0 {
+			targets = me.DefaultTo["chat"]
+		}
+	}
+	err = tui.Run(ctx, p, tui.RunOptions{
+		SpaceName: o.Space, DefaultTargets: targets, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout(),
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("disconnected: %w", err)
+	}
+	return nil
+}
