@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/mew-protocol/mew/capability"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/protocol"
@@ -454,4 +456,40 @@ func TestExactPatternIsLiteral(t *testing.T) {
 	if pr.scopes()[0].err == nil {
 		t.Error("a list argument was granted exactly")
 	}
+}
+
+func TestHistoryFile(t *testing.T) {
+	path := t.TempDir() + "/mew/history"
+	if h, err := LoadHistory(path); err != nil || h != nil {
+		t.Fatalf("a missing history: %v, %v", h, err)
+	}
+	lines := make([]string, maxHistory+3)
+	for i := range lines {
+		lines[i] = "line " + strconv.Itoa(i)
+	}
+	if err := SaveHistory(path, lines); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadHistory(path)
+	if err != nil || len(got) != maxHistory || got[0] != "line 3" || got[len(got)-1] != "line "+strconv.Itoa(maxHistory+2) {
+		t.Fatalf("loaded %d lines (%v), first %q", len(got), err, got[0])
+	}
+	m := New(Options{Space: newFake(), History: got})
+	m.in.browse(-1)
+	if v := m.in.value(); v != got[len(got)-1] {
+		t.Errorf("↑ gave %q", v)
+	}
+}
+
+// TestWideFrames: the same screens at 160×48.
+func TestWideFrames(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 160, Height: 48})
+	h.recv(
+		chat("assistant", "c1", "I will write your notes to the file now; it needs your approval since I may only propose writes.", "you"),
+		propose("assistant", "pr1", "files", "write_file", map[string]any{"path": "notes.txt", "content": "# Notes\nbuy milk\ncall bob\n"}),
+	)
+	h.golden("wide_dialog")
+	h.key("g")
+	h.golden("wide_scope")
 }

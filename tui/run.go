@@ -21,8 +21,9 @@ type RunOptions struct {
 	// Input and Output are the terminal (default: the process's).
 	Input  io.Reader
 	Output io.Writer
-	// History seeds the input's history.
-	History []string
+	// HistoryFile keeps the input's history across sessions ("": none):
+	// read when Run starts, written when it ends.
+	HistoryFile string
 }
 
 // Run shows the space of p, a connected participant, full-screen until the
@@ -30,7 +31,11 @@ type RunOptions struct {
 // session are revoked before it returns. It returns the reason the
 // connection ended for good, if it did, and nil when the user left.
 func Run(ctx context.Context, p *participant.Participant, o RunOptions) error {
-	m := New(Options{Space: FromParticipant(p), SpaceName: o.SpaceName, DefaultTargets: o.DefaultTargets, Context: ctx, History: o.History})
+	var history []string
+	if o.HistoryFile != "" {
+		history, _ = LoadHistory(o.HistoryFile) // a history that cannot be read starts afresh
+	}
+	m := New(Options{Space: FromParticipant(p), SpaceName: o.SpaceName, DefaultTargets: o.DefaultTargets, Context: ctx, History: history})
 	if w := p.Client().Welcome(); w != nil {
 		m.welcome(w)
 	}
@@ -48,6 +53,9 @@ func Run(ctx context.Context, p *participant.Participant, o RunOptions) error {
 	detach := Attach(p, prog.Send)
 	_, err := prog.Run()
 	detach()
+	if o.HistoryFile != "" {
+		_ = SaveHistory(o.HistoryFile, m.History())
+	}
 	// The session's grants end with it.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -65,8 +66,17 @@ func runTUI(ctx context.Context, cmd *cobra.Command, o lineClientOptions) error 
 			targets = me.DefaultTo["chat"]
 		}
 	}
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	var history string
+	if home := getenv("HOME"); home != "" {
+		history = filepath.Join(home, ".mew", "history")
+	}
 	err = tui.Run(ctx, p, tui.RunOptions{
 		SpaceName: o.Space, DefaultTargets: targets, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout(),
+		HistoryFile: history,
 	})
 	if err != nil && ctx.Err() == nil {
 		return fmt.Errorf("disconnected: %w", err)
