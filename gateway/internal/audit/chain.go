@@ -151,18 +151,6 @@ func isLowerHex(b []byte) bool {
 	return true
 }
 
-// hashLine computes the hash of a line whose chain members l describes,
-// starting from prev.
-func (c *chainer) hashLine(prev *[hashSize]byte, l *chainLink) [hashSize]byte {
-	c.h.Reset()
-	c.h.Write(prev[:])
-	c.h.Write(l.hashed)
-	c.sum = c.h.Sum(c.sum[:0])
-	var out [hashSize]byte
-	copy(out[:], c.sum)
-	return out
-}
-
 // lastLine returns the last line of the open file f of the given size,
 // without its '\n'. complete is false when the file does not end in '\n'
 // (its last line was cut off) or the line is longer than maxTail.

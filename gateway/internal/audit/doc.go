@@ -1,6 +1,8 @@
 // Package audit writes the gateway's append-only audit log: two JSONL files in
-// one directory, byte for byte in the layout of the reference gateway, so
-// that shell, grep and jq tooling written against it keeps working.
+// one directory, with the reference gateway's field names in its order, so
+// that shell, grep and jq tooling written against it keeps working, every
+// line hash-chained to the one before it. docs/audit.md describes the format
+// for its readers; `mew log verify` checks the chain.
 //
 // # Files
 //
@@ -21,7 +23,22 @@
 //
 //     {"timestamp":"…","event":"capability_check","envelope_id":"probe-1","participant":"test-client","space_id":"demo","result":"allowed","required_capability":"chat","matched_capability":{"kind":"chat"},"matched_source":"static","granted_capabilities":[...],"metadata":{...}}
 //
-// Lines are compact JSON with the keys in exactly this order. A key whose
+// In the compact format ([FormatCompact], the default) a delivered line
+// carries no envelope when an earlier line holds the same body under the
+// same id (its received line), and the body of an envelope the gateway sent
+// itself is written only on its first recipient's line:
+//
+//	{"timestamp":"…","event":"delivered","id":"probe-1","participant":"bob","space_id":"demo","direction":"outbound","transport":"websocket","chain":"2:…"}
+//
+// [FormatReference] writes the envelope on every line, as the reference does.
+//
+// Lines are compact JSON with the keys in exactly this order, and then the
+// chain: ,"chain":"<n>:<hash>" where n is the line's number in its file and
+// hash 32 hex digits, the first 16 bytes of SHA-256 over the previous
+// line's hash and this line's bytes before the hash (see chain.go); the
+// first line a Log writes into a file also carries ,"chain_prev":"<hash>",
+// the hash it continues: the end of the previous (rotated) file, of the file
+// it appends to, or zeros at the start of a log. A key whose
 // value is absent is left out: an empty string, a nil JSON value, or a JSON
 // value that is the empty object {} (the reference prunes those too; the empty
 // array [] is kept). timestamp is the record's time (JavaScript's toISOString
@@ -58,7 +75,13 @@
 //
 // The writer flushes whenever the queue is empty and, while it stays busy, at
 // least every 200 ms, so that scripts polling the files (tail -f, grep loops)
-// see a line soon after the event.
+// see a line soon after the event. A flush is one write system call for
+// everything buffered (group commit). The log calls fsync only when a file
+// is rotated away and at Close, not per line or batch: a line handed to the
+// kernel survives a crash of the gateway, and only a crash of the machine
+// can lose the last moments, which verify then shows as a cut or missing
+// tail; an fsync per batch would put a disk round trip on the writer every
+// flush (many a second under load) for little the chain does not show.
 //
 // # Rotation and retention
 //
@@ -115,10 +138,13 @@
 // that is logged too, and Close logs what was lost since the last message.
 // Close returns an error if a file was still failing at the end.
 //
-// Before writing into a re-opened file the writer makes sure it ends with a
-// line break, so that a partly written line never runs into the next one.
-// Open does the same for an existing file whose last line was cut off (for
-// instance by a crash).
+// When the writer opens a file that does not end in a chained line (its last
+// line was cut off by a crash or a full disk, or it was written by an older
+// gateway without a chain), it sets the file aside as a rotated file and
+// starts a new one, so that a partly written line never runs into the next
+// one and every file is one chain; verifying the set-aside file reports the
+// damage. A file that ends in a chained line is appended to, its chain and
+// numbering continued.
 //
 // # Differences from the reference gateway
 //

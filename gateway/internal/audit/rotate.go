@@ -84,6 +84,9 @@ func (w *writer) rotate(s *sink) bool {
 	if !w.flushSink(s) {
 		return false
 	}
+	// A file that is rotated away is complete: make it durable before the
+	// new file starts from its last hash.
+	w.sync(s)
 	rf := w.rotatedPath(s)
 	name, at := rf.path, rf.at
 	// Renamed while still open: on failure nothing has changed.

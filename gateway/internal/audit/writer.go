@@ -358,6 +358,18 @@ func (w *writer) writing(s *sink) {
 	s.errsSince, s.lostSince = 0, 0
 }
 
+// sync asks the file system to make s's file durable (fsync), at rotation and
+// close only; a failure is counted and logged, and writing goes on.
+func (w *writer) sync(s *sink) {
+	if s.f == nil {
+		return
+	}
+	if err := s.f.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		w.stats.errors.Add(1)
+		w.log.Warn("audit: fsync failed", "file", s.path, "err", err)
+	}
+}
+
 // flush flushes both files.
 func (w *writer) flush() {
 	if w.env != nil {
@@ -387,6 +399,7 @@ func (w *writer) close() error {
 			}
 		}
 		if s.f != nil {
+			w.sync(s)
 			if err := s.f.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("audit: close %s: %w", s.path, err))
 			}
