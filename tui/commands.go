@@ -33,6 +33,7 @@ func init() {
 		{"revoke", "N", "revoke grant N", (*Model).cmdRevoke},
 		{"participants", "", "who is in the space", (*Model).cmdParticipants},
 		{"verbose", "", "show every envelope as JSON too (toggle)", (*Model).cmdVerbose},
+		{"thinking", "", "show the agents' latest thoughts under their lines (toggle)", (*Model).cmdThinking},
 		{"clear", "", "clear the transcript", (*Model).cmdClear},
 		{"exit", "", "leave (also /quit, Ctrl+C)", func(*Model, []string) tea.Cmd { return tea.Quit }},
 	}
@@ -253,6 +254,17 @@ func (m *Model) cmdVerbose([]string) tea.Cmd {
 		m.note("verbose: every envelope is shown as JSON too", false)
 	} else {
 		m.note("verbose off", false)
+	}
+	return nil
+}
+
+func (m *Model) cmdThinking([]string) tea.Cmd {
+	m.thoughts = !m.thoughts
+	m.clampOffset()
+	if m.thoughts {
+		m.note("thinking: the agents' latest thoughts show under their reasoning lines", false)
+	} else {
+		m.note("thinking hidden", false)
 	}
 	return nil
 }

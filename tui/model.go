@@ -55,9 +55,10 @@ type Model struct {
 	connErr       error
 	joined        bool
 
-	entries []entry
-	offset  int // lines scrolled back from the bottom
-	verbose bool
+	entries  []entry
+	offset   int // lines scrolled back from the bottom
+	verbose  bool
+	thoughts bool // /thinking: reasonings show their latest thoughts
 
 	roster     map[string]bool            // participants present, me excluded
 	requests   map[string]*requestEntry   // mcp/requests by id, until answered
@@ -334,11 +335,11 @@ func (m *Model) observe(env *protocol.Envelope) tea.Cmd {
 		if env.From != me {
 			var g protocol.Grant
 			_ = env.DecodePayload(&g)
-			verb := "granted"
+			text := fmt.Sprintf("%s granted %s capabilities", termtext.Line(env.From), termtext.Line(g.Recipient))
 			if env.Kind == protocol.KindCapabilityRevoke {
-				verb = "revoked"
+				text = fmt.Sprintf("%s revoked capabilities of %s", termtext.Line(env.From), termtext.Line(g.Recipient))
 			}
-			m.note(fmt.Sprintf("%s %s capabilities of %s", termtext.Line(env.From), verb, termtext.Line(g.Recipient)), false)
+			m.note(text, false)
 		}
 	case protocol.KindStreamOpen:
 		var s protocol.StreamOpen
@@ -576,6 +577,7 @@ func (m *Model) reason(env *protocol.Envelope) tea.Cmd {
 		_ = env.DecodePayload(&p)
 		r.thoughts++
 		r.doing = doing(&p)
+		r.thought(cmpOr(p.Reasoning, p.Message))
 	}
 	return m.tick()
 }
@@ -681,7 +683,7 @@ func (m *Model) RevokeOnExit() []*protocol.Envelope {
 
 // renderCtx returns what the renderers need.
 func (m *Model) renderCtx() *renderCtx {
-	return &renderCtx{width: m.width, st: &m.st, me: m.me(), now: m.now()}
+	return &renderCtx{width: m.width, st: &m.st, me: m.me(), now: m.now(), thoughts: m.thoughts}
 }
 
 // viewHeight is the number of transcript lines on screen.

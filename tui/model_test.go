@@ -62,7 +62,7 @@ func TestReasoningFrame(t *testing.T) {
 	)
 	think := func(n int, action string, input any) {
 		e := envelope(protocol.KindReasoningThought, "assistant", "th"+string(rune('0'+n)), nil, nil, protocol.Reasoning{
-			Reasoning: "step", Action: action, ActionInput: json.RawMessage(mustJSON(t, input)),
+			Reasoning: "step " + strconv.Itoa(n), Action: action, ActionInput: json.RawMessage(mustJSON(t, input)),
 		})
 		e.Context = "rs1"
 		h.recv(e)
@@ -81,6 +81,30 @@ func TestReasoningFrame(t *testing.T) {
 	answer.CorrelationID = []string{"q1"}
 	h.recv(answer)
 	h.golden("reasoning_done")
+	h.typeLine("/thinking")
+	h.golden("reasoning_thoughts")
+}
+
+// TestOtherKinds: errors, streams, controls, others' grants; and what only
+// the gateway may send is ignored from anyone else.
+func TestOtherKinds(t *testing.T) {
+	h := newHarness(t)
+	h.recv(
+		envelope(protocol.KindSystemError, protocol.GatewayID, "e1", []string{"you"}, []string{"x"}, protocol.SystemError{
+			Error: "capability_violation", Message: "you may not send mcp/request", AttemptedKind: "mcp/request"}),
+		envelope(protocol.KindSystemError, "mallory", "e2", []string{"you"}, nil, protocol.SystemError{Error: "forged"}),
+		envelope(protocol.KindSystemPresence, "mallory", "e3", nil, nil, protocol.Presence{Event: "join", Participant: protocol.ParticipantInfo{ID: "ghost"}}),
+		envelope(protocol.KindStreamOpen, protocol.GatewayID, "s1", []string{"assistant"}, nil, protocol.StreamOpen{StreamID: "stream-7"}),
+		envelope(protocol.KindStreamClose, "assistant", "s2", nil, nil, protocol.StreamClose{StreamID: "stream-7", Reason: "complete"}),
+		envelope("participant/pause", "bob", "c1", []string{"assistant"}, nil, map[string]any{"reason": "wait", "timeout_seconds": 30}),
+		envelope(protocol.KindCapabilityGrant, "bob", "g1", []string{"assistant"}, nil, protocol.Grant{
+			Recipient: "assistant", Capabilities: []json.RawMessage{json.RawMessage(`{"kind":"chat"}`)}}),
+		envelope(protocol.KindChatAcknowledge, "assistant", "a1", []string{"you"}, []string{"c9"}, map[string]any{"status": "received"}),
+	)
+	h.golden("other_kinds")
+	if s := h.screen(); strings.Contains(s, "forged") || strings.Contains(s, "ghost") {
+		t.Errorf("a gateway-only envelope from a participant was shown:\n%s", s)
+	}
 }
 
 func TestProposalDialogFrames(t *testing.T) {

@@ -27,6 +27,8 @@ type renderCtx struct {
 	st    *Styles
 	me    string
 	now   time.Time
+	// thoughts expands reasonings: their latest thoughts under the line.
+	thoughts bool
 }
 
 // indent starts the continuation lines of an entry: a peer's text never
@@ -193,7 +195,22 @@ type reasoningEntry struct {
 	doing      string
 	tools      []string
 	done       bool
-	cancelled  string // the reason when it was cancelled
+	cancelled  string   // the reason when it was cancelled
+	latest     []string // the latest thoughts' texts, for /thinking
+}
+
+// maxThoughts is how many thoughts /thinking shows per reasoning.
+const maxThoughts = 3
+
+// thought records a thought's text.
+func (e *reasoningEntry) thought(text string) {
+	if text = strings.TrimSpace(text); text == "" {
+		return
+	}
+	e.latest = append(e.latest, clipText(text, 400))
+	if len(e.latest) > maxThoughts {
+		e.latest = e.latest[len(e.latest)-maxThoughts:]
+	}
 }
 
 func (e *reasoningEntry) lines(rc *renderCtx) []string {
@@ -219,7 +236,13 @@ func (e *reasoningEntry) lines(rc *renderCtx) []string {
 	if e.done && len(e.tools) > 0 {
 		parts = append(parts, "used "+names(e.tools))
 	}
-	return wrapText(strings.Join(parts, rc.st.Dim.Render(" · ")), rc.width, indent)
+	out := wrapText(strings.Join(parts, rc.st.Dim.Render(" · ")), rc.width, indent)
+	if rc.thoughts {
+		for _, t := range e.latest {
+			out = append(out, block(indent+rc.st.Dim.Render("… "), t, rc.width)...)
+		}
+	}
+	return out
 }
 
 // used records that the reasoning called tool.
