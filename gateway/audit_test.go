@@ -89,7 +89,10 @@ func TestAuditLog(t *testing.T) {
 	}
 	// Key order is the reference's, so that grep patterns keep working.
 	raw, _ := os.ReadFile(g.LogPath("envelope-history.jsonl"))
-	if !bytes.Contains(raw, []byte(`"event":"delivered","id":"a1","envelope":{"protocol":"mew/v0.4","id":"a1",`)) ||
+	// The compact layout writes the body once, on the received line, and
+	// delivered lines by id.
+	if !bytes.Contains(raw, []byte(`"event":"received","id":"a1","envelope":{"protocol":"mew/v0.4","id":"a1",`)) ||
+		!bytes.Contains(raw, []byte(`"event":"delivered","id":"a1","participant":"bob"`)) ||
 		!bytes.Contains(raw, []byte(`"to":["bob"]`)) {
 		t.Fatalf("unexpected layout:\n%s", raw)
 	}
