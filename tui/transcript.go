@@ -229,7 +229,10 @@ func (e *reasoningEntry) lines(rc *renderCtx) []string {
 	default:
 		parts = []string{who + rc.st.Dim.Render(" is thinking")}
 	}
-	parts = append(parts, plural(e.thoughts, "thought"), elapsed)
+	if e.thoughts > 0 {
+		parts = append(parts, plural(e.thoughts, "thought"))
+	}
+	parts = append(parts, elapsed)
 	if !e.done && e.doing != "" {
 		parts = append(parts, termtext.Line(e.doing))
 	}
