@@ -420,7 +420,7 @@ func TestCommands(t *testing.T) {
 	h := newHarness(t)
 	h.typeLine("/help")
 	h.golden("help")
-	h.typeLine("/clear")
+	h.typeLine("/ui-clear")
 	h.typeLine("/nonsense")
 	h.typeLine("/grants")
 	h.recv(propose("assistant", "pr1", "calculator", "add", map[string]any{"a": 1, "b": 5}))
