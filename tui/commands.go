@@ -34,7 +34,7 @@ func init() {
 		{"participants", "", "who is in the space", (*Model).cmdParticipants},
 		{"verbose", "", "show every envelope as JSON too (toggle)", (*Model).cmdVerbose},
 		{"thinking", "", "show the agents' latest thoughts under their lines (toggle)", (*Model).cmdThinking},
-		{"ui-clear", "", "clear the transcript (/clear P is the participant control)", (*Model).cmdClear},
+		{"ui-clear", "", "clear the transcript", (*Model).cmdClear},
 		{"exit", "", "leave (also /quit, Ctrl+C)", func(*Model, []string) tea.Cmd { return tea.Quit }},
 	}
 }
