@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/internal/clip"
+	"github.com/mew-protocol/mew/internal/summary"
 	"github.com/mew-protocol/mew/internal/termtext"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -321,7 +324,7 @@ func (m *Model) observe(env *protocol.Envelope) tea.Cmd {
 			}
 			_ = env.DecodePayload(&p)
 			if p.Cancelled {
-				r.cancelled = cmpOr(p.Reason, "cancelled")
+				r.cancelled = cmp.Or(p.Reason, "cancelled")
 			}
 			m.endReasoning(env.Context)
 		}
@@ -358,7 +361,7 @@ func (m *Model) observe(env *protocol.Envelope) tea.Cmd {
 		protocol.KindStreamRequest, protocol.KindReasoningCancel:
 		// bookkeeping a person need not read; /verbose shows it
 	default:
-		m.add(&otherEntry{from: env.From, kind: env.Kind, payload: compact(env.Payload)})
+		m.add(&otherEntry{from: env.From, kind: env.Kind, payload: summary.Compact(env.Payload)})
 	}
 	return nil
 }
@@ -386,13 +389,6 @@ func (m *Model) who(id string) string {
 		return "you"
 	}
 	return termtext.Line(id)
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // listing reports whether an MCP method is bookkeeping (discovery, set-up,
@@ -517,7 +513,7 @@ func (m *Model) propose(env *protocol.Envelope) tea.Cmd {
 	m.add(&proposalEntry{p: p})
 	for _, id := range m.reaOrder {
 		if r := m.reasonings[id]; r.from == env.From {
-			r.doing = "waiting for approval of " + termtext.Line(cmpOr(p.tool, p.method))
+			r.doing = "waiting for approval of " + termtext.Line(cmp.Or(p.tool, p.method))
 		}
 	}
 	return m.openDialog()
@@ -576,38 +572,10 @@ func (m *Model) reason(env *protocol.Envelope) tea.Cmd {
 		var p protocol.Reasoning
 		_ = env.DecodePayload(&p)
 		r.thoughts++
-		r.doing = doing(&p)
-		r.thought(cmpOr(p.Reasoning, p.Message))
+		r.doing = clip.Runes(summary.Step(&p), 60)
+		r.thought(cmp.Or(p.Reasoning, p.Message))
 	}
 	return m.tick()
-}
-
-// doing says what a thought is about: "calling calculator/add", "answering".
-func doing(p *protocol.Reasoning) string {
-	var calls []struct {
-		Name string `json:"name"`
-	}
-	if json.Unmarshal(p.ActionInput, &calls) == nil && len(calls) > 0 {
-		names := make([]string, 0, len(calls))
-		for _, c := range calls {
-			names = append(names, c.Name)
-		}
-		return "calling " + strings.Join(names, ", ")
-	}
-	var one struct {
-		Name string `json:"name"`
-	}
-	if json.Unmarshal(p.ActionInput, &one) == nil && one.Name != "" {
-		return "calling " + one.Name
-	}
-	switch p.Action {
-	case "respond", "final_answer", "answer", "":
-		if p.Message != "" && p.Action == "" {
-			return clipText(strings.Join(strings.Fields(p.Message), " "), 60)
-		}
-		return "answering"
-	}
-	return clipText(p.Action, 60)
 }
 
 // answered ends the reasoning a chat answers.

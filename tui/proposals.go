@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mew-protocol/mew/internal/clip"
+	"github.com/mew-protocol/mew/internal/summary"
 	"github.com/mew-protocol/mew/internal/termtext"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -78,12 +80,12 @@ var previewers = map[string]Previewer{}
 func (p *proposal) preview() []string {
 	var raw []string
 	if p.tool == "" {
-		raw = []string{"params: " + clipText(compact(p.params), 400)}
+		raw = []string{"params: " + clip.Runes(summary.Compact(p.params), 400)}
 	} else {
 		members, ok := objectMembers(p.args)
 		switch {
 		case !ok && len(p.args) > 0:
-			raw = []string{"arguments: " + clipText(compact(p.args), 400)}
+			raw = []string{"arguments: " + clip.Runes(summary.Compact(p.args), 400)}
 		case previewers[p.tool] != nil:
 			raw = previewers[p.tool](members)
 		default:
@@ -117,9 +119,9 @@ func previewArgs(members []member) []string {
 				rest = append(rest, "  "+l)
 			}
 		case m.key == "path" || m.key == "file" || m.key == "uri":
-			out = append(out, m.key+": "+clipText(v, 200))
+			out = append(out, m.key+": "+clip.Runes(v, 200))
 		default:
-			rest = append(rest, m.key+": "+clipText(v, 200))
+			rest = append(rest, m.key+": "+clip.Runes(v, 200))
 		}
 	}
 	return append(out, rest...)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/mew-protocol/mew/internal/clip"
+	"github.com/mew-protocol/mew/internal/summary"
 	"github.com/mew-protocol/mew/internal/termtext"
 )
 
@@ -207,7 +209,7 @@ func (e *reasoningEntry) thought(text string) {
 	if text = strings.TrimSpace(text); text == "" {
 		return
 	}
-	e.latest = append(e.latest, clipText(text, 400))
+	e.latest = append(e.latest, clip.Runes(text, 400))
 	if len(e.latest) > maxThoughts {
 		e.latest = e.latest[len(e.latest)-maxThoughts:]
 	}
@@ -273,7 +275,7 @@ type otherEntry struct{ from, kind, payload string }
 
 func (e *otherEntry) lines(rc *renderCtx) []string {
 	head := rc.st.speaker(e.from).Render(termtext.Line(e.from)) + " " + rc.st.Dim.Render(termtext.Line(e.kind)) + " "
-	return wrapText(head+termtext.Line(clipText(e.payload, 200)), rc.width, indent)
+	return wrapText(head+termtext.Line(clip.Runes(e.payload, 200)), rc.width, indent)
 }
 
 func plural(n int, what string) string {
@@ -281,15 +283,6 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
-}
-
-// clipText shortens s to n runes, marking the cut.
-func clipText(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }
 
 // describeCall writes an MCP call readably: "add(a: 1, b: 5)" for a
@@ -311,11 +304,11 @@ func describeCall(method string, params json.RawMessage) string {
 func inlineArgs(raw json.RawMessage) string {
 	members, ok := objectMembers(raw)
 	if !ok {
-		return clipText(compact(raw), 80)
+		return clip.Runes(summary.Compact(raw), 80)
 	}
 	parts := make([]string, 0, len(members))
 	for _, m := range members {
-		parts = append(parts, m.key+": "+clipText(scalarText(m.value), 40))
+		parts = append(parts, m.key+": "+clip.Runes(scalarText(m.value), 40))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -354,39 +347,7 @@ func scalarText(v json.RawMessage) string {
 	if json.Unmarshal(v, &s) == nil {
 		return s
 	}
-	return compact(v)
-}
-
-func compact(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return string(raw)
-	}
-	return b.String()
-}
-
-// resultText summarises an MCP result: the text of its content items, else
-// compact JSON.
-func resultText(raw json.RawMessage) string {
-	var r struct {
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-		IsError bool `json:"isError"`
-	}
-	if json.Unmarshal(raw, &r) == nil && len(r.Content) > 0 {
-		var texts []string
-		for _, c := range r.Content {
-			if c.Type == "text" {
-				texts = append(texts, c.Text)
-			} else {
-				texts = append(texts, "["+c.Type+"]")
-			}
-		}
-		return clipText(strings.Join(texts, "\n"), 2000)
-	}
-	return clipText(compact(raw), 400)
+	return summary.Compact(v)
 }
 
 // sortedKeys returns m's keys in order.
@@ -397,4 +358,10 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// resultText summarises an MCP result for the transcript (see summary.Result).
+func resultText(raw json.RawMessage) string {
+	text, _ := summary.Result(raw)
+	return clip.Runes(text, 2000)
 }

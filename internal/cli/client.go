@@ -20,6 +20,7 @@ import (
 	"github.com/mew-protocol/mew/capability"
 	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/internal/clip"
+	"github.com/mew-protocol/mew/internal/summary"
 	"github.com/mew-protocol/mew/internal/termtext"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/protocol"
@@ -788,7 +789,7 @@ func (lc *lineClient) reason(env *protocol.Envelope) {
 		}
 	} else {
 		r.thoughts++
-		r.doing = doing(&p)
+		r.doing = preview(summary.Step(&p), 60)
 		var calls []struct {
 			Name string `json:"name"`
 		}
@@ -799,34 +800,6 @@ func (lc *lineClient) reason(env *protocol.Envelope) {
 		}
 	}
 	lc.disp.status(lc.statusLocked())
-}
-
-// doing says what a thought is about: "calling calculator/add", "answering".
-func doing(p *protocol.Reasoning) string {
-	var calls []struct {
-		Name string `json:"name"`
-	}
-	if json.Unmarshal(p.ActionInput, &calls) == nil && len(calls) > 0 {
-		names := make([]string, 0, len(calls))
-		for _, c := range calls {
-			names = append(names, c.Name)
-		}
-		return "calling " + strings.Join(names, ", ")
-	}
-	var one struct {
-		Name string `json:"name"`
-	}
-	if json.Unmarshal(p.ActionInput, &one) == nil && one.Name != "" {
-		return "calling " + one.Name
-	}
-	switch p.Action {
-	case "respond", "final_answer", "answer", "":
-		if p.Message != "" && p.Action == "" {
-			return preview(p.Message, 60)
-		}
-		return "answering"
-	}
-	return preview(p.Action, 60)
 }
 
 // statusLocked is the status line: each open reasoning, as "assistant is
@@ -1032,29 +1005,14 @@ func describeCall(method string, params json.RawMessage) string {
 	return p.Name + " " + preview(string(p.Arguments), 200)
 }
 
-// summarize shows a tool result: its text content, else its JSON.
+// summarize shows a tool result on one line: its text (see summary.Result),
+// "error: " first when it is one.
 func summarize(raw json.RawMessage) string {
-	var r struct {
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-		IsError bool `json:"isError"`
+	text, isErr := summary.Result(raw)
+	if isErr {
+		return "error: " + preview(text, 300)
 	}
-	if json.Unmarshal(raw, &r) == nil && len(r.Content) > 0 {
-		var texts []string
-		for _, c := range r.Content {
-			if c.Type == "text" {
-				texts = append(texts, c.Text)
-			}
-		}
-		s := preview(strings.Join(texts, " "), 300)
-		if r.IsError {
-			s = "error: " + s
-		}
-		return s
-	}
-	return preview(string(raw), 300)
+	return preview(text, 300)
 }
 
 // preview folds s's white space and cuts it to n bytes, marking the cut.

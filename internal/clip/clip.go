@@ -26,3 +26,16 @@ func Mark(s string, n int) string {
 	}
 	return Bytes(s, n) + "…"
 }
+
+// Runes returns s cut to at most n characters, the last of them "…" when s
+// was longer: for text measured in screen cells rather than bytes.
+func Runes(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}

@@ -37,3 +37,21 @@ func TestBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestRunes(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"hello", 5, "hello"},
+		{"hello!", 5, "hell…"},
+		{"日本語です", 3, "日本…"},
+		{"ab", 1, "a"[:0] + "…"},
+		{"ab", 0, ""},
+	} {
+		if got := Runes(c.in, c.n); got != c.want {
+			t.Errorf("Runes(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}
