@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"os"
 	"strconv"
 	"strings"
@@ -47,6 +46,100 @@ func ioctl(f *os.File, req uintptr, arg unsafe.Pointer) error {
 	return nil
 }
 
+// ptyRun is a mew command running on a pseudo-terminal: what it draws is
+// collected for the test to wait on, and end checks that it left the
+// terminal in the mode it found it in.
+type ptyRun struct {
+	t             *testing.T
+	master, slave *os.File
+	before        syscall.Termios
+	done          chan error
+
+	mu     sync.Mutex
+	screen strings.Builder
+}
+
+// runOnPTY starts mew with args on a new pseudo-terminal of the given size
+// (rows, columns; zero leaves it unset), with env as its environment.
+func runOnPTY(t *testing.T, env map[string]string, rows, cols uint16, args ...string) *ptyRun {
+	t.Helper()
+	r := &ptyRun{t: t, done: make(chan error, 1)}
+	r.master, r.slave = openPTY(t)
+	if err := ioctl(r.slave, syscall.TCGETS, unsafe.Pointer(&r.before)); err != nil {
+		t.Fatal(err)
+	}
+	if rows > 0 {
+		ws := struct{ row, col, x, y uint16 }{rows, cols, 0, 0}
+		if err := ioctl(r.slave, syscall.TIOCSWINSZ, unsafe.Pointer(&ws)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go func() { // ends when the master is closed
+		buf := make([]byte, 4096)
+		for {
+			n, err := r.master.Read(buf)
+			r.mu.Lock()
+			r.screen.Write(buf[:n])
+			r.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	root := NewRoot(Options{Stdout: r.slave, Stderr: r.slave, Getenv: func(k string) string { return env[k] }})
+	root.SetIn(r.slave)
+	root.SetArgs(args)
+	go func() { r.done <- root.ExecuteContext(t.Context()) }()
+	return r
+}
+
+// after waits until the screen holds want after its first from bytes and
+// returns the screen's length then.
+func (r *ptyRun) after(from int, want string) int {
+	r.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		r.mu.Lock()
+		s := r.screen.String()
+		r.mu.Unlock()
+		if i := strings.Index(s[from:], want); i >= 0 {
+			return from + i + len(want)
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("the screen lacks %q after byte %d:\n%q", want, from, s[from:])
+		}
+	}
+}
+
+// typeIn types s on the terminal.
+func (r *ptyRun) typeIn(s string) {
+	r.t.Helper()
+	if _, err := r.master.WriteString(s); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// end types the command that leaves, waits for the program to end without
+// an error, and checks that the terminal's mode is what it was.
+func (r *ptyRun) end(leave string) {
+	r.t.Helper()
+	r.typeIn(leave + "\r")
+	select {
+	case err := <-r.done:
+		if err != nil {
+			r.t.Errorf("exit: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		r.t.Fatalf("the program did not end at %s", leave)
+	}
+	var end syscall.Termios
+	if err := ioctl(r.slave, syscall.TCGETS, unsafe.Pointer(&end)); err != nil {
+		r.t.Fatal(err)
+	}
+	if end.Lflag != r.before.Lflag || end.Iflag != r.before.Iflag || end.Oflag != r.before.Oflag {
+		r.t.Errorf("the terminal's mode is not restored: %+v, was %+v", end, r.before)
+	}
+}
+
 // TestClientConnectTerminal runs the client on a pseudo-terminal: a chat
 // arriving while a line is typed is printed above the prompt, which is
 // drawn again with the partial line; Up recalls the previous line; the
@@ -55,83 +148,27 @@ func TestClientConnectTerminal(t *testing.T) {
 	g := testutil.StartGateway(t, clientSpace, gateway.Options{})
 	friend := joinCLI(t, g, "friend-token")
 	heard := hearChats(friend, "human")
-	master, slave := openPTY(t)
-	var before syscall.Termios
-	if err := ioctl(slave, syscall.TCGETS, unsafe.Pointer(&before)); err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var screen strings.Builder
-	go func() { // ends when the master is closed
-		buf := make([]byte, 4096)
-		for {
-			n, err := master.Read(buf)
-			mu.Lock()
-			screen.Write(buf[:n])
-			mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	// after waits until the screen holds want after its first len(from)
-	// bytes and returns the screen's length then.
-	after := func(from int, want string) int {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			mu.Lock()
-			s := screen.String()
-			mu.Unlock()
-			if i := strings.Index(s[from:], want); i >= 0 {
-				return from + i + len(want)
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the screen lacks %q after byte %d:\n%q", want, from, s[from:])
-			}
-		}
-	}
-	root := NewRoot(Options{Stdout: slave, Stderr: slave, Getenv: func(string) string { return "" }})
-	root.SetIn(slave)
-	root.SetArgs([]string{"client", "connect", "-g", "ws://" + g.Addr, "-s", "cli-client", "-t", "human-token"})
-	done := make(chan error, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { done <- root.ExecuteContext(ctx) }()
+	r := runOnPTY(t, nil, 0, 0, "client", "connect", "-g", "ws://"+g.Addr, "-s", "cli-client", "-t", "human-token")
 
-	at := after(0, "connected to cli-client as human")
-	at = after(at, "> \x1b[K") // the prompt: the terminal is in raw mode now
-	master.WriteString("hel")
-	at = after(at, "> hel\x1b[K")
-	if _, err := friend.Chat(ctx, "hi human"); err != nil {
+	at := r.after(0, "connected to cli-client as human")
+	at = r.after(at, "> \x1b[K") // the prompt: the terminal is in raw mode now
+	r.typeIn("hel")
+	at = r.after(at, "> hel\x1b[K")
+	if _, err := friend.Chat(t.Context(), "hi human"); err != nil {
 		t.Fatal(err)
 	}
 	// Erased, printed, drawn again with the partial line.
-	at = after(at, "\r\x1b[Jfriend: hi human\r\n> hel\x1b[K")
-	master.WriteString("lo\r")
+	at = r.after(at, "\r\x1b[Jfriend: hi human\r\n> hel\x1b[K")
+	r.typeIn("lo\r")
 	if got := <-heard; got != "hello" {
 		t.Errorf("friend heard %q", got)
 	}
-	at = after(at, "> hello\r\n")
-	master.WriteString("\x1b[A")
-	after(at, "> hello\x1b[K")
-	master.WriteString(" again\r")
+	at = r.after(at, "> hello\r\n")
+	r.typeIn("\x1b[A")
+	r.after(at, "> hello\x1b[K")
+	r.typeIn(" again\r")
 	if got := <-heard; got != "hello again" {
 		t.Errorf("friend heard %q after Up", got)
 	}
-	master.WriteString("/quit\r")
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("exit: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the client did not end at /quit")
-	}
-	var end syscall.Termios
-	if err := ioctl(slave, syscall.TCGETS, unsafe.Pointer(&end)); err != nil {
-		t.Fatal(err)
-	}
-	if end.Lflag != before.Lflag || end.Iflag != before.Iflag || end.Oflag != before.Oflag {
-		t.Errorf("the terminal's mode is not restored: %+v, was %+v", end, before)
-	}
+	r.end("/quit")
 }

@@ -1,13 +1,9 @@
 package cli
 
 import (
-	"context"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
@@ -20,56 +16,13 @@ func TestClientConnectTUI(t *testing.T) {
 	g := testutil.StartGateway(t, clientSpace, gateway.Options{})
 	friend := joinCLI(t, g, "friend-token")
 	heard := hearChats(friend, "human")
-	master, slave := openPTY(t)
-	var before syscall.Termios
-	if err := ioctl(slave, syscall.TCGETS, unsafe.Pointer(&before)); err != nil {
-		t.Fatal(err)
-	}
-	// The terminal's size: the UI asks for it.
-	ws := struct{ row, col, x, y uint16 }{24, 80, 0, 0}
-	if err := ioctl(slave, syscall.TIOCSWINSZ, unsafe.Pointer(&ws)); err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var screen strings.Builder
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := master.Read(buf)
-			mu.Lock()
-			screen.Write(buf[:n])
-			mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	shows := func(want string) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			mu.Lock()
-			s := screen.String()
-			mu.Unlock()
-			if strings.Contains(s, want) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the screen never showed %q:\n%q", want, s)
-			}
-		}
-	}
-	env := map[string]string{"TERM": "xterm-256color"}
-	root := NewRoot(Options{Stdout: slave, Stderr: slave, Getenv: func(k string) string { return env[k] }})
-	root.SetIn(slave)
-	root.SetArgs([]string{"client", "connect", "-g", "ws://" + g.Addr, "-s", "cli-client", "-t", "human-token"})
-	done := make(chan error, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { done <- root.ExecuteContext(ctx) }()
+	// The UI asks for the terminal's size.
+	r := runOnPTY(t, map[string]string{"TERM": "xterm-256color"}, 24, 80,
+		"client", "connect", "-g", "ws://"+g.Addr, "-s", "cli-client", "-t", "human-token")
 
-	shows("joined")
-	shows("connected")
-	master.WriteString("hello\r")
+	r.after(0, "joined")
+	r.after(0, "connected")
+	r.typeIn("hello\r")
 	select {
 	case got := <-heard:
 		if got != "hello" {
@@ -78,26 +31,11 @@ func TestClientConnectTUI(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the typed line was not sent")
 	}
-	if _, err := friend.Chat(ctx, "hi human"); err != nil {
+	if _, err := friend.Chat(t.Context(), "hi human"); err != nil {
 		t.Fatal(err)
 	}
-	shows("hi human")
-	master.WriteString("/exit\r")
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("exit: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the UI did not end at /exit")
-	}
-	var end syscall.Termios
-	if err := ioctl(slave, syscall.TCGETS, unsafe.Pointer(&end)); err != nil {
-		t.Fatal(err)
-	}
-	if end.Lflag != before.Lflag || end.Iflag != before.Iflag || end.Oflag != before.Oflag {
-		t.Errorf("the terminal's mode is not restored: %+v, was %+v", end, before)
-	}
+	r.after(0, "hi human")
+	r.end("/exit")
 }
 
 // TestWantTUI: the line client stays for --no-ui, TERM unset or dumb, the
