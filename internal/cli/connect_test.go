@@ -105,11 +105,7 @@ func TestSpaceConnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		for _, pid := range st.PIDs() {
-			proc.Terminate(pid, true)
-		}
-	})
+	reapOnCleanup(t, st)
 
 	it := startInteractive(t, dir, env, "space", "connect")
 	it.expect(t, "connected to conn-space as human")
@@ -141,6 +137,33 @@ func TestSpaceConnect(t *testing.T) {
 	}
 }
 
+// reapOnCleanup ends the processes of st when the test ends, whatever
+// happened to the run.
+func reapOnCleanup(t *testing.T, st *space.RunState) {
+	t.Cleanup(func() {
+		for _, pid := range st.PIDs() {
+			proc.Terminate(pid, true)
+		}
+	})
+}
+
+// hangUp closes the terminal of it (SIGHUP), expects a clean exit, and
+// checks that none of the processes of st survived it.
+func (it *interactive) hangUp(t *testing.T, st *space.RunState) {
+	t.Helper()
+	if err := it.c.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if err := it.wait(t); err != nil {
+		t.Errorf("exit after a hang-up: %v\n%s", err, it.out.String())
+	}
+	for _, pid := range st.PIDs() {
+		if pid != it.c.Process.Pid && proc.Alive(pid) {
+			t.Errorf("pid %d survived the hang-up", pid)
+		}
+	}
+}
+
 // TestSpaceUpHangup: closing the terminal of `mew space up -i` (SIGHUP)
 // stops the space as Ctrl-C does, with status 0.
 func TestSpaceUpHangup(t *testing.T) {
@@ -157,23 +180,9 @@ func TestSpaceUpHangup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		for _, pid := range st.PIDs() {
-			proc.Terminate(pid, true)
-		}
-	})
+	reapOnCleanup(t, st)
 	waitConnected(t, st.Port, "hup", "calc")
-	if err := it.c.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	if err := it.wait(t); err != nil {
-		t.Errorf("exit after a hang-up: %v\n%s", err, it.out.String())
-	}
-	for _, pid := range st.PIDs() {
-		if pid != it.c.Process.Pid && proc.Alive(pid) {
-			t.Errorf("pid %d survived the hang-up", pid)
-		}
-	}
+	it.hangUp(t, st)
 	if _, err := os.Stat(filepath.Join(dir, space.RunStateFile)); err == nil {
 		t.Error("pids.json survived the hang-up")
 	}
@@ -194,25 +203,11 @@ func TestDemoHangup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		for _, pid := range st.PIDs() {
-			proc.Terminate(pid, true)
-		}
-	})
+	reapOnCleanup(t, st)
 	if len(st.Agents) < 4 {
 		t.Fatalf("the demo started %v", st.Agents)
 	}
-	if err := it.c.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	if err := it.wait(t); err != nil {
-		t.Errorf("exit after a hang-up: %v\n%s", err, it.out.String())
-	}
-	for _, pid := range st.PIDs() {
-		if pid != it.c.Process.Pid && proc.Alive(pid) {
-			t.Errorf("pid %d survived the hang-up", pid)
-		}
-	}
+	it.hangUp(t, st)
 	if _, err := os.Stat(tmp); err == nil {
 		t.Errorf("the demo's folder %s survived the hang-up", tmp)
 	}
