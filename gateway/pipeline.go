@@ -159,7 +159,7 @@ func normalize(env *protocol.Envelope) {
 		var p struct {
 			Context string `json:"context"`
 		}
-		if json.Unmarshal(env.Payload, &p) == nil && p.Context != "" {
+		if env.DecodePayload(&p) == nil && p.Context != "" {
 			env.Context = p.Context
 		}
 	}
