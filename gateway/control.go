@@ -42,6 +42,7 @@ const (
 type grant struct {
 	id      string    // the grant envelope's id
 	from    string    // granter's logical name
+	at      time.Time // when the gateway accepted it
 	expires time.Time // zero: until revoked
 	caps    []json.RawMessage
 	set     *capability.Set // caps, compiled once
@@ -119,7 +120,7 @@ func (sp *liveSpace) grant(o origin, env *protocol.Envelope, now time.Time) (out
 		sp.mu.Unlock()
 		return outcome{}, refuse(ErrorInvalidEnvelope, "a grant with id "+env.ID+" is already in force")
 	}
-	rm.grants = append(rm.grants, grant{id: env.ID, from: o.m.name, expires: expires, caps: caps, set: set})
+	rm.grants = append(rm.grants, grant{id: env.ID, from: o.m.name, at: now, expires: expires, caps: caps, set: set})
 	if err := rm.rebuildCaps(); err != nil {
 		rm.grants = rm.grants[:len(rm.grants)-1]
 		sp.mu.Unlock()

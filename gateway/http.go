@@ -24,6 +24,9 @@ func (srv *Server) routes() {
 	mux.HandleFunc("GET /participants", srv.participants)
 	mux.HandleFunc("POST /participants/{id}/messages", srv.post)
 	mux.HandleFunc("GET /participants/{id}/messages", srv.poll)
+	mux.HandleFunc("GET /participants/{id}/grants", srv.ledger)
+	srv.lineageRoutes(mux)
+	srv.consoleRoutes(mux)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(srv.metrics.reg, promhttp.HandlerOpts{}))
 	srv.mux = mux
 	srv.handler = srv.crowdedHandler(mux)

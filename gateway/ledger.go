@@ -1,0 +1,57 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// grantView is one runtime grant in force, as GET /participants/{id}/grants
+// shows it.
+type grantView struct {
+	ID           string            `json:"id"`   // the capability/grant envelope's id: what capability/revoke names
+	From         string            `json:"from"` // the granter's logical name
+	To           string            `json:"to"`   // the holder's logical name
+	Capabilities []json.RawMessage `json:"capabilities"`
+	GrantedAt    string            `json:"granted_at"`
+	ExpiresAt    string            `json:"expires_at,omitempty"` // absent: until revoked
+}
+
+// ledger lists the runtime grants in force in the caller's space, oldest
+// first per holder. A participant that may grant or revoke without a
+// payload condition sees the whole space's ledger, since it needs it to
+// revoke; any other sees only the grants it holds or made. Static
+// capabilities from the space config are not grants and are not listed
+// (GET /participants shows them).
+func (srv *Server) ledger(w http.ResponseWriter, r *http.Request) {
+	sp, m, _, ok := srv.authorize(w, r)
+	if !ok {
+		return
+	}
+	set := m.view().set
+	all := set.Allows(protocol.KindCapabilityGrant, nil) || set.Allows(protocol.KindCapabilityRevoke, nil)
+	list := []grantView{}
+	now := srv.now()
+	sp.mu.Lock()
+	for _, h := range sp.order {
+		for _, g := range h.grants {
+			if !all && h != m && g.from != m.name {
+				continue
+			}
+			if !g.expires.IsZero() && !now.Before(g.expires) {
+				continue // due; the watchdog removes it at its next tick
+			}
+			v := grantView{ID: g.id, From: g.from, To: h.name, Capabilities: g.caps, GrantedAt: protocol.FormatTime(g.at)}
+			if !g.expires.IsZero() {
+				v.ExpiresAt = protocol.FormatTime(g.expires)
+			}
+			list = append(list, v)
+		}
+	}
+	sp.mu.Unlock()
+	writeJSON(w, http.StatusOK, struct {
+		Space  string      `json:"space"`
+		Grants []grantView `json:"grants"`
+	}{sp.id, list})
+}
