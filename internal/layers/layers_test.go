@@ -16,7 +16,7 @@ var layer = map[string]int{
 	// Ground parts: no imports from the module but each other's.
 	"internal/jsontape": 0, "internal/clip": 0, "internal/termtext": 0, "internal/mcpver": 0,
 	"internal/proc": 0, "internal/templates": 0, "internal/argcheck": 0, "internal/yamlx": 0,
-	"internal/mcpserver": 0, "internal/mcptest": 0,
+	"internal/mcpserver": 0, "internal/mcptest": 0, "internal/browsertest": 0,
 	"protocol":   1,
 	"capability": 2, "gateway/internal/audit": 2, "llm": 2,
 	"client": 3, "space": 3,
