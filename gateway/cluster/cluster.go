@@ -1,0 +1,170 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors. Implementations wrap them with %w, so callers test them
+// with errors.Is.
+var (
+	// ErrNotFound: the key does not exist (or has expired or been deleted).
+	ErrNotFound = errors.New("cluster: not found")
+	// ErrConflict: a conditional write lost: the key's revision was not the
+	// one expected, or the key existed when it was to be created.
+	ErrConflict = errors.New("cluster: revision conflict")
+	// ErrUnavailable: the node cannot reach the shared fabric now. A gateway
+	// that sees it stops accepting envelopes for shared spaces rather than
+	// diverge from the other nodes.
+	ErrUnavailable = errors.New("cluster: unavailable")
+	// ErrClosed: the node was closed.
+	ErrClosed = errors.New("cluster: node closed")
+	// ErrInvalid: a name, key or value is out of bounds, or a value read
+	// from the fabric does not decode (another node may be buggy).
+	ErrInvalid = errors.New("cluster: invalid")
+)
+
+// Bounds on what the cluster stores. They keep a buggy or hostile node from
+// making the others allocate without limit.
+const (
+	MaxNameLen  = 256      // a space id, participant id, node id or one key segment, in bytes
+	MaxKeyLen   = 1024     // a whole State key, in bytes
+	MaxValueLen = 64 << 10 // a State value or a presence record, in bytes
+)
+
+// Node is one gateway node's handle on the cluster: everything the node
+// shares with the others goes through it. A Node is safe for concurrent use.
+// Close stops every goroutine it started and ends every subscription and
+// watch.
+type Node interface {
+	// ID is the node's id, unique in the cluster.
+	ID() string
+	Broker() Broker
+	Presence() Presence
+	State() State
+	// Err is nil while the node can reach the fabric; otherwise an error
+	// wrapping ErrUnavailable (or ErrClosed) that says why.
+	Err() error
+	Close() error
+}
+
+// Message is an envelope published by another node.
+type Message struct {
+	Node string // the publishing node's id
+	Data []byte // the envelope's bytes, as published; the handler may keep them
+}
+
+// Broker fans a space's envelopes out to the other nodes. A node delivers
+// what it accepted to its own connections itself; Publish carries it to
+// every other node that subscribed to the space, never back to the
+// publisher. The messages of one publishing node reach each subscriber in
+// the order they were published.
+type Broker interface {
+	// Publish sends data to the other nodes' subscribers of space. It does
+	// not wait for them.
+	Publish(ctx context.Context, space string, data []byte) error
+	// Subscribe calls h for each message published to space by another
+	// node, one at a time, in order. h must not block for long: it runs on
+	// the subscription's delivery path. The subscription ends on
+	// Unsubscribe, when ctx is done, or when the node closes.
+	Subscribe(ctx context.Context, space string, h func(Message)) (Subscription, error)
+}
+
+// Subscription is a Broker subscription.
+type Subscription interface {
+	Unsubscribe() error
+}
+
+// Op is what happened to a key.
+type Op uint8
+
+// The ops a watch reports.
+const (
+	OpPut    Op = iota + 1 // the key was written
+	OpDelete               // the key was deleted, or expired
+	OpSynced               // marker: every key that existed when the watch began has been sent
+)
+
+func (o Op) String() string {
+	switch o {
+	case OpPut:
+		return "put"
+	case OpDelete:
+		return "delete"
+	case OpSynced:
+		return "synced"
+	}
+	return "op?"
+}
+
+// Entry is one key of a space's state, or a change to it.
+type Entry struct {
+	Key      string
+	Value    []byte // nil for OpDelete and OpSynced
+	Revision uint64 // increases with every write to the space's state
+	Op       Op
+}
+
+// Watcher delivers the changes to a space's keys: first the current value of
+// every key (OpPut), then one OpSynced entry, then each change as it
+// happens, in revision order. The channel is closed when the watch ends
+// (Stop, its context, or the node's Close). A consumer must keep reading:
+// an implementation may buffer, but it does not drop changes.
+type Watcher interface {
+	Changes() <-chan Entry
+	Stop()
+}
+
+// PutOptions are the conditions and lifetime of a State write. The zero
+// value is an unconditional write that never expires.
+type PutOptions struct {
+	// IfRevision, when not 0, makes the write succeed only if the key's
+	// current revision is this one (compare-and-swap).
+	IfRevision uint64
+	// IfAbsent makes the write succeed only if the key does not exist.
+	IfAbsent bool
+	// TTL, when not 0, deletes the key that long after this write, unless
+	// written again. A watch reports the expiry as OpDelete. Implementations
+	// round it up to whole seconds.
+	TTL time.Duration
+}
+
+// State is the mutable state of spaces as versioned keys. Keys are made of
+// segments separated by '/' (see the key builders in records.go); each
+// segment is 1 to MaxNameLen bytes of any UTF-8 but '/'.
+type State interface {
+	// Get returns the key's current entry, or an error wrapping ErrNotFound.
+	Get(ctx context.Context, space, key string) (Entry, error)
+	// Put writes value under key and returns the new revision. A condition
+	// in o that fails gives an error wrapping ErrConflict.
+	Put(ctx context.Context, space, key string, value []byte, o PutOptions) (uint64, error)
+	// Delete removes key. When ifRevision is not 0, only if that is still
+	// its revision (else ErrConflict). Deleting a missing key is no error.
+	Delete(ctx context.Context, space, key string, ifRevision uint64) error
+	// Watch follows every key of space. See Watcher.
+	Watch(ctx context.Context, space string) (Watcher, error)
+}
+
+// Presence says which participants are connected, on which node, with
+// liveness: a node refreshes the entries of its connections, and an entry
+// whose node stopped refreshing it (a killed node) expires after the TTL.
+// One logical participant has at most one entry in the cluster: Join
+// replaces any entry on any node, and the node that held the previous one
+// learns it from its watch (an OpPut whose Member.Conn is not its own), and
+// drops that connection, as one gateway does when a participant connects
+// twice.
+type Presence interface {
+	// Join records m (m.Node is set to this node) and keeps it alive until
+	// Leave or the node's Close.
+	Join(ctx context.Context, space string, m Member) error
+	// Leave removes the participant's entry if it is still conn's.
+	Leave(ctx context.Context, space, participant, conn string) error
+	// List returns the participants of space connected anywhere.
+	List(ctx context.Context, space string) ([]Member, error)
+	// Watch follows the space's presence: the Entry keys are participant ids
+	// and the values encoded Members (DecodeMember).
+	Watch(ctx context.Context, space string) (Watcher, error)
+	// TTL is how long an entry outlives its node's last refresh.
+	TTL() time.Duration
+}

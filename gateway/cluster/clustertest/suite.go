@@ -1,0 +1,624 @@
+package clustertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mew-protocol/mew/gateway/cluster"
+)
+
+// PresenceTTL is the presence TTL a Factory must configure: short, so that
+// expiry tests are quick, and a whole second, the granularity of NATS.
+const PresenceTTL = time.Second
+
+// Harness is n nodes of one cluster, made by a Factory.
+type Harness struct {
+	Nodes []cluster.Node
+	// Crash stops node i as a SIGKILL would: no graceful leave, no more
+	// presence refreshes. The node is not used afterwards.
+	Crash func(i int)
+}
+
+// Factory makes n nodes of a fresh cluster whose presence TTL is
+// PresenceTTL, and registers their cleanup with t.
+type Factory func(t *testing.T, n int) *Harness
+
+// Run runs the conformance suite against the implementation f makes.
+func Run(t *testing.T, f Factory) {
+	t.Run("BrokerOrderPerSender", func(t *testing.T) { testBrokerOrder(t, f) })
+	t.Run("BrokerSpaces", func(t *testing.T) { testBrokerSpaces(t, f) })
+	t.Run("StateWatch", func(t *testing.T) { testStateWatch(t, f) })
+	t.Run("StateCAS", func(t *testing.T) { testStateCAS(t, f) })
+	t.Run("StateTTL", func(t *testing.T) { testStateTTL(t, f) })
+	t.Run("StateHostile", func(t *testing.T) { testStateHostile(t, f) })
+	t.Run("PresenceReplace", func(t *testing.T) { testPresenceReplace(t, f) })
+	t.Run("PresenceCrash", func(t *testing.T) { testPresenceCrash(t, f) })
+	t.Run("FloorContest", func(t *testing.T) { testFloorContest(t, f) })
+	t.Run("Close", func(t *testing.T) { testClose(t, f) })
+}
+
+const wait = 10 * time.Second // the most a test waits for something that must happen
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func testBrokerOrder(t *testing.T, f Factory) {
+	h := f(t, 3)
+	ctx := ctxT(t)
+	const perSender = 500
+	type got struct {
+		mu   sync.Mutex
+		seen map[string][]int // by sender node
+		n    int
+		all  chan struct{}
+	}
+	recv := make([]*got, len(h.Nodes))
+	for i, n := range h.Nodes {
+		g := &got{seen: make(map[string][]int), all: make(chan struct{})}
+		recv[i] = g
+		want := 2 * perSender // from the two other nodes
+		_, err := n.Broker().Subscribe(ctx, "sp", func(m cluster.Message) {
+			var k int
+			if _, err := fmt.Sscanf(string(m.Data), "%d", &k); err != nil {
+				t.Errorf("node %d: message %q", i, m.Data)
+				return
+			}
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			g.seen[m.Node] = append(g.seen[m.Node], k)
+			g.n++
+			if g.n == want {
+				close(g.all)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, n := range h.Nodes {
+		wg.Go(func() {
+			for k := range perSender {
+				if err := n.Broker().Publish(ctx, "sp", fmt.Appendf(nil, "%d", k)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, g := range recv {
+		select {
+		case <-g.all:
+		case <-time.After(wait):
+			g.mu.Lock()
+			t.Fatalf("node %d got %d of %d messages", i, g.n, 2*perSender)
+		}
+		g.mu.Lock()
+		if _, own := g.seen[h.Nodes[i].ID()]; own {
+			t.Errorf("node %d got its own messages back", i)
+		}
+		for from, ks := range g.seen {
+			for j, k := range ks {
+				if k != j {
+					t.Fatalf("node %d: message %d from %s arrived as number %d", i, k, from, j)
+				}
+			}
+		}
+		g.mu.Unlock()
+	}
+	time.Sleep(50 * time.Millisecond)
+	for i, g := range recv {
+		g.mu.Lock()
+		if g.n != 2*perSender {
+			t.Errorf("node %d got %d messages, want %d", i, g.n, 2*perSender)
+		}
+		g.mu.Unlock()
+	}
+}
+
+func testBrokerSpaces(t *testing.T, f Factory) {
+	h := f(t, 2)
+	ctx := ctxT(t)
+	a, b := h.Nodes[0], h.Nodes[1]
+	got := make(chan cluster.Message, 16)
+	sub, err := b.Broker().Subscribe(ctx, "space.with*odd >chars", func(m cluster.Message) { got <- m })
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := make(chan cluster.Message, 16)
+	if _, err := b.Broker().Subscribe(ctx, "space", func(m cluster.Message) { other <- m }); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Broker().Publish(ctx, "space.with*odd >chars", []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-got:
+		if string(m.Data) != "one" || m.Node != a.ID() {
+			t.Fatalf("got %+v", m)
+		}
+	case <-time.After(wait):
+		t.Fatal("no message")
+	}
+	if err := sub.Unsubscribe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Broker().Publish(ctx, "space.with*odd >chars", []byte("two")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Broker().Publish(ctx, "space", []byte("three")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-other:
+		if string(m.Data) != "three" {
+			t.Fatalf("other space got %q", m.Data)
+		}
+	case <-time.After(wait):
+		t.Fatal("no message in the other space")
+	}
+	select {
+	case m := <-got:
+		t.Fatalf("got %q after Unsubscribe", m.Data)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if err := a.Broker().Publish(ctx, "", []byte("x")); !errors.Is(err, cluster.ErrInvalid) {
+		t.Errorf("publish to an empty space name: %v, want ErrInvalid", err)
+	}
+}
+
+// next reads one change from w, failing the test after wait.
+func next(t *testing.T, w cluster.Watcher) cluster.Entry {
+	t.Helper()
+	select {
+	case e, ok := <-w.Changes():
+		if !ok {
+			t.Fatal("watch ended")
+		}
+		return e
+	case <-time.After(wait):
+		t.Fatal("no change")
+	}
+	panic("unreachable")
+}
+
+func testStateWatch(t *testing.T, f Factory) {
+	h := f(t, 2)
+	ctx := ctxT(t)
+	a, b := h.Nodes[0].State(), h.Nodes[1].State()
+	key := cluster.GrantKey("agent.one", "g 1")
+	r0, err := a.Put(ctx, "s1", key, []byte("before"), cluster.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := b.Watch(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if e := next(t, w); e.Op != cluster.OpPut || e.Key != key || string(e.Value) != "before" || e.Revision != r0 {
+		t.Fatalf("first change %+v, want the current value", e)
+	}
+	if e := next(t, w); e.Op != cluster.OpSynced {
+		t.Fatalf("second change %+v, want synced", e)
+	}
+	r1, err := a.Put(ctx, "s1", key, []byte("after"), cluster.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r1 <= r0 {
+		t.Errorf("revision %d after %d", r1, r0)
+	}
+	// A key of another space is not seen.
+	if _, err := a.Put(ctx, "s2", key, []byte("elsewhere"), cluster.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Delete(ctx, "s1", key, 0); err != nil {
+		t.Fatal(err)
+	}
+	if e := next(t, w); e.Op != cluster.OpPut || string(e.Value) != "after" || e.Revision != r1 {
+		t.Fatalf("change %+v, want the put", e)
+	}
+	if e := next(t, w); e.Op != cluster.OpDelete || e.Key != key {
+		t.Fatalf("change %+v, want the delete", e)
+	}
+	if _, err := b.Get(ctx, "s1", key); !errors.Is(err, cluster.ErrNotFound) {
+		t.Fatalf("get after delete: %v", err)
+	}
+	if err := a.Delete(ctx, "s1", key, 0); err != nil {
+		t.Errorf("deleting a missing key: %v", err)
+	}
+	e, err := b.Get(ctx, "s2", key)
+	if err != nil || string(e.Value) != "elsewhere" {
+		t.Fatalf("get s2: %+v %v", e, err)
+	}
+	w.Stop()
+	for range w.Changes() {
+	}
+}
+
+func testStateCAS(t *testing.T, f Factory) {
+	h := f(t, 3)
+	ctx := ctxT(t)
+	a, b := h.Nodes[0].State(), h.Nodes[1].State()
+	key := cluster.ControlKey("p")
+	r, err := a.Put(ctx, "s", key, []byte("1"), cluster.PutOptions{IfAbsent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Put(ctx, "s", key, []byte("2"), cluster.PutOptions{IfAbsent: true}); !errors.Is(err, cluster.ErrConflict) {
+		t.Fatalf("create over an existing key: %v, want ErrConflict", err)
+	}
+	r2, err := b.Put(ctx, "s", key, []byte("2"), cluster.PutOptions{IfRevision: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Put(ctx, "s", key, []byte("3"), cluster.PutOptions{IfRevision: r}); !errors.Is(err, cluster.ErrConflict) {
+		t.Fatalf("stale update: %v, want ErrConflict", err)
+	}
+	if err := a.Delete(ctx, "s", key, r); !errors.Is(err, cluster.ErrConflict) {
+		t.Fatalf("stale delete: %v, want ErrConflict", err)
+	}
+	if err := a.Delete(ctx, "s", key, r2); err != nil {
+		t.Fatal(err)
+	}
+	// A deleted key can be created again.
+	if _, err := b.Put(ctx, "s", key, []byte("again"), cluster.PutOptions{IfAbsent: true}); err != nil {
+		t.Fatalf("create after delete: %v", err)
+	}
+
+	// Counters incremented by CAS from every node lose no increment.
+	const per = 15
+	ckey := "counter/c"
+	var wg sync.WaitGroup
+	for _, n := range h.Nodes {
+		for range 2 {
+			wg.Go(func() {
+				st := n.State()
+				for range per {
+					for {
+						e, err := st.Get(ctx, "s", ckey)
+						var v int
+						var o cluster.PutOptions
+						switch {
+						case errors.Is(err, cluster.ErrNotFound):
+							o.IfAbsent = true
+						case err != nil:
+							t.Error(err)
+							return
+						default:
+							fmt.Sscanf(string(e.Value), "%d", &v)
+							o.IfRevision = e.Revision
+						}
+						_, err = st.Put(ctx, "s", ckey, fmt.Appendf(nil, "%d", v+1), o)
+						if err == nil {
+							break
+						}
+						if !errors.Is(err, cluster.ErrConflict) {
+							t.Error(err)
+							return
+						}
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	e, err := a.Get(ctx, "s", ckey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprint(len(h.Nodes) * 2 * per); string(e.Value) != want {
+		t.Fatalf("counter %s, want %s", e.Value, want)
+	}
+}
+
+func testStateTTL(t *testing.T, f Factory) {
+	h := f(t, 2)
+	ctx := ctxT(t)
+	a, b := h.Nodes[0].State(), h.Nodes[1].State()
+	w, err := b.Watch(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if e := next(t, w); e.Op != cluster.OpSynced {
+		t.Fatalf("%+v, want synced", e)
+	}
+	g := cluster.GrantKey("p", "g1")
+	keep := cluster.GrantKey("p", "g2")
+	start := time.Now()
+	if _, err := a.Put(ctx, "s", g, []byte("expiring"), cluster.PutOptions{TTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Put(ctx, "s", keep, []byte("kept"), cluster.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{g, keep} {
+		if e := next(t, w); e.Op != cluster.OpPut || e.Key != k {
+			t.Fatalf("%+v, want the put of %s", e, k)
+		}
+	}
+	e := next(t, w)
+	if e.Op != cluster.OpDelete || e.Key != g {
+		t.Fatalf("%+v, want the expiry of %s", e, g)
+	}
+	if d := time.Since(start); d < 900*time.Millisecond || d > 3*time.Second {
+		t.Errorf("a 1s TTL expired after %v", d)
+	}
+	if _, err := b.Get(ctx, "s", g); !errors.Is(err, cluster.ErrNotFound) {
+		t.Errorf("expired key: %v", err)
+	}
+	if _, err := b.Get(ctx, "s", keep); err != nil {
+		t.Errorf("kept key: %v", err)
+	}
+}
+
+func testStateHostile(t *testing.T, f Factory) {
+	h := f(t, 2)
+	ctx := ctxT(t)
+	a, b := h.Nodes[0].State(), h.Nodes[1].State()
+	for _, k := range []string{"", "a//b", "/a", "a/", string([]byte{0xff})} {
+		if _, err := a.Put(ctx, "s", k, nil, cluster.PutOptions{}); !errors.Is(err, cluster.ErrInvalid) {
+			t.Errorf("key %q: %v, want ErrInvalid", k, err)
+		}
+	}
+	if _, err := a.Put(ctx, "s", "k", make([]byte, cluster.MaxValueLen+1), cluster.PutOptions{}); !errors.Is(err, cluster.ErrInvalid) {
+		t.Errorf("oversized value: %v, want ErrInvalid", err)
+	}
+	// A buggy node stored garbage as a floor claim: the claim is arbitrated
+	// as if there were none, and nobody panics.
+	if _, err := a.Put(ctx, "s", cluster.FloorKey("m1"), []byte("{not json"), cluster.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	w, _, err := cluster.ClaimFloor(ctx, b, "s", "m1", cluster.Claim{Holder: "p", ID: "p", StartedAt: 5}, time.Minute, now)
+	if err != nil || w.Holder != "p" {
+		t.Fatalf("claim over garbage: %+v %v", w, err)
+	}
+	for _, bad := range [][]byte{nil, []byte("null"), []byte(`{"participant":"","node":"n","conn":"c"}`), []byte(`{} {}`), []byte(`[1]`)} {
+		if _, err := cluster.DecodeMember(bad); !errors.Is(err, cluster.ErrInvalid) {
+			t.Errorf("DecodeMember(%q): %v, want ErrInvalid", bad, err)
+		}
+	}
+}
+
+func member(p, conn string) cluster.Member {
+	return cluster.Member{Participant: p, Conn: conn, RuntimeID: p}
+}
+
+func testPresenceReplace(t *testing.T, f Factory) {
+	h := f(t, 2)
+	ctx := ctxT(t)
+	a, b := h.Nodes[0].Presence(), h.Nodes[1].Presence()
+	w, err := a.Watch(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if e := next(t, w); e.Op != cluster.OpSynced {
+		t.Fatalf("%+v, want synced", e)
+	}
+	if err := a.Join(ctx, "s", member("human", "a-1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Join(ctx, "s", member("agent", "b-1")); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		e := next(t, w)
+		m, err := cluster.DecodeMember(e.Value)
+		if err != nil || e.Op != cluster.OpPut || e.Key != m.Participant {
+			t.Fatalf("%+v %v", e, err)
+		}
+	}
+	// The human connects again, on node b: node a learns its connection
+	// is replaced.
+	if err := b.Join(ctx, "s", member("human", "b-2")); err != nil {
+		t.Fatal(err)
+	}
+	e := next(t, w)
+	m, err := cluster.DecodeMember(e.Value)
+	if err != nil || e.Key != "human" || m.Conn != "b-2" || m.Node != h.Nodes[1].ID() {
+		t.Fatalf("replacement %+v %+v %v", e, m, err)
+	}
+	// The replaced connection's leave does not remove the new one.
+	if err := a.Leave(ctx, "s", "human", "a-1"); err != nil {
+		t.Fatal(err)
+	}
+	list, err := a.List(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 {
+		t.Fatalf("list %+v, want human and agent", list)
+	}
+	for _, m := range list {
+		if m.Node != h.Nodes[1].ID() {
+			t.Errorf("%+v is not on node b", m)
+		}
+	}
+	if err := b.Leave(ctx, "s", "agent", "b-1"); err != nil {
+		t.Fatal(err)
+	}
+	if e := next(t, w); e.Op != cluster.OpDelete || e.Key != "agent" {
+		t.Fatalf("%+v, want agent's leave", e)
+	}
+}
+
+func testPresenceCrash(t *testing.T, f Factory) {
+	h := f(t, 2)
+	ctx := ctxT(t)
+	a, b := h.Nodes[0].Presence(), h.Nodes[1].Presence()
+	if ttl := a.TTL(); ttl != PresenceTTL {
+		t.Fatalf("presence TTL %v, want %v", ttl, PresenceTTL)
+	}
+	if err := b.Join(ctx, "s", member("agent", "b-1")); err != nil {
+		t.Fatal(err)
+	}
+	w, err := a.Watch(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if e := next(t, w); e.Op != cluster.OpPut || e.Key != "agent" {
+		t.Fatalf("%+v", e)
+	}
+	if e := next(t, w); e.Op != cluster.OpSynced {
+		t.Fatalf("%+v", e)
+	}
+	// While b lives, its entry outlives several TTLs.
+	time.Sleep(3 * PresenceTTL)
+	if list, err := a.List(ctx, "s"); err != nil || len(list) != 1 {
+		t.Fatalf("after 3 TTLs: %+v %v", list, err)
+	}
+	start := time.Now()
+	h.Crash(1)
+	e := next(t, w)
+	for e.Op == cluster.OpPut { // a refresh may have been in flight
+		e = next(t, w)
+	}
+	d := time.Since(start)
+	if e.Op != cluster.OpDelete || e.Key != "agent" {
+		t.Fatalf("%+v, want agent's expiry", e)
+	}
+	if d > 2*PresenceTTL+time.Second {
+		t.Errorf("presence left %v after the crash; TTL %v", d, PresenceTTL)
+	}
+	t.Logf("presence left %v after the crash (TTL %v)", d, PresenceTTL)
+}
+
+func testFloorContest(t *testing.T, f Factory) {
+	h := f(t, 3)
+	ctx := ctxT(t)
+	now := time.Now()
+	type result struct {
+		w   cluster.Claim
+		err error
+	}
+	const per = 5
+	results := make(chan result, len(h.Nodes)*per)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, n := range h.Nodes {
+		for j := range per {
+			wg.Go(func() {
+				<-start
+				id := fmt.Sprintf("agent-%d-%d", i, j)
+				c := cluster.Claim{Holder: id, ID: id, StartedAt: int64(1000 + (i*per+j)%4)}
+				w, _, err := cluster.ClaimFloor(ctx, n.State(), "s", "msg-1", c, time.Minute, now)
+				results <- result{w, err}
+			})
+		}
+	}
+	close(start)
+	wg.Wait()
+	close(results)
+	// The winner is the earliest start, tie by the smallest id: 1000 is
+	// the start of ids 0, 4, 8, 12 → agent-0-0.
+	final, err := h.Nodes[2].State().Get(ctx, "s", cluster.FloorKey("msg-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cluster.DecodeClaim(final.Value)
+	if err != nil || c.ID != "agent-0-0" || c.StartedAt != 1000 {
+		t.Fatalf("floor held by %+v %v, want agent-0-0", c, err)
+	}
+	for r := range results {
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		// Each claimant saw a winner at least as good as itself, never a
+		// claim the final one beats... except the final one itself.
+		if c.Beats(r.w) && r.w.ID != c.ID {
+			continue // it won for a moment and was displaced later: allowed
+		}
+		if r.w.ID != c.ID {
+			t.Errorf("a claimant was told %+v holds the floor, but it is %+v", r.w, c)
+		}
+	}
+	// A later, worse claim loses and learns the winner.
+	w, displaced, err := cluster.ClaimFloor(ctx, h.Nodes[1].State(), "s", "msg-1",
+		cluster.Claim{Holder: "late", ID: "late", StartedAt: 999999}, time.Minute, now)
+	if err != nil || w.ID != "agent-0-0" || displaced != nil {
+		t.Fatalf("late claim: %+v %+v %v", w, displaced, err)
+	}
+	// An earlier claim displaces it.
+	w, displaced, err = cluster.ClaimFloor(ctx, h.Nodes[1].State(), "s", "msg-1",
+		cluster.Claim{Holder: "early", ID: "early", StartedAt: 1}, time.Minute, now)
+	if err != nil || w.ID != "early" || displaced == nil || displaced.ID != "agent-0-0" {
+		t.Fatalf("early claim: %+v %+v %v", w, displaced, err)
+	}
+	// Once expired, any claim takes the floor.
+	later := now.Add(2 * time.Minute)
+	w, displaced, err = cluster.ClaimFloor(ctx, h.Nodes[0].State(), "s", "msg-1",
+		cluster.Claim{Holder: "late", ID: "late", StartedAt: 999999}, time.Minute, later)
+	if err != nil || w.ID != "late" || displaced != nil {
+		t.Fatalf("claim after expiry: %+v %+v %v", w, displaced, err)
+	}
+}
+
+func testClose(t *testing.T, f Factory) {
+	h := f(t, 2)
+	ctx := ctxT(t)
+	a := h.Nodes[0]
+	w, err := a.State().Watch(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, err := a.Presence().Watch(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Broker().Subscribe(ctx, "s", func(cluster.Message) {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Presence().Join(ctx, "s", member("p", "a-1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Err(); err != nil {
+		t.Fatalf("Err of an open node: %v", err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []cluster.Watcher{w, pw} {
+		timeout := time.After(wait)
+	drain:
+		for {
+			select {
+			case _, ok := <-w.Changes():
+				if !ok {
+					break drain
+				}
+			case <-timeout:
+				t.Fatal("a watch outlived its node's Close")
+			}
+		}
+	}
+	if err := a.Err(); !errors.Is(err, cluster.ErrClosed) {
+		t.Errorf("Err after Close: %v, want ErrClosed", err)
+	}
+	if err := a.Broker().Publish(ctx, "s", []byte("x")); !errors.Is(err, cluster.ErrClosed) {
+		t.Errorf("Publish after Close: %v, want ErrClosed", err)
+	}
+	if _, err := a.State().Watch(ctx, "s"); !errors.Is(err, cluster.ErrClosed) {
+		t.Errorf("Watch after Close: %v, want ErrClosed", err)
+	}
+	// A graceful Close removed the node's presence.
+	list, err := h.Nodes[1].Presence().List(ctx, "s")
+	if err != nil || len(list) != 0 {
+		t.Errorf("presence after Close: %+v %v", list, err)
+	}
+	if err := a.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
