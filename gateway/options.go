@@ -124,6 +124,16 @@ type Options struct {
 	// host, allowed to open WebSockets (see websocket.AcceptOptions).
 	OriginPatterns []string
 
+	// NoConsole turns the web console at /console/ off, with its one-time
+	// links and sessions (see docs/console.md). ConsoleLinkTTL is how long a
+	// one-time link may wait for its exchange (default 2 min), and
+	// ConsoleSessionTTL how long the session it opens lets the page join
+	// (default 12 h).
+	NoConsole         bool
+	ConsoleLinkTTL    time.Duration
+	ConsoleSessionTTL time.Duration
+	console           *consoleState // the console's codes and sessions: state of the Server, not an option
+
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
 }
@@ -181,6 +191,8 @@ func (o Options) withDefaults() Options {
 	setDefault(&o.MaxJoinSize, defaultMaxJoinSize)
 	setDefault(&o.RequestTimeout, defaultRequestTimeout)
 	setDefault(&o.IdleTimeout, defaultIdleTimeout)
+	setDefault(&o.ConsoleLinkTTL, 2*time.Minute)
+	setDefault(&o.ConsoleSessionTTL, 12*time.Hour)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

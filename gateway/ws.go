@@ -41,7 +41,8 @@ func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		defer release()
 	}
 	noDeadlines(w)
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	hj := &corkHijacker{ResponseWriter: w} // batches the writer's frames (session.go)
+	conn, err := websocket.Accept(hj, r, &websocket.AcceptOptions{
 		OriginPatterns:  srv.opts.OriginPatterns,
 		CompressionMode: websocket.CompressionDisabled,
 	})
@@ -65,7 +66,7 @@ func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		spaceID = cmp.Or(j.space, spaceID)
 	}
 	conn.SetReadLimit(srv.opts.MaxDiscardSize)
-	sp, m := srv.lookup(token, spaceID)
+	sp, m := srv.joinLookup(token, spaceID) // a token, or a console session (console.go)
 	if m == nil {
 		srv.metrics.refusals.WithLabelValues(ErrorUnauthorized).Inc()
 		srv.reject(conn, refuse(ErrorUnauthorized, "unknown token for this space"))
@@ -79,7 +80,10 @@ func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		}
 		id = requested // a runtime alias of m (spec 3.6.4)
 	}
-	s := newSession(sp, m, id, transportWebSocket, srv.opts.SendQueue, srv.opts.SendQueueBytes, wsSink{conn: conn})
+	s := newSession(sp, m, id, transportWebSocket, srv.opts.SendQueue, srv.opts.SendQueueBytes, wsSink{conn: conn, nc: hj.nc})
+	// Reads and writes pass the library no context (a cancellable one costs
+	// a registration per message); cancelling the session closes the socket.
+	defer context.AfterFunc(s.ctx, func() { _ = hj.nc.Conn.Close() })()
 	if rf := sp.attach(s); rf != nil {
 		srv.reject(conn, rf)
 		return
@@ -99,7 +103,7 @@ func (srv *Server) read(conn *websocket.Conn, o origin) {
 	st := &inState{}
 	var buf []byte
 	for {
-		_, rd, err := conn.Reader(s.ctx)
+		_, rd, err := conn.Reader(context.Background())
 		if err != nil {
 			return
 		}
