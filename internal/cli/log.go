@@ -1,35 +1,36 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/mew-protocol/mew/auditlog"
+	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/internal/termtext"
+	"github.com/mew-protocol/mew/protocol"
 )
 
 func newLogCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "log",
-		Short: "Check a space's audit log",
+		Short: "Check, search and replay a space's audit log",
 		Long: `log works on the gateway's audit log: envelope-history.jsonl and
 capability-decisions.jsonl with their rotated files, in <space>/.mew/logs by
-default. The format, the hash chain and what verify checks are described in
-docs/audit.md.`,
+default. The format, the hash chain and what each command reads are
+described in docs/audit.md.`,
 	}
-	cmd.AddCommand(newLogVerifyCmd())
+	cmd.AddCommand(newLogVerifyCmd(), newLogQueryCmd(), newLogWhyCmd(), newLogReplayCmd())
 	return cmd
 }
 
@@ -51,15 +52,11 @@ breaks, as FILE:LINE and what happened there (altered, inserted, removed,
 swapped, cut off, a file missing), and exits 1.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := "."
-			if len(args) == 1 {
-				dir = args[0]
-			}
-			logs, err := logDirOf(dir)
+			logs, err := logDirOf(dirArg(args, 0))
 			if err != nil {
 				return fmt.Errorf("log verify: %w", err)
 			}
-			rep, err := verifyLogs(logs)
+			rep, err := auditlog.Verify(logs, auditlog.VerifyOptions{})
 			if err != nil {
 				return fmt.Errorf("log verify: %w", err)
 			}
@@ -68,49 +65,33 @@ swapped, cut off, a file missing), and exits 1.`,
 	}
 }
 
+// dirArg returns args[i], or the current directory.
+func dirArg(args []string, i int) string {
+	if len(args) > i {
+		return args[i]
+	}
+	return "."
+}
+
 // logDirOf returns the audit log directory for dir: dir itself when it holds
 // a log file, else the logs directory of the space in dir.
 func logDirOf(dir string) (string, error) {
-	if hasLogs(dir) {
+	if auditlog.HasLogs(dir) {
 		return dir, nil
 	}
 	mew, err := mewDirOf(dir)
 	if err != nil {
 		return "", err
 	}
-	if logs := filepath.Join(mew, "logs"); hasLogs(logs) {
+	if logs := filepath.Join(mew, "logs"); auditlog.HasLogs(logs) {
 		return logs, nil
 	}
 	return "", fmt.Errorf("no audit log in %s or in the logs directory of its space", dir)
 }
 
-// hasLogs reports whether dir holds an audit log file, current or rotated.
-func hasLogs(dir string) bool {
-	for _, pattern := range []string{"envelope-history*.jsonl", "capability-decisions*.jsonl"} {
-		if m, _ := filepath.Glob(filepath.Join(glob(dir), pattern)); len(m) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// glob escapes the glob metacharacters of a directory name.
-func glob(dir string) string {
-	var b []byte
-	for i := 0; i < len(dir); i++ {
-		switch c := dir[i]; c {
-		case '*', '?', '[', '\\':
-			b = append(b, '\\', c)
-		default:
-			b = append(b, c)
-		}
-	}
-	return string(b)
-}
-
 // printVerify prints the summary of rep and returns an error naming the first
 // problem, if any.
-func printVerify(w io.Writer, rep *verifyReport) error {
+func printVerify(w io.Writer, rep *auditlog.Report) error {
 	files, lines := 0, 0
 	var problems []error
 	for i := range rep.Logs {
@@ -141,354 +122,486 @@ func printVerify(w io.Writer, rep *verifyReport) error {
 	return nil
 }
 
-// The audit log's files and the layout of a rotated file's name, as the
-// gateway writes them (gateway/internal/audit; see docs/audit.md).
-const (
-	envelopeHistoryFile     = "envelope-history.jsonl"
-	capabilityDecisionsFile = "capability-decisions.jsonl"
-	rotatedLayout           = "20060102T150405.000Z"
-)
-
-// logFiles lists the files of the log name in dir: the rotated ones oldest
-// first, then the current one.
-func logFiles(dir, name string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	stem, ext := strings.TrimSuffix(name, ".jsonl")+".", ".jsonl"
-	type rotated struct {
-		path string
-		at   time.Time
-	}
-	var rs []rotated
-	for _, e := range entries {
-		mid, ok := strings.CutPrefix(e.Name(), stem)
-		if !ok || !e.Type().IsRegular() {
-			continue
-		}
-		if mid, ok = strings.CutSuffix(mid, ext); !ok {
-			continue
-		}
-		if at, err := time.Parse(rotatedLayout, mid); err == nil && at.Format(rotatedLayout) == mid {
-			rs = append(rs, rotated{filepath.Join(dir, e.Name()), at})
-		}
-	}
-	sort.Slice(rs, func(i, j int) bool { return rs[i].at.Before(rs[j].at) })
-	var files []string
-	for _, r := range rs {
-		files = append(files, r.path)
-	}
-	path := filepath.Join(dir, name)
-	if _, err := os.Stat(path); err == nil {
-		files = append(files, path)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	return files, nil
+// queryFlags are the flags of mew log query.
+type queryFlags struct {
+	participant, kind, since, until, id, correlation, text, format, events, space string
 }
 
-// The chain, as docs/audit.md defines it: every line ends in
-// ,"chain":"<n>:<hash>"} where n is the line's number in its file and hash
-// is 32 hex digits, the first 16 bytes of SHA-256 over the previous line's
-// hash (16 bytes) and this line's bytes before the hash. The first line a
-// writer writes into a file also carries ,"chain_prev":"<hash>" before it:
-// the hash it starts from. This verifier is written from that description
-// alone and shares no code with the writer, so that a mistake in the
-// writer's chain cannot hide itself.
-const (
-	hashSize    = 16
-	hashHex     = 2 * hashSize
-	chainKey    = `,"chain":"`
-	chainPrevKy = `,"chain_prev":"`
-	chainTail   = hashHex + 2 // the hash and `"}`
-	prevMember  = len(chainPrevKy) + hashHex + 1
-)
+func newLogQueryCmd() *cobra.Command {
+	var f queryFlags
+	cmd := &cobra.Command{
+		Use:   "query [DIR]",
+		Short: "Search the audit log",
+		Long: `query prints the records of the audit log in DIR (a log directory or a
+space directory; default the current one) that match every flag given.
 
-// chainLink is what a line's chain members say.
-type chainLink struct {
-	n       uint64
-	sum     [hashSize]byte
-	prev    [hashSize]byte // chain_prev, when hasPrev
-	hasPrev bool
-	hashed  []byte // the bytes the hash covers after the previous hash
-}
+By default it prints one record per envelope: its received or rejected line,
+or the first line of an envelope the gateway sent itself. --event chooses
+others: delivered, capability_check, or all.
 
-var errNoChain = errors.New("no chain member at the end of the line")
-
-// parseChain reads the chain members at the end of line (without '\n').
-func parseChain(line []byte) (chainLink, error) {
-	var l chainLink
-	end := len(line) - chainTail
-	if end <= 0 || !bytes.HasSuffix(line, []byte(`"}`)) || line[end-1] != ':' {
-		return l, errNoChain
+--since and --until take an RFC 3339 time or a duration before now (15m).
+--format jsonl prints each record as a JSON object (compact delivered lines
+with their envelope filled in); table, the default, one line each.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runLogQuery(cmd, dirArg(args, 0), &f)
+		},
 	}
-	if !decodeHash(l.sum[:], line[end:len(line)-2]) {
-		return l, errNoChain
+	fl := cmd.Flags()
+	fl.StringVar(&f.participant, "participant", "", "sender, recipient, from or to")
+	fl.StringVar(&f.kind, "kind", "", `envelope kind; "mcp/*" for a prefix`)
+	fl.StringVar(&f.since, "since", "", "from this time on (RFC 3339, or a duration before now)")
+	fl.StringVar(&f.until, "until", "", "before this time (RFC 3339, or a duration before now)")
+	fl.StringVar(&f.id, "id", "", "envelope id")
+	fl.StringVar(&f.correlation, "correlation", "", "envelopes whose correlation_id or context names this id")
+	fl.StringVar(&f.text, "text", "", "text in the envelope or metadata (case-insensitive)")
+	fl.StringVar(&f.events, "event", "", "received,rejected,delivered,capability_check or all (default: one record per envelope)")
+	fl.StringVar(&f.space, "space", "", "space id (for a log shared by several spaces)")
+	fl.StringVar(&f.format, "format", "table", "table or jsonl")
+	return cmd
+}
+
+// parseWhen reads a --since/--until value.
+func parseWhen(flag, v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
 	}
-	k := bytes.LastIndex(line[:end], []byte(chainKey))
-	if k < 0 {
-		return l, errNoChain
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
 	}
-	num := line[k+len(chainKey) : end-1]
-	n, err := strconv.ParseUint(string(num), 10, 64)
-	if err != nil || n == 0 || num[0] == '0' || num[0] == '+' {
-		return l, errNoChain
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return now.Add(-d), nil
 	}
-	l.n, l.hashed = n, line[:end]
-	if p := k - prevMember; p >= 0 && bytes.HasPrefix(line[p:], []byte(chainPrevKy)) && line[k-1] == '"' {
-		if !decodeHash(l.prev[:], line[p+len(chainPrevKy):k-1]) {
-			return l, errNoChain
-		}
-		l.hasPrev = true
+	return time.Time{}, fmt.Errorf("--%s %q: want an RFC 3339 time or a duration such as 15m", flag, v)
+}
+
+func runLogQuery(cmd *cobra.Command, dir string, f *queryFlags) error {
+	q := auditlog.Query{Participant: f.participant, Kind: f.kind, ID: f.id, Correlation: f.correlation, Text: f.text, Space: f.space}
+	now := time.Now()
+	var err error
+	if q.Since, err = parseWhen("since", f.since, now); err != nil {
+		return fmt.Errorf("log query: %w", err)
 	}
-	return l, nil
-}
-
-// decodeHash decodes 32 lower-case hex digits into dst.
-func decodeHash(dst, src []byte) bool {
-	for _, c := range src {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
+	if q.Until, err = parseWhen("until", f.until, now); err != nil {
+		return fmt.Errorf("log query: %w", err)
 	}
-	n, err := hex.Decode(dst, src)
-	return err == nil && n == hashSize
-}
-
-// chainHash computes a line's hash from the previous one.
-type chainHash struct {
-	h   hash.Hash
-	sum []byte
-}
-
-func (c *chainHash) of(prev *[hashSize]byte, l *chainLink) [hashSize]byte {
-	if c.h == nil {
-		c.h = sha256.New()
+	if f.format != "table" && f.format != "jsonl" {
+		return fmt.Errorf("log query: --format %q: want table or jsonl", f.format)
 	}
-	c.h.Reset()
-	c.h.Write(prev[:])
-	c.h.Write(l.hashed)
-	c.sum = c.h.Sum(c.sum[:0])
-	var out [hashSize]byte
-	copy(out[:], c.sum)
-	return out
-}
-
-// Problem is the first place where a log's chain does not hold.
-type Problem struct {
-	File   string // path of the file
-	Line   int    // 1-based line number in File
-	Reason string // what is wrong there, in words
-}
-
-func (p *Problem) String() string {
-	return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Reason)
-}
-
-// logReport is what verifyLogs found for one log.
-type logReport struct {
-	Name  string   // the log's file name
-	Files []string // the files checked, oldest first, the current one last
-	Lines int      // lines checked and found intact
-	// Head is the hash of the last intact line (hex), the value to keep
-	// elsewhere to detect later removal of lines at the end.
-	Head string
-	// StartsAfter is, when the oldest file continues an earlier one that is
-	// no longer in the directory (deleted by retention, or removed), the
-	// hash it continues from; "" when the oldest file starts the log.
-	StartsAfter string
-	// Problem is the first line where the chain breaks; nil when intact.
-	Problem *Problem
-}
-
-// verifyReport is the result of verifyLogs: one logReport per log found.
-type verifyReport struct {
-	Logs []logReport
-}
-
-// errNoLogs is returned by verifyLogs for a directory without audit logs.
-var errNoLogs = errors.New("no audit log files")
-
-// verifyLogs checks the hash chain of both audit logs in dir: for each, its
-// rotated files oldest first and then the current file, each line against
-// the one before it and the first line of each file against the last of the
-// file before. It stops a log at the first line where the chain breaks and
-// says what happened there as far as the file tells: a line altered,
-// inserted, removed, two lines swapped, a file cut off, a file missing. An
-// error is returned only when the files cannot be read.
-func verifyLogs(dir string) (verifyReport, error) {
-	var rep verifyReport
-	for _, name := range []string{envelopeHistoryFile, capabilityDecisionsFile} {
-		files, err := logFiles(dir, name)
-		if err != nil {
-			return rep, err
-		}
-		if len(files) == 0 {
-			continue
-		}
-		lr := logReport{Name: name, Files: files}
-		v := verifier{rep: &lr}
-		for i, f := range files {
-			if err := v.file(f, i == 0); err != nil {
-				return rep, err
-			}
-			if lr.Problem != nil {
-				break
+	originOnly := false
+	switch f.events {
+	case "":
+		q.Events, originOnly = []string{auditlog.Received, auditlog.Rejected, auditlog.Delivered}, true
+	case "all":
+	default:
+		for e := range strings.SplitSeq(f.events, ",") {
+			switch e = strings.TrimSpace(e); e {
+			case auditlog.Received, auditlog.Rejected, auditlog.Delivered, auditlog.CapabilityCheck:
+				q.Events = append(q.Events, e)
+			default:
+				return fmt.Errorf("log query: --event %q: want received, rejected, delivered, capability_check or all", e)
 			}
 		}
-		if v.started {
-			lr.Head = hex.EncodeToString(v.seed[:])
-		}
-		rep.Logs = append(rep.Logs, lr)
 	}
-	if len(rep.Logs) == 0 {
-		return rep, fmt.Errorf("%s: %w", dir, errNoLogs)
-	}
-	return rep, nil
-}
-
-// verifier walks the lines of one log.
-type verifier struct {
-	c       chainHash
-	rep     *logReport
-	seed    [hashSize]byte // hash of the last intact line
-	started bool           // seed is set
-	prevEnd string         // the file before the current one
-}
-
-// logLine is one line read from a file.
-type logLine struct {
-	b        []byte // without '\n'
-	complete bool   // it ended in '\n'
-	link     chainLink
-	err      error // from parseChain
-}
-
-// readLine reads the next line of r into a fresh slice; ok is false at the
-// end of the file.
-func readLine(r *bufio.Reader) (l *logLine, ok bool, err error) {
-	b, err := r.ReadBytes('\n')
-	if len(b) == 0 {
-		if err == io.EOF {
-			return nil, false, nil
-		}
-		return nil, false, err
-	}
-	if err != nil && err != io.EOF {
-		return nil, false, err
-	}
-	l = &logLine{b: b, complete: b[len(b)-1] == '\n'}
-	if l.complete {
-		l.b = b[:len(b)-1]
-	}
-	l.link, l.err = parseChain(l.b)
-	return l, true, nil
-}
-
-// file checks the lines of one file; first says it is the oldest file.
-func (v *verifier) file(path string, first bool) error {
-	f, err := os.Open(path)
+	logs, err := logDirOf(dir)
 	if err != nil {
+		return fmt.Errorf("log query: %w", err)
+	}
+	out := cmd.OutOrStdout()
+	var tw *tabwriter.Writer
+	if f.format == "table" {
+		tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TIME\tEVENT\tID\tPARTICIPANT\tKIND\tSUMMARY")
+		out = tw
+	}
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	n := 0
+	print := func(r *auditlog.Record) error {
+		if (originOnly && r.Event == auditlog.Delivered && !r.Origin) || !q.Match(r) {
+			return nil
+		}
+		n++
+		if tw == nil {
+			return enc.Encode(r)
+		}
+		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", protocol.FormatTime(r.Time), r.Event,
+			termtext.Line(r.ID), termtext.Line(r.Participant), termtext.Line(r.Kind()), recordSummary(r))
 		return err
 	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 256<<10)
-	fail := func(n int, format string, args ...any) {
-		v.rep.Problem = &Problem{File: path, Line: n, Reason: fmt.Sprintf(format, args...)}
-	}
-	cur, ok, err := readLine(r)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		if !first {
-			fail(1, "the file is empty: it was emptied, or its lines removed")
+	var skipped []auditlog.ScanStats
+	for _, name := range []string{auditlog.EnvelopeHistory, auditlog.CapabilityDecisions} {
+		if name == auditlog.EnvelopeHistory && len(q.Events) == 1 && q.Events[0] == auditlog.CapabilityCheck {
+			continue
 		}
-		return nil
-	}
-	for p := 1; ; p++ {
-		next, more, err := readLine(r)
+		if name == auditlog.CapabilityDecisions && len(q.Events) > 0 && !slices.Contains(q.Events, auditlog.CapabilityCheck) {
+			continue
+		}
+		st, err := auditlog.Scan(cmd.Context(), logs, name, auditlog.ReadOptions{}, print)
 		if err != nil {
+			return fmt.Errorf("log query: %w", err)
+		}
+		skipped = append(skipped, st)
+	}
+	if tw != nil {
+		if err := tw.Flush(); err != nil {
 			return err
 		}
-		if !more {
-			next = nil
+	}
+	reportSkipped(cmd.ErrOrStderr(), skipped...)
+	if n == 0 {
+		fmt.Fprintln(cmd.ErrOrStderr(), "no record matches")
+	}
+	return nil
+}
+
+// reportSkipped tells on stderr of lines that were not records.
+func reportSkipped(w io.Writer, stats ...auditlog.ScanStats) {
+	for _, st := range stats {
+		if st.Skipped == 0 {
+			continue
 		}
-		if !cur.complete {
-			fail(p, "the line is cut off: the file ends inside it")
+		fmt.Fprintf(w, "skipped %s that are not audit records", plural(st.Skipped, "line"))
+		if len(st.Problems) > 0 {
+			p := st.Problems[0]
+			fmt.Fprintf(w, " (first: %s)", termtext.Line(p.String()))
+		}
+		fmt.Fprintln(w, "; mew log verify tells whether the log was changed")
+	}
+}
+
+// recordSummary says what a record is about, in one line.
+func recordSummary(r *auditlog.Record) string {
+	if r.Event == auditlog.CapabilityCheck {
+		s := r.Result
+		if len(r.MatchedCapability) > 0 {
+			s += " by " + string(r.MatchedCapability) + " (" + r.MatchedSource + ")"
+		}
+		if src := r.Meta("source"); src != "" && src != "websocket" && src != "http_api" {
+			s += " [" + src + "]"
+		}
+		return termtext.Line(s)
+	}
+	e := r.Decoded()
+	if e == nil {
+		return "(no envelope)"
+	}
+	s := auditlog.Describe(e)
+	if reason := r.Meta("reason"); reason != "" {
+		s = "(" + termtext.Line(reason) + ") " + s
+	}
+	return s
+}
+
+func newLogWhyCmd() *cobra.Command {
+	var format, space string
+	cmd := &cobra.Command{
+		Use:   "why ENVELOPE-ID [DIR]",
+		Short: "Explain an envelope: what admitted it and what led to it",
+		Long: `why prints the lineage of an envelope from the audit log in DIR (a log
+directory or a space directory; default the current one) as an indented
+tree: the capability pattern that admitted it (or why it was refused), the
+grant that pattern came from (who granted it, when, whether it was still in
+force), the proposal it fulfilled and who approved it, the request it
+answers, the reasoning and question it came from, and what followed it.
+
+--format json prints the same tree as JSON.`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "tree" && format != "json" {
+				return fmt.Errorf("log why: --format %q: want tree or json", format)
+			}
+			logs, err := logDirOf(dirArg(args, 1))
+			if err != nil {
+				return fmt.Errorf("log why: %w", err)
+			}
+			ix, err := auditlog.BuildIndex(cmd.Context(), logs, auditlog.IndexOptions{Space: space})
+			if err != nil {
+				return fmt.Errorf("log why: %w", err)
+			}
+			reportSkipped(cmd.ErrOrStderr(), ix.Envelopes, ix.Decisions)
+			n, err := ix.Lineage(args[0])
+			if err != nil {
+				return fmt.Errorf("log why: %w", err)
+			}
+			if format == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(n)
+			}
+			return n.WriteTree(cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "tree", "tree or json")
+	cmd.Flags().StringVar(&space, "space", "", "space id (for a log shared by several spaces)")
+	return cmd
+}
+
+// replayFlags are the flags of mew log replay.
+type replayFlags struct {
+	into, space, speed string
+	tokens             []string
+	participants       []string
+}
+
+func newLogReplayCmd() *cobra.Command {
+	var f replayFlags
+	cmd := &cobra.Command{
+		Use:   "replay [DIR]",
+		Short: "Print a space's history as a transcript, or re-send it into a space",
+		Long: `replay prints the history in the audit log in DIR (a log directory or a
+space directory; default the current one) as a readable transcript: who said
+what to whom, reasoning, tool calls and their results, refusals.
+
+With --into ws://HOST:PORT it re-sends the envelopes that the participants
+named by --participants sent (as recorded: kind, to, correlation, context,
+payload and id) into the space --space at that gateway, each participant
+joining with its --token NAME=TOKEN (a bare TOKEN when there is one
+participant). --speed recorded (the default) keeps the recorded pauses;
+--speed N replays N times faster; --speed 0 sends without pause.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			logs, err := logDirOf(dirArg(args, 0))
+			if err != nil {
+				return fmt.Errorf("log replay: %w", err)
+			}
+			if f.into == "" {
+				return runTranscript(cmd, logs, &f)
+			}
+			return runReplayInto(cmd, logs, &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.into, "into", "", "gateway URL (ws:// or wss://) to re-send the envelopes into")
+	fl.StringVar(&f.space, "space", "", "the space to read (a log of several spaces) and, with --into, the space to join")
+	fl.StringVar(&f.speed, "speed", "recorded", "recorded, or how many times faster (0: no pauses)")
+	fl.StringArrayVar(&f.tokens, "token", nil, "NAME=TOKEN of a participant to send as (repeatable)")
+	fl.StringSliceVar(&f.participants, "participants", nil, "the participants whose envelopes are shown or re-sent (default: all shown)")
+	return cmd
+}
+
+// transcriptHidden are kinds a transcript leaves out: bookkeeping a person
+// need not read.
+var transcriptHidden = map[string]bool{
+	protocol.KindSystemWelcome: true, protocol.KindSystemHeartbeat: true, protocol.KindChatAcknowledge: true,
+	protocol.KindParticipantStatus: true, protocol.KindStreamOpen: true, protocol.KindStreamRequest: true,
+	protocol.KindStreamClose: true, protocol.KindFloorRespondingTo: true, protocol.KindSystemJoin: true,
+}
+
+// runTranscript prints the log as a transcript.
+func runTranscript(cmd *cobra.Command, logs string, f *replayFlags) error {
+	out := cmd.OutOrStdout()
+	st, err := auditlog.Scan(cmd.Context(), logs, auditlog.EnvelopeHistory, auditlog.ReadOptions{}, func(r *auditlog.Record) error {
+		if (r.Event == auditlog.Delivered && !r.Origin) || (f.space != "" && r.Space != f.space) {
 			return nil
 		}
-		if cur.err != nil {
-			fail(p, "the line has no valid chain member at its end: it was altered, or not written by mew")
+		e := r.Decoded()
+		if e == nil || transcriptHidden[e.Kind] {
 			return nil
 		}
-		l := &cur.link
-		if p == 1 {
-			switch {
-			case !l.hasPrev:
-				fail(p, "the first line of the file does not state the hash it starts from (chain_prev): it was altered, or lines before it removed")
-				return nil
-			case first:
-				if l.prev != ([hashSize]byte{}) {
-					v.rep.StartsAfter = hex.EncodeToString(l.prev[:])
+		if len(f.participants) > 0 && !slices.Contains(f.participants, e.From) && !slices.Contains(f.participants, r.Participant) {
+			return nil
+		}
+		_, err := fmt.Fprintln(out, transcriptLine(r, e))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("log replay: %w", err)
+	}
+	reportSkipped(cmd.ErrOrStderr(), st)
+	return nil
+}
+
+// transcriptLine is one envelope of a transcript.
+func transcriptLine(r *auditlog.Record, e *protocol.Envelope) string {
+	at := r.Time.UTC().Format("15:04:05.000")
+	from := termtext.Line(e.From)
+	to := ""
+	if len(e.To) > 0 {
+		to = " → " + termtext.Line(strings.Join(e.To, ","))
+	}
+	text := auditlog.Describe(e)
+	switch {
+	case r.Event == auditlog.Rejected:
+		return fmt.Sprintf("%s  ✗ %s%s %s refused (%s): %s", at, from, to, termtext.Line(e.Kind), termtext.Line(r.Meta("reason")), text)
+	case e.Kind == protocol.KindChat:
+		return fmt.Sprintf("%s  %s%s: %s", at, from, to, text)
+	case e.Kind == protocol.KindSystemPresence:
+		return fmt.Sprintf("%s  * %s", at, text)
+	case e.Kind == protocol.KindSystemError:
+		return fmt.Sprintf("%s  ! to %s: %s", at, termtext.Line(strings.Join(e.To, ",")), text)
+	case strings.HasPrefix(e.Kind, "reasoning/"):
+		return fmt.Sprintf("%s    (%s %s: %s)", at, from, strings.TrimPrefix(e.Kind, "reasoning/"), text)
+	}
+	return fmt.Sprintf("%s  %s%s [%s] %s", at, from, to, termtext.Line(e.Kind), text)
+}
+
+// replaySender is one participant re-sending its envelopes.
+type replaySender struct {
+	c    *client.Client
+	last string // id of the last envelope sent
+	seen chan string
+}
+
+// runReplayInto re-sends the chosen participants' envelopes into a space.
+func runReplayInto(cmd *cobra.Command, logs string, f *replayFlags) error {
+	if len(f.participants) == 0 {
+		return errors.New("log replay: --into needs --participants: whose envelopes to re-send")
+	}
+	speed, err := parseSpeed(f.speed)
+	if err != nil {
+		return fmt.Errorf("log replay: %w", err)
+	}
+	tokens, err := replayTokens(f.tokens, f.participants)
+	if err != nil {
+		return fmt.Errorf("log replay: %w", err)
+	}
+	// Read what to send first, so that a bad log sends nothing.
+	type item struct {
+		at  time.Time
+		env *protocol.Envelope
+	}
+	var items []item
+	st, err := auditlog.Scan(cmd.Context(), logs, auditlog.EnvelopeHistory, auditlog.ReadOptions{}, func(r *auditlog.Record) error {
+		if r.Event != auditlog.Received || (f.space != "" && r.Space != f.space) {
+			return nil
+		}
+		e := r.Decoded()
+		if e == nil || !slices.Contains(f.participants, e.From) || strings.HasPrefix(e.Kind, "system/") {
+			return nil
+		}
+		items = append(items, item{r.Time, e})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("log replay: %w", err)
+	}
+	reportSkipped(cmd.ErrOrStderr(), st)
+	if len(items) == 0 {
+		return fmt.Errorf("log replay: %s sent nothing the log recorded", strings.Join(f.participants, ", "))
+	}
+	ctx := cmd.Context()
+	senders := map[string]*replaySender{}
+	defer func() {
+		for _, s := range senders {
+			_ = s.c.Close()
+		}
+	}()
+	for _, p := range f.participants {
+		c, err := client.New(client.Options{Gateway: f.into, Space: f.space, Token: tokens[p]})
+		if err != nil {
+			return fmt.Errorf("log replay: %s: %w", p, err)
+		}
+		s := &replaySender{c: c, seen: make(chan string, 64)}
+		senders[p] = s
+		c.OnMessage(func(e *protocol.Envelope) {
+			if e.From == c.ID() {
+				select {
+				case s.seen <- e.ID:
+				default:
 				}
-			case l.prev != v.seed:
-				fail(p, "the file does not continue %s: it starts from hash %x, that file ends with %x; a file between them is missing, or the end of %s was cut or altered",
-					filepath.Base(v.prevEnd), l.prev, v.seed, filepath.Base(v.prevEnd))
+			}
+		})
+		if err := c.Connect(ctx); err != nil {
+			return fmt.Errorf("log replay: %s joins: %w", p, err)
+		}
+	}
+	out := cmd.OutOrStdout()
+	for i, it := range items {
+		if i > 0 && speed > 0 {
+			if err := sleepCtx(ctx, time.Duration(float64(it.at.Sub(items[i-1].at))/speed)); err != nil {
+				return err
+			}
+		}
+		s := senders[it.env.From]
+		env := *it.env
+		env.From, env.TS, env.Protocol = "", "", ""
+		if err := s.c.Send(ctx, &env); err != nil {
+			return fmt.Errorf("log replay: %s sends %s: %w", it.env.From, it.env.ID, err)
+		}
+		s.last = env.ID
+		fmt.Fprintf(out, "sent %s %s as %s\n", termtext.Line(env.Kind), termtext.Line(env.ID), termtext.Line(s.c.ID()))
+	}
+	// The gateway echoes every envelope to its sender: once each sender's
+	// last one is back, everything it sent has been routed.
+	for p, s := range senders {
+		if s.last == "" {
+			continue
+		}
+		if err := awaitEcho(ctx, s, 10*time.Second); err != nil {
+			return fmt.Errorf("log replay: %s: %w", p, err)
+		}
+	}
+	fmt.Fprintf(out, "replayed %s into %s\n", plural(len(items), "envelope"), f.into)
+	return nil
+}
+
+func awaitEcho(ctx context.Context, s *replaySender, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case id := <-s.seen:
+			if id == s.last {
 				return nil
 			}
-			v.seed, v.started = l.prev, true
-		} else if l.hasPrev && l.prev != v.seed {
-			// A writer that started again on this file states the hash
-			// it continues from: the previous line must end with it.
-			v.diagnose(p, cur, next, fail)
-			return nil
+		case <-t.C:
+			return fmt.Errorf("the gateway did not echo %s within %s (refused?)", s.last, d)
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		if l.n != uint64(p) || v.c.of(&v.seed, l) != l.sum {
-			v.diagnose(p, cur, next, fail)
-			return nil
-		}
-		v.seed = l.sum
-		v.rep.Lines++
-		if next == nil {
-			v.prevEnd = path
-			return nil
-		}
-		cur = next
 	}
 }
 
-// follows reports whether l is a valid line numbered n whose hash follows
-// from seed.
-func (v *verifier) follows(l *logLine, n int, seed *[hashSize]byte) bool {
-	return l != nil && l.complete && l.err == nil && l.link.n == uint64(n) && v.c.of(seed, &l.link) == l.link.sum
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
-// diagnose names what happened at line p, which does not follow from the
-// line before it, using the line after it (next, nil at the end of the
-// file), and sets the problem.
-func (v *verifier) diagnose(p int, cur, next *logLine, fail func(int, string, ...any)) {
-	l := &cur.link
-	switch {
-	case l.n == uint64(p)+1 && next != nil && v.follows(next, p, &v.seed) &&
-		v.follows(cur, p+1, &next.link.sum):
-		fail(p, "lines %d and %d are swapped", p, p+1)
-	case next != nil && v.follows(next, p, &v.seed):
-		fail(p, "the line was inserted: the line after it follows from the line before it")
-	case next != nil && v.follows(next, p+1, &l.sum):
-		fail(p, "the line was altered: its hash no longer matches its bytes")
-	case l.n > uint64(p)+1:
-		fail(p, "lines are missing before this one (it is numbered %d): lines %d to %d were removed", l.n, p, l.n-1)
-	case l.n == uint64(p)+1:
-		fail(p, "a line is missing before this one (it is numbered %d): line %d was removed", l.n, p)
-	case l.n < uint64(p):
-		fail(p, "the line is numbered %d: it was inserted, or duplicated from line %d", l.n, l.n)
-	case l.hasPrev && l.prev != v.seed:
-		fail(p, "the line continues from hash %x, the line before it ends with %x: the line before it was altered", l.prev, v.seed)
-	case next == nil:
-		fail(p, "the line was altered: its hash no longer matches its bytes")
-	default:
-		fail(p, "the line does not follow from the line before it, nor the next from it: it was altered, and more around it")
+// parseSpeed reads --speed: "recorded" is 1; 0 means no pauses.
+func parseSpeed(v string) (float64, error) {
+	if v == "recorded" || v == "" {
+		return 1, nil
 	}
+	s, err := strconv.ParseFloat(v, 64)
+	if err != nil || s < 0 || s > 1e6 || s != s {
+		return 0, fmt.Errorf("--speed %q: want recorded or a factor from 0 to 1000000", v)
+	}
+	return s, nil
+}
+
+// replayTokens maps each participant to its token from --token NAME=TOKEN
+// values; a bare TOKEN serves a single participant.
+func replayTokens(values, participants []string) (map[string]string, error) {
+	tokens := map[string]string{}
+	for _, v := range values {
+		name, tok, ok := strings.Cut(v, "=")
+		if !ok || !slices.Contains(participants, name) {
+			// A bare token (which may hold '=' itself) serves the one
+			// participant. The value is never echoed: it holds a token.
+			if len(participants) != 1 || len(values) != 1 {
+				return nil, errors.New("--token: a value names none of --participants: give NAME=TOKEN for each")
+			}
+			name, tok = participants[0], v
+		}
+		if tok == "" {
+			return nil, fmt.Errorf("--token: empty token for %s", termtext.Line(name))
+		}
+		tokens[name] = tok
+	}
+	for _, p := range participants {
+		if tokens[p] == "" {
+			return nil, fmt.Errorf("--token: no token for %s", termtext.Line(p))
+		}
+	}
+	return tokens, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mew-protocol/mew/auditlog"
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
 )
@@ -44,7 +45,7 @@ func writeAuditLog(t *testing.T, opts gateway.Options, n int) string {
 	last := fmt.Sprintf("a%d", n-1)
 	carol.ExpectFunc("chat", func(m testutil.Msg) bool { return m.ID() == last })
 	g.Stop(t)
-	return filepath.Dir(g.LogPath(envelopeHistoryFile))
+	return filepath.Dir(g.LogPath(auditlog.EnvelopeHistory))
 }
 
 // grepE runs grep -E pattern over the files and returns the matching lines;
@@ -85,7 +86,7 @@ func TestAuditLogReferenceGreps(t *testing.T) {
 			t.Parallel()
 			const n = 5
 			dir := writeAuditLog(t, gateway.Options{AuditFormat: format}, n)
-			hist := filepath.Join(dir, envelopeHistoryFile)
+			hist := filepath.Join(dir, auditlog.EnvelopeHistory)
 			for i := range n {
 				id := fmt.Sprintf("a%d", i)
 				// wait_for_envelope, wait_for_envelope_receipt
@@ -118,7 +119,7 @@ func TestAuditLogReferenceGreps(t *testing.T) {
 				t.Errorf("rejection: %d lines", len(got))
 			}
 			// wait_for_capability_grant's grep fallback, in upstream key order
-			dec := filepath.Join(dir, capabilityDecisionsFile)
+			dec := filepath.Join(dir, auditlog.CapabilityDecisions)
 			if got := grepE(t, `"envelope_id":"a0".*"participant":"alice".*"result":"allowed".*"required_capability":"chat"`, dec); len(got) != 1 {
 				t.Errorf("capability decision of a0: %d lines", len(got))
 			}
@@ -140,7 +141,7 @@ func TestAuditLogReferenceGreps(t *testing.T) {
 func TestAuditLogCompactBodies(t *testing.T) {
 	t.Parallel()
 	dir := writeAuditLog(t, gateway.Options{}, 5)
-	b, err := os.ReadFile(filepath.Join(dir, envelopeHistoryFile))
+	b, err := os.ReadFile(filepath.Join(dir, auditlog.EnvelopeHistory))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +226,7 @@ func copyDir(t *testing.T, src string) string {
 func TestLogVerify(t *testing.T) {
 	t.Parallel()
 	src := writeAuditLog(t, gateway.Options{AuditMaxFileSize: 4096, AuditMaxFiles: -1}, 60)
-	files, err := logFiles(src, envelopeHistoryFile)
+	files, err := auditlog.Files(src, auditlog.EnvelopeHistory)
 	if err != nil || len(files) < 4 {
 		t.Fatalf("%d envelope history files (%v), want 4 or more", len(files), err)
 	}
@@ -291,7 +292,7 @@ func TestLogVerify(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyDir(t, src)
-			files, err := logFiles(dir, envelopeHistoryFile)
+			files, err := auditlog.Files(dir, auditlog.EnvelopeHistory)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -304,7 +305,7 @@ func TestLogVerify(t *testing.T) {
 			if !strings.Contains(err.Error(), where) || !strings.Contains(err.Error(), tc.reason) {
 				t.Errorf("verify says %v\nwant %s...%s", err, where, tc.reason)
 			}
-			if !strings.Contains(stdout, "BROKEN at "+where) || !strings.Contains(stdout, capabilityDecisionsFile+": ") || strings.Count(stdout, "BROKEN") != 1 {
+			if !strings.Contains(stdout, "BROKEN at "+where) || !strings.Contains(stdout, auditlog.CapabilityDecisions+": ") || strings.Count(stdout, "BROKEN") != 1 {
 				t.Errorf("output:\n%s", stdout)
 			}
 		})
@@ -330,10 +331,10 @@ func TestLogVerifyRestart(t *testing.T) {
 	}
 	logs := filepath.Join(dir, ".mew", "logs")
 	stdout, _, err := run(t, Options{}, "log", "verify", logs)
-	if err != nil || !strings.Contains(stdout, envelopeHistoryFile+": 1 file, ") {
+	if err != nil || !strings.Contains(stdout, auditlog.EnvelopeHistory+": 1 file, ") {
 		t.Fatalf("verify: %v\n%s", err, stdout)
 	}
-	if got := grepE(t, `"chain_prev":`, filepath.Join(logs, envelopeHistoryFile)); len(got) != 3 {
+	if got := grepE(t, `"chain_prev":`, filepath.Join(logs, auditlog.EnvelopeHistory)); len(got) != 3 {
 		t.Errorf("%d lines with chain_prev, want one per start (3)", len(got))
 	}
 }

@@ -25,6 +25,7 @@ var layer = map[string]int{
 	"agent": 5, "bridge": 5, "tui": 5,
 	"toolsagent":        6,
 	"internal/summary":  2,
+	"auditlog":          3,
 	"internal/testutil": 7, "internal/bench": 7,
 	"internal/cli": 8,
 	"cmd/mew":      9,

@@ -1,0 +1,28 @@
+// Package auditlog reads the gateway's audit log: the directory of
+// envelope-history.jsonl and capability-decisions.jsonl with their rotated
+// files, in either layout the gateway writes (compact or reference; see
+// docs/audit.md).
+//
+// It is the one reader of that format in the module, so that what `mew log`
+// prints, what the gateway's lineage API serves and what [Verify] checks agree:
+//
+//   - [Files] lists a log's files in the order they were written;
+//   - [Scan] streams a log's lines as typed [Record] values, with the body of
+//     a compact delivered line taken from the line that holds it, so that both
+//     layouts read back into the same envelopes;
+//   - [Verify] checks the hash chain and names the first line that was
+//     altered, removed or inserted;
+//   - [Query] selects records by participant, kind, time, id, correlation and
+//     text;
+//   - [BuildIndex] and [Index.Lineage] answer why an envelope happened: the
+//     request that ran it, the proposal it fulfilled and who approved it, the
+//     grant and capability pattern that admitted it, and the conversation
+//     that led to it.
+//
+// The files are input that anyone with access to the directory may have
+// written: every line is bounded ([ReadOptions.MaxLineSize]); a line too long,
+// not JSON or not a record is skipped and counted, never fatal, and never
+// read into memory beyond the bound. The verifier shares no code with the
+// gateway's writer (gateway/internal/audit), so a mistake in the writer's
+// chain shows as a broken log rather than hiding itself.
+package auditlog
