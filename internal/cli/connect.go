@@ -17,6 +17,7 @@ import (
 type spaceConnectFlags struct {
 	spaceLocation
 	participant, gateway string
+	web                  bool // print (and open) a one-time link to the web console instead (web.go)
 }
 
 func newSpaceConnectCmd(opts Options) *cobra.Command {
@@ -41,6 +42,7 @@ Ctrl-C or closing the terminal leaves; the space keeps running.`,
 	fl.StringVar(&f.participant, "participant", "", "the participant to join as (default: the space's default_participant)")
 	addNoUIFlag(fl)
 	fl.StringVar(&f.gateway, "gateway", "", "the gateway's URL (default: the running space's, ws://127.0.0.1:<port>)")
+	fl.BoolVar(&f.web, "web", false, "print, and open when a browser can be, a one-time link to this space in the web console")
 	return cmd
 }
 
@@ -72,6 +74,9 @@ func runSpaceConnect(ctx context.Context, cmd *cobra.Command, opts Options, f sp
 	tokens, err := store.Tokens(cfg.Participant(who))
 	if err != nil {
 		return fmt.Errorf("space connect: token of %s: %w", who, err)
+	}
+	if f.web {
+		return openWebConsole(ctx, cmd, webOptions{Gateway: url, Space: cfg.Space.ID, Token: tokens[0], Getenv: opts.getenv()})
 	}
 	ctx, stop := withHangup(ctx)
 	defer stop()

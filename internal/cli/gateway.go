@@ -48,6 +48,8 @@ type gatewayFlags struct {
 	maxConnections    int
 	maxPending        int
 	maxPendingPerAddr int
+	noConsole         bool
+	allowOrigins      []string
 }
 
 func newGatewayStartCmd() *cobra.Command {
@@ -88,6 +90,8 @@ exits with status 0.`,
 	fl.IntVar(&f.maxConnections, "max-connections", 0, "open connections at most (default: the file-descriptor limit less 64)")
 	fl.IntVar(&f.maxPending, "max-pending", 256, "connections waiting for their join message, at most")
 	fl.IntVar(&f.maxPendingPerAddr, "max-pending-per-addr", 64, "connections waiting for their join message from one address, at most")
+	fl.BoolVar(&f.noConsole, "no-console", false, "do not serve the web console at /console/ (see docs/console.md)")
+	fl.StringSliceVar(&f.allowOrigins, "allow-origin", nil, "browser origins (host[:port] patterns) besides the gateway's own allowed to open WebSockets")
 	return cmd
 }
 
@@ -194,6 +198,8 @@ func runGateway(ctx context.Context, cmd *cobra.Command, f gatewayFlags, explici
 		MaxConnections:    f.maxConnections,
 		MaxPending:        f.maxPending,
 		MaxPendingPerAddr: f.maxPendingPerAddr,
+		NoConsole:         f.noConsole,
+		OriginPatterns:    f.allowOrigins,
 	})
 	if err != nil {
 		return err
