@@ -24,6 +24,7 @@ var layer = map[string]int{
 	"gateway": 4, "participant": 4,
 	"agent": 5, "bridge": 5, "tui": 5,
 	"toolsagent":        6,
+	"console/studio":    7,
 	"internal/summary":  2,
 	"auditlog":          3,
 	"internal/testutil": 7, "internal/bench": 7,
