@@ -1,0 +1,95 @@
+package natscluster
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/mew-protocol/mew/gateway/cluster"
+)
+
+// headerNode names the publishing node of a Broker message.
+const headerNode = "Mew-Node"
+
+// broker fans out on core NATS subjects, one per space. Core NATS keeps the
+// order of one connection's messages to each subscriber, which is the
+// per-sender order the interface promises; it stores nothing, so a node
+// that is disconnected misses what was published meanwhile (its Err says
+// so, and the gateway stops serving the space).
+type broker struct{ n *Node }
+
+func (b broker) subject(space string) string { return b.n.subjPre + escape(space) }
+
+func (b broker) Publish(_ context.Context, space string, data []byte) error {
+	if err := cluster.CheckName(space); err != nil {
+		return err
+	}
+	n := b.n
+	if err := n.Err(); err != nil {
+		return err
+	}
+	msg := &nats.Msg{Subject: b.subject(space), Data: data, Header: nats.Header{headerNode: []string{n.id}}}
+	if err := n.nc.PublishMsg(msg); err != nil {
+		return fmt.Errorf("natscluster: publish to %s: %w", space, n.unavailable(err))
+	}
+	return nil
+}
+
+type subscription struct {
+	n    *Node
+	sub  *nats.Subscription
+	once sync.Once
+}
+
+func (b broker) Subscribe(ctx context.Context, space string, h func(cluster.Message)) (cluster.Subscription, error) {
+	if err := cluster.CheckName(space); err != nil {
+		return nil, err
+	}
+	n := b.n
+	if err := n.Err(); err != nil {
+		return nil, err
+	}
+	sub, err := n.nc.Subscribe(b.subject(space), func(m *nats.Msg) {
+		from := m.Header.Get(headerNode)
+		if from == n.id || cluster.CheckName(from) != nil {
+			return // our own (a connection without NoEcho), or not a node's
+		}
+		h(cluster.Message{Node: from, Data: m.Data})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("natscluster: subscribe to %s: %w", space, n.unavailable(err))
+	}
+	s := &subscription{n: n, sub: sub}
+	// The interest must reach the server before Subscribe returns, or the
+	// first messages published after it could miss this node.
+	if err := n.nc.FlushTimeout(n.timeout); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("natscluster: subscribe to %s: %w", space, n.unavailable(err))
+	}
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		_ = sub.Unsubscribe()
+		return nil, cluster.ErrClosed
+	}
+	n.subs[sub] = struct{}{}
+	n.mu.Unlock()
+	context.AfterFunc(ctx, func() { _ = s.Unsubscribe() })
+	return s, nil
+}
+
+func (s *subscription) Unsubscribe() error {
+	var err error
+	s.once.Do(func() {
+		s.n.mu.Lock()
+		delete(s.n.subs, s.sub)
+		s.n.mu.Unlock()
+		err = s.sub.Unsubscribe()
+	})
+	if err != nil && s.n.nc.IsClosed() {
+		return nil
+	}
+	return err
+}

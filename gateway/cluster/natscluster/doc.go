@@ -1,0 +1,28 @@
+// Package natscluster implements the cluster interfaces on NATS: several
+// gateway nodes, each with its own connection to a NATS server or cluster.
+//
+//   - Broker: core NATS, one subject per space, mew.<cluster>.space.<space>;
+//     each message carries its node's id in the Mew-Node header.
+//   - State: the JetStream key-value bucket mew_<cluster>_state (history 1,
+//     file storage, per-key TTL with limit markers so that watches see
+//     expiries), keys <space>.<segment>.<segment>…; compare-and-swap is the
+//     stream's expected last sequence per subject, which is the revision.
+//   - Presence: the bucket mew_<cluster>_presence, whose MaxAge is the
+//     presence TTL: each node refreshes its entries every third of the TTL
+//     (by compare-and-swap, never over a newer join), so the entries of a
+//     node that dies expire within the TTL.
+//
+// Names are escaped into NATS-safe tokens (names.go), injectively and
+// reversibly, so that no space id can reach another's subjects or keys.
+//
+// A Node owns one goroutine (the presence heartbeat) and one per watch;
+// NATS owns one per subscription. Close ends them all. Err reports the
+// connection's state: while it is down the gateway must not accept
+// envelopes for shared spaces (what a disconnected node publishes is held
+// in the client's reconnect buffer, and what the others publish meanwhile
+// it never sees). Watches resume by themselves after a reconnection: the
+// KV watch is an ordered consumer, which recreates itself where it left off.
+//
+// StartServer embeds a NATS server with JetStream, for tests and for
+// single-binary development clusters.
+package natscluster

@@ -1,0 +1,266 @@
+package natscluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mew-protocol/mew/gateway/cluster"
+)
+
+// Defaults of Options.
+const (
+	DefaultCluster     = "mew"
+	DefaultPresenceTTL = 10 * time.Second
+	// markerTTL is how long a bucket keeps the marker of an expired or
+	// purged key, so that a watch that was briefly disconnected still sees
+	// the deletion when it resumes.
+	markerTTL = time.Minute
+)
+
+// Options configure a Node.
+type Options struct {
+	// NodeID names the node, unique in the cluster. Required.
+	NodeID string
+	// Cluster names the cluster: subjects and buckets are derived from it,
+	// so clusters with different names share a NATS system without seeing
+	// each other. [A-Za-z0-9_-]{1,32}; "" is DefaultCluster.
+	Cluster string
+	// URL is the NATS server (or comma-separated servers) to connect to,
+	// when Conn is nil.
+	URL string
+	// Conn is a connection to use instead of dialing URL. The Node does not
+	// close it. It should be made with nats.NoEcho(); otherwise the Node
+	// filters its own messages out itself.
+	Conn *nats.Conn
+	// PresenceTTL is how long a participant's presence outlives its node's
+	// last refresh; the node refreshes every third of it. Whole seconds, at
+	// least one; 0 is DefaultPresenceTTL.
+	PresenceTTL time.Duration
+	// Replicas is the JetStream replication of the buckets: 1 for a single
+	// NATS server, 3 for a three-server cluster. 0 is 1.
+	Replicas int
+	// RequestTimeout bounds each JetStream request. 0 is 5s.
+	RequestTimeout time.Duration
+}
+
+// Node is a gateway node of a NATS cluster. See the package doc.
+//
+// Lock order: Node.mu, then nothing (calls out to NATS are made without it).
+type Node struct {
+	id      string
+	nc      *nats.Conn
+	ownConn bool
+	js      jetstream.JetStream
+	state   jetstream.KeyValue
+	pres    jetstream.KeyValue
+	subjPre string
+	ttl     time.Duration
+	timeout time.Duration
+
+	stop context.CancelFunc // ends the heartbeat loop and the watches
+	ctx  context.Context
+	wg   sync.WaitGroup // the heartbeat loop and the watch pumps
+
+	mu       sync.Mutex
+	closed   bool
+	joined   map[joinKey]*joined // presence entries this node keeps alive
+	subs     map[*nats.Subscription]struct{}
+	watchers map[*watcher]struct{}
+	slow     uint64 // slow-consumer events: messages NATS dropped for this node
+}
+
+type joinKey struct{ space, participant string }
+
+type joined struct {
+	value []byte
+	conn  string
+	rev   uint64
+}
+
+var _ cluster.Node = (*Node)(nil)
+
+// New connects a node to the cluster and makes sure the buckets exist.
+func New(ctx context.Context, o Options) (*Node, error) {
+	if err := cluster.CheckName(o.NodeID); err != nil {
+		return nil, fmt.Errorf("natscluster: node id: %w", err)
+	}
+	if o.Cluster == "" {
+		o.Cluster = DefaultCluster
+	}
+	if !clusterName.MatchString(o.Cluster) {
+		return nil, fmt.Errorf("natscluster: cluster name %q: %w", o.Cluster, cluster.ErrInvalid)
+	}
+	ttl := o.PresenceTTL
+	if ttl == 0 {
+		ttl = DefaultPresenceTTL
+	}
+	if ttl < time.Second || ttl%time.Second != 0 {
+		return nil, fmt.Errorf("natscluster: presence TTL %v is not whole seconds: %w", ttl, cluster.ErrInvalid)
+	}
+	if o.Replicas == 0 {
+		o.Replicas = 1
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = 5 * time.Second
+	}
+	n := &Node{
+		id: o.NodeID, subjPre: subjectPrefix(o.Cluster), ttl: ttl, timeout: o.RequestTimeout,
+		joined: make(map[joinKey]*joined), subs: make(map[*nats.Subscription]struct{}),
+		watchers: make(map[*watcher]struct{}),
+	}
+	n.nc = o.Conn
+	if n.nc == nil {
+		nc, err := nats.Connect(o.URL,
+			nats.Name("mew-gateway "+o.NodeID), nats.NoEcho(),
+			nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
+			nats.ErrorHandler(n.asyncError))
+		if err != nil {
+			return nil, fmt.Errorf("natscluster: connect %s: %w: %w", o.URL, cluster.ErrUnavailable, err)
+		}
+		n.nc, n.ownConn = nc, true
+	}
+	fail := func(err error) (*Node, error) {
+		if n.ownConn {
+			n.nc.Close()
+		}
+		return nil, err
+	}
+	js, err := jetstream.New(n.nc, jetstream.WithDefaultTimeout(o.RequestTimeout))
+	if err != nil {
+		return fail(fmt.Errorf("natscluster: jetstream: %w", err))
+	}
+	n.js = js
+	n.state, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: stateBucket(o.Cluster), Description: "mew: the shared state of spaces",
+		History: 1, MaxValueSize: cluster.MaxValueLen, Replicas: o.Replicas,
+		Storage: jetstream.FileStorage, LimitMarkerTTL: markerTTL,
+	})
+	if err != nil {
+		return fail(fmt.Errorf("natscluster: state bucket: %w", n.unavailable(err)))
+	}
+	n.pres, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: presenceBucket(o.Cluster), Description: "mew: who is connected where",
+		History: 1, MaxValueSize: cluster.MaxValueLen, Replicas: o.Replicas, TTL: ttl,
+		Storage: jetstream.MemoryStorage, LimitMarkerTTL: markerTTL,
+	})
+	if err != nil {
+		return fail(fmt.Errorf("natscluster: presence bucket: %w", n.unavailable(err)))
+	}
+	n.ctx, n.stop = context.WithCancel(context.Background())
+	n.wg.Go(n.heartbeat)
+	return n, nil
+}
+
+// asyncError counts what NATS reports asynchronously; a slow consumer means
+// messages were dropped for this node, which Err then reports.
+func (n *Node) asyncError(_ *nats.Conn, _ *nats.Subscription, err error) {
+	if errors.Is(err, nats.ErrSlowConsumer) {
+		n.mu.Lock()
+		n.slow++
+		n.mu.Unlock()
+	}
+}
+
+// ID implements cluster.Node.
+func (n *Node) ID() string { return n.id }
+
+// Broker implements cluster.Node.
+func (n *Node) Broker() cluster.Broker { return broker{n} }
+
+// State implements cluster.Node.
+func (n *Node) State() cluster.State { return state{n} }
+
+// Presence implements cluster.Node.
+func (n *Node) Presence() cluster.Presence { return presence{n} }
+
+// Err implements cluster.Node: nil while the connection to NATS is up.
+func (n *Node) Err() error {
+	n.mu.Lock()
+	closed := n.closed
+	n.mu.Unlock()
+	if closed {
+		return cluster.ErrClosed
+	}
+	if st := n.nc.Status(); st != nats.CONNECTED {
+		return fmt.Errorf("natscluster: node %s: NATS connection %s: %w", n.id, st, cluster.ErrUnavailable)
+	}
+	return nil
+}
+
+// SlowConsumerEvents is how many times NATS dropped messages for this node
+// because it did not read them fast enough (for /metrics).
+func (n *Node) SlowConsumerEvents() uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.slow
+}
+
+// unavailable marks err as ErrUnavailable when the connection is down,
+// so that callers can tell "NATS is away" from "the request was wrong".
+func (n *Node) unavailable(err error) error {
+	if err == nil {
+		return nil
+	}
+	if n.nc.Status() != nats.CONNECTED || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrConnectionClosed) {
+		return fmt.Errorf("%w: %w", cluster.ErrUnavailable, err)
+	}
+	return err
+}
+
+// Close implements cluster.Node: it removes the node's presence entries
+// (the others see its participants leave at once), ends its subscriptions
+// and watches, stops its goroutines, and closes the connection it made.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	joined := n.joined
+	n.joined = nil
+	subs, ws := n.subs, n.watchers
+	n.subs, n.watchers = nil, nil
+	n.mu.Unlock()
+
+	n.stop()
+	if n.nc.IsConnected() {
+		ctx, cancel := context.WithTimeout(context.Background(), n.timeout)
+		for k, j := range joined {
+			_ = n.pres.Purge(ctx, kvKey(k.space, k.participant), jetstream.LastRevision(j.rev))
+		}
+		cancel()
+	}
+	for s := range subs {
+		_ = s.Unsubscribe()
+	}
+	for w := range ws {
+		w.Stop()
+	}
+	n.wg.Wait()
+	if n.ownConn {
+		n.nc.Close()
+	}
+	return nil
+}
+
+// crash stops the node as a SIGKILL would, for tests of failure: no
+// presence entry is removed, the refreshes stop, the connection closes.
+func (n *Node) crash() {
+	n.mu.Lock()
+	n.joined = make(map[joinKey]*joined)
+	n.mu.Unlock()
+	n.stop()
+	n.wg.Wait()
+	if n.ownConn {
+		n.nc.Close()
+	}
+	_ = n.Close()
+}

@@ -1,0 +1,177 @@
+package natscluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mew-protocol/mew/gateway/cluster"
+)
+
+// Presence lives in its own bucket whose MaxAge is the TTL: every refresh
+// is a new write, so an entry lives TTL past its last refresh, and the
+// bucket's limit markers let watches see the expiry as a deletion.
+
+type presence struct{ n *Node }
+
+func (p presence) TTL() time.Duration { return p.n.ttl }
+
+func (p presence) Join(ctx context.Context, space string, m cluster.Member) error {
+	n := p.n
+	m.Node = n.id
+	if m.Since.IsZero() {
+		m.Since = time.Now()
+	}
+	if err := cluster.CheckName(space); err != nil {
+		return err
+	}
+	v, err := cluster.Encode(m)
+	if err != nil {
+		return err
+	}
+	if _, err := cluster.DecodeMember(v); err != nil {
+		return err
+	}
+	if err := n.Err(); err != nil {
+		return err
+	}
+	rev, err := n.pres.Put(ctx, kvKey(space, m.Participant), v)
+	if err != nil {
+		return fmt.Errorf("natscluster: join %s in %s: %w", m.Participant, space, n.unavailable(err))
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return cluster.ErrClosed
+	}
+	n.joined[joinKey{space, m.Participant}] = &joined{value: v, conn: m.Conn, rev: rev}
+	return nil
+}
+
+func (p presence) Leave(ctx context.Context, space, participant, conn string) error {
+	n := p.n
+	if err := cluster.CheckName(space); err != nil {
+		return err
+	}
+	if err := cluster.CheckName(participant); err != nil {
+		return err
+	}
+	k := joinKey{space, participant}
+	n.mu.Lock()
+	if j := n.joined[k]; j != nil && j.conn == conn {
+		delete(n.joined, k)
+	}
+	n.mu.Unlock()
+	key := kvKey(space, participant)
+	e, err := n.pres.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("natscluster: leave %s: %w", participant, n.unavailable(err))
+	}
+	if m, err := cluster.DecodeMember(e.Value()); err == nil && m.Conn != conn {
+		return nil // replaced by a newer connection: its entry stays
+	}
+	err = n.pres.Purge(ctx, key, jetstream.LastRevision(e.Revision()))
+	if err != nil && !isConflict(err) {
+		return fmt.Errorf("natscluster: leave %s: %w", participant, n.unavailable(err))
+	}
+	return nil
+}
+
+func (p presence) List(ctx context.Context, space string) ([]cluster.Member, error) {
+	if err := cluster.CheckName(space); err != nil {
+		return nil, err
+	}
+	w, err := p.Watch(ctx, space)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Stop()
+	var out []cluster.Member
+	for e := range w.Changes() {
+		if e.Op == cluster.OpSynced {
+			return out, nil
+		}
+		if m, err := cluster.DecodeMember(e.Value); err == nil {
+			out = append(out, m)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("natscluster: list %s: %w", space, p.n.unavailable(cluster.ErrUnavailable))
+}
+
+func (p presence) Watch(ctx context.Context, space string) (cluster.Watcher, error) {
+	return p.n.watch(ctx, p.n.pres, space)
+}
+
+// heartbeat refreshes this node's presence entries every third of the TTL,
+// by compare-and-swap so that a refresh never overwrites a newer join on
+// another node. An entry found replaced is forgotten; one found expired
+// (the node was cut off from NATS for longer than the TTL while its
+// participant stayed connected) is created again.
+func (n *Node) heartbeat() {
+	t := time.NewTicker(n.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		}
+		n.mu.Lock()
+		batch := make(map[joinKey]joined, len(n.joined))
+		for k, j := range n.joined {
+			batch[k] = *j
+		}
+		n.mu.Unlock()
+		for k, j := range batch {
+			n.refresh(k, j)
+		}
+	}
+}
+
+func (n *Node) refresh(k joinKey, j joined) {
+	ctx, cancel := context.WithTimeout(n.ctx, n.timeout)
+	defer cancel()
+	key := kvKey(k.space, k.participant)
+	rev, err := n.pres.Update(ctx, key, j.value, j.rev)
+	if isConflict(err) {
+		e, gerr := n.pres.Get(ctx, key)
+		switch {
+		case errors.Is(gerr, jetstream.ErrKeyNotFound):
+			rev, err = n.pres.Create(ctx, key, j.value)
+		case gerr == nil:
+			if m, derr := cluster.DecodeMember(e.Value()); derr == nil && m.Conn == j.conn {
+				rev, err = e.Revision(), nil
+				break
+			}
+			n.forget(k, j.conn)
+			return
+		default:
+			err = gerr
+		}
+	}
+	if err != nil {
+		return // NATS is away: Err says so; the next tick tries again
+	}
+	n.mu.Lock()
+	if cur := n.joined[k]; cur != nil && cur.conn == j.conn {
+		cur.rev = rev
+	}
+	n.mu.Unlock()
+}
+
+func (n *Node) forget(k joinKey, conn string) {
+	n.mu.Lock()
+	if cur := n.joined[k]; cur != nil && cur.conn == conn {
+		delete(n.joined, k)
+	}
+	n.mu.Unlock()
+}

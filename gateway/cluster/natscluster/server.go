@@ -1,0 +1,81 @@
+package natscluster
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// ServerOptions configure an embedded NATS server with JetStream: the
+// `--nats embedded[:PORT]` of `mew gateway start`, and the tests.
+type ServerOptions struct {
+	// Name is the server's name, unique in a NATS cluster. "" lets the
+	// server pick one.
+	Name string
+	// Host and Port are where clients connect. "" is 127.0.0.1; Port 0 is
+	// any free port (read it back from ClientURL).
+	Host string
+	Port int
+	// StoreDir holds JetStream's files. Required.
+	StoreDir string
+	// ClusterName, ClusterPort and Routes join the server to a NATS
+	// cluster of servers (JetStream replicas need three). ClusterPort -1 is
+	// any free port; 0 is no cluster. Routes are nats-route://host:port
+	// URLs of the other servers.
+	ClusterName string
+	ClusterPort int
+	Routes      []string
+	// MaxMemory and MaxStore bound JetStream's memory and disk, in bytes;
+	// 0 lets the server decide.
+	MaxMemory, MaxStore int64
+	// Logs turns the server's log on (to stderr).
+	Logs bool
+}
+
+// StartServer starts an embedded NATS server with JetStream in this process
+// and waits until it accepts connections. The caller owns it: Shutdown
+// stops it, WaitForShutdown waits for its goroutines.
+func StartServer(o ServerOptions) (*server.Server, error) {
+	if o.StoreDir == "" {
+		return nil, errors.New("natscluster: embedded server: no store dir")
+	}
+	if o.Host == "" {
+		o.Host = "127.0.0.1"
+	}
+	if o.Port == 0 {
+		o.Port = -1
+	}
+	opts := &server.Options{
+		ServerName: o.Name, Host: o.Host, Port: o.Port,
+		JetStream: true, StoreDir: o.StoreDir,
+		JetStreamMaxMemory: o.MaxMemory, JetStreamMaxStore: o.MaxStore,
+		NoLog: !o.Logs, NoSigs: true,
+	}
+	if o.ClusterPort != 0 {
+		opts.Cluster = server.ClusterOpts{Name: o.ClusterName, Host: o.Host, Port: o.ClusterPort}
+		for _, r := range o.Routes {
+			u, err := url.Parse(r)
+			if err != nil {
+				return nil, fmt.Errorf("natscluster: route %q: %w", r, err)
+			}
+			opts.Routes = append(opts.Routes, u)
+		}
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("natscluster: embedded server: %w", err)
+	}
+	if o.Logs {
+		s.ConfigureLogger()
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		s.Shutdown()
+		s.WaitForShutdown()
+		return nil, errors.New("natscluster: embedded server not ready after 10s")
+	}
+	return s, nil
+}
