@@ -16,9 +16,9 @@ import (
 // discardSink stands in for a peer that reads as fast as it can.
 type discardSink struct{}
 
-func (discardSink) write(context.Context, frame) error { return nil }
-func (discardSink) idle() error                        { return nil }
-func (discardSink) close(websocket.StatusCode, string) {}
+func (discardSink) write(context.Context, []frame) error { return nil }
+func (discardSink) idle() error                          { return nil }
+func (discardSink) close(websocket.StatusCode, string)   {}
 
 // benchServer returns a server whose space has n participants connected
 // through discarding sinks, and the origin of the first.

@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,7 +37,8 @@ type frame struct {
 
 // sink is where a session's frames end up: a WebSocket or an output_log file.
 type sink interface {
-	write(ctx context.Context, f frame) error
+	// write writes a batch of frames, in order.
+	write(ctx context.Context, fs []frame) error
 	// idle is called when the queue has drained, so that a buffered sink
 	// can flush.
 	idle() error
@@ -268,13 +272,11 @@ func (s *session) run(ping func(context.Context) error) {
 		select {
 		case <-s.q.wake:
 			batch = s.q.take(batch)
-			for i, f := range batch {
-				if !s.writeOne(f) {
-					s.finish()
-					return
-				}
-				batch[i] = frame{} // let the data go as soon as it is written
+			if !s.writeFrames(batch) {
+				s.finish()
+				return
 			}
+			clear(batch) // let the data go now that it is written
 			if cap(batch) > 1024 {
 				batch = nil // give a burst's buffer back
 			}
@@ -329,15 +331,15 @@ func (s *session) noticeDropped() bool {
 		Protocol: protocol.Version, ID: protocol.NewID(), TS: protocol.FormatTime(now),
 		From: protocol.GatewayID, To: []string{s.id}, Kind: protocol.KindSystemError, Payload: append(p, '}'),
 	}
-	return s.writeOne(frame{data: env.AppendJSON(nil)})
+	return s.writeFrames([]frame{{data: env.AppendJSON(nil)}})
 }
 
-// writeOne writes one frame. Instead of a context with a deadline per write
-// (which cost a third of the routing CPU), the write's start is recorded and
-// the server's watchdog cancels a session whose write is stuck.
-func (s *session) writeOne(f frame) bool {
+// writeFrames writes a batch of frames. Instead of a context with a deadline
+// per write (which cost a third of the routing CPU), the write's start is
+// recorded and the server's watchdog cancels a session whose write is stuck.
+func (s *session) writeFrames(fs []frame) bool {
 	s.writing.Store(nanotime())
-	err := s.sink.write(s.ctx, f)
+	err := s.sink.write(s.ctx, fs)
 	s.writing.Store(0)
 	if err != nil {
 		s.abort(websocket.StatusInternalError, "write failed")
@@ -350,10 +352,8 @@ func (s *session) writeOne(f frame) bool {
 // going away does not need it) and closes the sink.
 func (s *session) finish() {
 	if s.transport == transportVirtual {
-		for _, f := range s.q.take(nil) {
-			if !s.writeOne(f) {
-				break
-			}
+		if fs := s.q.take(nil); len(fs) > 0 {
+			s.writeFrames(fs)
 		}
 		_ = s.sink.idle()
 	}
@@ -376,15 +376,35 @@ var epoch = time.Now()
 
 func nanotime() int64 { return int64(time.Since(epoch)) }
 
-// wsSink writes to a WebSocket.
-type wsSink struct{ conn *websocket.Conn }
+// wsSink writes to a WebSocket whose network connection is nc.
+type wsSink struct {
+	conn *websocket.Conn
+	nc   *corkConn
+}
 
-func (w wsSink) write(ctx context.Context, f frame) error {
-	typ := websocket.MessageText
-	if f.binary {
-		typ = websocket.MessageBinary
+// write writes a batch corked: the frames leave in as few writes to the
+// socket as their size allows, one for most batches.
+//
+// It passes the library no context: a cancellable one costs a registration
+// per message there. A blocked write ends instead when the session's
+// context is cancelled, which closes the socket (see serveWS).
+func (w wsSink) write(_ context.Context, fs []frame) error {
+	w.nc.cork()
+	for i := range fs {
+		typ := websocket.MessageText
+		if fs[i].binary {
+			typ = websocket.MessageBinary
+		}
+		err := w.conn.Write(context.Background(), typ, fs[i].data)
+		if err == nil && w.nc.full() {
+			err = w.nc.flush()
+		}
+		if err != nil {
+			_ = w.nc.uncork()
+			return err
+		}
 	}
-	return w.conn.Write(ctx, typ, f.data)
+	return w.nc.uncork()
 }
 
 func (wsSink) idle() error { return nil }
@@ -421,15 +441,113 @@ func openFileSink(path string) (*fileSink, error) {
 	return &fileSink{f: f, w: bufio.NewWriterSize(f, 32<<10)}, nil
 }
 
-func (s *fileSink) write(_ context.Context, f frame) error {
-	if _, err := s.w.Write(f.data); err != nil {
-		return err
+func (s *fileSink) write(_ context.Context, fs []frame) error {
+	for _, f := range fs {
+		if _, err := s.w.Write(f.data); err != nil {
+			return err
+		}
+		if err := s.w.WriteByte('\n'); err != nil {
+			return err
+		}
 	}
-	return s.w.WriteByte('\n')
+	return nil
 }
 
 func (s *fileSink) idle() error { return s.w.Flush() }
 
 func (s *fileSink) close(websocket.StatusCode, string) {
 	_ = errors.Join(s.w.Flush(), s.f.Close())
+}
+
+// corkConn is the socket under a gateway WebSocket. While the writer has it
+// corked, what the library writes is gathered in a pooled buffer and sent in
+// one write on flush or uncork, instead of one write per frame; uncorked, it
+// writes through. Another goroutine's frames (pings, pongs, close frames)
+// are small enough to reach it in one Write from the library's buffered
+// writer, so they land between data frames, never inside one. An idle
+// connection holds no buffer.
+type corkConn struct {
+	net.Conn
+	mu  sync.Mutex
+	buf *[]byte // while corked; nil otherwise
+}
+
+const (
+	corkFlushAt = 64 << 10  // a batch's bytes are sent at least this often
+	corkKeepMax = 128 << 10 // larger buffers are not pooled
+)
+
+var corkPool sync.Pool // of *[]byte, empty
+
+func (c *corkConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.buf != nil {
+		*c.buf = append(*c.buf, p...)
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+// cork starts gathering writes.
+func (c *corkConn) cork() {
+	b, _ := corkPool.Get().(*[]byte)
+	if b == nil {
+		b = new([]byte)
+	}
+	c.mu.Lock()
+	c.buf = b
+	c.mu.Unlock()
+}
+
+// full reports whether enough is gathered to be sent now.
+func (c *corkConn) full() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf != nil && len(*c.buf) >= corkFlushAt
+}
+
+// flush sends what is gathered and stays corked.
+func (c *corkConn) flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.flushLocked()
+}
+
+func (c *corkConn) flushLocked() error {
+	if c.buf == nil || len(*c.buf) == 0 {
+		return nil
+	}
+	_, err := c.Conn.Write(*c.buf)
+	*c.buf = (*c.buf)[:0]
+	return err
+}
+
+// uncork sends what is gathered and gives the buffer back.
+func (c *corkConn) uncork() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := c.flushLocked()
+	if b := c.buf; b != nil && cap(*b) <= corkKeepMax {
+		*b = (*b)[:0]
+		corkPool.Put(b)
+	}
+	c.buf = nil
+	return err
+}
+
+// corkHijacker hands websocket.Accept the connection as a corkConn.
+type corkHijacker struct {
+	http.ResponseWriter
+	nc *corkConn // set by Hijack
+}
+
+func (h *corkHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	raw, brw, err := http.NewResponseController(h.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, fmt.Errorf("hijack: %w", err)
+	}
+	h.nc = &corkConn{Conn: raw}
+	brw.Writer.Reset(h.nc) // the server's buffer, which it keeps anyway
+	return h.nc, brw, nil
 }
