@@ -17,6 +17,8 @@ type Entry struct {
 	Env        *protocol.Envelope // the decoded body
 	Recipients []string           // the participants it was delivered to, in order
 	Decisions  []*Record          // capability checks of this envelope
+
+	seq int // its place in Index.order
 }
 
 // Rejected reports whether the gateway refused the envelope.
@@ -93,7 +95,7 @@ func BuildIndex(ctx context.Context, dir string, opts IndexOptions) (*Index, err
 		if held += int64(len(r.Envelope)); held > budget {
 			return fmt.Errorf("%w (%d bytes of bodies)", ErrTooLarge, budget)
 		}
-		e := &Entry{Record: r, Env: env}
+		e := &Entry{Record: r, Env: env, seq: len(ix.order)}
 		if r.Origin {
 			e.Recipients = []string{r.Participant}
 		}

@@ -134,7 +134,7 @@ func (w *walker) explain(e *Entry, depth int) *Node {
 		case t.Env.Kind == protocol.KindMCPProposal && env.Kind == protocol.KindMCPRequest:
 			p := w.explain(t, depth+1)
 			p.Relation = RelFulfills
-			p.Children = append([]*Node{note(RelApproved, "approved by %s, who carried it out with %s at %s",
+			p.Children = append([]*Node{note(RelApproved, "%s, who carried it out with %s at %s",
 				nameOf(env.From), env.ID, stamp(e.Record.Time))}, p.Children...)
 			n.Children = append(n.Children, p)
 		case env.Kind == protocol.KindMCPResponse:
@@ -165,14 +165,14 @@ func (w *walker) admission(e *Entry) []*Node {
 	var out []*Node
 	for _, d := range e.Decisions {
 		if d.Result != "allowed" {
-			k := note(RelRefused, "refused: %s holds no capability for %s", nameOf(d.Participant), d.RequiredCapability)
+			k := note(RelRefused, "%s holds no capability for %s", nameOf(d.Participant), d.RequiredCapability)
 			if len(d.Granted) > 0 {
 				k.Children = append(k.Children, note(RelNote, "its capabilities were %s", summary.Compact(d.Granted)))
 			}
 			out = append(out, k)
 			continue
 		}
-		a := note(RelAdmitted, "admitted by %s (%s)", summary.Compact(d.MatchedCapability), sourceText(d))
+		a := note(RelAdmitted, "%s (%s)", summary.Compact(d.MatchedCapability), sourceText(d))
 		if gid := d.Meta("grant_id"); gid != "" {
 			a.Children = append(a.Children, w.grantNode(gid, d.Time))
 		}
@@ -181,7 +181,7 @@ func (w *walker) admission(e *Entry) []*Node {
 	if e.Rejected() {
 		reason := e.Record.Meta("reason")
 		if len(e.Decisions) == 0 || reason != "capability_violation" {
-			out = append(out, note(RelRefused, "refused by the gateway: %s", nameOr(reason, "no reason recorded")))
+			out = append(out, note(RelRefused, "by the gateway: %s", nameOr(reason, "no reason recorded")))
 		}
 		for _, r := range w.ix.replies[e.Env.ID] {
 			if r.Env.Kind == protocol.KindSystemError && !w.seen[r] {
@@ -226,7 +226,6 @@ func (w *walker) grantNode(gid string, at time.Time) *Node {
 	}
 	n := note(RelGrant, "grant %s from %s to %s", gid, nameOf(g.By), nameOf(g.To))
 	if g.Entry != nil {
-		n.Text += " at " + stamp(g.Entry.Record.Time)
 		n.At = fmt.Sprintf("%s:%d", g.Entry.Record.File, g.Entry.Record.Line)
 		n.ID, n.Kind, n.From, n.To, n.Time, n.entry = gid, g.Entry.Env.Kind, g.Entry.Env.From, g.Entry.Env.To, g.Entry.Record.Time, g.Entry
 		if !w.seen[g.Entry] {
@@ -308,12 +307,12 @@ func (w *walker) reasoningOf(e *Entry) (r *Entry, inferred bool) {
 		}
 		return nil, false
 	}
-	for i := len(w.ix.order) - 1; i >= 0; i-- {
+	for i := e.seq - 1; i >= 0; i-- {
 		s := w.ix.order[i]
-		if s.Record.Time.After(e.Record.Time) || s.Env.Kind != protocol.KindReasoningStart || s.Env.From != env.From {
+		if s.Env.Kind != protocol.KindReasoningStart || s.Env.From != env.From {
 			continue
 		}
-		if end := w.end(s); end == nil || !end.Record.Time.Before(e.Record.Time) {
+		if end := w.end(s); end == nil || end.seq > e.seq {
 			return s, true
 		}
 		return nil, false
@@ -336,11 +335,8 @@ func (w *walker) end(s *Entry) *Entry {
 func (w *walker) steps(s *Entry, depth int) []*Node {
 	end := w.end(s)
 	var out []*Node
-	for _, e := range w.ix.order {
-		if e.Record.Time.Before(s.Record.Time) || e == s {
-			continue
-		}
-		if end != nil && e.Record.Time.After(end.Record.Time) {
+	for _, e := range w.ix.order[s.seq+1:] {
+		if end != nil && e.seq > end.seq {
 			break
 		}
 		inContext := e.Env.Context == s.Env.ID
@@ -362,7 +358,7 @@ func (w *walker) steps(s *Entry, depth int) []*Node {
 		n := envNode(RelStep, e)
 		if call {
 			n.Children = append(n.Children, w.admission(e)...)
-			w.followers(n, e, depth+1)
+			w.followers(n, e, 0)
 		}
 		out = append(out, n)
 	}

@@ -137,12 +137,18 @@ func New(opts Options) (*Server, error) {
 	return srv, nil
 }
 
+// auditDir is the audit log's directory: Options.LogDir, or the logs
+// directory of the first space.
+func (srv *Server) auditDir() string {
+	if srv.opts.LogDir != "" {
+		return srv.opts.LogDir
+	}
+	return filepath.Join(srv.order[0].cfg.MewDir, "logs")
+}
+
 func (srv *Server) openAudit() error {
 	first := srv.order[0].cfg
-	dir := srv.opts.LogDir
-	if dir == "" {
-		dir = filepath.Join(first.MewDir, "logs")
-	}
+	dir := srv.auditDir()
 	lg := first.Logging
 	on := !srv.opts.NoAudit && lg.Enabled
 	a, err := audit.Open(audit.Options{
