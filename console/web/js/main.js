@@ -1,1 +1,486 @@
+// The space view: joining, the live stream with a renderer per kind,
+// compose, participants, grants, streams; approvals and pictures have
+// modules of their own.
+import { h, add, clear, short, json } from "./dom.js";
+import { markdown } from "./md.js";
+import { allows } from "./caps.js";
+import { Conn, exchange } from "./conn.js";
+import { State } from "./state.js";
+import { Approvals } from "./approve.js";
+import { drawChain, drawMap } from "./pictures.js";
 
+const $ = (sel) => document.querySelector(sel);
+const HIDDEN = new Set(["chat/acknowledge", "system/heartbeat", "participant/status", "capability/grant-ack",
+  "floor/responding-to", "floor/yield", "participant/compact-done", "system/welcome"]);
+const CONTROLS = [
+  ["participant/pause", "Pause"], ["participant/resume", "Resume"], ["participant/request-status", "Status"],
+  ["participant/forget", "Forget"], ["participant/compact", "Compact"], ["participant/clear", "Clear"],
+  ["participant/restart", "Restart"], ["participant/shutdown", "Shutdown"],
+];
+
+const st = new State();
+let conn = null;
+const requests = new Map(); // request id -> its entry, for pairing the answer
+const thinking = new Map(); // reasoning/start id -> {el, n, started, last, ended}
+let approvals = null;
+
+function app() {
+  const root = $("#app");
+  add(root, [
+    h("header", null,
+      h("h1", null, "mew"),
+      h("span", { id: "status", class: "status" }, "not joined"),
+      h("span", { id: "whoami" }),
+      h("button", { id: "leave", type: "button", hidden: true, onclick: leave }, "Leave")),
+    h("section", { id: "login" },
+      h("form", { id: "login-form", autocomplete: "off", onsubmit: (e) => { e.preventDefault(); joinWithToken(); } },
+        h("h2", null, "Join a space"),
+        h("label", null, "Space ", h("input", { id: "login-space", name: "space", placeholder: "(the gateway's only space)" })),
+        h("label", null, "Token ", h("input", { id: "login-token", name: "token", type: "password", required: true })),
+        h("button", { id: "login-go", type: "submit" }, "Join"),
+        h("p", { id: "login-error", class: "error" }),
+        h("p", { class: "hint" }, "The token stays in this page's memory: it is not stored, and a reload asks again. ",
+          "mew space connect --web prints a one-time link instead."))),
+    h("main", { id: "space", hidden: true },
+      h("section", { id: "left" },
+        h("div", { id: "stream", role: "log", "aria-live": "polite" }),
+        h("form", { id: "compose", onsubmit: (e) => { e.preventDefault(); sendLine(); } },
+          h("div", { id: "complete", hidden: true }),
+          h("input", { id: "compose-input", autocomplete: "off", placeholder: "message · @id to address · {json} for an envelope" }),
+          h("button", { type: "submit" }, "Send"))),
+      h("aside", { id: "right" },
+        h("section", { id: "approvals" }, h("h2", null, "Approvals"), h("div", { id: "queue" })),
+        h("section", null, h("h2", null, "Participants"), h("div", { id: "participants" })),
+        h("section", null, h("h2", null, "Grants ", h("button", { id: "grants-refresh", type: "button", onclick: refreshGrants }, "↻")),
+          h("div", { id: "grants" })),
+        h("section", null, h("h2", null, "Streams"), h("div", { id: "streams" })),
+        h("section", null, h("h2", null, "Who talks to whom (last minute)"), h("div", { id: "map" })))),
+    h("section", { id: "chain", hidden: true },
+      h("div", { class: "chain-head" }, h("h2", null, "Correlation chain"),
+        h("button", { id: "chain-close", type: "button", onclick: () => { $("#chain").hidden = true; } }, "Close")),
+      h("div", { id: "chain-svg" })),
+  ]);
+  const input = $("#compose-input");
+  input.addEventListener("input", complete);
+  input.addEventListener("keydown", completeKey);
+}
+
+// --- joining ---
+
+async function boot() {
+  app();
+  // A one-time link puts its code in the fragment: read it, then remove it
+  // from the address bar and the history before anything else.
+  const frag = new URLSearchParams(location.hash.slice(1));
+  if (frag.has("code")) {
+    history.replaceState(null, "", location.pathname);
+    const code = frag.get("code");
+    try {
+      const s = await exchange(code);
+      start(s.space, s.session);
+    } catch (e) {
+      $("#login-space").value = frag.get("space") || "";
+      $("#login-error").textContent = String(e.message || e);
+    }
+  }
+}
+
+function joinWithToken() {
+  const tok = $("#login-token").value.trim();
+  $("#login-token").value = "";
+  if (tok) start($("#login-space").value.trim(), tok);
+}
+
+function start(space, cred) {
+  conn = new Conn({ space, cred, onEnvelope, onFrame, onState });
+  approvals = new Approvals({ st, conn, queueEl: $("#queue"), onChange: () => {} });
+  conn.open();
+  setInterval(tick, 1000);
+}
+
+function leave() {
+  approvals?.endSession();
+  if (conn && conn.cred.startsWith("mcs_")) conn.api("DELETE", "/console/session").catch(() => {});
+  conn?.close();
+}
+
+function onState(state, reason) {
+  const el = $("#status");
+  el.textContent = state + (reason ? ": " + short(reason, 80) : "");
+  el.dataset.state = state;
+  if (state === "refused") {
+    $("#space").hidden = true;
+    $("#login").hidden = false;
+    $("#login-error").textContent = "The gateway refused to join: " + (reason || "refused");
+  }
+}
+
+// --- the stream ---
+
+function onEnvelope(env) {
+  if (env.kind === "system/welcome") return welcome(env);
+  if (!st.add(env)) return;
+  track(env);
+  const el = render(env);
+  if (el) {
+    el.dataset.id = env.id;
+    el.dataset.kind = env.kind;
+    el.classList.add("entry");
+    el.append(h("button", { type: "button", class: "chain-btn", title: "show the correlation chain", onclick: () => showChain(env.id) }, "⛓"));
+    const stream = $("#stream");
+    const atEnd = stream.scrollHeight - stream.scrollTop - stream.clientHeight < 40;
+    stream.append(el);
+    while (stream.childElementCount > 2000) stream.firstElementChild.remove();
+    if (atEnd) stream.scrollTop = stream.scrollHeight;
+  }
+  approvals.observe(env);
+}
+
+function welcome(env) {
+  const p = env.payload || {};
+  st.me = p.you?.id || st.me;
+  st.caps = Array.isArray(p.you?.capabilities) ? p.you.capabilities : [];
+  for (const x of p.participants || []) upsert(x.id, { capabilities: x.capabilities || [], connected: true });
+  upsert(st.me, { capabilities: st.caps, connected: true });
+  for (const s of p.active_streams || []) st.streams.set(s.stream_id, { id: s.stream_id, owner: s.owner, frames: 0, bytes: 0, last: "" });
+  $("#login").hidden = true;
+  $("#space").hidden = false;
+  $("#leave").hidden = false;
+  $("#whoami").textContent = (conn.space ? conn.space + " · " : "") + "me " + st.me;
+  fetch("/participants" + (conn.space ? "?space=" + encodeURIComponent(conn.space) : ""), { credentials: "omit" })
+    .then((r) => r.json()).then((b) => {
+      for (const x of b.participants || []) upsert(x.id, { capabilities: x.capabilities || [], connected: !!x.connected });
+      drawParticipants();
+    }).catch(() => {});
+  drawParticipants();
+  refreshGrants();
+  drawStreams();
+}
+
+function upsert(id, fields) {
+  if (typeof id !== "string" || !id) return;
+  st.participants.set(id, { id, capabilities: [], connected: false, status: null, ...st.participants.get(id), ...fields });
+}
+
+// track updates the side panels from what env says.
+function track(env) {
+  const p = env.payload || {};
+  switch (env.kind) {
+    case "system/presence":
+      if (p.participant?.id) upsert(p.participant.id, { connected: p.event === "join", ...(p.participant.capabilities ? { capabilities: p.participant.capabilities } : {}) });
+      drawParticipants();
+      break;
+    case "participant/status":
+      upsert(env.from, { status: p });
+      drawParticipants();
+      break;
+    case "capability/grant":
+    case "capability/revoke":
+      setTimeout(refreshGrants, 150);
+      break;
+    case "stream/open":
+      st.streams.set(p.stream_id, { id: p.stream_id, owner: p.owner || env.to?.[0] || "", frames: 0, bytes: 0, last: "" });
+      drawStreams();
+      break;
+    case "stream/close": {
+      const s = st.streams.get(p.stream_id);
+      if (s) s.closed = true;
+      drawStreams();
+      break;
+    }
+    case "mcp/response": {
+      const req = st.byId.get(env.correlation_id?.[0]);
+      if (req?.payload?.method === "tools/list" && Array.isArray(p.result?.tools)) {
+        st.tools.set(env.from, p.result.tools.map((t) => t?.name).filter((n) => typeof n === "string"));
+      }
+      break;
+    }
+  }
+}
+
+function who(env) {
+  const to = Array.isArray(env.to) && env.to.length ? " → " + env.to.join(", ") : "";
+  return h("span", { class: "who" }, h("span", { class: "from", "data-hue": hue(env.from) }, short(env.from, 60)), short(to, 120));
+}
+
+function hue(id) {
+  let x = 0;
+  for (const c of String(id)) x = (x * 31 + c.charCodeAt(0)) >>> 0;
+  return String(x % 8);
+}
+
+function render(env) {
+  const p = env.payload || {};
+  const from = String(env.from || "");
+  if (from.startsWith("system:") && !["system/error", "system/presence", "stream/open", "stream/close", "capability/grant", "capability/revoke"].includes(env.kind)) return null;
+  if (HIDDEN.has(env.kind)) return null;
+  switch (env.kind) {
+    case "chat":
+      return h("div", { class: "chat" }, who(env), ": ", h("div", { class: "md" }, markdown(p.text)));
+    case "mcp/request":
+      return renderRequest(env);
+    case "mcp/response":
+      return renderResponse(env);
+    case "mcp/proposal":
+      return approvals.renderProposal(env);
+    case "mcp/reject":
+    case "mcp/withdraw":
+      return null; // the proposal's state line says it
+    case "reasoning/start":
+    case "reasoning/thought":
+    case "reasoning/conclusion":
+    case "reasoning/cancel":
+      return renderReasoning(env);
+    case "system/presence":
+      return h("div", { class: "presence" }, "* ", short(p.participant?.id, 60), p.event === "join" ? " joined" : p.event === "leave" ? " left" : " " + short(p.event, 20));
+    case "system/error":
+      return h("div", { class: "sys-error" }, "! ", short(p.error, 60), ": ", short(p.message, 400), p.attempted_kind ? " (" + short(p.attempted_kind, 60) + ")" : "");
+    case "stream/open":
+      return h("div", { class: "stream-line" }, "≈ stream ", short(p.stream_id, 40), " opened", env.to?.length ? " for " + env.to.join(", ") : "");
+    case "stream/close":
+      return h("div", { class: "stream-line" }, "≈ stream ", short(p.stream_id, 40), " closed");
+    case "capability/grant":
+      return h("div", { class: "grant-line" }, who(env), ": grants ", short(p.recipient, 60), " ", json(p.capabilities, 300),
+        p.ttl_seconds ? " for " + p.ttl_seconds + " s" : "");
+    case "capability/revoke":
+      return h("div", { class: "grant-line" }, who(env), ": revokes ", p.grant_id ? "grant " + short(p.grant_id, 60) : json(p.capabilities, 200), " of ", short(p.recipient, 60));
+    default:
+      return h("div", { class: "other" }, who(env), " ", h("span", { class: "kind" }, short(env.kind, 60)), " ", json(p, 300));
+  }
+}
+
+function callText(p) {
+  if (p.method === "tools/call") return short(p.params?.name, 80) + "(" + argsText(p.params?.arguments) + ")";
+  return short(p.method, 80) + (p.params ? " " + json(p.params, 200) : "");
+}
+
+export function argsText(args) {
+  if (!args || typeof args !== "object") return "";
+  return Object.entries(args).map(([k, v]) => k + ": " + (typeof v === "string" ? short(v, 60) : json(v, 60))).join(", ");
+}
+
+function renderRequest(env) {
+  const p = env.payload || {};
+  if (typeof p.method !== "string" || p.method === "tools/list" || p.method === "initialize" || p.method.startsWith("notifications/")) return null;
+  const proposal = env.correlation_id?.map((id) => st.byId.get(id)).find((e) => e?.kind === "mcp/proposal");
+  const el = h("div", { class: "request" }, who(env), ": ", h("span", { class: "call" }, callText(p)),
+    proposal ? h("span", { class: "dim" }, "  (proposal " + approvals.number(proposal.id) + ")") : "",
+    h("div", { class: "answers" }));
+  requests.set(env.id, { env, el });
+  return el;
+}
+
+// resultText is the text of an MCP answer: its content's texts, else JSON.
+function resultText(p) {
+  if (p.error) return { err: true, text: (p.error.message ? short(p.error.message, 400) : json(p.error, 400)) };
+  const r = p.result;
+  if (r && Array.isArray(r.content)) {
+    const t = r.content.map((c) => (c?.type === "text" ? c.text : "[" + short(c?.type, 20) + "]")).join("\n");
+    return { err: !!r.isError, text: short(t, 2000) };
+  }
+  return { err: false, text: json(r, 2000) };
+}
+
+function renderResponse(env) {
+  const req = requests.get(env.correlation_id?.[0]);
+  const p = env.payload || {};
+  // Only an answer from an addressee of the request is paired with it.
+  if (req && (req.env.to || []).includes(env.from)) {
+    const r = resultText(p);
+    req.el.querySelector(".answers").append(h("div", { class: "response" + (r.err ? " err" : ""), "data-id": env.id },
+      "↳ ", short(env.from, 60), " → ", short(env.to?.join(", ") || "", 60), ": ", h("span", { class: "result" }, r.text)));
+    return null;
+  }
+  const target = st.byId.get(env.correlation_id?.[0]);
+  if (target?.kind === "mcp/request" && (target.payload?.method === "tools/list" || target.payload?.method === "initialize")) return null;
+  const r = resultText(p);
+  return h("div", { class: "response" + (r.err ? " err" : "") }, who(env), ": ", r.text);
+}
+
+function renderReasoning(env) {
+  const p = env.payload || {};
+  const id = env.kind === "reasoning/start" ? env.id : env.context || env.correlation_id?.[0];
+  let t = thinking.get(id);
+  if (!t) {
+    if (env.kind !== "reasoning/start") return null;
+    const line = h("div", { class: "thinking-line" });
+    const thoughts = h("ol", { class: "thoughts", hidden: true });
+    const el = h("div", { class: "thinking" }, line, thoughts);
+    line.addEventListener("click", () => { thoughts.hidden = !thoughts.hidden; });
+    t = { el, line, thoughts, from: env.from, n: 0, started: Date.now(), ended: 0, last: "", cancel: false };
+    thinking.set(id, t);
+    drawThinking(t);
+    return el;
+  }
+  if (env.kind === "reasoning/thought") {
+    t.n++;
+    t.last = p.action ? "calling " + short(p.action, 60) : t.last;
+    t.thoughts.append(h("li", null, short(p.message || p.reasoning || json(p), 600)));
+    while (t.thoughts.childElementCount > 50) t.thoughts.firstElementChild.remove();
+  } else {
+    t.ended = Date.now();
+    t.cancel = env.kind === "reasoning/cancel";
+    if (p.message) t.thoughts.append(h("li", { class: "conclusion" }, short(p.message, 600)));
+  }
+  drawThinking(t);
+  return null;
+}
+
+function drawThinking(t) {
+  const secs = (((t.ended || Date.now()) - t.started) / 1000).toFixed(1);
+  const verb = t.ended ? (t.cancel ? " stopped thinking" : " thought") : " is thinking";
+  t.line.textContent = "";
+  add(t.line, [h("span", { class: "from", "data-hue": hue(t.from) }, short(t.from, 60)), verb, " · ", t.n + " thought" + (t.n === 1 ? "" : "s"), " · ", secs + " s", t.last ? " · " + t.last : "", " ▾"]);
+  t.el.classList.toggle("live", !t.ended);
+}
+
+function onFrame(data) {
+  const i = data.indexOf("#", 1);
+  if (i < 0) return;
+  const id = data.slice(1, i);
+  let s = st.streams.get(id);
+  if (!s) { s = { id, owner: "", frames: 0, bytes: 0, last: "" }; st.streams.set(id, s); }
+  s.frames++;
+  s.bytes += data.length - i - 1;
+  s.last = short(data.slice(i + 1), 80);
+  drawStreams();
+}
+
+// --- compose ---
+
+function sendLine() {
+  const input = $("#compose-input");
+  const line = input.value.trim();
+  if (!line || !conn) return;
+  input.value = "";
+  $("#complete").hidden = true;
+  if (line.startsWith("{")) {
+    try {
+      const env = JSON.parse(line);
+      if (env && typeof env.kind === "string") { conn.send(env); return; }
+    } catch { /* fall through: send it as text */ }
+  }
+  const to = [];
+  let text = line;
+  for (let m; (m = /^@([A-Za-z0-9_.:-]+)\s*/.exec(text)); text = text.slice(m[0].length)) to.push(m[1]);
+  conn.send({ kind: "chat", to, payload: { text } });
+}
+
+function complete() {
+  const input = $("#compose-input");
+  const box = $("#complete");
+  const before = input.value.slice(0, input.selectionStart);
+  const m = /(^|\s)@([A-Za-z0-9_.:-]*)$/.exec(before);
+  if (!m) { box.hidden = true; return; }
+  const ids = [...st.participants.keys()].filter((id) => id !== st.me && id.startsWith(m[2])).slice(0, 8);
+  clear(box);
+  if (!ids.length) { box.hidden = true; return; }
+  ids.forEach((id, i) => box.append(h("div", { class: "opt" + (i === 0 ? " sel" : ""), "data-id": id, onmousedown: (e) => { e.preventDefault(); pick(id); } }, "@" + id)));
+  box.hidden = false;
+}
+
+function pick(id) {
+  const input = $("#compose-input");
+  const pos = input.selectionStart;
+  const before = input.value.slice(0, pos).replace(/@([A-Za-z0-9_.:-]*)$/, "@" + id + " ");
+  input.value = before + input.value.slice(pos);
+  input.setSelectionRange(before.length, before.length);
+  $("#complete").hidden = true;
+  input.focus();
+}
+
+function completeKey(e) {
+  const box = $("#complete");
+  if (box.hidden) return;
+  const opts = [...box.children];
+  const i = opts.findIndex((o) => o.classList.contains("sel"));
+  if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+    e.preventDefault();
+    opts[i]?.classList.remove("sel");
+    opts[(i + (e.key === "ArrowDown" ? 1 : opts.length - 1)) % opts.length].classList.add("sel");
+  } else if (e.key === "Tab" || (e.key === "Enter" && i >= 0)) {
+    e.preventDefault();
+    pick(opts[Math.max(i, 0)].dataset.id);
+  } else if (e.key === "Escape") {
+    box.hidden = true;
+  }
+}
+
+// --- side panels ---
+
+function drawParticipants() {
+  const box = clear($("#participants"));
+  for (const p of [...st.participants.values()].sort((a, b) => a.id.localeCompare(b.id))) {
+    const controls = p.id === st.me ? [] : CONTROLS.filter(([kind]) => allows(st.caps, kind));
+    const timeout = h("input", { class: "pause-timeout", type: "number", min: "1", max: "86400", value: "300", title: "pause timeout, seconds" });
+    const status = p.status ? [p.status.status, p.status.messages_in_context !== undefined ? p.status.messages_in_context + " msgs" : "", p.status.tokens ? p.status.tokens + " tokens" : ""].filter(Boolean).join(" · ") : "";
+    box.append(h("div", { class: "participant", "data-id": p.id },
+      h("div", null, h("span", { class: "dot" + (p.connected ? " on" : "") }), " ", h("strong", null, short(p.id, 60)), p.id === st.me ? " (me)" : "",
+        status ? h("span", { class: "dim" }, " · " + short(status, 80)) : ""),
+      h("details", null, h("summary", null, (p.capabilities?.length || 0) + " capabilities"),
+        h("ul", { class: "caps" }, (p.capabilities || []).slice(0, 100).map((c) => h("li", null, json(c, 200))))),
+      controls.length ? h("div", { class: "controls" }, controls.map(([kind, label]) => {
+        const b = h("button", { type: "button", "data-kind": kind, onclick: () => control(p.id, kind, timeout) }, label);
+        return kind === "participant/pause" ? [b, timeout] : b;
+      })) : ""));
+  }
+}
+
+function control(id, kind, timeout) {
+  const payload = {};
+  if (kind === "participant/pause") {
+    const n = Math.round(Number(timeout.value));
+    if (n > 0) payload.timeout_seconds = Math.min(n, 86400);
+    payload.reason = "paused from the web console";
+  }
+  if (kind === "participant/shutdown" && !confirm("Shut " + id + " down?")) return;
+  conn.send({ kind, to: [id], payload });
+}
+
+async function refreshGrants() {
+  if (!conn) return;
+  const box = $("#grants");
+  let body;
+  try { body = await conn.api("GET", "/console/grants"); } catch (e) { box.replaceChildren(h("p", { class: "error" }, String(e.message || e))); return; }
+  const grants = Array.isArray(body?.grants) ? body.grants : [];
+  clear(box);
+  if (!grants.length) { box.append(h("p", { class: "dim" }, "no grants in force")); return; }
+  const mayRevoke = allows(st.caps, "capability/revoke");
+  box.append(h("table", null, h("tr", null, h("th", null, "to"), h("th", null, "what"), h("th", null, "from"), h("th", null, "until"), h("th")),
+    grants.map((g) => h("tr", { class: "grant", "data-id": g.id },
+      h("td", null, short(g.to, 40)), h("td", null, json(g.capabilities, 200)), h("td", null, short(g.from, 40)),
+      h("td", null, g.expires_at ? new Date(g.expires_at).toLocaleTimeString() : "revoked"),
+      h("td", null, mayRevoke || g.from === st.me ? h("button", { type: "button", class: "revoke", onclick: () => revoke(g) }, "Revoke") : "")))));
+}
+
+function revoke(g) {
+  conn.send({ kind: "capability/revoke", to: [g.to], payload: { recipient: g.to, grant_id: g.id, reason: "revoked in the web console" } });
+  approvals.forget(g.id);
+}
+
+function drawStreams() {
+  const box = clear($("#streams"));
+  if (!st.streams.size) { box.append(h("p", { class: "dim" }, "no streams")); return; }
+  for (const s of st.streams.values()) {
+    box.append(h("div", { class: "stream" + (s.closed ? " closed" : ""), "data-id": s.id },
+      h("strong", null, short(s.id, 40)), s.owner ? " · " + short(s.owner, 40) : "", " · ", s.frames + " frames · " + s.bytes + " bytes",
+      s.closed ? " · closed" : "", s.last ? h("div", { class: "dim mono" }, s.last) : ""));
+  }
+}
+
+function showChain(id) {
+  const box = $("#chain-svg");
+  clear(box).append(drawChain(st.chain(id), id, st));
+  $("#chain").hidden = false;
+}
+
+function tick() {
+  for (const t of thinking.values()) if (!t.ended) drawThinking(t);
+  drawMap(clear($("#map")), st);
+}
+
+addEventListener("pagehide", () => approvals?.endSession());
+// A link opened in a tab that already shows the console changes only the
+// fragment: start over, so that its code is exchanged and removed.
+addEventListener("hashchange", () => { if (new URLSearchParams(location.hash.slice(1)).has("code")) location.reload(); });
+boot();

@@ -1,0 +1,241 @@
+// The approval queue: proposals addressed to me, or that I may carry out,
+// wait here for Yes / Grant (scope, lifetime) / No (reason) / Edit, as in
+// the terminal UI.
+import { h, add, clear, short, json } from "./dom.js";
+import { allows, exact, literal, valueMatches } from "./caps.js";
+
+const LIFETIMES = [
+  { id: "once", label: "once (no grant)" },
+  { id: "600", label: "10 minutes", ttl: 600 },
+  { id: "session", label: "this session" },
+  { id: "forever", label: "until revoked" },
+];
+const REASONS = ["disagree", "unsafe", "not_now", "wrong_target"];
+
+export class Approvals {
+  constructor({ st, conn, queueEl }) {
+    this.st = st;
+    this.conn = conn;
+    this.queueEl = queueEl;
+    this.proposals = new Map(); // id -> {env, n, state, line}
+    this.queue = []; // ids awaiting me, oldest first
+    this.sessionGrants = new Map(); // grant id -> recipient, revoked when I leave
+    this.nextN = 1;
+    this.draw();
+  }
+
+  number(id) {
+    const p = this.proposals.get(id);
+    return p ? "#" + p.n : "?";
+  }
+
+  // renderProposal is the stream's entry for a proposal.
+  renderProposal(env) {
+    const p = { env, n: this.nextN++, state: "awaiting a decision", line: h("div", { class: "state" }) };
+    this.proposals.set(env.id, p);
+    const pl = env.payload || {};
+    const tool = pl.method === "tools/call" ? pl.params?.name : pl.method;
+    p.line.textContent = p.state;
+    const mine = (env.to || []).includes(this.st.me) || allows(this.st.caps, "mcp/request", this.requestPayload(env));
+    if (mine && env.from !== this.st.me) {
+      this.queue.push(env.id);
+      p.state = "awaiting your decision";
+      p.line.textContent = p.state;
+      this.listTools(env);
+      this.draw();
+    }
+    return h("div", { class: "proposal-entry" },
+      h("span", { class: "n" }, "#" + p.n + " "), h("strong", null, short(env.from, 60)), " proposes → ", short((env.to || []).join(", "), 80), ": ",
+      h("span", { class: "call" }, short(tool, 80)), preview(pl), p.line);
+  }
+
+  // requestPayload is the mcp/request that fulfils a proposal, as matched.
+  requestPayload(env) {
+    const pl = env.payload || {};
+    return { method: pl.method, params: pl.params };
+  }
+
+  listTools(env) {
+    const target = env.to?.[0];
+    if (!target || this.st.tools.has(target) || !allows(this.st.caps, "mcp/request", { method: "tools/list" })) return;
+    this.conn.send({ kind: "mcp/request", to: [target], payload: { jsonrpc: "2.0", id: Date.now(), method: "tools/list", params: {} } });
+  }
+
+  // observe follows decisions made anywhere: mine, someone else's, the
+  // proposer's withdrawal.
+  observe(env) {
+    const ref = env.correlation_id?.find((id) => this.proposals.has(id));
+    if (!ref) return;
+    const p = this.proposals.get(ref);
+    let state = "";
+    if (env.kind === "mcp/request") state = "approved by " + (env.from === this.st.me ? "you" : env.from);
+    else if (env.kind === "mcp/reject") state = "rejected by " + (env.from === this.st.me ? "you" : env.from) + ": " + short(env.payload?.reason, 80);
+    else if (env.kind === "mcp/withdraw") state = "withdrawn";
+    else if (env.kind === "capability/grant") state = "granted by " + (env.from === this.st.me ? "you" : env.from);
+    if (!state) return;
+    p.state = state;
+    p.line.textContent = state;
+    if (env.kind !== "capability/grant") {
+      this.queue = this.queue.filter((id) => id !== ref);
+      this.draw();
+    }
+  }
+
+  forget(grantID) {
+    this.sessionGrants.delete(grantID);
+  }
+
+  endSession() {
+    for (const [id, to] of this.sessionGrants) {
+      this.conn.send({ kind: "capability/revoke", to: [to], payload: { recipient: to, grant_id: id, reason: "the web console session ended" } });
+    }
+    this.sessionGrants.clear();
+  }
+
+  // scopes are what a grant may cover, each checked against the very call.
+  scopes(env) {
+    const pl = env.payload || {};
+    const call = this.requestPayload(env);
+    const out = [];
+    const tryScope = (id, label, make) => {
+      let pattern = null, err = "";
+      try {
+        pattern = make();
+        if (!valueMatches(pattern.payload, call)) err = "the pattern would not allow this call";
+      } catch (e) { err = String(e.message || e); }
+      out.push({ id, label, pattern, err });
+    };
+    if (pl.method !== "tools/call") {
+      tryScope("exact", short(pl.method, 60) + " with these exact params", () => ({ kind: "mcp/request", payload: exact({ method: pl.method, params: pl.params }) }));
+      return out;
+    }
+    const tool = String(pl.params?.name ?? "");
+    tryScope("exact", short(tool, 60) + " with these exact arguments", () => ({ kind: "mcp/request", payload: exact({ method: "tools/call", params: { name: tool, arguments: pl.params?.arguments ?? {} } }) }));
+    tryScope("tool", short(tool, 60) + " with any arguments", () => ({ kind: "mcp/request", payload: { method: "tools/call", params: { name: literal(tool) } } }));
+    const target = env.to?.[0] || "";
+    const tools = this.st.tools.get(target);
+    tryScope("target", "every tool of " + short(target, 60) + (tools ? " (" + short(tools.join(", "), 100) + ")" : ""), () => {
+      if (!tools?.length) throw new Error("its tools are not known");
+      return { kind: "mcp/request", payload: { method: "tools/call", params: { name: tools.map(literal) } } };
+    });
+    return out;
+  }
+
+  draw() {
+    const box = clear(this.queueEl);
+    if (!this.queue.length) { box.append(h("p", { class: "dim" }, "nothing awaits you")); return; }
+    const id = this.queue[0];
+    const p = this.proposals.get(id);
+    box.append(this.dialog(p));
+    if (this.queue.length > 1) box.append(h("p", { class: "dim" }, this.queue.length - 1 + " more waiting"));
+  }
+
+  dialog(p) {
+    const env = p.env;
+    const pl = env.payload || {};
+    const body = h("div", { class: "choice" });
+    const card = h("div", { class: "proposal", "data-id": env.id },
+      h("div", null, h("strong", null, "#" + p.n + " " + short(env.from, 60)), " → ", short((env.to || []).join(", "), 60), ": ",
+        short(pl.method === "tools/call" ? pl.params?.name : pl.method, 80)),
+      preview(pl), body);
+    const buttons = () => {
+      clear(body);
+      add(body, [
+        h("button", { type: "button", class: "yes", onclick: () => this.fulfil(env) }, "Yes"),
+        h("button", { type: "button", class: "grant", onclick: () => grantForm() }, "Grant…"),
+        h("button", { type: "button", class: "no", onclick: () => noForm() }, "No"),
+        h("button", { type: "button", class: "edit", onclick: () => editForm() }, "Edit"),
+      ]);
+    };
+    const grantForm = () => {
+      clear(body);
+      const scopes = this.scopes(env);
+      const first = scopes.find((s) => !s.err);
+      body.append(h("p", null, "Fulfil it, and let " + short(env.from, 60) + " make such calls without asking:"));
+      for (const s of scopes) {
+        body.append(h("label", { class: "opt" + (s.err ? " off" : "") },
+          h("input", { type: "radio", name: "scope", value: s.id, disabled: !!s.err, checked: s === first }), " ", s.label, s.err ? h("span", { class: "dim" }, " — " + s.err) : ""));
+      }
+      body.append(h("p", null, "For how long:"));
+      for (const l of LIFETIMES) {
+        body.append(h("label", { class: "opt" }, h("input", { type: "radio", name: "life", value: l.id, checked: l.id === "600" }), " ", l.label));
+      }
+      body.append(h("div", null,
+        h("button", { type: "button", class: "grant-go", onclick: () => {
+          const sid = body.querySelector("input[name=scope]:checked")?.value;
+          const lid = body.querySelector("input[name=life]:checked")?.value;
+          const scope = scopes.find((s) => s.id === sid);
+          const life = LIFETIMES.find((l) => l.id === lid);
+          if (!scope || scope.err || !life) return;
+          this.grant(env, scope, life);
+        } }, "Grant and fulfil"),
+        h("button", { type: "button", class: "back", onclick: buttons }, "Back")));
+    };
+    const noForm = () => {
+      clear(body);
+      const sel = h("select", { class: "reason" }, REASONS.map((r) => h("option", { value: r }, r)));
+      body.append(h("label", null, "Reason ", sel),
+        h("button", { type: "button", class: "no-go", onclick: () => this.reject(env, sel.value) }, "Reject"),
+        h("button", { type: "button", class: "back", onclick: buttons }, "Back"));
+    };
+    const editForm = () => {
+      clear(body);
+      const args = pl.method === "tools/call" ? pl.params?.arguments ?? {} : pl.params ?? {};
+      const ta = h("textarea", { class: "edit-args", rows: "8", spellcheck: "false" });
+      ta.value = JSON.stringify(args, null, 2);
+      const err = h("p", { class: "error" });
+      body.append(h("p", null, pl.method === "tools/call" ? "Arguments:" : "Params:"), ta, err,
+        h("button", { type: "button", class: "edit-go", onclick: () => {
+          let v;
+          try { v = JSON.parse(ta.value); } catch (e) { err.textContent = "not JSON: " + e.message; return; }
+          if (!v || typeof v !== "object" || Array.isArray(v)) { err.textContent = "must be a JSON object"; return; }
+          const params = pl.method === "tools/call" ? { ...pl.params, arguments: v } : v;
+          this.fulfil(env, { method: pl.method, params });
+        } }, "Fulfil edited"),
+        h("button", { type: "button", class: "back", onclick: buttons }, "Back"));
+    };
+    buttons();
+    return card;
+  }
+
+  fulfil(env, payload) {
+    const pl = payload || this.requestPayload(env);
+    this.conn.send({ kind: "mcp/request", to: env.to || [], correlation_id: [env.id], payload: { jsonrpc: "2.0", id: Date.now(), method: pl.method, params: pl.params } });
+    this.done(env.id);
+  }
+
+  grant(env, scope, life) {
+    if (life.id !== "once") {
+      const payload = { recipient: env.from, capabilities: [scope.pattern], reason: "approved in the web console: " + scope.label + ", " + life.label };
+      if (life.ttl) payload.ttl_seconds = life.ttl;
+      const g = this.conn.send({ kind: "capability/grant", to: [env.from], correlation_id: [env.id], payload });
+      if (life.id === "session") this.sessionGrants.set(g.id, env.from);
+    }
+    this.fulfil(env);
+  }
+
+  reject(env, reason) {
+    this.conn.send({ kind: "mcp/reject", to: [env.from], correlation_id: [env.id], payload: { reason } });
+    this.done(env.id);
+  }
+
+  done(id) {
+    this.queue = this.queue.filter((x) => x !== id);
+    this.draw();
+  }
+}
+
+// preview shows a proposal's arguments: a path first, a file's content as
+// its lines.
+export function preview(pl) {
+  const args = pl?.method === "tools/call" ? pl.params?.arguments : pl?.params;
+  if (!args || typeof args !== "object") return h("div", { class: "preview" });
+  const keys = Object.keys(args).sort((a, b) => (b === "path") - (a === "path"));
+  return h("div", { class: "preview" }, keys.slice(0, 30).map((k) => {
+    const v = args[k];
+    if (typeof v === "string" && (v.includes("\n") || k === "content")) {
+      return h("div", null, h("span", { class: "k" }, k + ":"), h("pre", { class: "content" }, v.slice(0, 20000)));
+    }
+    return h("div", null, h("span", { class: "k" }, k + ": "), typeof v === "string" ? short(v, 300) : json(v, 300));
+  }));
+}
