@@ -29,8 +29,8 @@ func init() {
 		{"review", "", "reopen the dialog for postponed proposals", (*Model).cmdReview},
 		{"approve", "[N]", "fulfil proposal N (default: the oldest) once", (*Model).cmdApprove},
 		{"reject", "[N] [reason]", "reject proposal N (reason code, default disagree)", (*Model).cmdReject},
-		{"grants", "", "the grants you made in this session", (*Model).cmdGrants},
-		{"revoke", "N", "revoke grant N", (*Model).cmdRevoke},
+		{"grants", "", "the grants in force in the space, with time left", (*Model).cmdGrants},
+		{"revoke", "N", "revoke grant N of /grants", (*Model).cmdRevoke},
 		{"participants", "", "who is in the space", (*Model).cmdParticipants},
 		{"verbose", "", "show every envelope as JSON too (toggle)", (*Model).cmdVerbose},
 		{"thinking", "", "show the agents' latest thoughts under their lines (toggle)", (*Model).cmdThinking},
@@ -197,45 +197,6 @@ func (m *Model) cmdReject(args []string) tea.Cmd {
 		m.dlg = nil
 	}
 	return m.reject(p, reason)
-}
-
-func (m *Model) cmdGrants([]string) tea.Cmd {
-	if len(m.grants) == 0 {
-		m.note("you made no grants in this session (the approval dialog's Grant makes them)", false)
-		return nil
-	}
-	lines := []string{"grants you made in this session:"}
-	now := m.now()
-	for _, g := range m.grants {
-		lines = append(lines, "  "+g.describe(now))
-	}
-	m.note(strings.Join(lines, "\n"), false)
-	return nil
-}
-
-func (m *Model) cmdRevoke(args []string) tea.Cmd {
-	if len(args) == 0 {
-		m.note("/revoke N: the number /grants shows", true)
-		return nil
-	}
-	n, err := strconv.Atoi(strings.TrimPrefix(args[0], "#"))
-	if err != nil || n < 1 || n > len(m.grants) {
-		m.note("no grant "+termtext.Line(args[0])+"; /grants lists them", true)
-		return nil
-	}
-	g := m.grants[n-1]
-	if !g.active(m.now()) {
-		m.note(fmt.Sprintf("grant #%d is no longer in force", n), true)
-		return nil
-	}
-	env, err := revokeEnvelope(g)
-	if err != nil {
-		m.note(err.Error(), true)
-		return nil
-	}
-	g.state = "revoked"
-	m.note(fmt.Sprintf("revoked grant #%d: %s may no longer call %s without asking", n, termtext.Line(g.recipient), g.what), false)
-	return m.send(fmt.Sprintf("revoking grant #%d", n), env)
 }
 
 func (m *Model) cmdParticipants([]string) tea.Cmd {

@@ -205,8 +205,8 @@ func (m *Model) approve(p *proposal, gc *grantChoice) tea.Cmd {
 			m.note("cannot grant: "+err.Error(), true)
 			return nil
 		}
-		m.note(fmt.Sprintf("grant #%d: %s may call %s, %s (/grants lists, /revoke %d ends it)",
-			gc.g.n, termtext.Line(gc.g.recipient), gc.g.what, gc.g.life.label, gc.g.n), false)
+		m.note(fmt.Sprintf("granted: %s may call %s, %s (/grants lists the grants in force)",
+			termtext.Line(gc.g.recipient), gc.g.what, gc.g.life.label), false)
 		g := gc.g
 		// The grant goes first, then the fulfilment, in one command, so
 		// that the proposer holds the capability when its call returns.

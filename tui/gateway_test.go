@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +56,7 @@ func TestGrantThroughGateway(t *testing.T) {
 	assistant := testutil.JoinParticipant(t, g, "assistant-token", participant.Options{})
 	you := testutil.JoinParticipant(t, g, "you-token", participant.Options{})
 
-	h := newHarnessWith(t, FromParticipant(you))
+	h := newHarnessWith(t, NewSDKSpace(you, SDKOptions{Gateway: "ws://" + g.Addr, Space: "tui", Token: "you-token"}))
 	h.m.welcome(you.Client().Welcome())
 	events := make(chan tea.Msg, 4096)
 	detach := Attach(you, func(m tea.Msg) { events <- m })
@@ -152,7 +153,13 @@ func TestGrantThroughGateway(t *testing.T) {
 	}
 	h.golden("gateway_granted")
 
-	// Revoked, the call asks again.
+	// The gateway's ledger lists the grant, with its time left; revoked,
+	// the call asks again.
+	h.now = time.Now() // the gateway's clock
+	h.typeLine("/grants")
+	if s := h.screen(); !regexp.MustCompile(`1\. you → assistant: add with any arguments · expires in (10m0|9m[0-5]\d)s`).MatchString(s) {
+		t.Fatalf("/grants does not list the grant:\n%s", s)
+	}
 	h.typeLine("/revoke 1")
 	waitFor(t, "the assistant to lose the grant", func() bool {
 		return !assistant.CanSend(protocol.KindMCPRequest, []byte(`{"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":5}}}`))
@@ -171,5 +178,39 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestLedger: the ledger's URL from the gateway's, and a gateway that
+// refuses the token is reported, not shown as an empty ledger.
+func TestLedger(t *testing.T) {
+	for in, want := range map[string]string{
+		"ws://127.0.0.1:9/":             "http://127.0.0.1:9/participants/a%2Fb/grants?space=s",
+		"wss://gw.example/ws?space=s":   "https://gw.example/participants/a%2Fb/grants?space=s",
+		"http://gw.example:8080/x#frag": "http://gw.example:8080/participants/a%2Fb/grants?space=s",
+	} {
+		space := "s"
+		if strings.Contains(in, "space=") {
+			space = ""
+		}
+		if got, err := ledgerURL(in, space, "a/b"); err != nil || got != want {
+			t.Errorf("ledgerURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := ledgerURL("ftp://x", "s", "a"); err == nil {
+		t.Error("ledgerURL took ftp")
+	}
+
+	g := testutil.StartGateway(t, grantSpace, gateway.Options{})
+	you := testutil.JoinParticipant(t, g, "you-token", participant.Options{})
+	h := newHarnessWith(t, NewSDKSpace(you, SDKOptions{Gateway: "ws://" + g.Addr, Space: "tui", Token: "assistant-token"}))
+	h.m.welcome(you.Client().Welcome())
+	h.typeLine("/grants")
+	if s := h.screen(); !strings.Contains(s, "/grants: the gateway refused the grants' list: 403 Forbidden") {
+		t.Errorf("a refused ledger:\n%s", s)
+	}
+	h.typeLine("/revoke 1")
+	if n := strings.Count(h.screen(), "the gateway refused"); n != 2 {
+		t.Errorf("/revoke without a ledger:\n%s", h.screen())
 	}
 }

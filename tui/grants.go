@@ -176,29 +176,6 @@ func (g *grant) active(now time.Time) bool {
 	return e.IsZero() || now.Before(e)
 }
 
-// describe is the /grants line of g.
-func (g *grant) describe(now time.Time) string {
-	s := fmt.Sprintf("%d. %s may call %s", g.n, termtext.Line(g.recipient), g.what)
-	switch {
-	case g.state == "revoked":
-		s += " · revoked"
-	case strings.HasPrefix(g.state, "refused"):
-		s += " · " + g.state
-	case g.life.ttl > 0 && !now.Before(g.expires()):
-		s += " · expired"
-	case g.life.ttl > 0:
-		s += " · expires in " + g.expires().Sub(now).Round(time.Second).String()
-	case g.life.session:
-		s += " · until you leave"
-	default:
-		s += " · until revoked"
-	}
-	if g.state == "accepted" {
-		s += " · acknowledged"
-	}
-	return s
-}
-
 // grantEnvelope builds the capability/grant for g.
 func grantEnvelope(g *grant, pattern json.RawMessage) (*protocol.Envelope, error) {
 	payload := protocol.Grant{

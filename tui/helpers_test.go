@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +31,8 @@ type fakeSpace struct {
 	settled    map[string]participant.ProposalStatus
 	noRequests bool // the user may not send mcp/request (cannot fulfil)
 	tools      map[string][]string
+	now        func() time.Time
+	ledger     []LedgerGrant // as a gateway keeps it from the grants and revokes sent
 }
 
 func newFake() *fakeSpace {
@@ -44,7 +47,34 @@ func (f *fakeSpace) Send(_ context.Context, env *protocol.Envelope) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.sent = append(f.sent, env)
+	switch env.Kind {
+	case protocol.KindCapabilityGrant:
+		var g protocol.Grant
+		_ = env.DecodePayload(&g)
+		lg := LedgerGrant{ID: env.ID, From: f.me, To: g.Recipient, Capabilities: g.Capabilities, GrantedAt: f.now()}
+		if g.TTLSeconds > 0 {
+			lg.ExpiresAt = lg.GrantedAt.Add(time.Duration(g.TTLSeconds) * time.Second)
+		}
+		f.ledger = append(f.ledger, lg)
+	case protocol.KindCapabilityRevoke:
+		var r protocol.Revoke
+		_ = env.DecodePayload(&r)
+		f.ledger = slices.DeleteFunc(f.ledger, func(g LedgerGrant) bool { return g.ID == r.GrantID })
+	}
 	return nil
+}
+
+func (f *fakeSpace) Grants(context.Context) ([]LedgerGrant, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.now()
+	var out []LedgerGrant
+	for _, g := range f.ledger {
+		if g.ExpiresAt.IsZero() || now.Before(g.ExpiresAt) {
+			out = append(out, g)
+		}
+	}
+	return out, nil
 }
 
 func (f *fakeSpace) Fulfill(_ context.Context, id string) error {
@@ -91,6 +121,7 @@ func newHarness(t *testing.T) *harness {
 	sp := newFake()
 	h := newHarnessWith(t, sp)
 	h.sp = sp
+	sp.now = func() time.Time { return h.now }
 	h.recv(welcome("you", "assistant", "calculator", "files"))
 	return h
 }

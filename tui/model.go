@@ -76,7 +76,9 @@ type Model struct {
 	nextN     int
 	dlg       *dialog
 
-	grants []*grant
+	grants  []*grant        // made in this session
+	ledger  []LedgerGrant   // the space's grants as /grants last listed them
+	revoked map[string]bool // grant ids revoked since
 
 	in input
 }
@@ -171,6 +173,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			msg.g.state = "refused: " + termtext.Line(msg.err.Error())
 			m.note(fmt.Sprintf("grant #%d was not sent: %s", msg.g.n, termtext.Line(msg.err.Error())), true)
 		}
+	case ledgerMsg:
+		return m, m.gotLedger(msg)
 	case sentMsg:
 		if msg.err != nil {
 			m.note(msg.what+" failed: "+termtext.Line(msg.err.Error()), true)

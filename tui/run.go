@@ -14,8 +14,12 @@ import (
 
 // RunOptions configures Run.
 type RunOptions struct {
-	// SpaceName is the space's id, for the status bar.
+	// SpaceName is the space's id, for the status bar and the gateway's
+	// HTTP API.
 	SpaceName string
+	// Gateway and Token are those p connected with; /grants reads the
+	// space's grants with them from the gateway's HTTP API.
+	Gateway, Token string
 	// DefaultTargets are the recipients of chats typed without @id.
 	DefaultTargets []string
 	// Input and Output are the terminal (default: the process's).
@@ -35,7 +39,7 @@ func Run(ctx context.Context, p *participant.Participant, o RunOptions) error {
 	if o.HistoryFile != "" {
 		history, _ = LoadHistory(o.HistoryFile) // a history that cannot be read starts afresh
 	}
-	m := New(Options{Space: FromParticipant(p), SpaceName: o.SpaceName, DefaultTargets: o.DefaultTargets, Context: ctx, History: history})
+	m := New(Options{Space: NewSDKSpace(p, SDKOptions{Gateway: o.Gateway, Space: o.SpaceName, Token: o.Token}), SpaceName: o.SpaceName, DefaultTargets: o.DefaultTargets, Context: ctx, History: history})
 	if w := p.Client().Welcome(); w != nil {
 		m.welcome(w)
 	}

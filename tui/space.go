@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -36,6 +38,9 @@ type Space interface {
 	CanSend(kind string, payload []byte) bool
 	// ToolsOf returns the names of the tools participant id offers.
 	ToolsOf(ctx context.Context, id string) ([]string, error)
+	// Grants returns the runtime grants in force in the space that the
+	// user may see (all of them when the user may grant or revoke).
+	Grants(ctx context.Context) ([]LedgerGrant, error)
 }
 
 // Envelope is the message that brings one envelope seen in the space to the
@@ -73,11 +78,51 @@ type Connection struct {
 	Err   error
 }
 
-// sdkSpace is the Space of a participant.
-type sdkSpace struct{ p *participant.Participant }
+// SDKOptions says where the gateway's HTTP API is, for what the WebSocket
+// does not carry (the grants' ledger).
+type SDKOptions struct {
+	// Gateway is the gateway's URL as the participant connected to it
+	// (ws:// or wss://; http:// and https:// too).
+	Gateway string
+	// Space is the space's id ("": the one Gateway's query names, if any).
+	Space string
+	// Token is the participant's token, the bearer of HTTP requests.
+	Token string
+	// HTTPClient asks the gateway (default: one with a 10 s timeout).
+	HTTPClient *http.Client
+}
 
-// FromParticipant returns the Space of p.
-func FromParticipant(p *participant.Participant) Space { return sdkSpace{p} }
+// sdkSpace is the Space of a participant.
+type sdkSpace struct {
+	p  *participant.Participant
+	o  SDKOptions
+	hc *http.Client
+}
+
+// FromParticipant returns the Space of p, which cannot read the grants'
+// ledger (NewSDKSpace can).
+func FromParticipant(p *participant.Participant) Space { return NewSDKSpace(p, SDKOptions{}) }
+
+// NewSDKSpace returns the Space of p; o says where the gateway's HTTP API
+// is.
+func NewSDKSpace(p *participant.Participant, o SDKOptions) Space {
+	hc := o.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Timeout: 10 * time.Second}
+	}
+	return sdkSpace{p: p, o: o, hc: hc}
+}
+
+func (s sdkSpace) Grants(ctx context.Context) ([]LedgerGrant, error) {
+	if s.o.Gateway == "" || s.o.Token == "" {
+		return nil, errNoLedger
+	}
+	addr, err := ledgerURL(s.o.Gateway, s.o.Space, s.p.ID())
+	if err != nil {
+		return nil, err
+	}
+	return fetchLedger(ctx, s.hc, addr, s.o.Token)
+}
 
 func (s sdkSpace) Me() string { return s.p.ID() }
 

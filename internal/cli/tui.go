@@ -75,7 +75,7 @@ func runTUI(ctx context.Context, cmd *cobra.Command, o lineClientOptions) error 
 		history = filepath.Join(home, ".mew", "history")
 	}
 	err = tui.Run(ctx, p, tui.RunOptions{
-		SpaceName: o.Space, DefaultTargets: targets, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout(),
+		SpaceName: o.Space, Gateway: o.Gateway, Token: o.Token, DefaultTargets: targets, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout(),
 		HistoryFile: history,
 	})
 	if err != nil && ctx.Err() == nil {

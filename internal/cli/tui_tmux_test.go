@@ -1,0 +1,224 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTUITmux drives the full-screen UI of the built binary in a real
+// terminal (tmux): mew space up -i on the demo template with the offline
+// model, a question answered once, a helper's proposal granted for 10
+// minutes, the next identical call let through by the gateway without a
+// dialog, /grants listing the grant, /revoke ending it, and the next call
+// asking again. Every check reads the screen with capture-pane.
+func TestTUITmux(t *testing.T) {
+	tm := startTmux(t, 120, 40)
+	dir := tmplInit(t, "demo")
+	t.Cleanup(func() {
+		// Ctrl-C ends the space when the test gets that far; after a
+		// failure this stops what is left.
+		ctx, cancel := context.WithTimeout(context.Background(), tmplWait)
+		defer cancel()
+		c := exec.CommandContext(ctx, mewBinary(t), "space", "down")
+		c.Dir, c.Env = dir, tmplEnv()
+		_ = c.Run()
+	})
+	tm.run(dir, mewBinary(t), "space", "up", "-i", "-p", "0")
+	tm.wait("the space joined", func(s string) bool {
+		return strings.Contains(s, "joined demo as you") && strings.Contains(s, "* files joined") &&
+			strings.Contains(s, "* helper joined") && strings.Contains(s, "* calculator joined")
+	})
+
+	tm.typeLine("what is 2 plus 3")
+	answer := "assistant → you: The result is 5. (offline model)"
+	s := tm.wait("the answer", func(s string) bool { return strings.Contains(s, answer) })
+	if n := strings.Count(s, answer); n != 1 {
+		t.Fatalf("the answer is on the screen %d times:\n%s", n, s)
+	}
+
+	// The helper may only read: its write is a proposal, which opens the
+	// dialog.
+	tm.typeLine("@helper write hello to notes.txt")
+	tm.wait("the dialog of proposal #1", func(s string) bool {
+		return strings.Contains(s, "╭─ proposal #1") && strings.Contains(s, "1 Yes") && strings.Contains(s, "2 Grant")
+	})
+	tm.keys("g")
+	tm.wait("the grant's scopes", func(s string) bool {
+		return strings.Contains(s, "1 write_file with these exact arguments")
+	})
+	tm.keys("1")
+	tm.wait("the grant's lifetimes", func(s string) bool { return strings.Contains(s, "2 10 minutes") })
+	tm.keys("2")
+	tm.wait("the write done and the grant made", func(s string) bool {
+		return strings.Contains(s, "granted: helper may call write_file with these exact arguments, 10 minutes") &&
+			strings.Contains(s, "(proposal #1)") && strings.Contains(s, "files → you: wrote 5 bytes to notes.txt") &&
+			!strings.Contains(s, "╭─ proposal")
+	})
+	tm.file(filepath.Join(dir, "files", "notes.txt"), "hello")
+
+	// The same call again: the gateway lets it through under the grant, so
+	// the helper calls the files itself and nobody is asked.
+	tm.typeLine("@helper write hello to notes.txt")
+	s = tm.wait("the granted call", func(s string) bool {
+		return strings.Contains(s, "helper → files: write_file(content: hello, path: notes.txt)") &&
+			strings.Contains(s, "files → helper: wrote 5 bytes to notes.txt")
+	})
+	if strings.Contains(s, "#2 helper proposes") || strings.Contains(s, "╭─ proposal") || strings.Contains(s, "pending") {
+		t.Fatalf("the granted call asked for approval:\n%s", s)
+	}
+
+	tm.typeLine("/grants")
+	tm.wait("the grants listed", func(s string) bool {
+		return tmuxLedgerLine.MatchString(s)
+	})
+	tm.typeLine("/revoke 1")
+	tm.wait("the grant revoked", func(s string) bool {
+		return strings.Contains(s, "revoked grant 1: helper may no longer use write_file with these exact arguments")
+	})
+
+	// Without the grant the gateway turns the helper's call back into a
+	// proposal, and the dialog opens again.
+	tm.typeLine("@helper write hello to notes.txt")
+	tm.wait("the dialog of proposal #2", func(s string) bool {
+		return strings.Contains(s, "#2 helper proposes → files: write_file") && strings.Contains(s, "╭─ proposal #2")
+	})
+	tm.keys("3")
+	tm.wait("the reasons of No", func(s string) bool { return strings.Contains(s, "Reject it because") })
+	tm.keys("Enter")
+	tm.wait("the proposal rejected", func(s string) bool { return strings.Contains(s, "rejected by you") })
+
+	tm.keys("C-c")
+	tm.waitExit()
+}
+
+// tmuxLedgerLine is the grant as /grants lists it from the gateway's
+// ledger, with its time left.
+var tmuxLedgerLine = regexp.MustCompile(`1\. you → helper: write_file with these exact arguments · expires in (10m0|9m[0-5]\d)s`)
+
+// tmuxTerm is a tmux server of one test, on a socket of its own, with one
+// window.
+type tmuxTerm struct {
+	t        *testing.T
+	sock     string
+	env      []string
+	geometry [2]int // width, height
+}
+
+// startTmux starts a tmux server for the test, skipped where tmux is
+// missing unless under CI (CI installs it; there a missing tmux fails).
+func startTmux(t *testing.T, width, height int) *tmuxTerm {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux not found; under CI the terminal UI's tmux test must run (apt-get install tmux)")
+		}
+		t.Skip("tmux not found: install Debian's tmux to run the terminal UI's end-to-end test")
+	}
+	tmp := t.TempDir()
+	home := filepath.Join(tmp, "home") // the UI's history goes here, not in the user's home
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tm := &tmuxTerm{t: t, sock: filepath.Join(tmp, "tmux.sock"),
+		env: append(tmplEnv(), "HOME="+home, "TERM=xterm-256color", "TMUX=")}
+	tm.geometry = [2]int{width, height}
+	t.Cleanup(func() { _, _ = tm.tmux("kill-server") })
+	return tm
+}
+
+// tmux runs a tmux command against the test's server.
+func (tm *tmuxTerm) tmux(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, "tmux", append([]string{"-S", tm.sock}, args...)...)
+	c.Env = tm.env
+	out, err := c.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("tmux %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// must runs a tmux command and fails the test when it fails.
+func (tm *tmuxTerm) must(args ...string) string {
+	tm.t.Helper()
+	out, err := tm.tmux(args...)
+	if err != nil {
+		tm.t.Fatal(err)
+	}
+	return out
+}
+
+// run starts the window's program: argv in dir, through a shell that
+// writes "[exited STATUS]" when it ends and keeps the window open.
+func (tm *tmuxTerm) run(dir string, argv ...string) {
+	tm.t.Helper()
+	w, h := tm.geometry[0], tm.geometry[1]
+	args := []string{"-f", "/dev/null", "new-session", "-d", "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), "-c", dir, "--",
+		"sh", "-c", `"$0" "$@"; echo "[exited $?]"; exec sleep 600`}
+	tm.must(append(args, argv...)...)
+}
+
+// typeLine types text and Enter.
+func (tm *tmuxTerm) typeLine(text string) {
+	tm.t.Helper()
+	tm.must("send-keys", "-l", text)
+	tm.must("send-keys", "Enter")
+}
+
+// keys presses keys, named as tmux names them (Enter, C-c, …).
+func (tm *tmuxTerm) keys(keys ...string) {
+	tm.t.Helper()
+	tm.must(append([]string{"send-keys"}, keys...)...)
+}
+
+// capture returns the screen as text.
+func (tm *tmuxTerm) capture() string {
+	tm.t.Helper()
+	return tm.must("capture-pane", "-p")
+}
+
+// wait reads the screen until ok holds, and returns it; the test fails
+// with the screen after tmplWait.
+func (tm *tmuxTerm) wait(what string, ok func(string) bool) string {
+	tm.t.Helper()
+	deadline := time.Now().Add(tmplWait)
+	for {
+		s := tm.capture()
+		if ok(s) {
+			return s
+		}
+		if strings.Contains(s, "[exited ") {
+			tm.t.Fatalf("waiting for %s: the program ended; its screen:\n%s", what, s)
+		}
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("waiting for %s: not on the screen after %v:\n%s", what, tmplWait, s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitExit waits for the window's program to end, with status 0.
+func (tm *tmuxTerm) waitExit() {
+	tm.t.Helper()
+	s := tm.wait("the program's end", func(s string) bool { return strings.Contains(s, "[exited ") })
+	if !strings.Contains(s, "[exited 0]") {
+		tm.t.Fatalf("the program failed:\n%s", s)
+	}
+}
+
+// file checks that path holds want.
+func (tm *tmuxTerm) file(path, want string) {
+	tm.t.Helper()
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != want {
+		tm.t.Fatalf("%s: %q, %v; want %q", path, got, err, want)
+	}
+}
