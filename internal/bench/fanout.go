@@ -67,6 +67,11 @@ type FanoutResult struct {
 	Max time.Duration `json:"max_ns"`
 	// Elapsed is the measured sending time.
 	Elapsed time.Duration `json:"elapsed_ns"`
+	// CPUPerDelivery is the process's CPU time (user and system) from the start of the
+	// measurement until the last delivery, divided by Delivered; 0 when unknown. For a target
+	// whose server runs in this process it covers clients and server together (the clients' share
+	// is the same for every target, so a difference between targets is the servers').
+	CPUPerDelivery time.Duration `json:"cpu_per_delivery_ns"`
 	// OutOfOrder counts deliveries that came after a later envelope of the same sender.
 	OutOfOrder uint64 `json:"out_of_order"`
 	// Errors counts connections that failed during the run and system/error answers to the
@@ -253,6 +258,9 @@ func (r *fanoutRun) tally(res *FanoutResult) {
 		res.DeliveriesPerSec = float64(res.Delivered) / secs
 	}
 	res.P50, res.P90, res.P99, res.Max = h.Percentile(0.50), h.Percentile(0.90), h.Percentile(0.99), h.Max()
+	if res.Delivered > 0 {
+		res.CPUPerDelivery = r.cpu / time.Duration(res.Delivered)
+	}
 }
 
 // awaitWindow waits until sender r has room in its window to send envelope seq. It returns false

@@ -55,6 +55,10 @@ type RPCResult struct {
 	Max time.Duration `json:"max_ns"`
 	// Elapsed is the measured sending time.
 	Elapsed time.Duration `json:"elapsed_ns"`
+	// CPUPerRoundTrip is the process's CPU time from the start of the measurement until the last
+	// answer, divided by RoundTrips; 0 when unknown. Like FanoutResult.CPUPerDelivery, it covers
+	// the clients too.
+	CPUPerRoundTrip time.Duration `json:"cpu_per_round_trip_ns"`
 	// Errors counts requests left unanswered (refused by a system/error, lost, or not answered
 	// within 2 s of the end) and connections that failed during the run.
 	Errors uint64 `json:"errors"`
@@ -312,6 +316,9 @@ func (r *rpcRun) tally(res *RPCResult) {
 		res.PerSec = float64(res.RoundTrips) / secs
 	}
 	res.P50, res.P90, res.P99, res.Max = h.Percentile(0.50), h.Percentile(0.90), h.Percentile(0.99), h.Max()
+	if res.RoundTrips > 0 {
+		res.CPUPerRoundTrip = r.cpu / time.Duration(res.RoundTrips)
+	}
 }
 
 // awaitAnswer waits until got delivers seq, the request times out, or the run ends. It returns

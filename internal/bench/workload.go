@@ -45,6 +45,7 @@ type sending struct {
 	f                  *fleet
 	sent               []atomic.Uint64 // per sender, envelopes sent in the measured part
 	measureFrom, ended time.Time       // when measuring began and the senders stopped
+	cpu                time.Duration   // process CPU time from measureFrom until settled; 0 if unknown
 }
 
 // run runs the skeleton. On success the fleet is closed, so its readers' tallies can be read.
@@ -72,9 +73,12 @@ func (w *sending) run(ctx context.Context) (err error) {
 	defer stopHelpers()
 
 	w.say(w.starting)
-	w.send(ctx)
+	cpuFrom := w.send(ctx)
 	w.say("waiting for stragglers")
 	waitUntil(ctx, stragglerWait, w.settled)
+	if to, ok := processCPU(); ok && cpuFrom > 0 {
+		w.cpu = to - cpuFrom
+	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w", w.name, context.Cause(ctx))
 	}
@@ -83,11 +87,25 @@ func (w *sending) run(ctx context.Context) (err error) {
 	return nil
 }
 
-// send runs the senders from now until warmup+duration, reporting progress every second.
-func (w *sending) send(ctx context.Context) {
+// send runs the senders from now until warmup+duration, reporting progress every second. It
+// returns the process's CPU time when measuring began, or 0 when unknown.
+func (w *sending) send(ctx context.Context) time.Duration {
 	w.sent = make([]atomic.Uint64, w.senders)
 	begin, from, end := w.clock.begin(w.warmup, w.duration)
 	w.measureFrom = from
+	var cpuFrom atomic.Int64
+	readCPU := func() {
+		if t, ok := processCPU(); ok {
+			cpuFrom.Store(int64(t))
+		}
+	}
+	if w.warmup == 0 {
+		readCPU()
+	} else {
+		// The timer owns its goroutine; a run cut short stops it.
+		t := time.AfterFunc(w.warmup, readCPU)
+		defer t.Stop()
+	}
 	var senders sync.WaitGroup
 	for s := range w.senders {
 		senders.Add(1)
@@ -104,6 +122,7 @@ func (w *sending) send(ctx context.Context) {
 		w.say(fmt.Sprintf("%s: %v measured, %s", w.verb, time.Since(from).Round(time.Second), w.counts()))
 	})
 	w.ended = time.Now()
+	return time.Duration(cpuFrom.Load())
 }
 
 // sender sends participant s's envelopes until end. Sender s's first envelope leaves s/senders

@@ -30,6 +30,8 @@ type benchFlags struct {
 	tokens  string // id=token,... for url
 	json    bool   // machine-readable output
 	audit   string // the gateway target's audit log: full, received or off
+	save    string // write the results as JSON to this file
+	compare string // a file written by --save, to compare with
 }
 
 // newBenchCmd returns `mew bench` with its workloads. gatewayTarget supplies the gateway as a
@@ -72,12 +74,19 @@ func benchRunE[O, R any](opts Options, f *benchFlags, name string, o *O, validat
 	gatewayTarget func() bench.Target,
 	run func(context.Context, bench.Target, O, func(string)) (R, error),
 	ratios func([]R) []ratio,
+	metrics func(R) (string, []metric),
 	table func(io.Writer, O, []R) error,
 ) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, _ []string) error {
 		targets, err := benchSetup(cmd, f, validate, gatewayTarget)
 		if err != nil {
 			return err
+		}
+		var saved *benchReport[O, R]
+		if f.compare != "" {
+			if saved, err = readSaved[O, R](f.compare, name, *o); err != nil {
+				return fmt.Errorf("bench %s: %w", name, err)
+			}
 		}
 		results, err := runTargets(cmd.Context(), opts.Stderr, targets,
 			func(ctx context.Context, t bench.Target, progress func(string)) (R, error) {
@@ -86,10 +95,29 @@ func benchRunE[O, R any](opts Options, f *benchFlags, name string, o *O, validat
 		if err != nil {
 			return fmt.Errorf("bench %s: %w", name, err)
 		}
-		if f.json {
-			return writeBenchJSON(opts.Stdout, name, *o, results, ratios(results))
+		if f.save != "" {
+			if err := saveReport(f.save, func(w io.Writer) error {
+				return writeBenchJSON(w, name, *o, results, ratios(results), nil)
+			}); err != nil {
+				return fmt.Errorf("bench %s: %w", name, err)
+			}
 		}
-		return table(opts.Stdout, *o, results)
+		var cmp []comparison
+		if saved != nil {
+			if cmp, err = compareRuns(f.compare, saved, results, metrics); err != nil {
+				return fmt.Errorf("bench %s: %w", name, err)
+			}
+		}
+		if f.json {
+			return writeBenchJSON(opts.Stdout, name, *o, results, ratios(results), cmp)
+		}
+		if err := table(opts.Stdout, *o, results); err != nil {
+			return err
+		}
+		if cmp != nil {
+			return writeComparison(opts.Stdout, f.compare, cmp)
+		}
+		return nil
 	}
 }
 
@@ -101,6 +129,8 @@ func addBenchFlags(cmd *cobra.Command, f *benchFlags) {
 	cmd.Flags().StringVar(&f.tokens, "token", "", "tokens for --url: id=token,... (*=token for every id)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the results as JSON")
 	cmd.Flags().StringVar(&f.audit, "audit", "full", "the gateway's audit log: full, received (no per-recipient delivered lines) or off")
+	cmd.Flags().StringVar(&f.save, "save", "", "also write the results as JSON to this file, for a later --compare-to")
+	cmd.Flags().StringVar(&f.compare, "compare-to", "", "compare with a run saved by --save (same workload and options but duration and warmup): print each metric with new/old")
 }
 
 func newBenchFanoutCmd(opts Options, gatewayTarget func() bench.Target) *cobra.Command {
@@ -110,7 +140,7 @@ func newBenchFanoutCmd(opts Options, gatewayTarget func() bench.Target) *cobra.C
 		Use:   "fanout",
 		Short: "Chat envelopes from K senders delivered to all N participants of a space",
 		Args:  cobra.NoArgs,
-		RunE:  benchRunE(opts, &f, "fanout", &o, func() error { return o.Validate() }, gatewayTarget, bench.Fanout, fanoutRatios, writeFanout),
+		RunE:  benchRunE(opts, &f, "fanout", &o, func() error { return o.Validate() }, gatewayTarget, bench.Fanout, fanoutRatios, fanoutMetrics, writeFanout),
 	}
 	addBenchFlags(cmd, &f)
 	fl := cmd.Flags()
@@ -130,7 +160,7 @@ func newBenchRPCCmd(opts Options, gatewayTarget func() bench.Target) *cobra.Comm
 		Use:   "rpc",
 		Short: "mcp/request → mcp/response round trips between requester/responder pairs",
 		Args:  cobra.NoArgs,
-		RunE:  benchRunE(opts, &f, "rpc", &o, func() error { return o.Validate() }, gatewayTarget, bench.RPC, rpcRatios, writeRPC),
+		RunE:  benchRunE(opts, &f, "rpc", &o, func() error { return o.Validate() }, gatewayTarget, bench.RPC, rpcRatios, rpcMetrics, writeRPC),
 	}
 	addBenchFlags(cmd, &f)
 	fl := cmd.Flags()
@@ -149,7 +179,7 @@ func newBenchIdleCmd(opts Options, gatewayTarget func() bench.Target) *cobra.Com
 		Use:   "idle",
 		Short: "Memory and goroutines per idle connection",
 		Args:  cobra.NoArgs,
-		RunE:  benchRunE(opts, &f, "idle", &o, func() error { return o.Validate() }, gatewayTarget, bench.Idle, idleRatios, writeIdle),
+		RunE:  benchRunE(opts, &f, "idle", &o, func() error { return o.Validate() }, gatewayTarget, bench.Idle, idleRatios, idleMetrics, writeIdle),
 	}
 	addBenchFlags(cmd, &f)
 	fl := cmd.Flags()
@@ -273,11 +303,12 @@ type benchReport[O, R any] struct {
 	Workload string             `json:"workload"`
 	Options  O                  `json:"options"`
 	Results  []R                `json:"results"`
-	Ratios   map[string]float64 `json:"ratios,omitempty"` // gateway/relay, when both ran
+	Ratios   map[string]float64 `json:"ratios,omitempty"`  // gateway/relay, when both ran
+	Compare  []comparison       `json:"compare,omitempty"` // with --compare-to
 }
 
-func writeBenchJSON[O, R any](w io.Writer, workload string, o O, results []R, ratios []ratio) error {
-	rep := benchReport[O, R]{Workload: workload, Options: o, Results: results}
+func writeBenchJSON[O, R any](w io.Writer, workload string, o O, results []R, ratios []ratio, cmp []comparison) error {
+	rep := benchReport[O, R]{Workload: workload, Options: o, Results: results, Compare: cmp}
 	if len(ratios) > 0 {
 		rep.Ratios = make(map[string]float64, len(ratios))
 		for _, r := range ratios {
@@ -323,6 +354,7 @@ func fanoutRatios(results []bench.FanoutResult) []ratio {
 		{"deliveries_per_sec", "deliveries/s", quotient(gw.DeliveriesPerSec, rl.DeliveriesPerSec)},
 		{"p50", "p50", quotient(float64(gw.P50), float64(rl.P50))},
 		{"p99", "p99", quotient(float64(gw.P99), float64(rl.P99))},
+		{"cpu_per_delivery", "cpu/delivery", quotient(float64(gw.CPUPerDelivery), float64(rl.CPUPerDelivery))},
 	}
 }
 
@@ -335,6 +367,7 @@ func rpcRatios(results []bench.RPCResult) []ratio {
 		{"round_trips_per_sec", "round trips/s", quotient(gw.PerSec, rl.PerSec)},
 		{"p50", "p50", quotient(float64(gw.P50), float64(rl.P50))},
 		{"p99", "p99", quotient(float64(gw.P99), float64(rl.P99))},
+		{"cpu_per_round_trip", "cpu/round trip", quotient(float64(gw.CPUPerRoundTrip), float64(rl.CPUPerRoundTrip))},
 	}
 }
 
@@ -346,6 +379,34 @@ func idleRatios(results []bench.IdleResult) []ratio {
 	return []ratio{
 		{"bytes_per_conn", "bytes/conn", quotient(gw.BytesPerConn, rl.BytesPerConn)},
 		{"goroutines_per_conn", "goroutines/conn", quotient(gw.GoroutinesPerConn, rl.GoroutinesPerConn)},
+	}
+}
+
+func fanoutMetrics(r bench.FanoutResult) (string, []metric) {
+	return r.Target, []metric{
+		{"deliveries_per_sec", "deliveries/s", r.DeliveriesPerSec, false},
+		{"loss", "loss", r.Loss, false},
+		{"p50", "p50", float64(r.P50), true},
+		{"p99", "p99", float64(r.P99), true},
+		{"max", "max", float64(r.Max), true},
+		{"cpu_per_delivery", "cpu/delivery", float64(r.CPUPerDelivery), true},
+	}
+}
+
+func rpcMetrics(r bench.RPCResult) (string, []metric) {
+	return r.Target, []metric{
+		{"round_trips_per_sec", "round trips/s", r.PerSec, false},
+		{"p50", "p50", float64(r.P50), true},
+		{"p99", "p99", float64(r.P99), true},
+		{"max", "max", float64(r.Max), true},
+		{"cpu_per_round_trip", "cpu/round trip", float64(r.CPUPerRoundTrip), true},
+	}
+}
+
+func idleMetrics(r bench.IdleResult) (string, []metric) {
+	return r.Target, []metric{
+		{"bytes_per_conn", "bytes/conn", r.BytesPerConn, false},
+		{"goroutines_per_conn", "goroutines/conn", r.GoroutinesPerConn, false},
 	}
 }
 
@@ -390,12 +451,12 @@ func writeNotes(w io.Writer, notes [][2]string) error {
 func writeFanout(w io.Writer, o bench.FanoutOptions, results []bench.FanoutResult) error {
 	fmt.Fprintf(w, "fanout: %s, %s, %s envelopes/s, %d-byte texts, %v (+%v warmup)\n",
 		plural(o.Participants, "participant"), plural(o.Senders, "sender"), rateText(o.Rate), o.Size, o.Duration, o.Warmup)
-	t := newTable(w, "TARGET", "SENT", "EXPECTED", "DELIVERED", "LOSS", "SENT/S", "DELIVERIES/S", "P50", "P90", "P99", "MAX", "ERRORS")
+	t := newTable(w, "TARGET", "SENT", "EXPECTED", "DELIVERED", "LOSS", "SENT/S", "DELIVERIES/S", "P50", "P90", "P99", "MAX", "CPU/DELIVERY", "ERRORS")
 	var notes [][2]string
 	for _, r := range results {
 		t.row(r.Target, fmt.Sprint(r.Sent), fmt.Sprint(r.Expected), fmt.Sprint(r.Delivered),
 			fmt.Sprintf("%.2f%%", 100*r.Loss), fmt.Sprintf("%.0f", r.SendRate), fmt.Sprintf("%.0f", r.DeliveriesPerSec),
-			durText(r.P50), durText(r.P90), durText(r.P99), durText(r.Max), fmt.Sprint(r.Errors))
+			durText(r.P50), durText(r.P90), durText(r.P99), durText(r.Max), durText(r.CPUPerDelivery), fmt.Sprint(r.Errors))
 		note := r.FirstError
 		if r.OutOfOrder > 0 {
 			note = strings.TrimPrefix(note+"; ", "; ") + fmt.Sprintf("%d deliveries out of order", r.OutOfOrder)
@@ -414,11 +475,11 @@ func writeFanout(w io.Writer, o bench.FanoutOptions, results []bench.FanoutResul
 func writeRPC(w io.Writer, o bench.RPCOptions, results []bench.RPCResult) error {
 	fmt.Fprintf(w, "rpc: %s, %s round trips/s, %d-byte payloads, %v (+%v warmup)\n",
 		plural(o.Pairs, "pair"), rateText(o.Rate), o.Size, o.Duration, o.Warmup)
-	t := newTable(w, "TARGET", "SENT", "ROUND TRIPS", "ROUND TRIPS/S", "P50", "P90", "P99", "MAX", "ERRORS")
+	t := newTable(w, "TARGET", "SENT", "ROUND TRIPS", "ROUND TRIPS/S", "P50", "P90", "P99", "MAX", "CPU/ROUND TRIP", "ERRORS")
 	var notes [][2]string
 	for _, r := range results {
 		t.row(r.Target, fmt.Sprint(r.Sent), fmt.Sprint(r.RoundTrips), fmt.Sprintf("%.0f", r.PerSec),
-			durText(r.P50), durText(r.P90), durText(r.P99), durText(r.Max), fmt.Sprint(r.Errors))
+			durText(r.P50), durText(r.P90), durText(r.P99), durText(r.Max), durText(r.CPUPerRoundTrip), fmt.Sprint(r.Errors))
 		notes = append(notes, [2]string{r.Target, r.FirstError})
 	}
 	if err := t.flush(); err != nil {
