@@ -198,13 +198,15 @@ async function run() {
   state.running = true;
   $("#run").disabled = true;
   const log = $("#run-log");
-  log.replaceChildren(el("p", { class: "muted" }, `Running ${t.name}…`));
+  const note = el("p", { class: "muted", id: "running" }, `Running ${t.name}…`);
+  log.replaceChildren(note);
   try {
     await lines("/api/run", { tools: payload(), tool: t.name, args: testForm.args() }, (e) => log.append(stepView(e)));
   } catch (e) {
     const probs = e.body && e.body.problems ? e.body.problems.map((p) => p.message).join("; ") : e.message;
     log.append(stepView({ event: "error", ms: 0, text: probs }));
   } finally {
+    note.remove();
     state.running = false;
     testNow();
   }
