@@ -126,7 +126,7 @@ function onEnvelope(env) {
     el.dataset.id = env.id;
     el.dataset.kind = env.kind;
     el.classList.add("entry");
-    el.append(h("button", { type: "button", class: "chain-btn", title: "show the correlation chain", onclick: () => showChain(env.id) }, "⛓"));
+    el.append(h("button", { type: "button", class: "chain-btn", title: "show the correlation chain", onclick: () => showChain(env.id) }, "chain"));
     const stream = $("#stream");
     const atEnd = stream.scrollHeight - stream.scrollTop - stream.clientHeight < 40;
     stream.append(el);
