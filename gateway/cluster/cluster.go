@@ -108,9 +108,12 @@ type Entry struct {
 
 // Watcher delivers the changes to a space's keys: first the current value of
 // every key (OpPut), then one OpSynced entry, then each change as it
-// happens, in revision order. The channel is closed when the watch ends
-// (Stop, its context, or the node's Close). A consumer must keep reading:
-// an implementation may buffer, but it does not drop changes.
+// happens, in revision order. A change superseded by a later change of the
+// same key before it was delivered may be skipped (the shared state keeps
+// one revision per key), but the last change of every key is delivered:
+// a watcher's copy converges to the state. The channel is closed when the
+// watch ends (Stop, its context, or the node's Close). A consumer must keep
+// reading: an implementation may buffer, but it does not drop changes.
 type Watcher interface {
 	Changes() <-chan Entry
 	Stop()

@@ -36,7 +36,9 @@ type Options struct {
 	URL string
 	// Conn is a connection to use instead of dialing URL. The Node does not
 	// close it. It should be made with nats.NoEcho(); otherwise the Node
-	// filters its own messages out itself.
+	// filters its own messages out itself. The Node cannot hook its
+	// reconnections: after a server restart its watches resume only when
+	// their ordered consumers notice (seconds later), not at once.
 	Conn *nats.Conn
 	// PresenceTTL is how long a participant's presence outlives its node's
 	// last refresh; the node refreshes every third of it. Whole seconds, at
@@ -72,7 +74,22 @@ type Node struct {
 	joined   map[joinKey]*joined // presence entries this node keeps alive
 	subs     map[*nats.Subscription]struct{}
 	watchers map[*watcher]struct{}
-	slow     uint64 // slow-consumer events: messages NATS dropped for this node
+	slow     uint64        // slow-consumer events: messages NATS dropped for this node
+	reconn   chan struct{} // closed and replaced at each reconnection
+}
+
+// reconnected returns a channel closed at the next reconnection to NATS.
+func (n *Node) reconnected() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.reconn
+}
+
+func (n *Node) onReconnect(*nats.Conn) {
+	n.mu.Lock()
+	close(n.reconn)
+	n.reconn = make(chan struct{})
+	n.mu.Unlock()
 }
 
 type joinKey struct{ space, participant string }
@@ -112,14 +129,14 @@ func New(ctx context.Context, o Options) (*Node, error) {
 	n := &Node{
 		id: o.NodeID, subjPre: subjectPrefix(o.Cluster), ttl: ttl, timeout: o.RequestTimeout,
 		joined: make(map[joinKey]*joined), subs: make(map[*nats.Subscription]struct{}),
-		watchers: make(map[*watcher]struct{}),
+		watchers: make(map[*watcher]struct{}), reconn: make(chan struct{}),
 	}
 	n.nc = o.Conn
 	if n.nc == nil {
 		nc, err := nats.Connect(o.URL,
 			nats.Name("mew-gateway "+o.NodeID), nats.NoEcho(),
 			nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
-			nats.ErrorHandler(n.asyncError))
+			nats.ErrorHandler(n.asyncError), nats.ReconnectHandler(n.onReconnect))
 		if err != nil {
 			return nil, fmt.Errorf("natscluster: connect %s: %w: %w", o.URL, cluster.ErrUnavailable, err)
 		}

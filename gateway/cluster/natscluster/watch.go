@@ -14,7 +14,8 @@ import (
 // pump goroutine is owned by the watcher (Stop) and the node (Close).
 type watcher struct {
 	n      *Node
-	kw     jetstream.KeyWatcher
+	kv     jetstream.KeyValue
+	kw     jetstream.KeyWatcher // replaced after a reconnection, by pump only
 	prefix string
 	out    chan cluster.Entry
 	stop   chan struct{}
@@ -35,7 +36,7 @@ func (n *Node) watch(ctx context.Context, kv jetstream.KeyValue, space string) (
 	if err != nil {
 		return nil, n.unavailable(err)
 	}
-	w := &watcher{n: n, kw: kw, prefix: prefix, out: make(chan cluster.Entry, 64),
+	w := &watcher{n: n, kv: kv, kw: kw, prefix: prefix, out: make(chan cluster.Entry, 64),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	n.mu.Lock()
 	if n.closed {
@@ -63,19 +64,39 @@ func (w *watcher) pump(ctx context.Context) {
 	defer close(w.done)
 	defer close(w.out)
 	defer w.release()
-	in := w.kw.Updates()
+	var last uint64 // the last revision handed on
+	synced := false
 	for {
 		var kve jetstream.KeyValueEntry
 		select {
-		case e, ok := <-in:
+		case e, ok := <-w.kw.Updates():
 			if !ok {
 				return
 			}
 			kve = e
+		case <-w.n.reconnected():
+			// The server may have lost the watch's consumer (a restart):
+			// rather than wait for the ordered consumer to notice missing
+			// heartbeats, start again after the last revision handed on.
+			if !w.resume(ctx, last) {
+				return
+			}
+			continue
 		case <-w.stop:
 			return
 		case <-ctx.Done():
 			return
+		}
+		if kve == nil {
+			if synced {
+				continue // a resumed watch's marker: the consumer has had one
+			}
+			synced = true
+		} else {
+			if kve.Revision() <= last {
+				continue // already handed on before a resumption
+			}
+			last = kve.Revision()
 		}
 		e, ok := w.convert(kve)
 		if !ok {
@@ -87,6 +108,32 @@ func (w *watcher) pump(ctx context.Context) {
 			return
 		case <-ctx.Done():
 			return
+		}
+	}
+}
+
+// resume replaces the KV watch with one that starts after revision last,
+// retrying while JetStream is not ready again. It reports false when the
+// watcher was stopped meanwhile.
+func (w *watcher) resume(ctx context.Context, last uint64) bool {
+	w.drainOld()
+	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+		rctx, cancel := context.WithTimeout(ctx, w.n.timeout)
+		kw, err := w.kv.Watch(context.WithoutCancel(rctx), w.prefix+">",
+			jetstream.IncludeHistory(), jetstream.ResumeFromRevision(last+1))
+		cancel()
+		if err == nil {
+			w.kw = kw
+			return true
+		}
+		select {
+		case <-time.After(delay):
+		case <-w.stop:
+			w.kw = nil
+			return false
+		case <-ctx.Done():
+			w.kw = nil
+			return false
 		}
 	}
 }
@@ -121,6 +168,15 @@ func (w *watcher) release() {
 	w.n.mu.Lock()
 	delete(w.n.watchers, w)
 	w.n.mu.Unlock()
+	w.drainOld()
+}
+
+// drainOld stops the current KV watch and drains it.
+func (w *watcher) drainOld() {
+	if w.kw == nil {
+		return
+	}
+	defer func() { w.kw = nil }()
 	_ = w.kw.Stop()
 	timeout := time.NewTimer(5 * time.Second)
 	defer timeout.Stop()

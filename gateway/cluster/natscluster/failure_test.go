@@ -1,0 +1,288 @@
+package natscluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/gateway/cluster/clustertest"
+)
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > d {
+			t.Fatalf("%s: not after %v", what, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+func nextChange(t *testing.T, w cluster.Watcher, d time.Duration) cluster.Entry {
+	t.Helper()
+	select {
+	case e, ok := <-w.Changes():
+		if !ok {
+			t.Fatal("watch ended")
+		}
+		return e
+	case <-time.After(d):
+		t.Fatalf("no change in %v", d)
+	}
+	panic("unreachable")
+}
+
+// TestServerRestart stops the NATS server under two nodes and starts it
+// again on the same port and store: the nodes report the outage, refuse
+// writes meanwhile, reconnect, and their watches and subscriptions resume.
+func TestServerRestart(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, ServerOptions{StoreDir: dir})
+	port := s.Addr().(*net.TCPAddr).Port
+	a, b := newNode(t, s.ClientURL(), "a"), newNode(t, s.ClientURL(), "b")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	key := cluster.GrantKey("p", "g1")
+	if _, err := a.State().Put(ctx, "sp", key, []byte("v1"), cluster.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := b.State().Watch(ctx, "sp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if e := nextChange(t, w, 5*time.Second); e.Op != cluster.OpPut {
+		t.Fatalf("%+v", e)
+	}
+	if e := nextChange(t, w, 5*time.Second); e.Op != cluster.OpSynced {
+		t.Fatalf("%+v", e)
+	}
+	got := make(chan string, 16)
+	if _, err := b.Broker().Subscribe(ctx, "sp", func(m cluster.Message) { got <- string(m.Data) }); err != nil {
+		t.Fatal(err)
+	}
+
+	s.Shutdown()
+	s.WaitForShutdown()
+	d := waitFor(t, 5*time.Second, "a reports the outage", func() bool { return errors.Is(a.Err(), cluster.ErrUnavailable) })
+	t.Logf("outage reported after %v: %v", d, a.Err())
+	if _, err := a.State().Put(ctx, "sp", key, []byte("lost"), cluster.PutOptions{}); !errors.Is(err, cluster.ErrUnavailable) {
+		t.Errorf("put during the outage: %v, want ErrUnavailable", err)
+	}
+	if err := a.Broker().Publish(ctx, "sp", []byte("lost")); !errors.Is(err, cluster.ErrUnavailable) {
+		t.Errorf("publish during the outage: %v, want ErrUnavailable", err)
+	}
+
+	startServer(t, ServerOptions{StoreDir: dir, Port: port})
+	start := time.Now()
+	waitFor(t, 15*time.Second, "both reconnect", func() bool { return a.Err() == nil && b.Err() == nil })
+	t.Logf("reconnected after %v", time.Since(start))
+	// The state survived (file storage), and the watch resumes.
+	var rev uint64
+	waitFor(t, 15*time.Second, "a write after the restart", func() bool {
+		r, err := a.State().Put(ctx, "sp", key, []byte("v2"), cluster.PutOptions{})
+		rev = r
+		return err == nil
+	})
+	for {
+		e := nextChange(t, w, 20*time.Second)
+		if e.Op == cluster.OpPut && string(e.Value) == "v2" && e.Revision == rev {
+			break
+		}
+	}
+	t.Logf("watch resumed %v after the restart", time.Since(start))
+	waitFor(t, 10*time.Second, "the subscription resumes", func() bool {
+		_ = a.Broker().Publish(ctx, "sp", []byte("after"))
+		select {
+		case m := <-got:
+			return m == "after"
+		case <-time.After(100 * time.Millisecond):
+			return false
+		}
+	})
+}
+
+// TestPartition cuts one node off NATS (its connection closes under it):
+// it says so, and its participants' presence leaves within the TTL on the
+// node that remains.
+func TestPartition(t *testing.T) {
+	s := startServer(t, ServerOptions{})
+	a, b := newNode(t, s.ClientURL(), "a"), newNode(t, s.ClientURL(), "b")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.Presence().Join(ctx, "sp", cluster.Member{Participant: "agent", Conn: "b-1"}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := a.Presence().Watch(ctx, "sp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for e := nextChange(t, w, 5*time.Second); e.Op != cluster.OpSynced; e = nextChange(t, w, 5*time.Second) {
+	}
+	b.nc.Close() // the network between b and NATS is gone for good
+	if err := b.Err(); !errors.Is(err, cluster.ErrUnavailable) {
+		t.Fatalf("Err of a cut-off node: %v", err)
+	}
+	start := time.Now()
+	for {
+		e := nextChange(t, w, 5*time.Second)
+		if e.Op == cluster.OpDelete && e.Key == "agent" {
+			break
+		}
+	}
+	if d := time.Since(start); d > clustertest.PresenceTTL+time.Second {
+		t.Errorf("presence left after %v", d)
+	}
+}
+
+// TestNames checks the escaping of names into NATS tokens.
+func TestNames(t *testing.T) {
+	for _, s := range []string{"a", "space.one", "x*y>z", "with space\t", "ünïcode", "_5F", "-", "a_b"} {
+		e := escape(s)
+		for i := 0; i < len(e); i++ {
+			c := e[i]
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+				t.Errorf("escape(%q) = %q has %q", s, e, c)
+			}
+		}
+		if u, err := unescape(e); err != nil || u != s {
+			t.Errorf("unescape(escape(%q)) = %q, %v", s, u, err)
+		}
+	}
+	for _, bad := range []string{"_", "_4", "_zz", "_41", "a_4"} {
+		if _, err := unescape(bad); !errors.Is(err, cluster.ErrInvalid) {
+			t.Errorf("unescape(%q): %v, want ErrInvalid", bad, err)
+		}
+	}
+	if _, err := stateKey("sp.", "other.x"); err == nil {
+		t.Error("a key of another space decoded")
+	}
+	if k, err := stateKey("sp.", kvKey("sp", "grant/a.b/g 1")[3:]); err == nil {
+		t.Errorf("a key without its prefix decoded as %q", k)
+	}
+	if k, err := stateKey(escape("s p")+".", kvKey("s p", "grant/a.b/g 1")); err != nil || k != "grant/a.b/g 1" {
+		t.Errorf("round trip: %q %v", k, err)
+	}
+}
+
+func FuzzUnescape(f *testing.F) {
+	for _, s := range []string{"a", "_2E", "x_2A_3E", "__", "_"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, err := unescape(s)
+		if err != nil {
+			return
+		}
+		if escape(u) != s {
+			t.Fatalf("unescape(%q) = %q, which escapes to %q", s, u, escape(u))
+		}
+	})
+}
+
+// TestThreeServers runs the conformance suite on a cluster of three NATS
+// servers with JetStream replicas 3, each node on a different server.
+func TestThreeServers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a three-server JetStream cluster takes seconds to form")
+	}
+	// One NATS cluster for the whole suite; each test gets its own mew
+	// cluster name, hence its own subjects and buckets.
+	urls := threeServers(t)
+	tests := 0
+	clustertest.Run(t, func(t *testing.T, n int) *clustertest.Harness {
+		tests++
+		name := fmt.Sprintf("t%d", tests)
+		h := &clustertest.Harness{}
+		var nodes []*Node
+		for i := range n {
+			node := newReplicatedNode(t, urls[i%3], name, fmt.Sprintf("n%d", i))
+			nodes = append(nodes, node)
+			h.Nodes = append(h.Nodes, node)
+		}
+		h.Crash = func(i int) { nodes[i].crash() }
+		return h
+	})
+}
+
+// threeServers starts a NATS cluster of three servers with JetStream and
+// returns their client URLs.
+func threeServers(t *testing.T) []string {
+	t.Helper()
+	// Cluster ports are fixed before start, so that each route list names
+	// all three servers: pick three free ones.
+	ports := make([]int, 3)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+		l.Close()
+	}
+	var routes []string
+	for _, p := range ports {
+		routes = append(routes, "nats-route://127.0.0.1:"+strconv.Itoa(p))
+	}
+	type started struct {
+		url string
+		err error
+	}
+	ch := make(chan started, 3)
+	for i := range 3 {
+		go func() {
+			s, err := StartServer(ServerOptions{
+				Name: fmt.Sprintf("s%d", i), StoreDir: t.TempDir(),
+				ClusterName: "mewtest", ClusterPort: ports[i], Routes: routes,
+			})
+			if err != nil {
+				ch <- started{err: err}
+				return
+			}
+			t.Cleanup(func() {
+				s.Shutdown()
+				s.WaitForShutdown()
+			})
+			ch <- started{url: s.ClientURL()}
+		}()
+	}
+	var urls []string
+	for range 3 {
+		r := <-ch
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		urls = append(urls, r.url)
+	}
+	return urls
+}
+
+// newReplicatedNode connects a node with replicas 3, retrying while the
+// JetStream cluster elects its leaders.
+func newReplicatedNode(t *testing.T, url, clusterName, id string) *Node {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		n, err := New(ctx, Options{NodeID: id, Cluster: clusterName, URL: url, PresenceTTL: clustertest.PresenceTTL, Replicas: 3, RequestTimeout: 3 * time.Second})
+		cancel()
+		if err == nil {
+			t.Cleanup(func() { _ = n.Close() })
+			return n
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
