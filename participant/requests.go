@@ -407,30 +407,7 @@ func (p *Participant) Fulfill(ctx context.Context, pr *Proposal) (json.RawMessag
 	if pr == nil || pr.Envelope == nil {
 		return nil, errors.New("participant: fulfil: no proposal")
 	}
-	to := pr.To()
-	if len(to) == 0 {
-		return nil, fmt.Errorf("participant: fulfil proposal %s: it names no target", pr.ID())
-	}
-	body, method, err := p.pending.rpcPayload(json.RawMessage(pr.Envelope.Payload))
-	if err != nil {
-		return nil, fmt.Errorf("participant: fulfil proposal %s: %w", pr.ID(), err)
-	}
-	if !p.CanSend(protocol.KindMCPRequest, body) {
-		return nil, fmt.Errorf("participant: fulfil proposal %s (%s): %w", pr.ID(), method, ErrNotAllowed)
-	}
-	serial := p.pending.claims.Add(1)
-	if err := pr.claim(ProposalStatus{Settlement: Approved, By: p.ID(), At: time.Now()}, serial); err != nil {
-		return nil, err
-	}
-	sent := false
-	res, err := p.roundTrip(ctx, protocol.KindMCPRequest, to, []string{pr.ID()}, body, func() { sent = true })
-	var refused *GatewayError
-	if !sent || errors.As(err, &refused) {
-		pr.unclaim(serial)
-	} else {
-		pr.done(serial)
-	}
-	return res, err
+	return p.fulfil(ctx, pr, json.RawMessage(pr.Envelope.Payload))
 }
 
 // Reject declines another participant's proposal: an mcp/reject to the
@@ -438,24 +415,7 @@ func (p *Participant) Fulfill(ctx context.Context, pr *Proposal) (json.RawMessag
 // protocol.Reason* codes; "" sends none. As Fulfill, it refuses a proposal
 // settled already with a *ProposalSettledError.
 func (p *Participant) Reject(ctx context.Context, pr *Proposal, reason string) error {
-	if pr == nil || pr.Envelope == nil {
-		return errors.New("participant: reject: no proposal")
-	}
-	payload := protocol.Reject{Reason: reason}
-	raw, _ := json.Marshal(payload)
-	if !p.CanSend(protocol.KindMCPReject, raw) {
-		return fmt.Errorf("participant: reject proposal %s: %w", pr.ID(), ErrNotAllowed)
-	}
-	serial := p.pending.claims.Add(1)
-	if err := pr.claim(ProposalStatus{Settlement: Rejected, By: p.ID(), Reason: reason, At: time.Now()}, serial); err != nil {
-		return err
-	}
-	if _, err := p.send(ctx, protocol.KindMCPReject, []string{pr.From()}, []string{pr.ID()}, payload); err != nil {
-		pr.unclaim(serial)
-		return fmt.Errorf("participant: reject proposal %s: %w", pr.ID(), err)
-	}
-	pr.done(serial)
-	return nil
+	return p.RejectWith(ctx, pr, reason, "")
 }
 
 // OnProposal registers f for the mcp/proposal envelopes of other
