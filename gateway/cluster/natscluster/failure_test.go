@@ -217,7 +217,7 @@ func TestThreeServers(t *testing.T) {
 
 // threeServers starts a NATS cluster of three servers with JetStream and
 // returns their client URLs.
-func threeServers(t *testing.T) []string {
+func threeServers(t testing.TB) []string {
 	t.Helper()
 	// Cluster ports are fixed before start, so that each route list names
 	// all three servers: pick three free ones.
@@ -269,7 +269,7 @@ func threeServers(t *testing.T) []string {
 
 // newReplicatedNode connects a node with replicas 3, retrying while the
 // JetStream cluster elects its leaders.
-func newReplicatedNode(t *testing.T, url, clusterName, id string) *Node {
+func newReplicatedNode(t testing.TB, url, clusterName, id string) *Node {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
