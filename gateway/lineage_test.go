@@ -49,7 +49,7 @@ func TestLineageAPI(t *testing.T) {
 	}
 	lin, _ := body["lineage"].(map[string]any)
 	tree := flatten(lin)
-	for _, want := range []string{"mcp/request f1 from alice to bob", "fulfills", "mcp/proposal p1 from bob to alice", "approved by alice"} {
+	for _, want := range []string{"mcp/request f1 from alice to bob", "fulfills", "mcp/proposal p1 from bob to alice", "approved_by: alice, who carried it out with f1"} {
 		if !strings.Contains(tree, want) {
 			t.Errorf("lineage lacks %q:\n%s", want, tree)
 		}
