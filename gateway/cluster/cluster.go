@@ -28,9 +28,11 @@ var (
 // Bounds on what the cluster stores. They keep a buggy or hostile node from
 // making the others allocate without limit.
 const (
-	MaxNameLen  = 256      // a space id, participant id, node id or one key segment, in bytes
-	MaxKeyLen   = 1024     // a whole State key, in bytes
-	MaxValueLen = 64 << 10 // a State value or a presence record, in bytes
+	MaxNameLen   = 256      // a space id, participant id, node id or one key segment, in bytes
+	MaxKeyLen    = 1024     // a whole State key, in bytes
+	MaxValueLen  = 64 << 10 // a State value or a presence record, in bytes
+	MaxRecordLen = 1 << 20  // a Log record, in bytes
+	MaxReadLen   = 1000     // the most records one Log.Read returns
 )
 
 // Node is one gateway node's handle on the cluster: everything the node
@@ -43,6 +45,7 @@ type Node interface {
 	Broker() Broker
 	Presence() Presence
 	State() State
+	Log() Log
 	// Err is nil while the node can reach the fabric; otherwise an error
 	// wrapping ErrUnavailable (or ErrClosed) that says why.
 	Err() error
@@ -170,4 +173,31 @@ type Presence interface {
 	Watch(ctx context.Context, space string) (Watcher, error)
 	// TTL is how long an entry outlives its node's last refresh.
 	TTL() time.Duration
+}
+
+// Record is one entry of a space's Log.
+type Record struct {
+	Seq  uint64    // increases along the space's log; not contiguous
+	Node string    // the node that appended it
+	At   time.Time // when the log stored it
+	Data []byte
+}
+
+// Log is a space's retained, totally ordered sequence of records: every
+// node appends to it and every node reads the same order. It serves where
+// an order across nodes matters more than the Broker's per-sender order: a
+// stream's ownership change must reach every node before the frames its
+// new owner writes after it, and polling history must read the same on
+// every node. A log keeps a bounded number of records per space (the
+// implementation's retention); the oldest go first.
+type Log interface {
+	// Append adds data to the end of space's log and returns its Seq.
+	Append(ctx context.Context, space string, data []byte) (uint64, error)
+	// Read returns up to limit (at most MaxReadLen) records of space with
+	// Seq > after, oldest first, without waiting for more.
+	Read(ctx context.Context, space string, after uint64, limit int) ([]Record, error)
+	// Follow calls h with each record of space with Seq > after, in order,
+	// one at a time, then with each record appended later, until
+	// Unsubscribe, ctx, or the node's Close.
+	Follow(ctx context.Context, space string, after uint64, h func(Record)) (Subscription, error)
 }

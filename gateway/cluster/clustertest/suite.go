@@ -38,6 +38,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("PresenceReplace", func(t *testing.T) { testPresenceReplace(t, f) })
 	t.Run("PresenceCrash", func(t *testing.T) { testPresenceCrash(t, f) })
 	t.Run("FloorContest", func(t *testing.T) { testFloorContest(t, f) })
+	t.Run("LogOrder", func(t *testing.T) { testLogOrder(t, f) })
 	t.Run("Close", func(t *testing.T) { testClose(t, f) })
 }
 
@@ -694,5 +695,128 @@ func testClose(t *testing.T, f Factory) {
 	}
 	if err := a.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// collector gathers the records a Follow delivers.
+type collector struct {
+	mu   sync.Mutex
+	recs []cluster.Record
+}
+
+func (c *collector) add(r cluster.Record) {
+	c.mu.Lock()
+	c.recs = append(c.recs, r)
+	c.mu.Unlock()
+}
+
+func (c *collector) wait(t *testing.T, n int) []cluster.Record {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		c.mu.Lock()
+		got := append([]cluster.Record(nil), c.recs...)
+		c.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("followed %d records of %d", len(got), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func testLogOrder(t *testing.T, f Factory) {
+	h := f(t, 3)
+	ctx := ctxT(t)
+	const per = 50
+	total := per * len(h.Nodes)
+	cols := make([]*collector, len(h.Nodes))
+	for i, n := range h.Nodes {
+		cols[i] = &collector{}
+		if _, err := n.Log().Follow(ctx, "sp", 0, cols[i].add); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.Nodes[0].Log().Append(ctx, "other", []byte("elsewhere")); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for _, n := range h.Nodes {
+		wg.Go(func() {
+			for k := range per {
+				if _, err := n.Log().Append(ctx, "sp", fmt.Appendf(nil, "%d", k)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var first []cluster.Record
+	for i, c := range cols {
+		got := c.wait(t, total)
+		if len(got) != total {
+			t.Fatalf("node %d followed %d records, want %d", i, len(got), total)
+		}
+		next := map[string]int{}
+		for j, r := range got {
+			if j > 0 && r.Seq <= got[j-1].Seq {
+				t.Fatalf("node %d: seq %d after %d", i, r.Seq, got[j-1].Seq)
+			}
+			if want := fmt.Sprint(next[r.Node]); string(r.Data) != want {
+				t.Fatalf("node %d: record %q from %s, want %s", i, r.Data, r.Node, want)
+			}
+			next[r.Node]++
+		}
+		if first == nil {
+			first = got
+			continue
+		}
+		for j := range got {
+			if got[j].Seq != first[j].Seq || got[j].Node != first[j].Node || string(got[j].Data) != string(first[j].Data) {
+				t.Fatalf("node %d saw record %d as %+v, node 0 as %+v: the order differs", i, j, got[j], first[j])
+			}
+		}
+	}
+	// Reading pages through the same order, on any node.
+	var read []cluster.Record
+	for after := uint64(0); ; {
+		page, err := h.Nodes[1].Log().Read(ctx, "sp", after, 40)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		if len(page) > 40 {
+			t.Fatalf("a page of %d records, limit 40", len(page))
+		}
+		read = append(read, page...)
+		after = page[len(page)-1].Seq
+	}
+	if len(read) != total {
+		t.Fatalf("read %d records, want %d", len(read), total)
+	}
+	for j := range read {
+		if read[j].Seq != first[j].Seq || string(read[j].Data) != string(first[j].Data) {
+			t.Fatalf("read record %d as %+v, followed as %+v", j, read[j], first[j])
+		}
+	}
+	// Following from the middle gets the rest.
+	mid := &collector{}
+	sub, err := h.Nodes[2].Log().Follow(ctx, "sp", first[total-10].Seq, mid.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mid.wait(t, 9); len(got) != 9 || got[0].Seq != first[total-9].Seq {
+		t.Fatalf("followed from the middle: %d records from seq %d", len(got), got[0].Seq)
+	}
+	if err := sub.Unsubscribe(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Nodes[0].Log().Append(ctx, "sp", make([]byte, cluster.MaxRecordLen+1)); !errors.Is(err, cluster.ErrInvalid) {
+		t.Errorf("oversized record: %v, want ErrInvalid", err)
 	}
 }

@@ -17,6 +17,9 @@ type Options struct {
 	// PresenceTTL is how long the presence of a crashed node's participants
 	// outlives it (see Cluster.Crash). 0: DefaultPresenceTTL.
 	PresenceTTL time.Duration
+	// LogRetention is how many records each space's Log keeps. 0:
+	// DefaultLogRetention.
+	LogRetention int
 }
 
 // Cluster is the shared memory of the nodes created from it, as a NATS
@@ -26,6 +29,7 @@ type Cluster struct {
 	ttl      time.Duration
 	state    *kv
 	presence *kv
+	logs     *spaceLogs
 
 	mu    sync.Mutex
 	subs  map[string]map[*subscription]struct{} // by space
@@ -38,8 +42,13 @@ func New(o Options) *Cluster {
 	if ttl <= 0 {
 		ttl = DefaultPresenceTTL
 	}
+	keep := o.LogRetention
+	if keep <= 0 {
+		keep = DefaultLogRetention
+	}
 	return &Cluster{
 		ttl: ttlRound(ttl), state: newKV(), presence: newKV(),
+		logs: &spaceLogs{keep: keep, spaces: make(map[string]*spaceLog)},
 		subs: make(map[string]map[*subscription]struct{}), nodes: make(map[string]*Node),
 	}
 }
@@ -93,10 +102,11 @@ type Node struct {
 	c  *Cluster
 	id string
 
-	mu       sync.Mutex
-	closed   bool
-	subs     map[*subscription]struct{}
-	watchers []cluster.Watcher
+	mu        sync.Mutex
+	closed    bool
+	subs      map[*subscription]struct{}
+	watchers  []cluster.Watcher
+	followers []*follower
 }
 
 var (
@@ -114,6 +124,9 @@ func (n *Node) Broker() cluster.Broker { return broker{n} }
 
 // State implements cluster.Node.
 func (n *Node) State() cluster.State { return state{n} }
+
+// Log implements cluster.Node.
+func (n *Node) Log() cluster.Log { return logView{n} }
 
 // Presence implements cluster.Node.
 func (n *Node) Presence() cluster.Presence { return presence{n} }
@@ -142,9 +155,12 @@ func (n *Node) shutdown(graceful bool) {
 		return
 	}
 	n.closed = true
-	subs, ws := n.subs, n.watchers
-	n.subs, n.watchers = nil, nil
+	subs, ws, fs := n.subs, n.watchers, n.followers
+	n.subs, n.watchers, n.followers = nil, nil, nil
 	n.mu.Unlock()
+	for _, f := range fs {
+		_ = f.Unsubscribe()
+	}
 
 	c := n.c
 	c.mu.Lock()

@@ -49,6 +49,9 @@ type Options struct {
 	Replicas int
 	// RequestTimeout bounds each JetStream request. 0 is 5s.
 	RequestTimeout time.Duration
+	// LogRetention is how many records each space's Log keeps. 0 is
+	// DefaultLogRetention.
+	LogRetention int
 }
 
 // Node is a gateway node of a NATS cluster. See the package doc.
@@ -56,6 +59,7 @@ type Options struct {
 // Lock order: Node.mu, then nothing (calls out to NATS are made without it).
 type Node struct {
 	id      string
+	cluster string
 	nc      *nats.Conn
 	ownConn bool
 	js      jetstream.JetStream
@@ -74,6 +78,7 @@ type Node struct {
 	joined   map[joinKey]*joined // presence entries this node keeps alive
 	subs     map[*nats.Subscription]struct{}
 	watchers map[*watcher]struct{}
+	follows  map[*follow]struct{}
 	slow     uint64        // slow-consumer events: messages NATS dropped for this node
 	reconn   chan struct{} // closed and replaced at each reconnection
 }
@@ -127,9 +132,9 @@ func New(ctx context.Context, o Options) (*Node, error) {
 		o.RequestTimeout = 5 * time.Second
 	}
 	n := &Node{
-		id: o.NodeID, subjPre: subjectPrefix(o.Cluster), ttl: ttl, timeout: o.RequestTimeout,
+		id: o.NodeID, cluster: o.Cluster, subjPre: subjectPrefix(o.Cluster), ttl: ttl, timeout: o.RequestTimeout,
 		joined: make(map[joinKey]*joined), subs: make(map[*nats.Subscription]struct{}),
-		watchers: make(map[*watcher]struct{}), reconn: make(chan struct{}),
+		watchers: make(map[*watcher]struct{}), follows: make(map[*follow]struct{}), reconn: make(chan struct{}),
 	}
 	n.nc = o.Conn
 	if n.nc == nil {
@@ -169,6 +174,9 @@ func New(ctx context.Context, o Options) (*Node, error) {
 	if err != nil {
 		return fail(fmt.Errorf("natscluster: presence bucket: %w", n.unavailable(err)))
 	}
+	if err := n.createLog(ctx, o); err != nil {
+		return fail(fmt.Errorf("natscluster: log stream: %w", n.unavailable(err)))
+	}
 	n.ctx, n.stop = context.WithCancel(context.Background())
 	n.wg.Go(n.heartbeat)
 	return n, nil
@@ -192,6 +200,9 @@ func (n *Node) Broker() cluster.Broker { return broker{n} }
 
 // State implements cluster.Node.
 func (n *Node) State() cluster.State { return state{n} }
+
+// Log implements cluster.Node.
+func (n *Node) Log() cluster.Log { return logView{n} }
 
 // Presence implements cluster.Node.
 func (n *Node) Presence() cluster.Presence { return presence{n} }
@@ -243,8 +254,8 @@ func (n *Node) Close() error {
 	n.closed = true
 	joined := n.joined
 	n.joined = nil
-	subs, ws := n.subs, n.watchers
-	n.subs, n.watchers = nil, nil
+	subs, ws, fs := n.subs, n.watchers, n.follows
+	n.subs, n.watchers, n.follows = nil, nil, nil
 	n.mu.Unlock()
 
 	n.stop()
@@ -260,6 +271,9 @@ func (n *Node) Close() error {
 	}
 	for w := range ws {
 		w.Stop()
+	}
+	for f := range fs {
+		_ = f.Unsubscribe()
 	}
 	n.wg.Wait()
 	if n.ownConn {

@@ -1,0 +1,178 @@
+package natscluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mew-protocol/mew/gateway/cluster"
+)
+
+// DefaultLogRetention is how many records each space's log keeps when
+// Options leave it 0.
+const DefaultLogRetention = 10000
+
+// The logs of all spaces are one JetStream stream, mew_<cluster>_log, with
+// one subject per space, mew.<cluster>.log.<space>, and a per-subject limit:
+// each space has its own ordered, bounded log, and there is one stream to
+// create and replicate, not one per space.
+
+func logStream(cluster string) string   { return "mew_" + cluster + "_log" }
+func logSubjects(cluster string) string { return "mew." + cluster + ".log.>" }
+func logSubject(cluster, space string) string {
+	return "mew." + cluster + ".log." + escape(space)
+}
+
+func (n *Node) createLog(ctx context.Context, o Options) error {
+	keep := o.LogRetention
+	if keep <= 0 {
+		keep = DefaultLogRetention
+	}
+	_, err := n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: logStream(o.Cluster), Description: "mew: the ordered logs of spaces",
+		Subjects: []string{logSubjects(o.Cluster)}, MaxMsgsPerSubject: int64(keep),
+		MaxMsgSize: cluster.MaxRecordLen, Discard: jetstream.DiscardOld,
+		Storage: jetstream.FileStorage, Replicas: o.Replicas,
+	})
+	return err
+}
+
+type logView struct{ n *Node }
+
+var _ cluster.Log = logView{}
+
+func (v logView) Append(ctx context.Context, space string, data []byte) (uint64, error) {
+	if err := cluster.CheckName(space); err != nil {
+		return 0, err
+	}
+	if len(data) > cluster.MaxRecordLen {
+		return 0, fmt.Errorf("natscluster: record of %d bytes: %w", len(data), cluster.ErrInvalid)
+	}
+	n := v.n
+	if err := n.Err(); err != nil {
+		return 0, err
+	}
+	msg := &nats.Msg{Subject: logSubject(n.cluster, space), Data: data, Header: nats.Header{headerNode: []string{n.id}}}
+	ack, err := n.js.PublishMsg(ctx, msg)
+	if err != nil {
+		return 0, fmt.Errorf("natscluster: append to %s: %w", space, n.unavailable(err))
+	}
+	return ack.Sequence, nil
+}
+
+// consumer makes an ordered consumer of space's log from after+1.
+func (v logView) consumer(ctx context.Context, space string, after uint64) (jetstream.Consumer, error) {
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{logSubject(v.n.cluster, space)},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	}
+	if after > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
+	}
+	return v.n.js.OrderedConsumer(ctx, logStream(v.n.cluster), cfg)
+}
+
+// record converts a log message; one another node wrote wrongly is
+// skipped.
+func record(m jetstream.Msg) (cluster.Record, bool) {
+	meta, err := m.Metadata()
+	if err != nil || len(m.Data()) > cluster.MaxRecordLen {
+		return cluster.Record{}, false
+	}
+	from := m.Headers().Get(headerNode)
+	if cluster.CheckName(from) != nil {
+		return cluster.Record{}, false
+	}
+	return cluster.Record{Seq: meta.Sequence.Stream, Node: from, At: meta.Timestamp, Data: m.Data()}, true
+}
+
+func (v logView) Read(ctx context.Context, space string, after uint64, limit int) ([]cluster.Record, error) {
+	if err := cluster.CheckName(space); err != nil {
+		return nil, err
+	}
+	n := v.n
+	if err := n.Err(); err != nil {
+		return nil, err
+	}
+	limit = min(max(limit, 0), cluster.MaxReadLen)
+	if limit == 0 {
+		return nil, nil
+	}
+	cons, err := v.consumer(ctx, space, after)
+	if err != nil {
+		return nil, fmt.Errorf("natscluster: read %s: %w", space, n.unavailable(err))
+	}
+	batch, err := cons.FetchNoWait(limit)
+	if err != nil {
+		return nil, fmt.Errorf("natscluster: read %s: %w", space, n.unavailable(err))
+	}
+	var out []cluster.Record
+	for m := range batch.Messages() {
+		if r, ok := record(m); ok {
+			out = append(out, r)
+		}
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
+		return nil, fmt.Errorf("natscluster: read %s: %w", space, n.unavailable(err))
+	}
+	return out, nil
+}
+
+type follow struct {
+	n    *Node
+	cc   jetstream.ConsumeContext
+	once sync.Once
+}
+
+func (v logView) Follow(ctx context.Context, space string, after uint64, h func(cluster.Record)) (cluster.Subscription, error) {
+	if err := cluster.CheckName(space); err != nil {
+		return nil, err
+	}
+	n := v.n
+	if err := n.Err(); err != nil {
+		return nil, err
+	}
+	cons, err := v.consumer(ctx, space, after)
+	if err != nil {
+		return nil, fmt.Errorf("natscluster: follow %s: %w", space, n.unavailable(err))
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		if r, ok := record(m); ok {
+			h(r)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("natscluster: follow %s: %w", space, n.unavailable(err))
+	}
+	f := &follow{n: n, cc: cc}
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		_ = f.Unsubscribe()
+		return nil, cluster.ErrClosed
+	}
+	n.follows[f] = struct{}{}
+	n.mu.Unlock()
+	context.AfterFunc(ctx, func() { _ = f.Unsubscribe() })
+	return f, nil
+}
+
+// Unsubscribe ends the follow and waits until its handler has returned.
+func (f *follow) Unsubscribe() error {
+	f.once.Do(func() {
+		f.n.mu.Lock()
+		delete(f.n.follows, f)
+		f.n.mu.Unlock()
+		f.cc.Stop()
+	})
+	select {
+	case <-f.cc.Closed():
+	case <-time.After(5 * time.Second):
+	}
+	return nil
+}
