@@ -28,7 +28,7 @@ func init() {
 		{"proposals", "", "the proposals awaiting your decision", (*Model).cmdProposals},
 		{"review", "", "reopen the dialog for postponed proposals", (*Model).cmdReview},
 		{"approve", "[N]", "fulfil proposal N (default: the oldest) once", (*Model).cmdApprove},
-		{"reject", "[N] [reason]", "reject proposal N (reason code, default disagree)", (*Model).cmdReject},
+		{"reject", "[N] [code] [text]", "reject proposal N: a reason code (default disagree), your words", (*Model).cmdReject},
 		{"grants", "", "the grants in force in the space, with time left", (*Model).cmdGrants},
 		{"revoke", "N", "revoke grant N of /grants", (*Model).cmdRevoke},
 		{"participants", "", "who is in the space", (*Model).cmdParticipants},
@@ -101,7 +101,7 @@ func (m *Model) cmdHelp([]string) tea.Cmd {
 		fmt.Fprintf(&b, "  /%-21s %s\n", strings.TrimSpace(c.name+" "+c.args), c.help)
 	}
 	b.WriteString("Keys: Enter send · ↑/↓ history · PgUp/PgDn, Shift+↑/↓ scroll · Ctrl+C quit\n")
-	b.WriteString("Dialog: 1/y Yes · 2/g Grant · 3/n No · Esc later · ←/→ and Enter")
+	b.WriteString("Dialog: 1/y Yes · 2/g Grant · 3/n No · 4/e Edit · Esc later · ←/→ and Enter")
 	m.note(b.String(), false)
 	return nil
 }
@@ -177,7 +177,7 @@ func (m *Model) cmdApprove(args []string) tea.Cmd {
 	if m.dlg != nil && m.dlg.p == p {
 		m.dlg = nil
 	}
-	return m.approve(p, nil)
+	return m.approve(p, nil, nil)
 }
 
 func (m *Model) cmdReject(args []string) tea.Cmd {
@@ -189,14 +189,14 @@ func (m *Model) cmdReject(args []string) tea.Cmd {
 		m.note(fmt.Sprintf("proposal #%d was already %s", p.n, p.outcome), true)
 		return nil
 	}
-	reason := protocol.ReasonDisagree
+	reason, message := protocol.ReasonDisagree, ""
 	if len(rest) > 0 {
-		reason = rest[0]
+		reason, message = rest[0], strings.Join(rest[1:], " ")
 	}
 	if m.dlg != nil && m.dlg.p == p {
 		m.dlg = nil
 	}
-	return m.reject(p, reason)
+	return m.reject(p, reason, message)
 }
 
 func (m *Model) cmdParticipants([]string) tea.Cmd {

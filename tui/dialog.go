@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -17,10 +18,12 @@ import (
 type dialogStep int
 
 const (
-	stepChoose   dialogStep = iota // Yes / Grant / No / Later
-	stepScope                      // what the grant covers
-	stepLifetime                   // how long it lasts
-	stepReason                     // why No
+	stepChoose     dialogStep = iota // Yes / Grant / No / Later
+	stepScope                        // what the grant covers
+	stepLifetime                     // how long it lasts
+	stepReason                       // why No: the code
+	stepReasonText                   // why No: the user's words
+	stepEdit                         // the arguments, edited before fulfilling
 )
 
 // dialog is the approval dialog of one proposal.
@@ -30,10 +33,22 @@ type dialog struct {
 	cursor int
 	scopes []grantScope // offered at stepScope
 	scope  int          // the scope chosen
+	reason int          // the reason code chosen
+	ed     input        // the editor of stepEdit and stepReasonText
+	edErr  string       // why the edited arguments cannot be sent
 }
 
 // choices of stepChoose.
-var choices = []string{"Yes", "Grant…", "No", "Later"}
+var choices = []string{"Yes", "Grant…", "No", "Edit…", "Later"}
+
+// indexes of choices.
+const (
+	choiceYes = iota
+	choiceGrant
+	choiceNo
+	choiceEdit
+	choiceLater
+)
 
 // rejectReasons are the reason codes offered for No.
 var rejectReasons = []string{
@@ -72,6 +87,9 @@ func (m *Model) openDialog() tea.Cmd {
 // dialogKey handles a key while the dialog shows.
 func (m *Model) dialogKey(k tea.KeyPressMsg) tea.Cmd {
 	d := m.dlg
+	if d.step == stepEdit || d.step == stepReasonText {
+		return m.editorKey(k)
+	}
 	n := d.options()
 	key := k.String()
 	switch key {
@@ -85,7 +103,7 @@ func (m *Model) dialogKey(k tea.KeyPressMsg) tea.Cmd {
 		return m.choose(d.cursor)
 	case "esc":
 		if d.step == stepChoose {
-			return m.choose(3)
+			return m.choose(choiceLater)
 		}
 		d.back()
 		return nil
@@ -93,13 +111,15 @@ func (m *Model) dialogKey(k tea.KeyPressMsg) tea.Cmd {
 	if d.step == stepChoose {
 		switch key {
 		case "y":
-			return m.choose(0)
+			return m.choose(choiceYes)
 		case "g":
-			return m.choose(1)
+			return m.choose(choiceGrant)
 		case "n":
-			return m.choose(2)
+			return m.choose(choiceNo)
+		case "e":
+			return m.choose(choiceEdit)
 		case "l":
-			return m.choose(3)
+			return m.choose(choiceLater)
 		}
 	}
 	if len(key) == 1 && key[0] >= '1' && key[0] <= '9' {
@@ -128,6 +148,8 @@ func (d *dialog) back() {
 	switch d.step {
 	case stepLifetime:
 		d.step, d.cursor = stepScope, d.scope
+	case stepReasonText:
+		d.step, d.cursor = stepReason, d.reason
 	default:
 		d.step, d.cursor = stepChoose, 0
 	}
@@ -140,14 +162,19 @@ func (m *Model) choose(i int) tea.Cmd {
 	switch d.step {
 	case stepChoose:
 		switch i {
-		case 0:
-			return m.approve(p, nil)
-		case 1:
+		case choiceYes:
+			return m.approve(p, nil, nil)
+		case choiceGrant:
 			d.scopes = p.scopes()
 			d.step, d.cursor = stepScope, firstUsable(d.scopes)
-		case 2:
+		case choiceNo:
 			d.step, d.cursor = stepReason, 0
-		case 3:
+		case choiceEdit:
+			d.step, d.edErr = stepEdit, ""
+			d.ed = input{}
+			d.ed.insert(p.editable())
+			d.ed.pos = 0
+		case choiceLater:
 			p.postponed = true
 			m.dlg = nil
 			return m.openDialog()
@@ -162,14 +189,50 @@ func (m *Model) choose(i int) tea.Cmd {
 	case stepLifetime:
 		life := lifetimes[i]
 		if life.none {
-			return m.approve(p, nil)
+			return m.approve(p, nil, nil)
 		}
 		s := d.scopes[d.scope]
 		g := &grant{id: protocol.NewID(), recipient: p.from, what: s.label, life: life, made: m.now()}
-		return m.approve(p, &grantChoice{g: g, pattern: s.pattern})
+		return m.approve(p, &grantChoice{g: g, pattern: s.pattern}, nil)
 	case stepReason:
-		return m.reject(p, rejectReasons[i])
+		d.reason = i
+		d.step = stepReasonText
+		d.ed = input{}
 	}
+	return nil
+}
+
+// editorKey handles a key while the dialog's editor has them: Enter sends
+// (the edited call, or the rejection with the words typed), Esc goes back,
+// Alt+Enter or Ctrl+J starts a new line of the arguments.
+func (m *Model) editorKey(k tea.KeyPressMsg) tea.Cmd {
+	d := m.dlg
+	switch k.String() {
+	case "esc":
+		d.back()
+		return nil
+	case "enter":
+		if d.step == stepReasonText {
+			return m.reject(d.p, rejectReasons[d.reason], strings.TrimSpace(d.ed.value()))
+		}
+		params, err := d.p.editedParams(d.ed.value())
+		if err != nil {
+			d.edErr = err.Error()
+			return nil
+		}
+		return m.approve(d.p, nil, params)
+	case "up", "down":
+		if d.step == stepReasonText {
+			return nil // no history here
+		}
+		d.ed.vertical(map[string]int{"up": -1, "down": 1}[k.String()])
+		return nil
+	}
+	if d.step == stepReasonText && (k.String() == "alt+enter" || k.String() == "ctrl+j" || k.String() == "shift+enter") {
+		return nil // one line of words
+	}
+	d.ed.key(k)
+	d.edErr = ""
 	return nil
 }
 
@@ -189,12 +252,19 @@ type grantChoice struct {
 	pattern []byte
 }
 
-// approve fulfils p, after sending the grant gc when there is one. The
-// dialog moves on to the next proposal at once.
-func (m *Model) approve(p *proposal, gc *grantChoice) tea.Cmd {
+// approve fulfils p, after sending the grant gc when there is one, with
+// params in place of p's own when they are not nil (edited). The dialog
+// moves on to the next proposal at once.
+func (m *Model) approve(p *proposal, gc *grantChoice, params json.RawMessage) tea.Cmd {
 	p.deciding = true
 	m.dlg = nil
 	sp, ctx := m.sp, m.ctx
+	fulfil := func() tea.Msg {
+		if params != nil {
+			return decidedMsg{p: p, action: "approved", reason: "edited", err: sp.FulfillWith(ctx, p.id, params)}
+		}
+		return decidedMsg{p: p, action: "approved", err: sp.Fulfill(ctx, p.id)}
+	}
 	var cmds []tea.Cmd
 	if gc != nil {
 		gc.g.n = len(m.grants) + 1
@@ -214,27 +284,29 @@ func (m *Model) approve(p *proposal, gc *grantChoice) tea.Cmd {
 			if err := sp.Send(ctx, env); err != nil {
 				return tea.BatchMsg{
 					func() tea.Msg { return grantSentMsg{g: g, err: err} },
-					func() tea.Msg { return decidedMsg{p: p, action: "approved", err: sp.Fulfill(ctx, p.id)} },
+					fulfil,
 				}
 			}
-			return decidedMsg{p: p, action: "approved", err: sp.Fulfill(ctx, p.id)}
+			return fulfil()
 		})
 	} else {
-		cmds = append(cmds, func() tea.Msg {
-			return decidedMsg{p: p, action: "approved", err: sp.Fulfill(ctx, p.id)}
-		})
+		cmds = append(cmds, fulfil)
 	}
 	cmds = append(cmds, m.openDialog())
 	return tea.Batch(cmds...)
 }
 
-// reject declines p with reason.
-func (m *Model) reject(p *proposal, reason string) tea.Cmd {
+// reject declines p with a reason code and the user's words, if any.
+func (m *Model) reject(p *proposal, reason, message string) tea.Cmd {
 	p.deciding = true
 	m.dlg = nil
 	sp, ctx := m.sp, m.ctx
+	shown := reason
+	if message != "" {
+		shown += " (" + termtext.Line(message) + ")"
+	}
 	return tea.Batch(func() tea.Msg {
-		return decidedMsg{p: p, action: "rejected", reason: reason, err: sp.Reject(ctx, p.id, reason)}
+		return decidedMsg{p: p, action: "rejected", reason: shown, err: sp.Reject(ctx, p.id, reason, message)}
 	}, m.openDialog())
 }
 
@@ -246,7 +318,10 @@ func (m *Model) decided(msg decidedMsg) tea.Cmd {
 	case msg.err == nil:
 		if !p.settled {
 			out := msg.action + " by you"
-			if msg.reason != "" {
+			switch {
+			case msg.reason == "edited":
+				out += " with edited arguments"
+			case msg.reason != "":
 				out += ": " + msg.reason
 			}
 			m.settle(p, out)
@@ -266,14 +341,16 @@ func (m *Model) decided(msg decidedMsg) tea.Cmd {
 	return m.openDialog()
 }
 
-// dialogLines draws the dialog as a box as wide as the screen.
-func (m *Model) dialogLines() []string {
+// dialogLines draws the dialog as a box as wide as the screen, and returns
+// where its editor's cursor is (nil: no editor), counted from its top line.
+func (m *Model) dialogLines() ([]string, *tea.Cursor) {
 	d := m.dlg
 	p := d.p
 	w := m.width
 	inner := max(w-4, 10)
 	st := m.st
 	var body []string
+	var cursor *tea.Cursor
 	add := func(s string) {
 		body = append(body, wrapText(s, inner, "  ")...)
 	}
@@ -293,7 +370,7 @@ func (m *Model) dialogLines() []string {
 		var opts []string
 		for i, c := range choices {
 			label := fmt.Sprintf("%d %s", i+1, c)
-			if i == 3 {
+			if i == choiceLater {
 				label = "Esc " + c
 			}
 			opts = append(opts, m.choice(label, i == d.cursor))
@@ -321,6 +398,25 @@ func (m *Model) dialogLines() []string {
 			add(m.choice(fmt.Sprintf("%d %s", i+1, r), i == d.cursor))
 		}
 		add(st.Dim.Render("Enter choose · Esc back"))
+	case stepReasonText:
+		add(fmt.Sprintf("Reject it as %s. Your words to %s (optional):", rejectReasons[d.reason], termtext.Line(p.from)))
+		lines, cx, cy := d.ed.view(st.Prompt.Render("> "), 2, inner, 1)
+		cursor = tea.NewCursor(2+cx, 1+len(body)+cy)
+		body = append(body, lines...)
+		add(st.Dim.Render("Enter send · Esc back"))
+	case stepEdit:
+		what := "arguments"
+		if p.tool == "" {
+			what = "params"
+		}
+		add(fmt.Sprintf("Edit the %s (a JSON object), then fulfil:", what))
+		lines, cx, cy := d.ed.view("  ", 2, inner, max(m.height/2-4, 3))
+		cursor = tea.NewCursor(2+cx, 1+len(body)+cy)
+		body = append(body, lines...)
+		if d.edErr != "" {
+			add(st.Error.Render(termtext.Line(d.edErr)))
+		}
+		add(st.Dim.Render("Enter fulfil · Alt+Enter new line · Esc back"))
 	}
 	title := fmt.Sprintf(" proposal #%d", p.n)
 	if n := len(m.pending()); n > 1 {
@@ -334,7 +430,7 @@ func (m *Model) dialogLines() []string {
 		pad := max(inner-ansi.StringWidth(l), 0)
 		out = append(out, bs.Render("│ ")+l+strings.Repeat(" ", pad)+bs.Render(" │"))
 	}
-	return append(out, bs.Render("╰"+strings.Repeat("─", max(w-2, 0))+"╯"))
+	return append(out, bs.Render("╰"+strings.Repeat("─", max(w-2, 0))+"╯")), cursor
 }
 
 // choice draws one option, highlighted when it is the cursor's.

@@ -27,7 +27,8 @@ type fakeSpace struct {
 	me         string
 	sent       []*protocol.Envelope
 	fulfilled  []string
-	rejected   []string // "id reason"
+	rejected   []string // "id reason message"
+	edited     []string // "id params" of the fulfilments with edited params
 	settled    map[string]participant.ProposalStatus
 	noRequests bool // the user may not send mcp/request (cannot fulfil)
 	tools      map[string][]string
@@ -88,13 +89,23 @@ func (f *fakeSpace) Fulfill(_ context.Context, id string) error {
 	return nil
 }
 
-func (f *fakeSpace) Reject(_ context.Context, id, reason string) error {
+func (f *fakeSpace) FulfillWith(ctx context.Context, id string, params json.RawMessage) error {
+	if err := f.Fulfill(ctx, id); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.edited = append(f.edited, id+" "+string(params))
+	return nil
+}
+
+func (f *fakeSpace) Reject(_ context.Context, id, reason, message string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if st, ok := f.settled[id]; ok {
 		return &participant.ProposalSettledError{ProposalID: id, Status: st}
 	}
-	f.rejected = append(f.rejected, id+" "+reason)
+	f.rejected = append(f.rejected, strings.TrimSpace(id+" "+reason+" "+message))
 	f.settled[id] = participant.ProposalStatus{Settlement: participant.Rejected, By: f.me, Reason: reason}
 	return nil
 }
@@ -199,6 +210,16 @@ func keyMsg(n string) tea.KeyPressMsg {
 		return tea.KeyPressMsg{Code: tea.KeyDown}
 	case "tab":
 		return tea.KeyPressMsg{Code: tea.KeyTab}
+	case "left":
+		return tea.KeyPressMsg{Code: tea.KeyLeft}
+	case "right":
+		return tea.KeyPressMsg{Code: tea.KeyRight}
+	case "home":
+		return tea.KeyPressMsg{Code: tea.KeyHome}
+	case "end":
+		return tea.KeyPressMsg{Code: tea.KeyEnd}
+	case "alt+enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter, Mod: tea.ModAlt}
 	case "backspace":
 		return tea.KeyPressMsg{Code: tea.KeyBackspace}
 	case "ctrl+c":

@@ -188,8 +188,13 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.ticking = false
 		return m, m.tick()
 	case tea.PasteMsg:
-		if m.dlg == nil {
+		switch {
+		case m.dlg == nil:
 			m.in.insert(msg.Content)
+		case m.dlg.step == stepEdit:
+			m.dlg.ed.insert(msg.Content)
+		case m.dlg.step == stepReasonText:
+			m.dlg.ed.insert(strings.ReplaceAll(msg.Content, "\n", " "))
 		}
 	case tea.KeyPressMsg:
 		return m, m.key(msg)
@@ -295,13 +300,19 @@ func (m *Model) observe(env *protocol.Envelope) tea.Cmd {
 		}
 		return m.propose(env)
 	case protocol.KindMCPReject:
-		var r protocol.Reject
+		var r struct {
+			Reason  string `json:"reason"`
+			Message string `json:"message"` // a person's words (participant.RejectWith)
+		}
 		_ = env.DecodePayload(&r)
 		for _, id := range env.CorrelationID {
 			if p := m.byID[id]; p != nil && !p.settled {
 				out := "rejected by " + m.who(env.From)
 				if r.Reason != "" {
 					out += ": " + termtext.Line(r.Reason)
+				}
+				if r.Message != "" {
+					out += " (" + termtext.Line(clip.Runes(r.Message, 200)) + ")"
 				}
 				m.settle(p, out)
 			}
@@ -704,10 +715,14 @@ func (m *Model) clampOffset() {
 // bottom returns the lines under the transcript: the dialog or the input.
 func (m *Model) bottom() []string {
 	if m.dlg != nil {
-		return m.dialogLines()
+		lines, _ := m.dialogLines()
+		return lines
 	}
-	return []string{""} // the input line; View draws it
+	return make([]string, min(m.in.rows(), maxInputRows)) // the input's lines; frame draws them
 }
+
+// maxInputRows bounds the input's lines on screen; a longer text scrolls.
+const maxInputRows = 8
 
 // View draws the screen.
 func (m *Model) View() tea.View {
@@ -723,7 +738,10 @@ func (m *Model) View() tea.View {
 // frame draws the screen as lines, exactly height of them, and returns the
 // cursor, if it shows.
 func (m *Model) frame() (string, *tea.Cursor) {
-	bottom := m.bottom()
+	bottom, dcur := m.bottom(), (*tea.Cursor)(nil)
+	if m.dlg != nil {
+		bottom, dcur = m.dialogLines()
+	}
 	vh := max(m.height-1-len(bottom), 1)
 	lines := m.transcriptLines(vh)
 	end := len(lines) - m.offset
@@ -737,10 +755,13 @@ func (m *Model) frame() (string, *tea.Cursor) {
 	var cursor *tea.Cursor
 	if m.dlg == nil {
 		prompt := m.st.Prompt.Render("> ")
-		line, col := m.in.view(prompt, 2, m.width)
-		cursor = tea.NewCursor(col, len(out))
-		out = append(out, line)
+		lines, col, row := m.in.view(prompt, 2, m.width, maxInputRows)
+		cursor = tea.NewCursor(col, len(out)+row)
+		out = append(out, lines...)
 	} else {
+		if dcur != nil {
+			cursor = tea.NewCursor(dcur.X, len(out)+dcur.Y)
+		}
 		out = append(out, bottom...)
 	}
 	out = append(out, m.statusBar())

@@ -264,13 +264,50 @@ func TestDialogNo(t *testing.T) {
 	h := newHarness(t)
 	h.recv(propose("assistant", "pr1", "files", "write_file", map[string]any{"path": "/etc/passwd", "content": "x"}))
 	h.key("n", "2")
-	if got := h.sp.rejected; len(got) != 1 || got[0] != "pr1 unsafe" {
-		t.Fatalf("rejected %v, want [pr1 unsafe]", got)
+	// The user's words: control sequences typed or pasted are dropped.
+	h.send(tea.PasteMsg{Content: "outside\x1b[31m the folder"})
+	h.golden("dialog_no_text")
+	h.key("enter")
+	if got := h.sp.rejected; len(got) != 1 || got[0] != "pr1 unsafe outside the folder" {
+		t.Fatalf("rejected %q, want [pr1 unsafe outside the folder]", got)
 	}
 	if len(h.sp.fulfilled) != 0 {
 		t.Errorf("fulfilled %v", h.sp.fulfilled)
 	}
 	h.golden("dialog_no")
+
+	// No words: the code alone; Esc from the words goes back to the codes.
+	h.recv(propose("assistant", "pr2", "files", "write_file", map[string]any{"path": "b", "content": "x"}))
+	h.key("n", "3", "esc")
+	if h.m.dlg == nil || h.m.dlg.step != stepReason || h.m.dlg.cursor != 2 {
+		t.Fatalf("Esc from the words: %+v", h.m.dlg)
+	}
+	h.key("enter", "enter")
+	if got := h.sp.rejected; len(got) != 2 || got[1] != "pr2 policy" {
+		t.Fatalf("rejected %q", got)
+	}
+}
+
+// TestDialogEdit: Edit opens the arguments as JSON; what is not a JSON
+// object is refused in place; the edited call is what gets fulfilled.
+func TestDialogEdit(t *testing.T) {
+	h := newHarness(t)
+	h.recv(propose("assistant", "pr1", "files", "write_file", map[string]any{"path": "notes.txt", "content": "x"}))
+	h.key("e")
+	h.golden("dialog_edit")
+	h.key("x", "enter")
+	if len(h.sp.fulfilled) != 0 || h.m.dlg == nil || h.m.dlg.edErr == "" {
+		t.Fatalf("an invalid edit was sent: %v", h.sp.fulfilled)
+	}
+	h.golden("dialog_edit_invalid")
+	h.key("backspace", "down", "down", "end", "left", "backspace", "backspace", "backspace", "m", "d")
+	h.key("end", "alt+enter") // a new line between members is still JSON
+	h.key("enter")
+	want := `pr1 {"arguments":{"content":"x","path":"notes.md"},"name":"write_file"}`
+	if len(h.sp.edited) != 1 || h.sp.edited[0] != want {
+		t.Fatalf("edited %q, want %q", h.sp.edited, want)
+	}
+	h.golden("dialog_edited")
 }
 
 func TestDialogQueueAndPostpone(t *testing.T) {
@@ -516,4 +553,20 @@ func TestWideFrames(t *testing.T) {
 	h.golden("wide_dialog")
 	h.key("g")
 	h.golden("wide_scope")
+}
+
+// TestRejectWords: another's rejection shows its code and words, cleaned.
+func TestRejectWords(t *testing.T) {
+	h := newHarness(t)
+	h.recv(propose("assistant", "pr1", "files", "write_file", map[string]any{"path": "a", "content": "x"}))
+	h.recv(envelope(protocol.KindMCPReject, "calculator", "rj", []string{"assistant"}, []string{"pr1"},
+		map[string]string{"reason": "unsafe", "message": "no\x1b[2J\nway " + strings.Repeat("x", 300)}))
+	p := h.m.byID["pr1"]
+	if !p.settled || !strings.HasPrefix(p.outcome, "rejected by calculator: unsafe (no way xxx") ||
+		!strings.HasSuffix(p.outcome, "x…)") || strings.ContainsAny(p.outcome, "\x1b\n") || len(p.outcome) > 250 {
+		t.Fatalf("outcome %q", p.outcome)
+	}
+	if h.m.dlg != nil {
+		t.Error("the dialog stayed for a rejected proposal")
+	}
 }

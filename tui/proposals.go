@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -160,4 +162,43 @@ func (e *proposalEntry) lines(rc *renderCtx) []string {
 		status = rc.st.Dim.Render("awaiting a decision")
 	}
 	return append(out, wrapText(indent+status, rc.width, indent)...)
+}
+
+// editable is what the dialog's editor starts with: the arguments of a tool
+// call (its params otherwise) as indented JSON.
+func (p *proposal) editable() string {
+	src := p.params
+	if p.tool != "" {
+		src = p.args
+	}
+	var b bytes.Buffer
+	if len(src) == 0 || json.Indent(&b, src, "", "  ") != nil {
+		return "{}"
+	}
+	return b.String()
+}
+
+// editedParams reads the editor's text as the arguments (or params) to
+// fulfil p with: a JSON object. For a tool call it returns the params that
+// name the same tool with those arguments.
+func (p *proposal) editedParams(text string) (json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	dec := json.NewDecoder(strings.NewReader(text))
+	if err := dec.Decode(&obj); err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	if obj == nil {
+		return nil, errors.New("not a JSON object")
+	}
+	if dec.More() {
+		return nil, errors.New("more than one JSON value")
+	}
+	compact, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	if p.tool == "" {
+		return compact, nil
+	}
+	return json.Marshal(map[string]any{"name": p.tool, "arguments": json.RawMessage(compact)})
 }

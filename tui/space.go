@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -31,8 +32,12 @@ type Space interface {
 	// id, and returns once the target answered. A proposal settled already
 	// is refused with a *participant.ProposalSettledError.
 	Fulfill(ctx context.Context, proposalID string) error
-	// Reject declines a proposal with a reason code.
-	Reject(ctx context.Context, proposalID, reason string) error
+	// FulfillWith carries out a proposal with params in place of its own
+	// (the user edited the call), as Fulfill does.
+	FulfillWith(ctx context.Context, proposalID string, params json.RawMessage) error
+	// Reject declines a proposal with a reason code and, when message is
+	// not empty, the user's words.
+	Reject(ctx context.Context, proposalID, reason, message string) error
 	// CanSend reports whether the user's capabilities allow an envelope of
 	// kind with payload.
 	CanSend(kind string, payload []byte) bool
@@ -145,12 +150,21 @@ func (s sdkSpace) Fulfill(ctx context.Context, id string) error {
 	return err
 }
 
-func (s sdkSpace) Reject(ctx context.Context, id, reason string) error {
+func (s sdkSpace) FulfillWith(ctx context.Context, id string, params json.RawMessage) error {
 	pr, err := s.proposal(id)
 	if err != nil {
 		return err
 	}
-	return s.p.Reject(ctx, pr, reason)
+	_, err = s.p.FulfillWith(ctx, pr, params)
+	return err
+}
+
+func (s sdkSpace) Reject(ctx context.Context, id, reason, message string) error {
+	pr, err := s.proposal(id)
+	if err != nil {
+		return err
+	}
+	return s.p.RejectWith(ctx, pr, reason, message)
 }
 
 func (s sdkSpace) CanSend(kind string, payload []byte) bool { return s.p.CanSend(kind, payload) }

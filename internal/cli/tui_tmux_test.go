@@ -92,7 +92,11 @@ func TestTUITmux(t *testing.T) {
 	tm.keys("3")
 	tm.wait("the reasons of No", func(s string) bool { return strings.Contains(s, "Reject it because") })
 	tm.keys("Enter")
-	tm.wait("the proposal rejected", func(s string) bool { return strings.Contains(s, "rejected by you") })
+	tm.wait("the words of No", func(s string) bool { return strings.Contains(s, "Your words to helper") })
+	tm.typeLine("once is enough")
+	tm.wait("the proposal rejected", func(s string) bool {
+		return strings.Contains(s, "rejected by you: disagree (once is enough)")
+	})
 
 	tm.keys("C-c")
 	tm.waitExit()
