@@ -332,3 +332,91 @@ func TestServeOnlyLoopback(t *testing.T) {
 		t.Error("New with a list: no error")
 	}
 }
+
+// stuck is a model that answers nothing until its call is cancelled, and
+// says when it was asked and when it gave up.
+type stuck struct {
+	asked, gaveUp chan struct{}
+}
+
+func (*stuck) Name() string { return "stuck" }
+
+func (m *stuck) Complete(ctx context.Context, _ llm.Request) (*llm.Response, error) {
+	close(m.asked)
+	<-ctx.Done()
+	close(m.gaveUp)
+	return nil, ctx.Err()
+}
+
+func (m *stuck) Stream(ctx context.Context, req llm.Request, _ func(llm.Delta)) (*llm.Response, error) {
+	return m.Complete(ctx, req)
+}
+
+// One run at a time; a run ends when the page goes away.
+func TestRunIsExclusiveAndEndsWithThePage(t *testing.T) {
+	d := writeDesk(t, 0o600)
+	m := &stuck{asked: make(chan struct{}), gaveUp: make(chan struct{})}
+	s := serveWith(t, studio.Options{Config: d.path, Provider: m})
+	body, _ := json.Marshal(map[string]any{"tools": []any{echoTool()}, "tool": "echo", "args": map[string]any{"text": "hi"}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/api/run", bytes.NewReader(body))
+	req.Header.Set(studio.SecretHeader, s.secret)
+	req.Header.Set("Content-Type", "application/json")
+	first := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		first <- err
+	}()
+	select {
+	case <-m.asked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the model was never asked")
+	}
+	if code, body := s.post(t, "/api/run", map[string]any{"tools": []any{echoTool()}, "tool": "echo"}); code != http.StatusConflict {
+		t.Errorf("a second run: %d %s", code, body)
+	}
+	cancel()
+	select {
+	case <-m.gaveUp:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run went on after the page left")
+	}
+	<-first
+	// The slot is free again: a run that fails on its arguments answers.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, body := s.post(t, "/api/run", map[string]any{"tools": []any{noteTool()}, "tool": "write_note"})
+		if code == http.StatusOK && strings.Contains(string(body), `"violations"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the run: %d %s", code, body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A definition reached through a symbolic link is saved into the file
+// the link points to; the link stays a link.
+func TestSaveThroughALink(t *testing.T) {
+	d := writeDesk(t, 0o600)
+	link := filepath.Join(t.TempDir(), "link.yaml")
+	if err := os.Symlink(d.path, link); err != nil {
+		t.Skip(err)
+	}
+	s := serve(t, link)
+	if code, body := s.post(t, "/api/save", map[string]any{"tools": []any{echoTool(), noteTool()}}); code != http.StatusOK {
+		t.Fatalf("save: %d %s", code, body)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v %v", fi.Mode(), err)
+	}
+	if def, err := toolsagent.Load(d.path); err != nil || len(def.Tools) != 2 {
+		t.Errorf("the target: %v", err)
+	}
+}

@@ -276,3 +276,105 @@ func agentMCP(t *testing.T, d desk) {
 		t.Error("mew agent mcp did not stop")
 	}
 }
+
+// complexTool has what the builder must carry through untouched: nested
+// objects, a tuple, additionalProperties, defaults and examples of every
+// kind; and a description that is markup.
+const complexTool = `  - name: complex
+    description: '<img src=x onerror="document.title=''pwned''">'
+    parameters:
+      type: object
+      properties:
+        trip:
+          type: object
+          description: The trip.
+          properties:
+            city: {type: string, minLength: 2, maxLength: 40, examples: [Paris, "Lisbon, PT"]}
+            nights: {type: number, minimum: 0.5, default: 2}
+          required: [city]
+          additionalProperties: false
+        point:
+          type: array
+          items: [{type: number}, {type: number}]
+        flag: {type: boolean, default: true}
+        codes: {type: array, items: {type: integer, enum: [1, 2, 3]}, minItems: 1, uniqueItems: true}
+      additionalProperties: false
+    prompt: "Plan {trip} at {point} ({flag}, {codes}) {{literal}}"
+`
+
+// The builder writes back what it did not change exactly, adds nested
+// objects, and shows the file's text as text.
+func TestStudioBuilderRoundTrip(t *testing.T) {
+	d := writeDesk(t, 0o600)
+	f, err := os.OpenFile(d.path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = f.WriteString(complexTool)
+	_ = f.Close()
+	orig, err := toolsagent.Load(d.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, d.path)
+	b := browser{t: t, ctx: browsertest.New(t, 2*time.Minute)}
+	b.do("open the studio", chromedp.Navigate(s.url))
+	b.wait("the definition", `document.body.dataset.ready === "1" && document.querySelectorAll("#tools li").length === 2`)
+	b.do("select complex", chromedp.Click(chromedp.CSS("#tools li:nth-child(2) button")))
+	b.wait("the file as Save writes it", `document.querySelector("#verdict").textContent === "loads" && document.querySelector("#tool-name").value === "complex"`)
+	if n, _ := chromedp.Run(b.ctx, chromedp.Evaluate[int](`document.querySelectorAll("img").length`)); n != 0 {
+		t.Errorf("the description became markup: %d img elements", n)
+	}
+	if title, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.title`)); title != "mew tools studio" {
+		t.Errorf("title %q", title)
+	}
+	if list := b.text("#tools"); !strings.Contains(list, `<img src=x onerror=`) {
+		t.Errorf("the description is not shown as text: %q", list)
+	}
+	// Untouched, every tool's schema is what the file says.
+	sameSchemas := func(file string, except string) *toolsagent.Definition {
+		t.Helper()
+		def, err := toolsagent.Parse([]byte(file))
+		if err != nil {
+			t.Fatalf("the page's file does not load: %v\n%s", err, file)
+		}
+		for _, want := range orig.Tools {
+			if want.Name == except {
+				continue
+			}
+			got, ok := def.Tool(want.Name)
+			if !ok {
+				t.Fatalf("%s lost", want.Name)
+			}
+			ws, _ := want.InputSchema()
+			gs, _ := got.InputSchema()
+			if string(ws) != string(gs) || got.Prompt != want.Prompt || got.Description != want.Description {
+				t.Errorf("%s changed:\n%s\n%s\nprompt %q", want.Name, ws, gs, got.Prompt)
+			}
+		}
+		return def
+	}
+	sameSchemas(b.text("#yaml"), "")
+
+	// A nested object, built with the builder.
+	b.do("add owner", chromedp.Click(chromedp.CSS("#add-param")))
+	b.typeIn(prop(4, ".p-name"), "owner")
+	b.set(prop(4, ".p-type"), "object")
+	b.do("add email", chromedp.Click(chromedp.CSS(prop(4, ".p-add"))))
+	nested := prop(4, `.nested .prop[data-index="0"] `)
+	b.typeIn(nested+".p-name", "email")
+	b.set(nested+".p-required", "true")
+	b.typeIn(nested+".f-maxLength", "80")
+	b.wait("owner unused", `document.querySelector("#prompt-issues").textContent.includes("the parameter owner is not used")`)
+	b.wait("the nested field in the form", `!!document.querySelector('#test-form [name="owner.email"]')`)
+	b.wait("checked", `document.querySelector("#verdict").textContent === "loads" && document.querySelector("#yaml").textContent.includes("email")`)
+	def := sameSchemas(b.text("#yaml"), "complex")
+	c, _ := def.Tool("complex")
+	schema, _ := c.InputSchema()
+	if want := `"owner":{"type":"object","properties":{"email":{"type":"string","maxLength":80}},"required":["email"]}`; !strings.Contains(string(schema), want) {
+		t.Errorf("schema %s lacks %s", schema, want)
+	}
+	// The form checks nested fields too.
+	b.typeIn(`#test-form [name="owner.email"]`, strings.Repeat("x", 81))
+	b.wait("email too long", `document.querySelector('.t-field[data-path="owner.email"] .t-violation').textContent !== ""`)
+}

@@ -107,7 +107,13 @@ type studioServer struct {
 // the test ends.
 func serve(t *testing.T, path string) *studioServer {
 	t.Helper()
-	s, err := studio.New(studio.Options{Config: path, Provider: llm.NewOffline(), ConnectTimeout: 30 * time.Second})
+	return serveWith(t, studio.Options{Config: path, Provider: llm.NewOffline(), ConnectTimeout: 30 * time.Second})
+}
+
+// serveWith starts a studio with opts.
+func serveWith(t *testing.T, opts studio.Options) *studioServer {
+	t.Helper()
+	s, err := studio.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,7 +142,8 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	}
 	def := c.def
 	def.Dir = s.dir()
-	if _, found := def.Tool(req.Tool); !found {
+	tool, found := def.Tool(req.Tool)
+	if !found {
 		fail(w, http.StatusNotFound, fmt.Errorf("%w: %q", toolsagent.ErrUnknownTool, req.Tool))
 		return
 	}
@@ -150,7 +151,24 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	out := &stream{w: w, enc: json.NewEncoder(w), now: s.opts.Now, start: s.opts.Now()}
+	// Arguments that Call would refuse stop here, before the servers start.
+	if _, err := tool.Fill(req.Args); err != nil {
+		out.send(failure(err, nil))
+		return
+	}
 	s.run(r.Context(), out, def, req.Tool, req.Args)
+}
+
+// failure is the error event for err.
+func failure(err error, total *tokens) event {
+	e := event{Event: "error", Text: err.Error(), Tokens: total}
+	var argErr *toolsagent.ArgumentError
+	if errors.As(err, &argErr) {
+		for _, v := range argErr.Violations {
+			e.Violations = append(e.Violations, violation{Path: v.Path, Message: v.Message})
+		}
+	}
+	return e
 }
 
 // run carries out the call, sending its events.
@@ -160,7 +178,7 @@ func (s *Server) run(ctx context.Context, out *stream, def *toolsagent.Definitio
 		getenv := s.opts.Getenv
 		p, err := def.Model.Provider(getenv)
 		if err != nil {
-			out.send(event{Event: "error", Text: err.Error()})
+			out.send(failure(err, nil))
 			return
 		}
 		provider = p
@@ -171,7 +189,7 @@ func (s *Server) run(ctx context.Context, out *stream, def *toolsagent.Definitio
 		Logger: s.log, ConnectTimeout: s.opts.ConnectTimeout,
 	})
 	if err != nil {
-		out.send(event{Event: "error", Text: err.Error()})
+		out.send(failure(err, nil))
 		return
 	}
 	defer func() { _ = a.Close() }()
@@ -198,17 +216,9 @@ func (s *Server) run(ctx context.Context, out *stream, def *toolsagent.Definitio
 		},
 	})
 	_, total := model.usage()
-	var argErr *toolsagent.ArgumentError
-	switch {
-	case errors.As(err, &argErr):
-		vs := make([]violation, len(argErr.Violations))
-		for i, v := range argErr.Violations {
-			vs[i] = violation{Path: v.Path, Message: v.Message}
-		}
-		out.send(event{Event: "error", Text: err.Error(), Violations: vs})
-	case err != nil:
-		out.send(event{Event: "error", Text: err.Error(), Tokens: tokensOf(total)})
-	default:
-		out.send(event{Event: "result", Text: res.Text, Steps: res.Steps, Tokens: tokensOf(total)})
+	if err != nil {
+		out.send(failure(err, tokensOf(total)))
+		return
 	}
+	out.send(event{Event: "result", Text: res.Text, Steps: res.Steps, Tokens: tokensOf(total)})
 }

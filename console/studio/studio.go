@@ -97,6 +97,11 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("studio: %w", err)
 	}
+	// Save renames a new file over the old one: over the file a link
+	// points to, not over the link.
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
 	opts.Config = abs
 	s := &Server{opts: opts, log: opts.Logger, secret: opts.Secret, running: make(chan struct{}, 1)}
 	if s.log == nil {
