@@ -141,6 +141,10 @@ func New(ctx context.Context, o Options) (*Node, error) {
 		nc, err := nats.Connect(o.URL,
 			nats.Name("mew-gateway "+o.NodeID), nats.NoEcho(),
 			nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
+			// A silent partition (no reset from the peer) is noticed by
+			// missed pings: 2 s apart, 2 outstanding, so within ~6 s
+			// rather than the default 4 minutes.
+			nats.PingInterval(2*time.Second), nats.MaxPingsOutstanding(2),
 			nats.ErrorHandler(n.asyncError), nats.ReconnectHandler(n.onReconnect))
 		if err != nil {
 			return nil, fmt.Errorf("natscluster: connect %s: %w: %w", o.URL, cluster.ErrUnavailable, err)
