@@ -19,7 +19,12 @@ import (
 	"github.com/mew-protocol/mew/protocol"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden frames in testdata/")
+// updating reports whether the test run was asked to rewrite the golden
+// frames (-update, the flag that teatest's golden package defines).
+func updating() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
 
 // fakeSpace records what the model does in the space.
 type fakeSpace struct {
@@ -250,8 +255,25 @@ func (h *harness) screen() string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
-// golden compares the screen with testdata/NAME.golden.
+// golden compares the screen with testdata/NAME.golden and, drawn again
+// on a 160×48 terminal (the same state, resized), with
+// testdata/NAME.160x48.golden; a frame drawn at another size is compared
+// at that size only.
 func (h *harness) golden(name string) {
+	h.t.Helper()
+	h.goldenAt(name)
+	if h.m.width != 80 || h.m.height != 24 {
+		return
+	}
+	offset := h.m.offset
+	h.send(tea.WindowSizeMsg{Width: 160, Height: 48})
+	h.goldenAt(name + ".160x48")
+	h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
+	h.m.offset = offset
+}
+
+// goldenAt compares the screen at its size with testdata/NAME.golden.
+func (h *harness) goldenAt(name string) {
 	h.t.Helper()
 	got := h.screen()
 	if n := strings.Count(got, "\n"); n != h.m.height {
@@ -262,19 +284,26 @@ func (h *harness) golden(name string) {
 			h.t.Errorf("frame %s line %d is %d wide: %q", name, i, w, l)
 		}
 	}
+	compareGolden(h.t, name, got)
+}
+
+// compareGolden compares got with testdata/NAME.golden, or writes it there
+// under -update.
+func compareGolden(t *testing.T, name, got string) {
+	t.Helper()
 	path := filepath.Join("testdata", name+".golden")
-	if *update {
+	if updating() {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			h.t.Fatal(err)
+			t.Fatal(err)
 		}
 		return
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		h.t.Fatalf("%v (run go test ./tui -update to write it)", err)
+		t.Fatalf("%v (run go test ./tui -update to write it)", err)
 	}
 	if got != string(want) {
-		h.t.Errorf("frame %s differs from %s:\n--- got\n%s--- want\n%s", name, path, got, want)
+		t.Errorf("frame %s differs from %s:\n--- got\n%s--- want\n%s", name, path, got, want)
 	}
 }
 
