@@ -89,6 +89,9 @@ func TestGuardRefusesHostileRequests(t *testing.T) {
 		{"no tools", "POST", "/api/save", strings.NewReader(`{}`), nil, http.StatusBadRequest},
 		{"tools not a list", "POST", "/api/save", strings.NewReader(`{"tools": {"name": "x"}}`), nil, http.StatusUnprocessableEntity},
 		{"a tool not an object", "POST", "/api/save", strings.NewReader(`{"tools": ["x"]}`), nil, http.StatusUnprocessableEntity},
+		{"deeply nested tools", "POST", "/api/check", strings.NewReader(`{"tools": ` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`), nil, http.StatusBadRequest},
+		{"deeply nested schema", "POST", "/api/check", strings.NewReader(`{"tools": [{"name": "x", "prompt": "p", "parameters": ` + strings.Repeat(`{"type": "array", "items": `, 3000) + `{"type": "string"}` + strings.Repeat("}", 3000) + `}]}`), nil, http.StatusUnprocessableEntity},
+		{"a file too large", "POST", "/api/check", strings.NewReader(`{"tools": [{"name": "x", "prompt": "p", "description": "` + strings.Repeat("ab ", 400_000) + `"}]}`), nil, http.StatusUnprocessableEntity},
 		{"GET on a write", "GET", "/api/save", nil, nil, http.StatusMethodNotAllowed},
 		{"unknown API", "GET", "/api/files", nil, nil, http.StatusNotFound},
 	} {
@@ -418,5 +421,25 @@ func TestSaveThroughALink(t *testing.T) {
 	}
 	if def, err := toolsagent.Load(d.path); err != nil || len(def.Tools) != 2 {
 		t.Errorf("the target: %v", err)
+	}
+}
+
+// A JSON definition is written back as JSON that loads.
+func TestSaveJSONDefinition(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "desk.json")
+	if err := os.WriteFile(path, []byte(`{"name": "j", "mode": "tools", "maxIterations": 2, "tools": [{"name": "echo", "description": "Repeats.", "prompt": "Say {text}", "parameters": {"type": "object", "properties": {"text": {"type": "string"}}}}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, path)
+	if code, body := s.post(t, "/api/save", map[string]any{"tools": []any{echoTool(), noteTool()}}); code != http.StatusOK {
+		t.Fatalf("save: %d %s", code, body)
+	}
+	data, _ := os.ReadFile(path)
+	var v map[string]any
+	if err := json.Unmarshal(data, &v); err != nil || v["maxIterations"] != float64(2) {
+		t.Fatalf("not JSON, or a key lost: %v\n%s", err, data)
+	}
+	if def, err := toolsagent.Load(path); err != nil || len(def.Tools) != 2 {
+		t.Errorf("load: %v", err)
 	}
 }

@@ -106,6 +106,9 @@ func (d *document) setTools(tools json.RawMessage) error {
 	if len(fresh.Content) != 1 || fresh.Content[0].Kind != yaml.SequenceNode {
 		return errors.New("studio: tools: want a JSON array")
 	}
+	if depth(fresh.Content[0], 0) > docLimits.Depth {
+		return fmt.Errorf("studio: tools: nested deeper than %d levels", docLimits.Depth)
+	}
 	items := fresh.Content[0].Content
 	for _, it := range items {
 		if it.Kind != yaml.MappingNode {
@@ -155,6 +158,18 @@ func (d *document) setTools(tools json.RawMessage) error {
 	return nil
 }
 
+// depth returns how deep n nests, from d, stopping past the limit.
+func depth(n *yaml.Node, d int) int {
+	deepest := d
+	if d > docLimits.Depth {
+		return d
+	}
+	for _, c := range n.Content {
+		deepest = max(deepest, depth(c, d+1))
+	}
+	return deepest
+}
+
 // mapValue returns the scalar value of key in mapping m, or "".
 func mapValue(m *yaml.Node, key string) string {
 	for i := 0; i+1 < len(m.Content); i += 2 {
@@ -190,6 +205,9 @@ func merge(dst, src *yaml.Node) {
 	}
 	switch dst.Kind {
 	case yaml.ScalarNode:
+		if dst.Value == src.Value && dst.Tag == src.Tag {
+			return // unchanged: keep how the file writes it
+		}
 		dst.Value, dst.Tag = src.Value, src.Tag
 		if dst.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 || !strings.Contains(src.Value, "\n") {
 			dst.Style = src.Style
@@ -242,10 +260,15 @@ func (d *document) encode() ([]byte, error) {
 			return nil, fmt.Errorf("studio: %w", err)
 		}
 		buf.WriteByte('\n')
+		if buf.Len() > toolsagent.MaxFileBytes {
+			return nil, fmt.Errorf("studio: %w", errTooLarge)
+		}
 		return buf.Bytes(), nil
 	}
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
+	// Indentation grows with depth: stop at the loader's bound rather than
+	// write megabytes it would refuse.
+	buf := &capped{max: toolsagent.MaxFileBytes}
+	enc := yaml.NewEncoder(buf)
 	enc.SetIndent(2)
 	if err := enc.Encode(d.root); err != nil {
 		return nil, fmt.Errorf("studio: %w", err)
@@ -254,6 +277,22 @@ func (d *document) encode() ([]byte, error) {
 		return nil, fmt.Errorf("studio: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// errTooLarge: the file would be larger than the loader reads.
+var errTooLarge = fmt.Errorf("the file would be larger than %d bytes", toolsagent.MaxFileBytes)
+
+// capped is a buffer that refuses to grow past max bytes.
+type capped struct {
+	bytes.Buffer
+	max int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if c.Len()+len(p) > c.max {
+		return 0, errTooLarge
+	}
+	return c.Buffer.Write(p)
 }
 
 // writeFile replaces path with data: a temporary file in the same

@@ -337,9 +337,6 @@ func (s *Server) candidate(tools json.RawMessage) (*candidate, error) {
 	}
 	c := &candidate{data: out, mode: mode}
 	c.def, c.err = toolsagent.Parse(out)
-	if c.err == nil && len(out) > toolsagent.MaxFileBytes {
-		c.def, c.err = nil, fmt.Errorf("studio: the file would be larger than %d bytes", toolsagent.MaxFileBytes)
-	}
 	return c, nil
 }
 
