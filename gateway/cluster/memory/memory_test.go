@@ -1,6 +1,7 @@
 package memory_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -31,3 +32,31 @@ func newNodes(t *testing.T, n int) *clustertest.Harness {
 func TestConformance(t *testing.T) { clustertest.Run(t, newNodes) }
 
 var _ cluster.Node = (*memory.Node)(nil)
+
+// BenchmarkStatePropagation is natscluster's benchmark of the same name on
+// memory: the floor a networked implementation is compared with.
+func BenchmarkStatePropagation(b *testing.B) {
+	c := memory.New(memory.Options{})
+	defer c.Close()
+	a, _ := c.Node("a")
+	n, _ := c.Node("b")
+	ctx := context.Background()
+	w, err := n.State().Watch(ctx, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	<-w.Changes() // synced
+	val := []byte(`{"id":"g"}`)
+	for i := 0; b.Loop(); i++ {
+		rev, err := a.State().Put(ctx, "bench", cluster.GrantKey("agent", fmt.Sprint(i%64)), val, cluster.PutOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for e := range w.Changes() {
+			if e.Revision >= rev {
+				break
+			}
+		}
+	}
+}

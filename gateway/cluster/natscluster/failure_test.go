@@ -70,6 +70,9 @@ func TestServerRestart(t *testing.T) {
 	if _, err := b.Broker().Subscribe(ctx, "sp", func(m cluster.Message) { got <- string(m.Data) }); err != nil {
 		t.Fatal(err)
 	}
+	if err := b.Presence().Join(ctx, "sp", cluster.Member{Participant: "agent", Conn: "b-1"}); err != nil {
+		t.Fatal(err)
+	}
 
 	s.Shutdown()
 	s.WaitForShutdown()
@@ -100,6 +103,13 @@ func TestServerRestart(t *testing.T) {
 		}
 	}
 	t.Logf("watch resumed %v after the restart", time.Since(start))
+	// b's participant is still present several TTLs later: its
+	// refreshes went on after the restart.
+	time.Sleep(3 * clustertest.PresenceTTL)
+	list, err := a.Presence().List(ctx, "sp")
+	if err != nil || len(list) != 1 || list[0].Conn != "b-1" {
+		t.Fatalf("presence after the restart: %+v %v", list, err)
+	}
 	waitFor(t, 10*time.Second, "the subscription resumes", func() bool {
 		_ = a.Broker().Publish(ctx, "sp", []byte("after"))
 		select {

@@ -173,7 +173,10 @@ func New(ctx context.Context, o Options) (*Node, error) {
 	n.pres, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: presenceBucket(o.Cluster), Description: "mew: who is connected where",
 		History: 1, MaxValueSize: cluster.MaxValueLen, Replicas: o.Replicas, TTL: ttl,
-		Storage: jetstream.MemoryStorage, LimitMarkerTTL: markerTTL,
+		// File storage, though presence is short-lived: a bucket in memory
+		// would vanish with a restart of a single server, and every node's
+		// refreshes and watches with it.
+		Storage: jetstream.FileStorage, LimitMarkerTTL: markerTTL,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("natscluster: presence bucket: %w", n.unavailable(err)))
