@@ -28,12 +28,13 @@ func init() {
 		{"proposals", "", "the proposals awaiting your decision", (*Model).cmdProposals},
 		{"review", "", "reopen the dialog for postponed proposals", (*Model).cmdReview},
 		{"approve", "[N]", "fulfil proposal N (default: the oldest) once", (*Model).cmdApprove},
-		{"reject", "[N] [code] [text]", "reject proposal N: a reason code (default disagree), your words", (*Model).cmdReject},
-		{"grants", "", "the grants in force in the space, with time left", (*Model).cmdGrants},
+		{"reject", "[N] [code] [text]", "reject N: a reason code and your words", (*Model).cmdReject},
+		{"grants", "", "the grants in force, with time left", (*Model).cmdGrants},
 		{"revoke", "N", "revoke grant N of /grants", (*Model).cmdRevoke},
 		{"participants", "", "who is in the space", (*Model).cmdParticipants},
-		{"verbose", "", "show every envelope as JSON too (toggle)", (*Model).cmdVerbose},
-		{"thinking", "", "show the agents' latest thoughts under their lines (toggle)", (*Model).cmdThinking},
+		{"verbose", "", "every envelope as JSON too (toggle)", (*Model).cmdVerbose},
+		{"thinking", "", "the agents' latest thoughts (toggle)", (*Model).cmdThinking},
+		{"board", "[open|close|auto]", "the side board (F2; auto: from 120 columns)", (*Model).cmdBoard},
 		{"ui-clear", "", "clear the transcript", (*Model).cmdClear},
 		{"exit", "", "leave (also /quit, Ctrl+C)", func(*Model, []string) tea.Cmd { return tea.Quit }},
 	}
@@ -51,8 +52,11 @@ func (m *Model) submit(line string) tea.Cmd {
 			return m.cmdHelp(nil)
 		}
 		name := strings.ToLower(f[0])
-		if name == "quit" || name == "q" {
+		switch name { // the reference's names
+		case "quit", "q":
 			name = "exit"
+		case "ui", "ui-board":
+			name = "board"
 		}
 		for _, c := range commands {
 			if c.name == name {
@@ -98,7 +102,7 @@ func (m *Model) cmdHelp([]string) tea.Cmd {
 	var b strings.Builder
 	b.WriteString("Type to chat, @id first to address someone; JSON with a kind is an envelope.\n")
 	for _, c := range commands {
-		fmt.Fprintf(&b, "  /%-21s %s\n", strings.TrimSpace(c.name+" "+c.args), c.help)
+		fmt.Fprintf(&b, "  /%-25s %s\n", strings.TrimSpace(c.name+" "+c.args), c.help)
 	}
 	b.WriteString("Keys: Enter send · ↑/↓ history · PgUp/PgDn, Shift+↑/↓ scroll · Ctrl+C quit\n")
 	b.WriteString("Dialog: 1/y Yes · 2/g Grant · 3/n No · 4/e Edit · Esc later · ←/→ and Enter")

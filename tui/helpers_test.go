@@ -223,6 +223,8 @@ func keyMsg(n string) tea.KeyPressMsg {
 		return tea.KeyPressMsg{Code: tea.KeyHome}
 	case "end":
 		return tea.KeyPressMsg{Code: tea.KeyEnd}
+	case "f2":
+		return tea.KeyPressMsg{Code: tea.KeyF2}
 	case "alt+enter":
 		return tea.KeyPressMsg{Code: tea.KeyEnter, Mod: tea.ModAlt}
 	case "backspace":

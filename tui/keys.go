@@ -7,7 +7,7 @@ import "charm.land/bubbles/v2/key"
 // the dialog's choices are fixed; a later session makes those rebindable
 // too and draws /help from the bindings' help texts.
 type KeyMap struct {
-	Quit, PageUp, PageDown, LineUp, LineDown, Submit key.Binding
+	Quit, PageUp, PageDown, LineUp, LineDown, Submit, Board key.Binding
 }
 
 // DefaultKeyMap are the bindings docs/tui.md lists.
@@ -19,5 +19,6 @@ func DefaultKeyMap() KeyMap {
 		LineUp:   key.NewBinding(key.WithKeys("shift+up"), key.WithHelp("Shift+↑", "scroll back a line")),
 		LineDown: key.NewBinding(key.WithKeys("shift+down"), key.WithHelp("Shift+↓", "scroll on a line")),
 		Submit:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("Enter", "send the line")),
+		Board:    key.NewBinding(key.WithKeys("f2"), key.WithHelp("F2", "show or hide the side board")),
 	}
 }

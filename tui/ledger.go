@@ -158,7 +158,7 @@ func (m *Model) gotLedger(msg ledgerMsg) tea.Cmd {
 		m.note("/grants: "+termtext.Line(msg.err.Error()), true)
 		return nil
 	}
-	m.ledger = msg.grants
+	m.ledger, m.board.grants = msg.grants, msg.grants
 	m.revoked = map[string]bool{}
 	if msg.revoke > 0 {
 		return m.revokeListed(msg.revoke)

@@ -76,6 +76,7 @@ type Model struct {
 	nextN     int
 	dlg       *dialog
 
+	board   boardState
 	grants  []*grant        // made in this session
 	ledger  []LedgerGrant   // the space's grants as /grants last listed them
 	revoked map[string]bool // grant ids revoked since
@@ -175,6 +176,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case ledgerMsg:
 		return m, m.gotLedger(msg)
+	case boardGrantsMsg:
+		if msg.err == nil {
+			m.board.grants = msg.grants
+		}
 	case sentMsg:
 		if msg.err != nil {
 			m.note(msg.what+" failed: "+termtext.Line(msg.err.Error()), true)
@@ -216,6 +221,9 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		m.offset++
 	case key.Matches(k, km.LineDown):
 		m.offset--
+	case key.Matches(k, km.Board):
+		m.toggleBoard()
+		return m.refreshBoardGrants()
 	case m.dlg != nil:
 		return m.dialogKey(k)
 	case key.Matches(k, km.Submit):
@@ -245,11 +253,21 @@ func (m *Model) note(text string, isErr bool) { m.add(&noteEntry{text: text, err
 
 func (m *Model) me() string { return m.sp.Me() }
 
-// observe takes in an envelope seen in the space.
+// observe takes in an envelope seen in the space: the transcript's
+// entries, and what the board shows.
 func (m *Model) observe(env *protocol.Envelope) tea.Cmd {
 	if env == nil {
 		return nil
 	}
+	c := m.observeEnv(env)
+	if protocol.IsGatewayOnly(env.Kind) && !client.FromGateway(env) {
+		return c
+	}
+	return tea.Batch(c, m.boardObserve(env))
+}
+
+// observeEnv draws an envelope in the transcript.
+func (m *Model) observeEnv(env *protocol.Envelope) tea.Cmd {
 	if m.verbose {
 		if b, err := json.Marshal(env); err == nil {
 			m.add(&rawEntry{json: string(b)})
@@ -666,12 +684,12 @@ func (m *Model) RevokeOnExit() []*protocol.Envelope {
 
 // renderCtx returns what the renderers need.
 func (m *Model) renderCtx() *renderCtx {
-	return &renderCtx{width: m.width, st: &m.st, me: m.me(), now: m.now(), thoughts: m.thoughts}
+	return &renderCtx{width: m.mainWidth(), st: &m.st, me: m.me(), now: m.now(), thoughts: m.thoughts}
 }
 
 // viewHeight is the number of transcript lines on screen.
 func (m *Model) viewHeight() int {
-	return max(m.height-1-len(m.bottom()), 1)
+	return max(m.height-1-len(m.bottom())-len(m.stackLines()), 1)
 }
 
 // transcriptLines returns the last n+offset lines of the transcript, oldest
@@ -712,6 +730,16 @@ func (m *Model) clampOffset() {
 	}
 }
 
+// stackLines is the board when it is stacked above the input (a third of
+// the screen at most), with a rule above it.
+func (m *Model) stackLines() []string {
+	if !m.stacked() {
+		return nil
+	}
+	rule := m.st.Dim.Render(strings.Repeat("─", m.width))
+	return append([]string{rule}, m.boardLines(m.width, max(m.height/3, 3))...)
+}
+
 // bottom returns the lines under the transcript: the dialog or the input.
 func (m *Model) bottom() []string {
 	if m.dlg != nil {
@@ -742,7 +770,8 @@ func (m *Model) frame() (string, *tea.Cursor) {
 	if m.dlg != nil {
 		bottom, dcur = m.dialogLines()
 	}
-	vh := max(m.height-1-len(bottom), 1)
+	stack := m.stackLines()
+	vh := max(m.height-1-len(bottom)-len(stack), 1)
 	lines := m.transcriptLines(vh)
 	end := len(lines) - m.offset
 	start := max(end-vh, 0)
@@ -752,6 +781,20 @@ func (m *Model) frame() (string, *tea.Cursor) {
 	for len(out) < vh {
 		out = append(out, "")
 	}
+	if m.docked() {
+		mw := m.mainWidth()
+		board := m.boardLines(boardWidth-2, vh)
+		sep := m.st.Dim.Render("│")
+		for i, l := range out {
+			l = ansi.Truncate(l, mw-1, "")
+			b := ""
+			if i < len(board) {
+				b = board[i]
+			}
+			out[i] = l + strings.Repeat(" ", mw-ansi.StringWidth(l)) + sep + " " + b
+		}
+	}
+	out = append(out, stack...)
 	var cursor *tea.Cursor
 	if m.dlg == nil {
 		prompt := m.st.Prompt.Render("> ")

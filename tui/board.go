@@ -1,0 +1,290 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/mew-protocol/mew/internal/clip"
+	"github.com/mew-protocol/mew/internal/termtext"
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// boardMode is whether the side board shows.
+type boardMode int
+
+const (
+	boardAuto   boardMode = iota // docked on terminals at least boardAutoWidth wide
+	boardOpen                    // docked, or stacked above the input on narrow terminals
+	boardClosed                  // hidden
+)
+
+// Sizes of the board.
+const (
+	boardWidth     = 42  // docked, the separator included (as the reference's)
+	boardAutoWidth = 120 // auto shows it from this terminal width
+	boardDockWidth = 100 // below this an open board is stacked
+	maxUnacked     = 64  // chats of mine awaiting an acknowledgement, remembered
+)
+
+// boardState is what the board shows besides the roster, the proposals and
+// the reasonings the model keeps anyway.
+type boardState struct {
+	mode     boardMode
+	statuses map[string]protocol.Status // the latest participant/status per sender
+	streams  []openStream
+	unacked  []sentChat
+	grants   []LedgerGrant // the ledger as last read for the board
+}
+
+type openStream struct{ id, what string }
+
+type sentChat struct {
+	id   string
+	to   []string
+	text string
+}
+
+// docked reports whether the board shows beside the transcript.
+func (m *Model) docked() bool {
+	switch m.board.mode {
+	case boardAuto:
+		return m.width >= boardAutoWidth
+	case boardOpen:
+		return m.width >= boardDockWidth
+	}
+	return false
+}
+
+// stacked reports whether the board shows above the input.
+func (m *Model) stacked() bool { return m.board.mode == boardOpen && m.width < boardDockWidth }
+
+// mainWidth is the transcript's width.
+func (m *Model) mainWidth() int {
+	if m.docked() {
+		return max(m.width-boardWidth, 20)
+	}
+	return m.width
+}
+
+// toggleBoard shows the board if it is hidden and hides it otherwise.
+func (m *Model) toggleBoard() {
+	if m.docked() || m.stacked() {
+		m.board.mode = boardClosed
+	} else {
+		m.board.mode = boardOpen
+	}
+	m.clampOffset()
+}
+
+// boardObserve keeps what the board shows up to date with env; it returns
+// a command when the grants' ledger should be read again.
+func (m *Model) boardObserve(env *protocol.Envelope) tea.Cmd {
+	b := &m.board
+	switch env.Kind {
+	case protocol.KindParticipantStatus:
+		var s protocol.Status
+		if env.DecodePayload(&s) == nil && env.From != "" {
+			if b.statuses == nil {
+				b.statuses = map[string]protocol.Status{}
+			}
+			if len(b.statuses) < 1024 || m.roster[env.From] {
+				b.statuses[env.From] = s
+			}
+		}
+	case protocol.KindStreamOpen:
+		var s protocol.StreamOpen
+		_ = env.DecodePayload(&s)
+		b.streams = append(b.streams, openStream{id: s.StreamID, what: "for " + names(env.To)})
+		if len(b.streams) > 64 {
+			b.streams = b.streams[1:]
+		}
+	case protocol.KindStreamClose:
+		var s protocol.StreamClose
+		_ = env.DecodePayload(&s)
+		for i, x := range b.streams {
+			if x.id == s.StreamID {
+				b.streams = append(b.streams[:i], b.streams[i+1:]...)
+				break
+			}
+		}
+	case protocol.KindChat:
+		if env.From == m.me() && env.ID != "" && len(env.To) > 0 {
+			var c protocol.Chat
+			_ = env.DecodePayload(&c)
+			b.unacked = append(b.unacked, sentChat{id: env.ID, to: env.To, text: c.Text})
+			if len(b.unacked) > maxUnacked {
+				b.unacked = b.unacked[1:]
+			}
+		}
+	case protocol.KindChatAcknowledge:
+		for i, c := range b.unacked {
+			if env.CorrelatesWith(c.id) && addressee(c.to, env.From) {
+				b.unacked = append(b.unacked[:i], b.unacked[i+1:]...)
+				break
+			}
+		}
+	case protocol.KindCapabilityGrant, protocol.KindCapabilityRevoke, protocol.KindCapabilityGrantAck:
+		return m.refreshBoardGrants()
+	case protocol.KindSystemWelcome:
+		if env.To == nil || env.AddressedTo(m.me()) {
+			return m.refreshBoardGrants()
+		}
+	}
+	return nil
+}
+
+// boardGrantsMsg brings the ledger read for the board.
+type boardGrantsMsg struct {
+	grants []LedgerGrant
+	err    error
+}
+
+// refreshBoardGrants reads the ledger for the board, when it shows.
+func (m *Model) refreshBoardGrants() tea.Cmd {
+	if !m.docked() && !m.stacked() {
+		return nil
+	}
+	f := m.fetchGrants(0)
+	return func() tea.Msg {
+		lm, _ := f().(ledgerMsg)
+		return boardGrantsMsg{grants: lm.grants, err: lm.err}
+	}
+}
+
+// boardLines draws the board: width columns (the separator not included),
+// at most height lines.
+func (m *Model) boardLines(width, height int) []string {
+	st := m.st
+	var out []string
+	head := func(s string) {
+		if len(out) > 0 {
+			out = append(out, "")
+		}
+		out = append(out, st.DialogTitle.Render(s))
+	}
+	add := func(s string) { out = append(out, ansi.Truncate(s, width, "…")) }
+	now := m.now()
+
+	head("PARTICIPANTS")
+	ids := sortedKeys(m.roster)
+	if len(ids) == 0 {
+		add(st.Dim.Render("nobody else is here"))
+	}
+	for _, id := range ids {
+		add(st.speaker(id).Render("● "+termtext.Line(id)) + st.Dim.Render(m.participantState(id, now)))
+	}
+	if pend := m.pending(); len(pend) > 0 {
+		head(fmt.Sprintf("AWAITING YOU (%d)", len(pend)))
+		for _, p := range pend {
+			add(st.Proposal.Render(fmt.Sprintf("#%d ", p.n)) + p.title())
+		}
+	}
+	if gs := m.boardGrants(now); len(gs) > 0 {
+		head("GRANTS IN FORCE")
+		for _, g := range gs {
+			add(termtext.Line(g.To) + st.Dim.Render(" · "+shortLife(g, now)))
+			add("  " + m.grantWhat(g))
+		}
+	}
+	if len(m.board.unacked) > 0 {
+		head("YOUR CHATS AWAITING ACK")
+		from := max(len(m.board.unacked)-5, 0)
+		for _, c := range m.board.unacked[from:] {
+			add("→ " + names(c.to) + ": " + termtext.Line(clip.Runes(c.text, 60)))
+		}
+	}
+	if len(m.board.streams) > 0 {
+		head("STREAMS")
+		for _, s := range m.board.streams {
+			add(termtext.Line(s.id) + " " + s.what)
+		}
+	}
+	if len(out) > height {
+		out = append(out[:height-1], st.Dim.Render("…"))
+	}
+	return out
+}
+
+// participantState is what participant id is doing, for the board:
+// thinking, its status, its context use.
+func (m *Model) participantState(id string, now time.Time) string {
+	var parts []string
+	for _, rid := range m.reaOrder {
+		if r := m.reasonings[rid]; r.from == id {
+			s := "thinking"
+			if r.thoughts > 0 {
+				s += " · " + plural(r.thoughts, "thought")
+			}
+			if r.doing != "" {
+				s += " · " + r.doing
+			}
+			parts = append(parts, s)
+			break
+		}
+	}
+	if s, ok := m.board.statuses[id]; ok {
+		if s.Status != "" && s.Status != "active" {
+			parts = append(parts, termtext.Line(s.Status))
+		}
+		if s.MaxTokens > 0 {
+			parts = append(parts, fmt.Sprintf("context %d%%", s.Tokens*100/s.MaxTokens))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "  " + strings.Join(parts, " · ")
+}
+
+// boardGrants are the grants in force as the board last read them, those
+// expired since left out.
+func (m *Model) boardGrants(now time.Time) []LedgerGrant {
+	var out []LedgerGrant
+	for _, g := range m.board.grants {
+		if g.ExpiresAt.IsZero() || now.Before(g.ExpiresAt) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// shortLife is a grant's time left in a few characters.
+func shortLife(g LedgerGrant, now time.Time) string {
+	if g.ExpiresAt.IsZero() {
+		return "until revoked"
+	}
+	left := g.ExpiresAt.Sub(now)
+	if left >= time.Minute {
+		return fmt.Sprintf("%dm left", int(left.Minutes()))
+	}
+	return fmt.Sprintf("%ds left", int(left.Seconds()))
+}
+
+// cmdBoard is /board and /ui board [open|close|auto]: the board shown,
+// hidden, or left to the terminal's width.
+func (m *Model) cmdBoard(args []string) tea.Cmd {
+	if len(args) > 0 && args[0] == "board" { // /ui board …
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		m.toggleBoard()
+		return m.refreshBoardGrants()
+	}
+	switch args[0] {
+	case "open":
+		m.board.mode = boardOpen
+	case "close":
+		m.board.mode = boardClosed
+	case "auto":
+		m.board.mode = boardAuto
+	default:
+		m.note("/board [open|close|auto]", true)
+		return nil
+	}
+	m.clampOffset()
+	return m.refreshBoardGrants()
+}
