@@ -632,6 +632,12 @@ func testFloorContest(t *testing.T, f Factory) {
 	if err != nil || w.ID != "early" || displaced == nil || displaced.ID != "agent-0-0" {
 		t.Fatalf("early claim: %+v %+v %v", w, displaced, err)
 	}
+	// A repeated claim by the holder keeps its earlier start and its id.
+	w, displaced, err = cluster.ClaimFloor(ctx, h.Nodes[2].State(), "s", "msg-1",
+		cluster.Claim{Holder: "early", ID: "early-alias", StartedAt: 50}, time.Minute, now)
+	if err != nil || w.ID != "early" || w.StartedAt != 1 || displaced != nil {
+		t.Fatalf("repeated claim: %+v %+v %v", w, displaced, err)
+	}
 	// Once expired, any claim takes the floor.
 	later := now.Add(2 * time.Minute)
 	w, displaced, err = cluster.ClaimFloor(ctx, h.Nodes[0].State(), "s", "msg-1",

@@ -18,10 +18,12 @@
 // A Node owns one goroutine (the presence heartbeat) and one per watch;
 // NATS owns one per subscription. Close ends them all. Err reports the
 // connection's state: while it is down the gateway must not accept
-// envelopes for shared spaces (what a disconnected node publishes is held
-// in the client's reconnect buffer, and what the others publish meanwhile
-// it never sees). Watches resume by themselves after a reconnection: the
-// KV watch is an ordered consumer, which recreates itself where it left off.
+// envelopes for shared spaces (its writes and publishes are refused
+// meanwhile, and what the others publish meanwhile it never sees). After a reconnection every watch starts again and
+// compares the new snapshot with what it handed on: keys that changed are
+// handed on, keys that vanished (deleted or expired meanwhile, or lost with
+// the server's storage) become OpDelete; the buckets and the log stream are
+// created again if the server lost them.
 //
 // StartServer embeds a NATS server with JetStream, for tests and for
 // single-binary development clusters.

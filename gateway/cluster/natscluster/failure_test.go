@@ -73,6 +73,10 @@ func TestServerRestart(t *testing.T) {
 	if err := b.Presence().Join(ctx, "sp", cluster.Member{Participant: "agent", Conn: "b-1"}); err != nil {
 		t.Fatal(err)
 	}
+	followed := make(chan string, 16)
+	if _, err := b.Log().Follow(ctx, "sp", 0, func(r cluster.Record) { followed <- string(r.Data) }); err != nil {
+		t.Fatal(err)
+	}
 
 	s.Shutdown()
 	s.WaitForShutdown()
@@ -103,6 +107,20 @@ func TestServerRestart(t *testing.T) {
 		}
 	}
 	t.Logf("watch resumed %v after the restart", time.Since(start))
+	// The log's follower resumes too (its ordered consumer recreates
+	// itself).
+	if _, err := a.Log().Append(ctx, "sp", []byte("logged")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-followed:
+		if r != "logged" {
+			t.Fatalf("followed %q", r)
+		}
+		t.Logf("log follow resumed %v after the restart", time.Since(start))
+	case <-time.After(20 * time.Second):
+		t.Fatal("the log's follower did not resume")
+	}
 	// b's participant is still present several TTLs later: its
 	// refreshes went on after the restart.
 	time.Sleep(3 * clustertest.PresenceTTL)
@@ -294,5 +312,121 @@ func newReplicatedNode(t testing.TB, url, clusterName, id string) *Node {
 			t.Fatal(err)
 		}
 		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// TestHostileFabric writes what no correct node writes, straight to the
+// subjects and the bucket: the nodes skip it, answer errors, never panic.
+func TestHostileFabric(t *testing.T) {
+	s := startServer(t, ServerOptions{})
+	a, b := newNode(t, s.ClientURL(), "a"), newNode(t, s.ClientURL(), "b")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	w, err := b.State().Watch(ctx, "sp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if e := nextChange(t, w, 5*time.Second); e.Op != cluster.OpSynced {
+		t.Fatalf("%+v", e)
+	}
+	got := make(chan cluster.Message, 16)
+	if _, err := b.Broker().Subscribe(ctx, "sp", func(m cluster.Message) { got <- m }); err != nil {
+		t.Fatal(err)
+	}
+	followed := make(chan cluster.Record, 16)
+	if _, err := b.Log().Follow(ctx, "sp", 0, func(r cluster.Record) { followed <- r }); err != nil {
+		t.Fatal(err)
+	}
+	raw := a.nc
+	bucket := "$KV." + stateBucket(DefaultCluster) + "."
+	for _, k := range []string{"sp._zz", "sp._", "sp._41", "sp.a_2F", "sp"} {
+		if _, err := a.js.Publish(ctx, bucket+k, []byte("x")); err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
+	}
+	// Messages without a node, or with one that is no name.
+	subj := subjectPrefix(DefaultCluster) + "sp"
+	if err := raw.Publish(subj, []byte("anonymous")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.js.Publish(ctx, logSubject(DefaultCluster, "sp"), []byte("anonymous")); err != nil {
+		t.Fatal(err)
+	}
+	// Then a correct write of each kind: it is the first thing seen.
+	if _, err := a.State().Put(ctx, "sp", "ok", []byte("fine"), cluster.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Broker().Publish(ctx, "sp", []byte("fine")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Log().Append(ctx, "sp", []byte("fine")); err != nil {
+		t.Fatal(err)
+	}
+	if e := nextChange(t, w, 5*time.Second); e.Key != "ok" || string(e.Value) != "fine" {
+		t.Fatalf("the watch delivered %+v", e)
+	}
+	select {
+	case m := <-got:
+		if string(m.Data) != "fine" {
+			t.Fatalf("the broker delivered %q from %q", m.Data, m.Node)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no message")
+	}
+	select {
+	case r := <-followed:
+		if string(r.Data) != "fine" {
+			t.Fatalf("the log delivered %q from %q", r.Data, r.Node)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no record")
+	}
+	// A claim key holding garbage reads as no claim; Get of it is fine.
+	if _, err := a.js.Publish(ctx, bucket+kvKey("sp", cluster.FloorKey("m")), []byte("\x00garbage")); err != nil {
+		t.Fatal(err)
+	}
+	win, _, err := cluster.ClaimFloor(ctx, b.State(), "sp", "m", cluster.Claim{Holder: "p", ID: "p", StartedAt: 1}, time.Minute, time.Now())
+	if err != nil || win.Holder != "p" {
+		t.Fatalf("claim over garbage: %+v %v", win, err)
+	}
+}
+
+// TestFreshServer replaces the NATS server with one that has lost its
+// storage: the nodes create the buckets and the stream again, and their
+// watches go on with what is written from then on.
+func TestFreshServer(t *testing.T) {
+	s := startServer(t, ServerOptions{})
+	port := s.Addr().(*net.TCPAddr).Port
+	a, b := newNode(t, s.ClientURL(), "a"), newNode(t, s.ClientURL(), "b")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w, err := b.State().Watch(ctx, "sp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if e := nextChange(t, w, 5*time.Second); e.Op != cluster.OpSynced {
+		t.Fatalf("%+v", e)
+	}
+	if _, err := a.State().Put(ctx, "sp", "old", []byte("v"), cluster.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if e := nextChange(t, w, 5*time.Second); e.Key != "old" {
+		t.Fatalf("%+v", e)
+	}
+	s.Shutdown()
+	s.WaitForShutdown()
+	startServer(t, ServerOptions{Port: port}) // a new, empty store
+	// The watch re-synchronizes: the lost key is reported deleted.
+	if e := nextChange(t, w, 15*time.Second); e.Op != cluster.OpDelete || e.Key != "old" {
+		t.Fatalf("after the fresh start: %+v, want old's deletion", e)
+	}
+	waitFor(t, 15*time.Second, "a write to the fresh server", func() bool {
+		_, err := a.State().Put(ctx, "sp", "k", []byte("v"), cluster.PutOptions{})
+		return err == nil
+	})
+	if e := nextChange(t, w, 15*time.Second); e.Op != cluster.OpPut || e.Key != "k" {
+		t.Fatalf("%+v, want k", e)
 	}
 }

@@ -58,6 +58,7 @@ type Options struct {
 //
 // Lock order: Node.mu, then nothing (calls out to NATS are made without it).
 type Node struct {
+	o       Options // with the defaults filled in
 	id      string
 	cluster string
 	nc      *nats.Conn
@@ -74,6 +75,7 @@ type Node struct {
 	wg   sync.WaitGroup // the heartbeat loop and the watch pumps
 
 	mu       sync.Mutex
+	ready    bool // New has finished
 	closed   bool
 	joined   map[joinKey]*joined // presence entries this node keeps alive
 	subs     map[*nats.Subscription]struct{}
@@ -92,9 +94,49 @@ func (n *Node) reconnected() <-chan struct{} {
 
 func (n *Node) onReconnect(*nats.Conn) {
 	n.mu.Lock()
+	defer n.mu.Unlock()
 	close(n.reconn)
 	n.reconn = make(chan struct{})
-	n.mu.Unlock()
+	if n.closed || !n.ready {
+		return
+	}
+	// The server may have come back without our streams (a fresh server,
+	// lost storage): make sure they exist, or the watches would retry
+	// forever. The handles stay valid: they are names.
+	n.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(n.ctx, 2*n.timeout)
+		defer cancel()
+		_, _, _ = n.ensure(ctx)
+	})
+}
+
+// ensure creates the buckets and the log stream, or updates them to this
+// node's options (every node of a cluster must use the same ones).
+func (n *Node) ensure(ctx context.Context) (state, pres jetstream.KeyValue, err error) {
+	o := n.o
+	state, err = n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: stateBucket(o.Cluster), Description: "mew: the shared state of spaces",
+		History: 1, MaxValueSize: cluster.MaxValueLen, Replicas: o.Replicas,
+		Storage: jetstream.FileStorage, LimitMarkerTTL: markerTTL,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("natscluster: state bucket: %w", n.unavailable(err))
+	}
+	pres, err = n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: presenceBucket(o.Cluster), Description: "mew: who is connected where",
+		History: 1, MaxValueSize: cluster.MaxValueLen, Replicas: o.Replicas, TTL: n.ttl,
+		// File storage, though presence is short-lived: a bucket in memory
+		// would vanish with a restart of a single server, and every node's
+		// refreshes and watches with it.
+		Storage: jetstream.FileStorage, LimitMarkerTTL: markerTTL,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("natscluster: presence bucket: %w", n.unavailable(err))
+	}
+	if err := n.createLog(ctx, o); err != nil {
+		return nil, nil, fmt.Errorf("natscluster: log stream: %w", n.unavailable(err))
+	}
+	return state, pres, nil
 }
 
 type joinKey struct{ space, participant string }
@@ -136,6 +178,8 @@ func New(ctx context.Context, o Options) (*Node, error) {
 		joined: make(map[joinKey]*joined), subs: make(map[*nats.Subscription]struct{}),
 		watchers: make(map[*watcher]struct{}), follows: make(map[*follow]struct{}), reconn: make(chan struct{}),
 	}
+	n.o = o
+	n.ctx, n.stop = context.WithCancel(context.Background())
 	n.nc = o.Conn
 	if n.nc == nil {
 		nc, err := nats.Connect(o.URL,
@@ -147,11 +191,13 @@ func New(ctx context.Context, o Options) (*Node, error) {
 			nats.PingInterval(2*time.Second), nats.MaxPingsOutstanding(2),
 			nats.ErrorHandler(n.asyncError), nats.ReconnectHandler(n.onReconnect))
 		if err != nil {
+			n.stop()
 			return nil, fmt.Errorf("natscluster: connect %s: %w: %w", o.URL, cluster.ErrUnavailable, err)
 		}
 		n.nc, n.ownConn = nc, true
 	}
 	fail := func(err error) (*Node, error) {
+		n.stop()
 		if n.ownConn {
 			n.nc.Close()
 		}
@@ -162,30 +208,13 @@ func New(ctx context.Context, o Options) (*Node, error) {
 		return fail(fmt.Errorf("natscluster: jetstream: %w", err))
 	}
 	n.js = js
-	n.state, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: stateBucket(o.Cluster), Description: "mew: the shared state of spaces",
-		History: 1, MaxValueSize: cluster.MaxValueLen, Replicas: o.Replicas,
-		Storage: jetstream.FileStorage, LimitMarkerTTL: markerTTL,
-	})
-	if err != nil {
-		return fail(fmt.Errorf("natscluster: state bucket: %w", n.unavailable(err)))
+	if n.state, n.pres, err = n.ensure(ctx); err != nil {
+		return fail(err)
 	}
-	n.pres, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: presenceBucket(o.Cluster), Description: "mew: who is connected where",
-		History: 1, MaxValueSize: cluster.MaxValueLen, Replicas: o.Replicas, TTL: ttl,
-		// File storage, though presence is short-lived: a bucket in memory
-		// would vanish with a restart of a single server, and every node's
-		// refreshes and watches with it.
-		Storage: jetstream.FileStorage, LimitMarkerTTL: markerTTL,
-	})
-	if err != nil {
-		return fail(fmt.Errorf("natscluster: presence bucket: %w", n.unavailable(err)))
-	}
-	if err := n.createLog(ctx, o); err != nil {
-		return fail(fmt.Errorf("natscluster: log stream: %w", n.unavailable(err)))
-	}
-	n.ctx, n.stop = context.WithCancel(context.Background())
 	n.wg.Go(n.heartbeat)
+	n.mu.Lock()
+	n.ready = true
+	n.mu.Unlock()
 	return n, nil
 }
 

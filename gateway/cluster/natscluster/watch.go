@@ -2,6 +2,7 @@ package natscluster
 
 import (
 	"context"
+	"hash/fnv"
 	"sync"
 	"time"
 
@@ -59,13 +60,43 @@ func (w *watcher) Stop() {
 	<-w.done
 }
 
+// seen is what a watcher last handed on for a key: its revision and a
+// hash of its value, so that a re-synchronization after a reconnection
+// hands on only what changed.
+type seen struct {
+	rev  uint64
+	hash uint64
+}
+
+func hashOf(b []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(b)
+	return h.Sum64()
+}
+
+// pump hands the KV watch's entries on. After a reconnection it starts a
+// new KV watch and re-synchronizes against what it handed on before: the
+// keys that changed are handed on again, the ones that disappeared (deleted
+// or expired while the node was away, however long, or lost with the
+// server's storage) as OpDelete. So the consumer's copy converges whatever
+// happened meanwhile, and never sees a second OpSynced.
 func (w *watcher) pump(ctx context.Context) {
 	defer w.n.wg.Done()
 	defer close(w.done)
 	defer close(w.out)
 	defer w.release()
-	var last uint64 // the last revision handed on
+	known := make(map[string]seen) // keys present, as handed on
+	var resync map[string]bool     // during a re-synchronization: keys in the new snapshot
 	synced := false
+	send := func(e cluster.Entry) bool {
+		select {
+		case w.out <- e:
+			return true
+		case <-w.stop:
+		case <-ctx.Done():
+		}
+		return false
+	}
 	for {
 		var kve jetstream.KeyValueEntry
 		select {
@@ -77,10 +108,11 @@ func (w *watcher) pump(ctx context.Context) {
 		case <-w.n.reconnected():
 			// The server may have lost the watch's consumer (a restart):
 			// rather than wait for the ordered consumer to notice missing
-			// heartbeats, start again after the last revision handed on.
-			if !w.resume(ctx, last) {
+			// heartbeats, watch again and compare.
+			if !w.restart(ctx) {
 				return
 			}
+			resync = make(map[string]bool)
 			continue
 		case <-w.stop:
 			return
@@ -88,39 +120,59 @@ func (w *watcher) pump(ctx context.Context) {
 			return
 		}
 		if kve == nil {
-			if synced {
-				continue // a resumed watch's marker: the consumer has had one
+			if !synced {
+				synced = true
+				if !send(cluster.Entry{Op: cluster.OpSynced}) {
+					return
+				}
 			}
-			synced = true
-		} else {
-			if kve.Revision() <= last {
-				continue // already handed on before a resumption
+			if resync != nil {
+				for k := range known {
+					if !resync[k] {
+						delete(known, k)
+						if !send(cluster.Entry{Key: k, Op: cluster.OpDelete}) {
+							return
+						}
+					}
+				}
+				resync = nil
 			}
-			last = kve.Revision()
+			continue
 		}
 		e, ok := w.convert(kve)
 		if !ok {
 			continue
 		}
-		select {
-		case w.out <- e:
-		case <-w.stop:
-			return
-		case <-ctx.Done():
+		if resync != nil && e.Op == cluster.OpPut {
+			resync[e.Key] = true
+		}
+		switch e.Op {
+		case cluster.OpPut:
+			s := seen{e.Revision, hashOf(e.Value)}
+			if known[e.Key] == s {
+				continue // handed on before the reconnection
+			}
+			known[e.Key] = s
+		case cluster.OpDelete:
+			if _, ok := known[e.Key]; !ok {
+				continue // the marker of a key this watcher never had
+			}
+			delete(known, e.Key)
+		}
+		if !send(e) {
 			return
 		}
 	}
 }
 
-// resume replaces the KV watch with one that starts after revision last,
-// retrying while JetStream is not ready again. It reports false when the
-// watcher was stopped meanwhile.
-func (w *watcher) resume(ctx context.Context, last uint64) bool {
+// restart replaces the KV watch with a new one, retrying while JetStream
+// is not ready again. It reports false when the watcher was stopped
+// meanwhile.
+func (w *watcher) restart(ctx context.Context) bool {
 	w.drainOld()
 	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
 		rctx, cancel := context.WithTimeout(ctx, w.n.timeout)
-		kw, err := w.kv.Watch(context.WithoutCancel(rctx), w.prefix+">",
-			jetstream.IncludeHistory(), jetstream.ResumeFromRevision(last+1))
+		kw, err := w.kv.Watch(context.WithoutCancel(rctx), w.prefix+">")
 		cancel()
 		if err == nil {
 			w.kw = kw
@@ -129,10 +181,8 @@ func (w *watcher) resume(ctx context.Context, last uint64) bool {
 		select {
 		case <-time.After(delay):
 		case <-w.stop:
-			w.kw = nil
 			return false
 		case <-ctx.Done():
-			w.kw = nil
 			return false
 		}
 	}
@@ -142,9 +192,6 @@ func (w *watcher) resume(ctx context.Context, last uint64) bool {
 // wrongly (a key that does not unescape, an oversized value) is skipped:
 // it names nothing this node could enforce.
 func (w *watcher) convert(kve jetstream.KeyValueEntry) (cluster.Entry, bool) {
-	if kve == nil {
-		return cluster.Entry{Op: cluster.OpSynced}, true
-	}
 	key, err := stateKey(w.prefix, kve.Key())
 	if err != nil {
 		return cluster.Entry{}, false
