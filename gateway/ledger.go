@@ -29,6 +29,11 @@ func (srv *Server) ledger(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	srv.writeLedger(w, sp, m)
+}
+
+// writeLedger answers with the ledger of sp as m may see it.
+func (srv *Server) writeLedger(w http.ResponseWriter, sp *liveSpace, m *member) {
 	set := m.view().set
 	all := set.Allows(protocol.KindCapabilityGrant, nil) || set.Allows(protocol.KindCapabilityRevoke, nil)
 	list := []grantView{}

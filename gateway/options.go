@@ -132,7 +132,6 @@ type Options struct {
 	NoConsole         bool
 	ConsoleLinkTTL    time.Duration
 	ConsoleSessionTTL time.Duration
-	console           *consoleState // the console's codes and sessions: state of the Server, not an option
 
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time

@@ -37,6 +37,7 @@ type Server struct {
 	conns    connTable
 	pending  pendingTable
 	errorLog *log.Logger
+	console  *consoleState // the web console's codes and sessions; nil when NoConsole
 
 	lazyMu sync.Mutex // serialises lazy connects of output_log participants
 
