@@ -31,10 +31,13 @@ func init() {
 		{"reject", "[N] [code] [text]", "reject N: a reason code and your words", (*Model).cmdReject},
 		{"grants", "", "the grants in force, with time left", (*Model).cmdGrants},
 		{"revoke", "N", "revoke grant N of /grants", (*Model).cmdRevoke},
+		{"find", "[text]", "the lines holding text (Ctrl+F; n/N move, Esc ends)", (*Model).cmdFind},
 		{"participants", "", "who is in the space", (*Model).cmdParticipants},
 		{"verbose", "", "every envelope as JSON too (toggle)", (*Model).cmdVerbose},
 		{"thinking", "", "the agents' latest thoughts (toggle)", (*Model).cmdThinking},
 		{"board", "[open|close|auto]", "the side board (F2; auto: from 120 columns)", (*Model).cmdBoard},
+		{"theme", "[dark|light]", "the colours for a dark or a light terminal", (*Model).cmdTheme},
+		{"mouse", "", "the wheel scrolls (default) or the terminal selects (toggle)", (*Model).cmdMouse},
 		{"ui-clear", "", "clear the transcript", (*Model).cmdClear},
 		{"exit", "", "leave (also /quit, Ctrl+C)", func(*Model, []string) tea.Cmd { return tea.Quit }},
 	}
@@ -230,6 +233,32 @@ func (m *Model) cmdThinking([]string) tea.Cmd {
 		m.note("thinking: the agents' latest thoughts show under their reasoning lines", false)
 	} else {
 		m.note("thinking hidden", false)
+	}
+	return nil
+}
+
+func (m *Model) cmdTheme(args []string) tea.Cmd {
+	themes := Themes()
+	if len(args) == 0 {
+		m.note("/theme "+strings.Join(sortedKeys(themes), "|"), false)
+		return nil
+	}
+	f, ok := themes[strings.ToLower(args[0])]
+	if !ok {
+		m.note("no theme "+termtext.Line(args[0])+"; /theme lists them", true)
+		return nil
+	}
+	m.st = f()
+	m.note("theme "+strings.ToLower(args[0]), false)
+	return nil
+}
+
+func (m *Model) cmdMouse([]string) tea.Cmd {
+	m.noMouse = !m.noMouse
+	if m.noMouse {
+		m.note("mouse off: the terminal selects text; PgUp/PgDn scroll", false)
+	} else {
+		m.note("mouse on: the wheel scrolls (Shift+drag selects in most terminals)", false)
 	}
 	return nil
 }

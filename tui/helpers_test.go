@@ -223,6 +223,8 @@ func keyMsg(n string) tea.KeyPressMsg {
 		return tea.KeyPressMsg{Code: tea.KeyHome}
 	case "end":
 		return tea.KeyPressMsg{Code: tea.KeyEnd}
+	case "ctrl+f":
+		return tea.KeyPressMsg{Code: 'f', Mod: tea.ModCtrl}
 	case "f2":
 		return tea.KeyPressMsg{Code: tea.KeyF2}
 	case "alt+enter":

@@ -50,7 +50,7 @@ func (in *input) key(k tea.KeyPressMsg) bool {
 	switch k.String() {
 	case "left", "ctrl+b":
 		in.pos = max(in.pos-1, 0)
-	case "right", "ctrl+f":
+	case "right":
 		in.pos = min(in.pos+1, len(in.text))
 	case "home", "ctrl+a":
 		in.pos = in.lineStart(in.pos)

@@ -81,7 +81,11 @@ type Model struct {
 	ledger  []LedgerGrant   // the space's grants as /grants last listed them
 	revoked map[string]bool // grant ids revoked since
 
-	in input
+	in   input
+	hint string // completions offered, in the status bar until the next key
+
+	noMouse bool // /mouse: the terminal's own selection instead of the wheel
+	find    finding
 }
 
 // bounds of what the model remembers.
@@ -203,6 +207,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case tea.KeyPressMsg:
 		return m, m.key(msg)
+	case tea.MouseWheelMsg:
+		switch msg.Button {
+		case tea.MouseWheelUp:
+			m.offset += 3
+		case tea.MouseWheelDown:
+			m.offset -= 3
+		}
+		m.clampOffset()
 	}
 	return m, nil
 }
@@ -226,9 +238,19 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		return m.refreshBoardGrants()
 	case m.dlg != nil:
 		return m.dialogKey(k)
+	case k.String() == "ctrl+f":
+		m.in.set("/find ")
+		return nil
+	case m.findKey(k):
+		return nil
 	case key.Matches(k, km.Submit):
+		m.hint = ""
 		return m.submit(m.in.submit())
+	case k.String() == "tab":
+		m.complete()
+		return nil
 	default:
+		m.hint = ""
 		m.in.key(k)
 		return nil
 	}
@@ -757,6 +779,9 @@ func (m *Model) View() tea.View {
 	content, cursor := m.frame()
 	v := tea.NewView(content)
 	v.AltScreen = true
+	if !m.noMouse {
+		v.MouseMode = tea.MouseModeCellMotion // the wheel scrolls the transcript
+	}
 	if cursor != nil {
 		v.Cursor = cursor
 	}
@@ -777,7 +802,9 @@ func (m *Model) frame() (string, *tea.Cursor) {
 	start := max(end-vh, 0)
 	shown := lines[start:max(end, start)]
 	out := make([]string, 0, m.height)
-	out = append(out, shown...)
+	for _, l := range shown {
+		out = append(out, m.highlight(l))
+	}
 	for len(out) < vh {
 		out = append(out, "")
 	}
@@ -834,6 +861,12 @@ func (m *Model) statusBar() string {
 	}
 	if m.offset > 0 {
 		parts = append(parts, fmt.Sprintf("↑ %d lines back", m.offset))
+	}
+	if f := m.findStatus(); f != "" {
+		parts = append(parts, f)
+	}
+	if m.hint != "" {
+		parts = append(parts, termtext.Line(m.hint))
 	}
 	left := conn + sb.Render(" · "+strings.Join(parts, " · "))
 	right := sb.Render("/help · Ctrl+C quit ")

@@ -7,8 +7,9 @@ import (
 	"charm.land/lipgloss/v2"
 )
 
-// Styles are the colours of the UI. A later theme system replaces
-// DefaultStyles; the renderers only ever use these fields. Colour is
+// Styles are the colours of the UI: a theme (DefaultStyles for dark
+// terminals, LightStyles for light ones; /theme switches). The renderers
+// only ever use these fields. Colour is
 // dropped by the terminal program for terminals without it and when
 // NO_COLOR is set.
 type Styles struct {
@@ -17,7 +18,7 @@ type Styles struct {
 	Me, System, Error, Dim, Proposal, Approved, Rejected lipgloss.Style
 	StatusBar, StatusOK, StatusBad                       lipgloss.Style
 	Dialog, DialogTitle, Choice, ChoiceActive            lipgloss.Style
-	Prompt                                               lipgloss.Style
+	Prompt, Match                                        lipgloss.Style
 }
 
 // DefaultStyles is the dark-terminal palette.
@@ -40,7 +41,38 @@ func DefaultStyles() Styles {
 		Choice:       lipgloss.NewStyle().Foreground(c("250")),
 		ChoiceActive: lipgloss.NewStyle().Foreground(c("0")).Background(c("214")).Bold(true),
 		Prompt:       lipgloss.NewStyle().Foreground(c("214")).Bold(true),
+		Match:        lipgloss.NewStyle().Foreground(c("0")).Background(c("220")),
 	}
+}
+
+// LightStyles is the palette for light terminals: darker speaker colours,
+// a pale status bar.
+func LightStyles() Styles {
+	c := lipgloss.Color
+	return Styles{
+		Speakers:     []color.Color{c("25"), c("130"), c("90"), c("28"), c("94"), c("31"), c("160"), c("54")},
+		Me:           lipgloss.NewStyle().Foreground(c("235")).Bold(true),
+		System:       lipgloss.NewStyle().Foreground(c("242")),
+		Error:        lipgloss.NewStyle().Foreground(c("160")),
+		Dim:          lipgloss.NewStyle().Foreground(c("245")),
+		Proposal:     lipgloss.NewStyle().Foreground(c("130")).Bold(true),
+		Approved:     lipgloss.NewStyle().Foreground(c("28")),
+		Rejected:     lipgloss.NewStyle().Foreground(c("160")),
+		StatusBar:    lipgloss.NewStyle().Foreground(c("235")).Background(c("254")),
+		StatusOK:     lipgloss.NewStyle().Foreground(c("28")).Background(c("254")),
+		StatusBad:    lipgloss.NewStyle().Foreground(c("160")).Background(c("254")),
+		Dialog:       lipgloss.NewStyle().Foreground(c("130")),
+		DialogTitle:  lipgloss.NewStyle().Foreground(c("130")).Bold(true),
+		Choice:       lipgloss.NewStyle().Foreground(c("238")),
+		ChoiceActive: lipgloss.NewStyle().Foreground(c("231")).Background(c("130")).Bold(true),
+		Prompt:       lipgloss.NewStyle().Foreground(c("130")).Bold(true),
+		Match:        lipgloss.NewStyle().Foreground(c("0")).Background(c("229")),
+	}
+}
+
+// Themes are the palettes /theme offers, by name.
+func Themes() map[string]func() Styles {
+	return map[string]func() Styles{"dark": DefaultStyles, "light": LightStyles}
 }
 
 // speaker returns the style of participant id's name.

@@ -1,0 +1,143 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// TestComplete: Tab finishes a command and an @participant, and offers
+// the candidates when several fit.
+func TestComplete(t *testing.T) {
+	h := newHarness(t)
+	for _, c := range []struct{ typed, want, hint string }{
+		{"/gr", "/grants ", ""},
+		{"/re", "/re", "/reject /review /revoke"},
+		{"/rev", "/rev", "/review /revoke"},
+		{"@ca", "@calculator ", ""},
+		{"@", "@", "@assistant @calculator @files"},
+		{"hello @fi", "hello @files ", ""},
+		{"/nosuch", "/nosuch", "no completion for /nosuch"},
+		{"plain", "plain", ""},
+	} {
+		h.m.in.set("")
+		for _, r := range c.typed {
+			h.key(string(r))
+		}
+		h.key("tab")
+		if got := h.m.in.value(); got != c.want || h.m.hint != c.hint {
+			t.Errorf("%q + Tab = %q (hint %q), want %q (hint %q)", c.typed, got, h.m.hint, c.want, c.hint)
+		}
+	}
+	h.m.in.set("")
+	h.key("/", "r", "e", "tab")
+	h.golden("complete")
+}
+
+// TestMultiLineInput: Alt+Enter starts a new line; the chat sent holds
+// both; ↑ moves between the lines before it reaches the history.
+func TestMultiLineInput(t *testing.T) {
+	h := newHarness(t)
+	for _, r := range "first" {
+		h.key(string(r))
+	}
+	h.key("alt+enter")
+	for _, r := range "second" {
+		h.key(string(r))
+	}
+	h.golden("multiline")
+	h.key("up")
+	if h.m.in.pos != len("first") {
+		t.Errorf("↑ on the second line put the cursor at %d", h.m.in.pos)
+	}
+	h.key("enter")
+	chats := h.sentOf(protocol.KindChat)
+	if len(chats) != 1 {
+		t.Fatalf("sent %d chats", len(chats))
+	}
+	var c protocol.Chat
+	_ = chats[0].DecodePayload(&c)
+	if c.Text != "first\nsecond" {
+		t.Errorf("chat %q", c.Text)
+	}
+}
+
+// TestFind: /find marks the lines holding the text and shows the latest;
+// n goes back to older ones, N forward, Esc ends it; Ctrl+F starts one.
+func TestFind(t *testing.T) {
+	h := newHarness(t)
+	for i := range 40 {
+		text := "filler line"
+		if i%10 == 3 {
+			text = "the Needle is here"
+		}
+		h.recv(chat("assistant", "c"+string(rune('A'+i)), text, "you"))
+	}
+	h.key("ctrl+f")
+	if h.m.in.value() != "/find " {
+		t.Fatalf("Ctrl+F gave %q", h.m.in.value())
+	}
+	h.typeLine("needle")
+	if len(h.m.find.hits) != 4 {
+		t.Fatalf("%d hits", len(h.m.find.hits))
+	}
+	h.golden("find")
+	if content, _ := h.m.frame(); !strings.Contains(content, "the "+h.m.st.Match.Render("Needle")+" is here") {
+		t.Errorf("the match is not marked: %q", content)
+	}
+	latest := h.m.offset
+	h.key("n")
+	if h.m.offset <= latest || !strings.Contains(h.screen(), "find \"needle\" 2/4") {
+		t.Errorf("n did not go back (offset %d → %d):\n%s", latest, h.m.offset, h.screen())
+	}
+	h.key("N")
+	if !strings.Contains(h.screen(), "find \"needle\" 1/4") {
+		t.Errorf("N did not go forward:\n%s", h.screen())
+	}
+	h.key("esc")
+	if h.m.find.q != "" || strings.Contains(h.screen(), "find \"") {
+		t.Error("Esc did not end the search")
+	}
+	h.key("n") // no search: a letter
+	if h.m.in.value() != "n" {
+		t.Errorf("n without a search typed %q", h.m.in.value())
+	}
+	h.m.in.set("")
+	h.typeLine("/find nothing like it")
+	if !strings.Contains(h.screen(), "no line holds nothing like it") {
+		t.Errorf("a search without hits:\n%s", h.screen())
+	}
+}
+
+// TestMouseWheelAndTheme: the wheel scrolls three lines a notch; /mouse
+// gives the terminal its selection back; /theme switches palettes.
+func TestMouseWheelAndTheme(t *testing.T) {
+	h := newHarness(t)
+	for i := range 40 {
+		h.recv(chat("assistant", "c"+string(rune('A'+i)), "line", "you"))
+	}
+	h.send(tea.MouseWheelMsg{Button: tea.MouseWheelUp})
+	h.send(tea.MouseWheelMsg{Button: tea.MouseWheelUp})
+	h.send(tea.MouseWheelMsg{Button: tea.MouseWheelDown})
+	if h.m.offset != 3 {
+		t.Errorf("offset %d after up, up, down", h.m.offset)
+	}
+	if v := h.m.View(); v.MouseMode != tea.MouseModeCellMotion {
+		t.Error("the mouse is not on by default")
+	}
+	h.typeLine("/mouse")
+	if v := h.m.View(); v.MouseMode != tea.MouseModeNone {
+		t.Error("/mouse did not turn the mouse off")
+	}
+	h.typeLine("/theme light")
+	if h.m.st.StatusBar.GetBackground() != LightStyles().StatusBar.GetBackground() {
+		t.Error("/theme light did not switch")
+	}
+	h.typeLine("/theme neon")
+	if !strings.Contains(h.screen(), "no theme neon") {
+		t.Errorf("an unknown theme:\n%s", h.screen())
+	}
+}
