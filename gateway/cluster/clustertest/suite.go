@@ -39,6 +39,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("PresenceCrash", func(t *testing.T) { testPresenceCrash(t, f) })
 	t.Run("FloorContest", func(t *testing.T) { testFloorContest(t, f) })
 	t.Run("LogOrder", func(t *testing.T) { testLogOrder(t, f) })
+	t.Run("LargeRecords", func(t *testing.T) { testLarge(t, f) })
 	t.Run("Close", func(t *testing.T) { testClose(t, f) })
 }
 
@@ -824,5 +825,44 @@ func testLogOrder(t *testing.T, f Factory) {
 	}
 	if _, err := h.Nodes[0].Log().Append(ctx, "sp", make([]byte, cluster.MaxRecordLen+1)); !errors.Is(err, cluster.ErrInvalid) {
 		t.Errorf("oversized record: %v, want ErrInvalid", err)
+	}
+}
+
+// testLarge sends an envelope and a log record of the largest size allowed
+// (MaxRecordLen, the gateway's default envelope limit).
+func testLarge(t *testing.T, f Factory) {
+	h := f(t, 2)
+	ctx := ctxT(t)
+	big := make([]byte, cluster.MaxRecordLen)
+	for i := range big {
+		big[i] = byte('a' + i%26)
+	}
+	got := make(chan cluster.Message, 64)
+	if _, err := h.Nodes[1].Broker().Subscribe(ctx, "sp", func(m cluster.Message) { got <- m }); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(wait)
+	for done := false; !done; {
+		if err := h.Nodes[0].Broker().Publish(ctx, "sp", big); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case m := <-got:
+			if string(m.Data) != string(big) {
+				t.Fatalf("a message of %d bytes arrived as %d", len(big), len(m.Data))
+			}
+			done = true
+		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("no large message")
+		}
+	}
+	seq, err := h.Nodes[0].Log().Append(ctx, "sp", big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := h.Nodes[1].Log().Read(ctx, "sp", seq-1, 1)
+	if err != nil || len(recs) != 1 || string(recs[0].Data) != string(big) {
+		t.Fatalf("read back %d records, %v", len(recs), err)
 	}
 }

@@ -430,3 +430,19 @@ func TestFreshServer(t *testing.T) {
 		t.Fatalf("%+v, want k", e)
 	}
 }
+
+// TestSmallMaxPayload: a NATS server that cannot carry the largest record
+// is refused when the node starts, not when an envelope fails later.
+func TestSmallMaxPayload(t *testing.T) {
+	s := startServer(t, ServerOptions{MaxPayload: 1 << 20})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := New(ctx, Options{NodeID: "a", URL: s.ClientURL()})
+	if !errors.Is(err, cluster.ErrInvalid) {
+		if n != nil {
+			n.Close()
+		}
+		t.Fatalf("New on a 1 MB max_payload: %v, want ErrInvalid", err)
+	}
+	t.Log(err)
+}

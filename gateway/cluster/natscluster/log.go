@@ -36,7 +36,7 @@ func (n *Node) createLog(ctx context.Context, o Options) error {
 	_, err := n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: logStream(o.Cluster), Description: "mew: the ordered logs of spaces",
 		Subjects: []string{logSubjects(o.Cluster)}, MaxMsgsPerSubject: int64(keep),
-		MaxMsgSize: cluster.MaxRecordLen, Discard: jetstream.DiscardOld,
+		MaxMsgSize: MinMaxPayload, Discard: jetstream.DiscardOld,
 		Storage: jetstream.FileStorage, Replicas: o.Replicas,
 	})
 	return err

@@ -203,6 +203,10 @@ func New(ctx context.Context, o Options) (*Node, error) {
 		}
 		return nil, err
 	}
+	if mp := n.nc.MaxPayload(); mp < MinMaxPayload {
+		return fail(fmt.Errorf("natscluster: the NATS server's max_payload is %d bytes, below the %d a record needs (set max_payload: 2MB): %w",
+			mp, MinMaxPayload, cluster.ErrInvalid))
+	}
 	js, err := jetstream.New(n.nc, jetstream.WithDefaultTimeout(o.RequestTimeout))
 	if err != nil {
 		return fail(fmt.Errorf("natscluster: jetstream: %w", err))

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/mew-protocol/mew/gateway/cluster"
 )
 
 // ServerOptions configure an embedded NATS server with JetStream: the
@@ -31,9 +33,21 @@ type ServerOptions struct {
 	// MaxMemory and MaxStore bound JetStream's memory and disk, in bytes;
 	// 0 lets the server decide.
 	MaxMemory, MaxStore int64
+	// MaxPayload is the largest message the server accepts; 0 is 2 MiB,
+	// enough for MinMaxPayload.
+	MaxPayload int32
 	// Logs turns the server's log on (to stderr).
 	Logs bool
 }
+
+// MinMaxPayload is the smallest max_payload a NATS server must allow for a
+// node: a record of cluster.MaxRecordLen bytes and its headers.
+// StartServer sets it; a NATS server run by an operator needs
+// `max_payload: 2MB` (its default is 1 MB).
+const MinMaxPayload = cluster.MaxRecordLen + 64<<10
+
+// embeddedMaxPayload is the max_payload of an embedded server.
+const embeddedMaxPayload = 2 << 20
 
 // StartServer starts an embedded NATS server with JetStream in this process
 // and waits until it accepts connections. The caller owns it: Shutdown
@@ -48,11 +62,14 @@ func StartServer(o ServerOptions) (*server.Server, error) {
 	if o.Port == 0 {
 		o.Port = -1
 	}
+	if o.MaxPayload == 0 {
+		o.MaxPayload = embeddedMaxPayload
+	}
 	opts := &server.Options{
 		ServerName: o.Name, Host: o.Host, Port: o.Port,
 		JetStream: true, StoreDir: o.StoreDir,
 		JetStreamMaxMemory: o.MaxMemory, JetStreamMaxStore: o.MaxStore,
-		NoLog: !o.Logs, NoSigs: true,
+		NoLog: !o.Logs, NoSigs: true, MaxPayload: o.MaxPayload,
 	}
 	if o.ClusterPort != 0 {
 		opts.Cluster = server.ClusterOpts{Name: o.ClusterName, Host: o.Host, Port: o.ClusterPort}
