@@ -141,3 +141,32 @@ func TestMouseWheelAndTheme(t *testing.T) {
 		t.Errorf("an unknown theme:\n%s", h.screen())
 	}
 }
+
+// TestMarkdown: a chat's bold, code spans, code block, list and heading
+// are drawn as such; unclosed markers stay as typed; a control sequence
+// inside a code block is removed like anywhere else.
+func TestMarkdown(t *testing.T) {
+	h := newHarness(t)
+	h.recv(chat("assistant", "m1", strings.Join([]string{
+		"Here is **the plan** for `notes.txt`:",
+		"# Steps",
+		"- read it",
+		"* count the `lines`",
+		"```",
+		"wc -l notes.txt\x1b[2J **not bold**",
+		"```",
+		"an **unclosed one and a ` tick",
+	}, "\n"), "you"))
+	h.golden("markdown")
+	content, _ := h.m.frame()
+	st := h.m.st
+	for _, want := range []string{st.Bold.Render("the plan"), st.Code.Render("notes.txt"), st.Code.Render("lines"),
+		"• read it", st.Code.Render("wc -l notes.txt **not bold**"), "an **unclosed one and a ` tick"} {
+		if !strings.Contains(content, want) {
+			t.Errorf("the frame lacks %q", want)
+		}
+	}
+	if strings.Contains(content, "\x1b[2J") {
+		t.Error("a control sequence got through")
+	}
+}

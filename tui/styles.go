@@ -18,7 +18,7 @@ type Styles struct {
 	Me, System, Error, Dim, Proposal, Approved, Rejected lipgloss.Style
 	StatusBar, StatusOK, StatusBad                       lipgloss.Style
 	Dialog, DialogTitle, Choice, ChoiceActive            lipgloss.Style
-	Prompt, Match                                        lipgloss.Style
+	Prompt, Match, Code, Bold                            lipgloss.Style
 }
 
 // DefaultStyles is the dark-terminal palette.
@@ -42,6 +42,8 @@ func DefaultStyles() Styles {
 		ChoiceActive: lipgloss.NewStyle().Foreground(c("0")).Background(c("214")).Bold(true),
 		Prompt:       lipgloss.NewStyle().Foreground(c("214")).Bold(true),
 		Match:        lipgloss.NewStyle().Foreground(c("0")).Background(c("220")),
+		Code:         lipgloss.NewStyle().Foreground(c("180")),
+		Bold:         lipgloss.NewStyle().Bold(true),
 	}
 }
 
@@ -67,6 +69,8 @@ func LightStyles() Styles {
 		ChoiceActive: lipgloss.NewStyle().Foreground(c("231")).Background(c("130")).Bold(true),
 		Prompt:       lipgloss.NewStyle().Foreground(c("130")).Bold(true),
 		Match:        lipgloss.NewStyle().Foreground(c("0")).Background(c("229")),
+		Code:         lipgloss.NewStyle().Foreground(c("94")),
+		Bold:         lipgloss.NewStyle().Bold(true),
 	}
 }
 

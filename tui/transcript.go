@@ -117,7 +117,16 @@ func (e *chatEntry) lines(rc *renderCtx) []string {
 	if len(e.to) > 0 {
 		head += rc.st.Dim.Render(" → " + names(e.to))
 	}
-	return block(head+": ", e.text, rc.width)
+	var out []string
+	for i, l := range markdown(e.text, rc.st) {
+		if i == 0 {
+			l = head + ": " + l
+		} else {
+			l = indent + l
+		}
+		out = append(out, wrapText(l, rc.width, indent)...)
+	}
+	return out
 }
 
 // presenceEntry is a join or a leave.
