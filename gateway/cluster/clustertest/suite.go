@@ -540,6 +540,15 @@ func testPresenceCrash(t *testing.T, f Factory) {
 	if err := b.Join(ctx, "s", member("agent", "b-1")); err != nil {
 		t.Fatal(err)
 	}
+	// The crashed node has a watch and a subscription open: the crash
+	// ends them too.
+	bw, err := b.Watch(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Nodes[1].Broker().Subscribe(ctx, "s", func(cluster.Message) {}); err != nil {
+		t.Fatal(err)
+	}
 	w, err := a.Watch(ctx, "s")
 	if err != nil {
 		t.Fatal(err)
@@ -558,6 +567,8 @@ func testPresenceCrash(t *testing.T, f Factory) {
 	}
 	start := time.Now()
 	h.Crash(1)
+	for range bw.Changes() {
+	}
 	e := next(t, w)
 	for e.Op == cluster.OpPut { // a refresh may have been in flight
 		e = next(t, w)

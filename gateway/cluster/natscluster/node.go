@@ -70,9 +70,10 @@ type Node struct {
 	ttl     time.Duration
 	timeout time.Duration
 
-	stop context.CancelFunc // ends the heartbeat loop and the watches
+	stop context.CancelFunc // ends the heartbeat loop and the post-reconnection checks
 	ctx  context.Context
-	wg   sync.WaitGroup // the heartbeat loop and the watch pumps
+	hb   sync.WaitGroup // the heartbeat loop
+	wg   sync.WaitGroup // the watch pumps and the post-reconnection checks
 
 	mu       sync.Mutex
 	ready    bool // New has finished
@@ -215,7 +216,7 @@ func New(ctx context.Context, o Options) (*Node, error) {
 	if n.state, n.pres, err = n.ensure(ctx); err != nil {
 		return fail(err)
 	}
-	n.wg.Go(n.heartbeat)
+	n.hb.Go(n.heartbeat)
 	n.mu.Lock()
 	n.ready = true
 	n.mu.Unlock()
@@ -298,11 +299,13 @@ func (n *Node) Close() error {
 	n.subs, n.watchers, n.follows = nil, nil, nil
 	n.mu.Unlock()
 
+	// The heartbeat stops first, so that no refresh races the leaves.
 	n.stop()
+	n.hb.Wait()
 	if n.nc.IsConnected() {
 		ctx, cancel := context.WithTimeout(context.Background(), n.timeout)
 		for k, j := range joined {
-			_ = n.pres.Purge(ctx, kvKey(k.space, k.participant), jetstream.LastRevision(j.rev))
+			_ = presence{n}.Leave(ctx, k.space, k.participant, j.conn)
 		}
 		cancel()
 	}
@@ -329,7 +332,7 @@ func (n *Node) crash() {
 	n.joined = make(map[joinKey]*joined)
 	n.mu.Unlock()
 	n.stop()
-	n.wg.Wait()
+	n.hb.Wait()
 	if n.ownConn {
 		n.nc.Close()
 	}

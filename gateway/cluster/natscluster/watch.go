@@ -14,14 +14,16 @@ import (
 // watcher turns a KV watch of one space into cluster.Entry values. Its
 // pump goroutine is owned by the watcher (Stop) and the node (Close).
 type watcher struct {
-	n      *Node
-	kv     jetstream.KeyValue
-	kw     jetstream.KeyWatcher // replaced after a reconnection, by pump only
-	prefix string
-	out    chan cluster.Entry
-	stop   chan struct{}
-	once   sync.Once
-	done   chan struct{}
+	n  *Node
+	kv jetstream.KeyValue
+	kw jetstream.KeyWatcher // replaced after a reconnection, by pump only
+	// kcancel ends kw's context (and nats.go's goroutine waiting on it)
+	kcancel context.CancelFunc
+	prefix  string
+	out     chan cluster.Entry
+	stop    chan struct{}
+	once    sync.Once
+	done    chan struct{}
 }
 
 func (n *Node) watch(ctx context.Context, kv jetstream.KeyValue, space string) (cluster.Watcher, error) {
@@ -32,12 +34,16 @@ func (n *Node) watch(ctx context.Context, kv jetstream.KeyValue, space string) (
 		return nil, err
 	}
 	prefix := escape(space) + "."
-	// The KV watch lives until Stop, not until ctx: the pump ends it.
-	kw, err := kv.Watch(context.WithoutCancel(ctx), prefix+">")
+	// The KV watch lives until the pump ends it (drainOld), not until ctx;
+	// nats.go waits on its context in a goroutine of its own, which this
+	// cancel ends.
+	kctx, kcancel := context.WithCancel(context.WithoutCancel(ctx))
+	kw, err := kv.Watch(kctx, prefix+">")
 	if err != nil {
+		kcancel()
 		return nil, n.unavailable(err)
 	}
-	w := &watcher{n: n, kv: kv, kw: kw, prefix: prefix, out: make(chan cluster.Entry, 64),
+	w := &watcher{n: n, kv: kv, kw: kw, kcancel: kcancel, prefix: prefix, out: make(chan cluster.Entry, 64),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	n.mu.Lock()
 	if n.closed {
@@ -171,13 +177,13 @@ func (w *watcher) pump(ctx context.Context) {
 func (w *watcher) restart(ctx context.Context) bool {
 	w.drainOld()
 	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
-		rctx, cancel := context.WithTimeout(ctx, w.n.timeout)
-		kw, err := w.kv.Watch(context.WithoutCancel(rctx), w.prefix+">")
-		cancel()
+		kctx, kcancel := context.WithCancel(context.WithoutCancel(ctx))
+		kw, err := w.kv.Watch(kctx, w.prefix+">")
 		if err == nil {
-			w.kw = kw
+			w.kw, w.kcancel = kw, kcancel
 			return true
 		}
+		kcancel()
 		select {
 		case <-time.After(delay):
 		case <-w.stop:
@@ -223,8 +229,9 @@ func (w *watcher) drainOld() {
 	if w.kw == nil {
 		return
 	}
-	defer func() { w.kw = nil }()
+	defer func() { w.kw, w.kcancel = nil, nil }()
 	_ = w.kw.Stop()
+	w.kcancel()
 	timeout := time.NewTimer(5 * time.Second)
 	defer timeout.Stop()
 	for {
