@@ -99,6 +99,10 @@ func TestAnswerWithTools(t *testing.T) {
 		if mcp.Method != "tools/call" || mcp.Params.Name != tool || len(calls[i].To) != 1 || calls[i].To[0] != "calc" {
 			t.Errorf("tool call %d: %s to %v", i, calls[i].Payload, calls[i].To)
 		}
+		// A step of the reasoning names it, so lineage needs no inference.
+		if calls[i].Context != start.ID {
+			t.Errorf("tool call %d context %q, want the reasoning %q", i, calls[i].Context, start.ID)
+		}
 	}
 
 	reqs := llmSrv.Requests()
@@ -211,9 +215,12 @@ func TestProposalFallback(t *testing.T) {
 	if got := chatText(answer); got != "It is 9." {
 		t.Errorf("answer %q", got)
 	}
-	rec.wait(t, "the proposal", func(e *protocol.Envelope) bool {
+	pr := rec.wait(t, "the proposal", func(e *protocol.Envelope) bool {
 		return e.Kind == protocol.KindMCPProposal && e.From == "proposer"
 	})
+	if pr.Context != "" { // reasoning is off: there is no reasoning to name
+		t.Errorf("proposal context %q without reasoning", pr.Context)
+	}
 	reqs := llmSrv.Requests()
 	last := reqs[len(reqs)-1].Messages
 	if m := last[len(last)-1]; m.Role != "tool" || !strings.Contains(m.Content, "9") {

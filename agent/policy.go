@@ -157,7 +157,7 @@ type classification struct {
 // answers questions and the requests that one of the tools fits.
 func (a *Agent) shouldAnswer(ctx context.Context, it *item) bool {
 	fallback := on(a.cfg.ChatResponse.RespondToQuestions) && strings.Contains(it.text, "?")
-	tools := a.modelTools(ctx)
+	tools := a.modelTools(ctx, "")
 	ctx, cancel := context.WithTimeout(ctx, classifyTimeout)
 	defer cancel()
 	if a.provider.Name() == "offline" {

@@ -85,7 +85,7 @@ func (a *Agent) answer(it *item) {
 
 // react runs the ReAct loop and returns the model's final text.
 func (a *Agent) react(ctx context.Context, r *run, asker, question string) (string, error) {
-	tools := a.modelTools(ctx)
+	tools := a.modelTools(ctx, r.reasoning)
 	ask := question
 	if a.cfg.Prompts.Reason != "" {
 		ask = render(a.cfg.Prompts.Reason, map[string]string{"input": question, "tools": toolList(llmTools(tools))})

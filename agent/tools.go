@@ -38,8 +38,9 @@ func SplitToolName(name string) (participantID, tool string, ok bool) {
 
 // modelTools returns the discovered tools of the other participants as the
 // model sees them, after waiting (at most Config.DiscoveryWait) for the
-// discoveries under way. Each is called with participant.Request.
-func (a *Agent) modelTools(ctx context.Context) []Tool {
+// discoveries under way. Each is called with participant.RequestWith, as a
+// step of reasoning (the id of its reasoning/start; "" when there is none).
+func (a *Agent) modelTools(ctx context.Context, reasoning string) []Tool {
 	if a.cfg.DiscoveryWait > 0 {
 		wctx, cancel := context.WithTimeout(ctx, a.cfg.DiscoveryWait)
 		if err := a.p.WaitForPendingDiscoveries(wctx); err != nil && ctx.Err() == nil {
@@ -66,7 +67,7 @@ func (a *Agent) modelTools(ctx context.Context) []Tool {
 				Parameters:  t.InputSchema,
 			},
 			Call: func(ctx context.Context, args json.RawMessage) (string, error) {
-				return a.callTool(ctx, pid, tool, args)
+				return a.callTool(ctx, pid, tool, reasoning, args)
 			},
 		})
 	}
@@ -82,14 +83,17 @@ func llmTools(tools []Tool) []llm.Tool {
 	return out
 }
 
-// callTool calls tool of participant pid with participant.Request: a
-// request, or a proposal when the agent may only propose.
-func (a *Agent) callTool(ctx context.Context, pid, tool string, args json.RawMessage) (string, error) {
+// callTool calls tool of participant pid with participant.RequestWith: a
+// request, or a proposal when the agent may only propose. Its context is the
+// reasoning it is a step of (spec 3.5.1: the reasoning/start id is the
+// context of what follows), which ties the call to that reasoning for
+// everyone reading the space or its log.
+func (a *Agent) callTool(ctx context.Context, pid, tool, reasoning string, args json.RawMessage) (string, error) {
 	payload := map[string]any{
 		"method": "tools/call",
 		"params": map[string]any{"name": tool, "arguments": args},
 	}
-	res, err := a.p.Request(ctx, pid, payload)
+	res, err := a.p.RequestWith(ctx, pid, payload, participant.RequestOptions{Context: reasoning})
 	if err != nil {
 		var rej *participant.RejectedError
 		if errors.As(err, &rej) && ctx.Err() == nil {

@@ -363,7 +363,20 @@ func (t *requestTable) dropLocked(c *pendingCall) {
 // capabilities allow it. Request blocks its caller only; it must not be
 // called from a handler.
 func (p *Participant) Request(ctx context.Context, target string, payload any) (json.RawMessage, error) {
-	return p.request(ctx, target, payload, true)
+	return p.request(ctx, target, payload, true, "")
+}
+
+// RequestOptions are the optional settings of RequestWith.
+type RequestOptions struct {
+	// Context is the envelope context of the request or proposal (spec
+	// 3.5.6): the id of the reasoning/start whose step the call is, so that
+	// the space and the audit log tie the call to that reasoning exactly.
+	Context string
+}
+
+// RequestWith is Request with options.
+func (p *Participant) RequestWith(ctx context.Context, target string, payload any, opts RequestOptions) (json.RawMessage, error) {
+	return p.request(ctx, target, payload, true, opts.Context)
 }
 
 // RequestDirect is Request that never proposes: when the participant may
@@ -371,10 +384,10 @@ func (p *Participant) Request(ctx context.Context, target string, payload any) (
 // ErrNotAllowed and sends nothing. It is for callers that must not ask
 // anyone's approval, such as a tools agent answering an MCP host.
 func (p *Participant) RequestDirect(ctx context.Context, target string, payload any) (json.RawMessage, error) {
-	return p.request(ctx, target, payload, false)
+	return p.request(ctx, target, payload, false, "")
 }
 
-func (p *Participant) request(ctx context.Context, target string, payload any, propose bool) (json.RawMessage, error) {
+func (p *Participant) request(ctx context.Context, target string, payload any, propose bool, envCtx string) (json.RawMessage, error) {
 	if target == "" {
 		return nil, errors.New("participant: request: target is required")
 	}
@@ -384,9 +397,9 @@ func (p *Participant) request(ctx context.Context, target string, payload any, p
 	}
 	switch {
 	case p.CanSend(protocol.KindMCPRequest, body):
-		return p.roundTrip(ctx, protocol.KindMCPRequest, []string{target}, nil, body, nil)
+		return p.roundTrip(ctx, protocol.KindMCPRequest, []string{target}, nil, envCtx, body, nil)
 	case propose && p.CanSend(protocol.KindMCPProposal, body):
-		return p.roundTrip(ctx, protocol.KindMCPProposal, []string{target}, nil, body, nil)
+		return p.roundTrip(ctx, protocol.KindMCPProposal, []string{target}, nil, envCtx, body, nil)
 	}
 	return nil, fmt.Errorf("participant: %s to %s: %w", method, target, ErrNotAllowed)
 }
@@ -473,7 +486,7 @@ func (p *Participant) Proposal(id string) (*Proposal, bool) {
 // roundTrip sends one request or proposal and waits for its outcome.
 // sent, when not nil, is called once the envelope is queued for the
 // gateway.
-func (p *Participant) roundTrip(ctx context.Context, kind string, to, correlation []string, body []byte, sent func()) (json.RawMessage, error) {
+func (p *Participant) roundTrip(ctx context.Context, kind string, to, correlation []string, envCtx string, body []byte, sent func()) (json.RawMessage, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.opts.RequestTimeout)
@@ -487,6 +500,7 @@ func (p *Participant) roundTrip(ctx context.Context, kind string, to, correlatio
 		Kind:          kind,
 		To:            to,
 		CorrelationID: correlation,
+		Context:       envCtx,
 		Payload:       body,
 	}
 	c := &pendingCall{
