@@ -37,10 +37,15 @@ func init() {
 		{"thinking", "", "the agents' latest thoughts (toggle)", (*Model).cmdThinking},
 		{"board", "[open|close|auto]", "the side board (F2; auto: from 120 columns)", (*Model).cmdBoard},
 		{"theme", "[dark|light]", "the colours for a dark or a light terminal", (*Model).cmdTheme},
-		{"mouse", "", "the wheel scrolls (default) or the terminal selects (toggle)", (*Model).cmdMouse},
+		{"mouse", "", "the wheel scrolls, or the terminal selects (toggle)", (*Model).cmdMouse},
 		{"ui-clear", "", "clear the transcript", (*Model).cmdClear},
 		{"exit", "", "leave (also /quit, Ctrl+C)", func(*Model, []string) tea.Cmd { return tea.Quit }},
 	}
+}
+
+// allCommands are the UI's commands and the controls.
+func allCommands() []command {
+	return append(append([]command(nil), commands...), controlCommands()...)
 }
 
 // submit acts on a line typed: a command, a JSON envelope, or a chat.
@@ -61,7 +66,7 @@ func (m *Model) submit(line string) tea.Cmd {
 		case "ui", "ui-board":
 			name = "board"
 		}
-		for _, c := range commands {
+		for _, c := range allCommands() {
 			if c.name == name {
 				return c.run(m, f[1:])
 			}
@@ -93,7 +98,7 @@ func (m *Model) targets(line string) ([]string, string) {
 		rest = strings.TrimLeft(after, " ")
 	}
 	if len(to) == 0 {
-		return m.o.DefaultTargets, line
+		return m.defaultTargets(), line
 	}
 	if rest == "" {
 		rest = line
@@ -101,13 +106,23 @@ func (m *Model) targets(line string) ([]string, string) {
 	return to, rest
 }
 
-func (m *Model) cmdHelp([]string) tea.Cmd {
+func (m *Model) cmdHelp(args []string) tea.Cmd {
+	if len(args) > 0 {
+		name := strings.TrimPrefix(args[0], "/")
+		for _, c := range allCommands() {
+			if c.name == name {
+				m.note(fmt.Sprintf("/%s %s\n    %s", c.name, c.args, c.help), false)
+				return nil
+			}
+		}
+	}
 	var b strings.Builder
 	b.WriteString("Type to chat, @id first to address someone; JSON with a kind is an envelope.\n")
 	for _, c := range commands {
 		fmt.Fprintf(&b, "  /%-25s %s\n", strings.TrimSpace(c.name+" "+c.args), c.help)
 	}
-	b.WriteString("Keys: Enter send · ↑/↓ history · PgUp/PgDn, Shift+↑/↓ scroll · Ctrl+C quit\n")
+	b.WriteString(controlHelp() + "\n")
+	b.WriteString("Keys: Enter send · Alt+Enter new line · Tab complete · ↑/↓ history · PgUp/PgDn scroll · F2 board\n")
 	b.WriteString("Dialog: 1/y Yes · 2/g Grant · 3/n No · 4/e Edit · Esc later · ←/→ and Enter")
 	m.note(b.String(), false)
 	return nil

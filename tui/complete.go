@@ -21,7 +21,7 @@ func (m *Model) complete() {
 	switch {
 	case strings.HasPrefix(word, "/") && start == 0:
 		prefix = "/"
-		for _, c := range commands {
+		for _, c := range allCommands() {
 			cands = append(cands, c.name)
 		}
 	case strings.HasPrefix(word, "@"):

@@ -15,7 +15,7 @@ func TestComplete(t *testing.T) {
 	h := newHarness(t)
 	for _, c := range []struct{ typed, want, hint string }{
 		{"/gr", "/grants ", ""},
-		{"/re", "/re", "/reject /review /revoke"},
+		{"/re", "/re", "/reject /restart /resume /review /revoke"},
 		{"/rev", "/rev", "/review /revoke"},
 		{"@ca", "@calculator ", ""},
 		{"@", "@", "@assistant @calculator @files"},
@@ -168,5 +168,66 @@ func TestMarkdown(t *testing.T) {
 	}
 	if strings.Contains(content, "\x1b[2J") {
 		t.Error("a control sequence got through")
+	}
+}
+
+// TestControls: the reference's control commands send their envelope, to
+// the participant named, with the payload their arguments make; a command
+// missing its participant says how it is used and sends nothing.
+func TestControls(t *testing.T) {
+	h := newHarness(t)
+	h.recv(chat("assistant", "q1", "are you there?", "you"))
+	h.recv(envelope(protocol.KindReasoningStart, "assistant", "rs1", nil, nil, protocol.Reasoning{Message: "hm"}))
+	for _, c := range []struct{ line, kind, to, payload, corr, ctx string }{
+		{"/pause assistant 30 too fast", protocol.KindParticipantPause, "assistant", `{"reason":"too fast","timeout_seconds":30}`, "", ""},
+		{"/pause @assistant", protocol.KindParticipantPause, "assistant", `{}`, "", ""},
+		{"/resume assistant go on", protocol.KindParticipantResume, "assistant", `{"reason":"go on"}`, "", ""},
+		{"/status assistant tokens", protocol.KindParticipantRequestStatus, "assistant", `{"fields":["tokens"]}`, "", ""},
+		{"/forget assistant newest 2", protocol.KindParticipantForget, "assistant", `{"direction":"newest","entries":2}`, "", ""},
+		{"/compact assistant 1000", protocol.KindParticipantCompact, "assistant", `{"target_tokens":1000}`, "", ""},
+		{"/clear assistant", protocol.KindParticipantClear, "assistant", `{}`, "", ""},
+		{"/restart assistant hard now", protocol.KindParticipantRestart, "assistant", `{"reason":"now","mode":"hard"}`, "", ""},
+		{"/shutdown assistant bye", protocol.KindParticipantShutdown, "assistant", `{"reason":"bye"}`, "", ""},
+		{"/ack", protocol.KindChatAcknowledge, "assistant", `{"status":"received"}`, "q1", ""},
+		{"/cancel enough", protocol.KindReasoningCancel, "assistant", `{"reason":"enough"}`, "", "rs1"},
+		{"/stream request files upload the logs", protocol.KindStreamRequest, "files", `{"direction":"upload","description":"the logs"}`, "", ""},
+		{"/stream close s1", protocol.KindStreamClose, "", `{"stream_id":"s1","reason":"complete"}`, "", ""},
+		{`/envelope mcp/request tools/call calculator add {"a": 1, "b": 2}`, protocol.KindMCPRequest, "calculator",
+			`{"id":1,"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"a":1,"b":2},"name":"add"}}`, "", ""},
+	} {
+		before := len(h.sentOf(c.kind))
+		h.typeLine(c.line)
+		sent := h.sentOf(c.kind)
+		if len(sent) != before+1 {
+			t.Errorf("%s: sent %d %s", c.line, len(sent)-before, c.kind)
+			continue
+		}
+		env := sent[len(sent)-1]
+		if got := strings.Join(env.To, ","); got != c.to || string(env.Payload) != c.payload ||
+			strings.Join(env.CorrelationID, ",") != c.corr || env.Context != c.ctx {
+			t.Errorf("%s: to %q payload %s corr %v context %q; want %q %s %q %q", c.line, got, env.Payload, env.CorrelationID, env.Context, c.to, c.payload, c.corr, c.ctx)
+		}
+	}
+	n := len(h.sp.sent)
+	for _, bad := range []string{"/pause", "/forget assistant sideways", "/stream open x", "/envelope chat", "/ack"} {
+		h.typeLine(bad)
+	}
+	if len(h.sp.sent) != n {
+		t.Errorf("malformed controls sent %d envelopes", len(h.sp.sent)-n)
+	}
+	h.typeLine("/target calculator files")
+	h.typeLine("hello both")
+	chats := h.sentOf(protocol.KindChat)
+	if len(chats) != 1 || strings.Join(chats[0].To, ",") != "calculator,files" {
+		t.Errorf("/target: chat to %v", chats)
+	}
+	h.typeLine("/target none")
+	h.typeLine("hello all")
+	if chats = h.sentOf(protocol.KindChat); len(chats) != 2 || len(chats[1].To) != 0 {
+		t.Errorf("/target none: chat to %v", chats[len(chats)-1].To)
+	}
+	h.typeLine("/help pause")
+	if !strings.Contains(h.screen(), "/pause <p> [seconds] [reason]") {
+		t.Errorf("/help pause:\n%s", h.screen())
 	}
 }

@@ -86,6 +86,11 @@ type Model struct {
 
 	noMouse bool // /mouse: the terminal's own selection instead of the wheel
 	find    finding
+
+	lastToMe sentChat          // the latest chat addressed to me, for /ack (to: its sender)
+	target0  []string          // /target's choice (nil: the space config's)
+	rpcID    int               // JSON-RPC ids of /envelope's calls
+	myCaps   []json.RawMessage // what the welcome says I may send
 }
 
 // bounds of what the model remembers.
@@ -330,6 +335,9 @@ func (m *Model) observeEnv(env *protocol.Envelope) tea.Cmd {
 		_ = env.DecodePayload(&c)
 		m.answered(env)
 		m.add(&chatEntry{from: env.From, to: env.To, text: c.Text})
+		if env.From != me && env.ID != "" && env.AddressedTo(me) {
+			m.lastToMe = sentChat{id: env.ID, to: []string{env.From}, text: c.Text}
+		}
 	case protocol.KindMCPRequest:
 		m.request(env)
 	case protocol.KindMCPResponse:
@@ -424,6 +432,7 @@ func (m *Model) observeEnv(env *protocol.Envelope) tea.Cmd {
 // welcome takes in a system/welcome: who is here.
 func (m *Model) welcome(w *protocol.Welcome) {
 	me := m.me()
+	m.myCaps = w.You.Capabilities
 	clear(m.roster)
 	for _, p := range w.Participants {
 		if p.ID != me {
