@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -33,6 +34,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("BrokerSpaces", func(t *testing.T) { testBrokerSpaces(t, f) })
 	t.Run("StateWatch", func(t *testing.T) { testStateWatch(t, f) })
 	t.Run("StateCAS", func(t *testing.T) { testStateCAS(t, f) })
+	t.Run("StatePropagation", func(t *testing.T) { testStatePropagation(t, f) })
 	t.Run("StateTTL", func(t *testing.T) { testStateTTL(t, f) })
 	t.Run("StateHostile", func(t *testing.T) { testStateHostile(t, f) })
 	t.Run("PresenceReplace", func(t *testing.T) { testPresenceReplace(t, f) })
@@ -875,5 +877,56 @@ func testLarge(t *testing.T, f Factory) {
 	recs, err := h.Nodes[1].Log().Read(ctx, "sp", seq-1, 1)
 	if err != nil || len(recs) != 1 || string(recs[0].Data) != string(big) {
 		t.Fatalf("read back %d records, %v", len(recs), err)
+	}
+}
+
+// PropagationBound is the most a State change may take, at the 99th
+// percentile, from a write on one node to another node's watch: the bound
+// within which a grant or a revoke made on one node is enforced on all.
+const PropagationBound = 50 * time.Millisecond
+
+func testStatePropagation(t *testing.T, f Factory) {
+	h := f(t, 2)
+	ctx := ctxT(t)
+	a, b := h.Nodes[0].State(), h.Nodes[1].State()
+	w, err := b.Watch(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if e := next(t, w); e.Op != cluster.OpSynced {
+		t.Fatalf("%+v", e)
+	}
+	const changes = 300
+	lat := make([]time.Duration, 0, changes)
+	for i := range changes {
+		key := cluster.GrantKey("agent", fmt.Sprint(i%16))
+		if i%4 == 3 {
+			key = cluster.GrantKey("agent", fmt.Sprint((i-1)%16)) // the one just granted
+		}
+		start := time.Now()
+		var rev uint64
+		var err error
+		if i%4 == 3 {
+			err = a.Delete(ctx, "s", key, 0) // a revoke
+		} else {
+			rev, err = a.Put(ctx, "s", key, []byte(`{"n":1}`), cluster.PutOptions{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			e := next(t, w)
+			if e.Key == key && (rev == 0 && e.Op == cluster.OpDelete || rev != 0 && e.Revision >= rev) {
+				break
+			}
+		}
+		lat = append(lat, time.Since(start))
+	}
+	slices.Sort(lat)
+	p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
+	t.Logf("write on one node to another's watch, %d changes: p50 %v, p99 %v, max %v", changes, p50, p99, lat[len(lat)-1])
+	if p99 > PropagationBound {
+		t.Errorf("p99 %v is over the %v bound", p99, PropagationBound)
 	}
 }
