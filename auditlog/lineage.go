@@ -31,6 +31,10 @@ type Node struct {
 	Time     time.Time `json:"time,omitzero"`
 	At       string    `json:"at,omitempty"`
 	Children []*Node   `json:"children,omitempty"`
+	// Inferred marks an in_reasoning node found by inference (the reasoning
+	// of the sender that was open when the envelope was sent) rather than
+	// named by the envelope's context.
+	Inferred bool `json:"inferred,omitempty"`
 
 	entry *Entry // the envelope of an envelope node, for Envelopes
 }
@@ -152,12 +156,23 @@ func (w *walker) explain(e *Entry, depth int) *Node {
 	} else if r, inferred := w.reasoningOf(e); r != nil && !w.seen[r] {
 		rn := w.explain(r, depth+1)
 		rn.Relation = RelReasoning
+		rn.Inferred = inferred
 		if inferred {
 			rn.Text += " (open when " + nameOf(env.From) + " sent this)"
+		} else {
+			rn.Text += " (named by its context)"
 		}
 		n.Children = append(n.Children, rn)
+	} else if r == nil && env.Context != "" && reasoningStep(env.Kind) {
+		n.Children = append(n.Children, note(RelReasoning, "its context %s names no reasoning in the log", env.Context))
 	}
 	return n
+}
+
+// reasoningStep reports whether kind is one a reasoning's sender sends as
+// a step of it: a tool call or a proposal.
+func reasoningStep(kind string) bool {
+	return kind == protocol.KindMCPRequest || kind == protocol.KindMCPProposal
 }
 
 // admission says what let e through, or why it was refused.
@@ -281,14 +296,19 @@ func (w *walker) standing(g *Grant, at time.Time) *Node {
 	return note(RelNote, "%s", strings.Join(parts, "; "))
 }
 
-// reasoningOf returns the reasoning e belongs to: its context, when that
-// names a reasoning/start, or else the reasoning of e's sender that was
-// open when e was sent (inferred, since tool calls carry no context).
+// reasoningOf returns the reasoning e belongs to: the reasoning/start its
+// context names, or else, for a chat answer, the reasoning started on its
+// question, and for a tool call or proposal without context, the reasoning
+// of its sender that was open when it was sent (inferred: senders that set
+// no context on their calls still get a lineage).
 func (w *walker) reasoningOf(e *Entry) (r *Entry, inferred bool) {
 	env := e.Env
 	if env.Context != "" {
 		if r := w.ix.before(env.Context, e.Record.Time); r != nil && r.Env.Kind == protocol.KindReasoningStart {
 			return r, false
+		}
+		if reasoningStep(env.Kind) {
+			return nil, false
 		}
 	}
 	switch env.Kind {
@@ -340,7 +360,9 @@ func (w *walker) steps(s *Entry, depth int) []*Node {
 			break
 		}
 		inContext := e.Env.Context == s.Env.ID
-		call := e.Env.From == s.Env.From && (e.Env.Kind == protocol.KindMCPRequest || e.Env.Kind == protocol.KindMCPProposal)
+		// A call without context counts when its sender reasons here; one
+		// naming another context is a step of that one.
+		call := e.Env.From == s.Env.From && reasoningStep(e.Env.Kind) && (inContext || e.Env.Context == "")
 		if !inContext && !call {
 			continue
 		}
