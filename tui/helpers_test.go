@@ -38,7 +38,26 @@ type fakeSpace struct {
 	noRequests bool // the user may not send mcp/request (cannot fulfil)
 	tools      map[string][]string
 	now        func() time.Time
-	ledger     []LedgerGrant // as a gateway keeps it from the grants and revokes sent
+	ledger     []LedgerGrant     // as a gateway keeps it from the grants and revokes sent
+	files      map[string]string // what files/read_file answers, by path
+	calls      []string          // "target payload" of Call
+}
+
+func (f *fakeSpace) Call(_ context.Context, target string, payload json.RawMessage) (json.RawMessage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, target+" "+string(payload))
+	var c struct {
+		Params struct {
+			Arguments struct{ Path string } `json:"arguments"`
+		} `json:"params"`
+	}
+	_ = json.Unmarshal(payload, &c)
+	text, ok := f.files[c.Params.Arguments.Path]
+	if !ok {
+		return json.Marshal(map[string]any{"isError": true, "content": []any{map[string]string{"type": "text", "text": "ENOENT"}}})
+	}
+	return json.Marshal(map[string]any{"content": []any{map[string]string{"type": "text", "text": text}}})
 }
 
 func newFake() *fakeSpace {

@@ -198,6 +198,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.tools == nil && msg.err == nil {
 			msg.p.tools = []string{}
 		}
+		return m, m.readOldFile(msg.p)
+	case oldFileMsg:
+		m.gotOldFile(msg)
 	case tickMsg:
 		m.ticking = false
 		return m, m.tick()

@@ -34,6 +34,11 @@ type proposal struct {
 
 	tools    []string // the target's tools, for the "its tools" grant scope
 	toolsErr error
+
+	oldAsked bool     // the file a write would replace was asked for
+	oldKnown bool     // and read: diff holds the change
+	oldErr   error    // or it could not be read (a new file, most often)
+	diff     []string // unified diff lines from the file to the content
 }
 
 // open reports whether the user still has to decide it.
@@ -88,6 +93,8 @@ func (p *proposal) preview() []string {
 		switch {
 		case !ok && len(p.args) > 0:
 			raw = []string{"arguments: " + clip.Runes(summary.Compact(p.args), 400)}
+		case p.oldKnown && p.diff != nil:
+			raw = p.diffPreview(members)
 		case previewers[p.tool] != nil:
 			raw = previewers[p.tool](members)
 		default:
@@ -201,4 +208,36 @@ func (p *proposal) editedParams(text string) (json.RawMessage, error) {
 		return compact, nil
 	}
 	return json.Marshal(map[string]any{"name": p.tool, "arguments": json.RawMessage(compact)})
+}
+
+// diffPreview shows a file write as the path and the diff from the file
+// as it is; the other arguments follow.
+func (p *proposal) diffPreview(members []member) []string {
+	var out, rest []string
+	for _, m := range members {
+		switch m.key {
+		case "path":
+			out = append(out, "path: "+clip.Runes(scalarText(m.value), 200))
+		case "content":
+		default:
+			rest = append(rest, m.key+": "+clip.Runes(scalarText(m.value), 200))
+		}
+	}
+	if len(p.diff) == 0 {
+		return append(append(out, "content: the same as the file's"), rest...)
+	}
+	out = append(out, "changes to the file:")
+	for i, l := range p.diff {
+		if i == 3*maxPreviewLines {
+			out = append(out, fmt.Sprintf("  … %d more lines of diff", len(p.diff)-i))
+			break
+		}
+		if strings.HasPrefix(l, "@@") {
+			out = append(out, "  "+l)
+			continue
+		}
+		// The marker stays, a space included; the text is cleaned.
+		out = append(out, "  "+l[:1]+termtext.Line(l[1:]))
+	}
+	return append(out, rest...)
 }

@@ -41,6 +41,9 @@ type Space interface {
 	// CanSend reports whether the user's capabilities allow an envelope of
 	// kind with payload.
 	CanSend(kind string, payload []byte) bool
+	// Call sends an mcp/request of the user's own to target and returns its
+	// result (the dialog reads the file a proposed write would replace).
+	Call(ctx context.Context, target string, payload json.RawMessage) (json.RawMessage, error)
 	// ToolsOf returns the names of the tools participant id offers.
 	ToolsOf(ctx context.Context, id string) ([]string, error)
 	// Grants returns the runtime grants in force in the space that the
@@ -165,6 +168,10 @@ func (s sdkSpace) Reject(ctx context.Context, id, reason, message string) error 
 		return err
 	}
 	return s.p.RejectWith(ctx, pr, reason, message)
+}
+
+func (s sdkSpace) Call(ctx context.Context, target string, payload json.RawMessage) (json.RawMessage, error) {
+	return s.p.Request(ctx, target, payload)
 }
 
 func (s sdkSpace) CanSend(kind string, payload []byte) bool { return s.p.CanSend(kind, payload) }
