@@ -1,8 +1,10 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -159,8 +161,14 @@ func (s *kv) watch(ctx context.Context, space string) (cluster.Watcher, error) {
 		s.mu.Unlock()
 	}
 	sp.watchers[w] = struct{}{}
+	// The snapshot in revision order, as a JetStream watch delivers it.
+	snap := make([]cluster.Entry, 0, len(sp.keys))
 	for k, it := range sp.keys {
-		w.q.push(cluster.Entry{Key: k, Value: it.value, Revision: it.rev, Op: cluster.OpPut})
+		snap = append(snap, cluster.Entry{Key: k, Value: it.value, Revision: it.rev, Op: cluster.OpPut})
+	}
+	slices.SortFunc(snap, func(a, b cluster.Entry) int { return cmp.Compare(a.Revision, b.Revision) })
+	for _, e := range snap {
+		w.q.push(e)
 	}
 	w.q.push(cluster.Entry{Op: cluster.OpSynced, Revision: sp.rev})
 	unhook := context.AfterFunc(ctx, w.Stop)
