@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -59,4 +60,37 @@ func BenchmarkStatePropagation(b *testing.B) {
 			}
 		}
 	}
+}
+
+// BenchmarkBrokerFanOut is natscluster's benchmark of the same name on
+// memory.
+func BenchmarkBrokerFanOut(b *testing.B) {
+	c := memory.New(memory.Options{})
+	defer c.Close()
+	a, _ := c.Node("a")
+	ctx := context.Background()
+	var got atomic.Int64
+	done := make(chan struct{}, 2)
+	want := int64(2 * b.N)
+	for _, id := range []string{"b", "c"} {
+		n, _ := c.Node(id)
+		if _, err := n.Broker().Subscribe(ctx, "bench", func(cluster.Message) {
+			if got.Add(1) == want {
+				done <- struct{}{}
+			}
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	data := make([]byte, 256)
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for range b.N {
+		if err := a.Broker().Publish(ctx, "bench", data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	<-done
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "envelopes/s")
 }
