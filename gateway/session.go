@@ -72,6 +72,17 @@ type session struct {
 	cancel   context.CancelFunc
 	finished chan struct{} // closed when the writer has returned
 
+	// The writer goroutine runs only while there is something to write (see
+	// wakeWriter): an idle connection holds no goroutine of its own.
+	writerOn atomic.Bool
+
+	// Pings of a silent WebSocket peer run from a timer, not a goroutine.
+	pingMu      sync.Mutex
+	pingTimer   *time.Timer // nil until startPings
+	pingStopped bool        // set when the writer has finished
+	pinging     sync.WaitGroup
+	ping        func(context.Context) error
+
 	dropped    atomic.Int64 // messages shed for this peer since it was last told
 	lastDrop   atomic.Int64 // unix nanoseconds of the last messages_dropped notice
 	flooding   atomic.Int64 // messages of this sender shed for some peer since it was last told
@@ -107,7 +118,11 @@ func (s *session) enqueue(f frame) bool {
 		return false
 	default:
 	}
-	switch shed, ok := s.q.push(f); {
+	shed, ok := s.q.push(f)
+	if ok {
+		s.wakeWriter()
+	}
+	switch {
 	case ok && shed == nil:
 		return true
 	case shed != nil:
@@ -240,6 +255,7 @@ func (s *session) kill(code websocket.StatusCode, reason string) {
 	s.closeOnce.Do(func() {
 		s.closeCode, s.closeReason = code, reason
 		close(s.done)
+		s.wakeWriter() // which closes the sink
 	})
 }
 
@@ -252,63 +268,169 @@ func (s *session) abort(code websocket.StatusCode, reason string) {
 	s.cancel()
 }
 
-// run is the writer goroutine: it drains the queue into the sink, pings a
-// silent peer, and closes the sink once the session is killed.
+// writerLinger is how long a writer goroutine waits for more to write
+// before it exits: long enough that a busy connection keeps one, short
+// enough that an idle one soon holds none.
+const writerLinger = 250 * time.Millisecond
+
+// run starts the session's writing side, with ping (if not nil) pinging a
+// silent peer, and returns once the session has ended and its sink is
+// closed.
 func (s *session) run(ping func(context.Context) error) {
-	defer close(s.finished)
-	defer s.cancel()
-	srv := s.sp.srv
-	var tick <-chan time.Time
-	if ping != nil {
-		t := time.NewTicker(srv.opts.PingInterval)
-		defer t.Stop()
-		tick = t.C
+	s.startPings(ping)
+	s.wakeWriter()
+	<-s.finished
+}
+
+// wakeWriter makes sure a writer goroutine runs, to write what is queued or
+// to close the sink once the session is killed. It never blocks.
+func (s *session) wakeWriter() {
+	if s.writerOn.CompareAndSwap(false, true) {
+		go s.write()
 	}
-	var pinging sync.WaitGroup
-	defer pinging.Wait()
-	var inFlight atomic.Bool
+}
+
+// write is the writer goroutine, the only one while writerOn is set: it
+// drains the queue into the sink and exits when nothing came for
+// writerLinger. Once the session is killed it closes the sink, stops the
+// pings and closes finished, and no writer starts again.
+func (s *session) write() {
 	var batch []frame
+	var linger *time.Timer
+	defer func() {
+		if linger != nil {
+			linger.Stop()
+		}
+	}()
 	for {
+		var ok bool
 		select {
-		case <-s.q.wake:
-			batch = s.q.take(batch)
-			if !s.writeFrames(batch) {
-				s.finish()
-				return
-			}
-			clear(batch) // let the data go now that it is written
-			if cap(batch) > 1024 {
-				batch = nil // give a burst's buffer back
-			}
-			if s.dropped.Load() > 0 && !s.noticeDropped() {
-				s.finish()
-				return
-			}
-			if s.q.empty() {
-				if err := s.sink.idle(); err != nil {
-					s.kill(websocket.StatusInternalError, "write failed")
-				}
-			}
-		case <-tick:
-			silent := srv.now().UnixNano() - s.lastSeen.Load()
-			if silent < int64(srv.opts.PingInterval) || !inFlight.CompareAndSwap(false, true) {
-				continue
-			}
-			pinging.Go(func() {
-				defer inFlight.Store(false)
-				ctx, cancel := context.WithTimeout(s.ctx, srv.opts.PongTimeout)
-				defer cancel()
-				if err := ping(ctx); err != nil {
-					s.abort(CloseUnresponsive, "ping timeout")
-					return
-				}
-				s.lastSeen.Store(srv.now().UnixNano())
-			})
 		case <-s.done:
-			s.finish()
+			s.end()
 			return
+		case <-s.q.wake:
+			if batch, ok = s.drain(batch); !ok {
+				s.end()
+				return
+			}
+			continue
+		default:
+		}
+		if linger == nil {
+			linger = time.NewTimer(writerLinger)
+		} else {
+			linger.Reset(writerLinger)
+		}
+		select {
+		case <-s.done:
+			s.end()
+			return
+		case <-s.q.wake:
+			if batch, ok = s.drain(batch); !ok {
+				s.end()
+				return
+			}
+		case <-linger.C:
+			s.writerOn.Store(false)
+			// A push or kill since the last look found the writer on and
+			// started none: carry on if so, unless one has started since.
+			if len(s.q.wake) == 0 && !s.killed() || !s.writerOn.CompareAndSwap(false, true) {
+				return
+			}
 		}
 	}
+}
+
+// killed reports whether kill has been called.
+func (s *session) killed() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// drain writes everything queued. It returns batch, emptied, for the next
+// time, or false when a write failed and the session must end.
+func (s *session) drain(batch []frame) ([]frame, bool) {
+	batch = s.q.take(batch)
+	if !s.writeFrames(batch) {
+		return nil, false
+	}
+	clear(batch) // let the data go now that it is written
+	if cap(batch) > 1024 {
+		batch = nil // give a burst's buffer back
+	}
+	if s.dropped.Load() > 0 && !s.noticeDropped() {
+		return nil, false
+	}
+	if s.q.empty() {
+		if err := s.sink.idle(); err != nil {
+			s.kill(websocket.StatusInternalError, "write failed")
+		}
+	}
+	return batch, true
+}
+
+// end is the last writer's: it closes the sink, waits for a ping under way
+// and stops the pings, and marks the session finished.
+func (s *session) end() {
+	s.finish()
+	s.pingMu.Lock()
+	s.pingStopped = true
+	if s.pingTimer != nil {
+		s.pingTimer.Stop()
+	}
+	s.pingMu.Unlock()
+	s.pinging.Wait()
+	s.cancel()
+	close(s.finished)
+}
+
+// startPings pings the peer whenever it has been silent for PingInterval,
+// from a timer; a ping that gets no pong within PongTimeout aborts the
+// session.
+func (s *session) startPings(ping func(context.Context) error) {
+	if ping == nil {
+		return
+	}
+	s.pingMu.Lock()
+	defer s.pingMu.Unlock()
+	if s.pingStopped {
+		return
+	}
+	s.ping = ping
+	s.pingTimer = time.AfterFunc(s.sp.srv.opts.PingInterval, s.pingIfSilent)
+}
+
+// pingIfSilent is the ping timer's function. It runs on a goroutine of the
+// timer's, which end waits for.
+func (s *session) pingIfSilent() {
+	s.pingMu.Lock()
+	if s.pingStopped {
+		s.pingMu.Unlock()
+		return
+	}
+	s.pinging.Add(1)
+	s.pingMu.Unlock()
+	defer s.pinging.Done()
+	srv := s.sp.srv
+	if srv.now().UnixNano()-s.lastSeen.Load() >= int64(srv.opts.PingInterval) {
+		ctx, cancel := context.WithTimeout(s.ctx, srv.opts.PongTimeout)
+		err := s.ping(ctx)
+		cancel()
+		if err != nil {
+			s.abort(CloseUnresponsive, "ping timeout")
+			return
+		}
+		s.lastSeen.Store(srv.now().UnixNano())
+	}
+	s.pingMu.Lock()
+	if !s.pingStopped {
+		s.pingTimer.Reset(srv.opts.PingInterval)
+	}
+	s.pingMu.Unlock()
 }
 
 // ErrorMessagesDropped tells a participant that messages were not delivered

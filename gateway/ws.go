@@ -24,7 +24,19 @@ func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":"shutting_down"}`, http.StatusServiceUnavailable)
 		return
 	}
-	defer srv.wg.Done()
+	// Once joined, the connection is handed to a goroutine of its own (see
+	// below); until then this handler owns it and its slot of srv.wg.
+	var conn *websocket.Conn
+	handedOff := false
+	defer func() {
+		if handedOff {
+			return
+		}
+		if conn != nil {
+			_ = conn.CloseNow()
+		}
+		srv.wg.Done()
+	}()
 	token, requested := bearer(r), ""
 	release := func() {}
 	if token == "" {
@@ -42,7 +54,8 @@ func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	noDeadlines(w)
 	hj := &corkHijacker{ResponseWriter: w} // batches the writer's frames (session.go)
-	conn, err := websocket.Accept(hj, r, &websocket.AcceptOptions{
+	var err error
+	conn, err = websocket.Accept(hj, r, &websocket.AcceptOptions{
 		OriginPatterns:  srv.opts.OriginPatterns,
 		CompressionMode: websocket.CompressionDisabled,
 	})
@@ -50,7 +63,6 @@ func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		srv.opts.Logger.Debug("websocket upgrade failed", "remote", r.RemoteAddr, "err", err)
 		return
 	}
-	defer conn.CloseNow()
 
 	spaceID := r.URL.Query().Get("space")
 	if token == "" {
@@ -83,18 +95,34 @@ func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s := newSession(sp, m, id, transportWebSocket, srv.opts.SendQueue, srv.opts.SendQueueBytes, wsSink{conn: conn, nc: hj.nc})
 	// Reads and writes pass the library no context (a cancellable one costs
 	// a registration per message); cancelling the session closes the socket.
-	defer context.AfterFunc(s.ctx, func() { _ = hj.nc.Conn.Close() })()
+	stopClosing := context.AfterFunc(s.ctx, func() { _ = hj.nc.Conn.Close() })
 	if rf := sp.attach(s); rf != nil {
+		stopClosing()
 		srv.reject(conn, rf)
 		return
 	}
 	srv.opts.Logger.Info("participant joined", "space", sp.id, "participant", id, "as", m.name, "remote", r.RemoteAddr)
-	go s.run(conn.Ping)
-	srv.read(conn, origin{m: m, id: id, s: s, transport: transportWebSocket})
+	// net/http's goroutine keeps the request, the response and their
+	// buffers (about 10 KB) alive for as long as the handler runs, so a
+	// fresh goroutine, which now owns the connection and the srv.wg slot,
+	// serves it, and the handler returns.
+	handedOff = true
+	go srv.serveJoined(conn, s, stopClosing)
+}
+
+// serveJoined reads a joined connection until it ends, then removes the
+// session from its space and waits for its writer.
+func (srv *Server) serveJoined(conn *websocket.Conn, s *session, stopClosing func() bool) {
+	defer srv.wg.Done()
+	defer conn.CloseNow()
+	defer stopClosing()
+	sp := s.sp
+	s.startPings(conn.Ping)
+	srv.read(conn, origin{m: s.m, id: s.id, s: s, transport: transportWebSocket})
 	s.kill(websocket.StatusNormalClosure, "")
 	sp.detach(s)
 	<-s.finished
-	srv.opts.Logger.Info("participant left", "space", sp.id, "participant", id, "reason", s.closeReason)
+	srv.opts.Logger.Info("participant left", "space", sp.id, "participant", s.id, "reason", s.closeReason)
 }
 
 // read is the reader loop of a joined connection.
