@@ -74,7 +74,7 @@ func (cs *consoleState) put(tab map[[32]byte]consoleGrant, key [32]byte, g conso
 
 // consoleRoutes adds the web console at /console/ (see docs/console.md):
 // the page, the one-time links that open it, their exchange for a session,
-// and the grants ledger under a session.
+// and the grants ledger and the lineage API under a session.
 func (srv *Server) consoleRoutes(mux *http.ServeMux) {
 	if srv.opts.NoConsole {
 		return
@@ -89,6 +89,7 @@ func (srv *Server) consoleRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /console/session", srv.consoleExchange)
 	mux.HandleFunc("DELETE /console/session", srv.consoleLogout)
 	mux.HandleFunc("GET /console/grants", srv.consoleGrants)
+	mux.HandleFunc("GET /console/lineage/{envelope}", srv.consoleLineage)
 }
 
 // newSecret returns a random secret with prefix and the key it is kept

@@ -34,6 +34,25 @@ func (srv *Server) lineage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	srv.writeLineage(w, r, sp, m, id)
+}
+
+// consoleLineage is GET /console/lineage/{envelope}: the lineage for the
+// web console, which holds a participant's token or a console session (see
+// consoleGrants). The same rules decide what the participant may read.
+func (srv *Server) consoleLineage(w http.ResponseWriter, r *http.Request) {
+	sp, m := srv.joinLookup(bearer(r), spaceParam(r))
+	if m == nil {
+		srv.metrics.refusals.WithLabelValues(ErrorUnauthorized).Inc()
+		writeJSON(w, http.StatusUnauthorized, errorBody{Error: ErrorUnauthorized, Message: "a token or a console session is needed (Authorization: Bearer)"})
+		return
+	}
+	srv.writeLineage(w, r, sp, m, m.name)
+}
+
+// writeLineage answers with the lineage of the envelope r names, as member
+// m of sp, connected as id, may see it.
+func (srv *Server) writeLineage(w http.ResponseWriter, r *http.Request, sp *liveSpace, m *member, id string) {
 	lg := sp.cfg.Logging
 	if srv.opts.NoAudit || !lg.Enabled || !lg.EnvelopeHistory {
 		writeJSON(w, http.StatusNotFound, errorBody{Error: "no_audit_log", Message: "this gateway keeps no envelope history"})

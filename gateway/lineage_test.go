@@ -1,13 +1,19 @@
 package gateway_test
 
 import (
+	"context"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
+	"github.com/mew-protocol/mew/space"
 )
 
 // TestLineageAPI: GET /participants/{id}/lineage/{envelope} serves an
@@ -17,31 +23,8 @@ import (
 // forbidden, and missing, wrong, spoofed and foreign tokens get nothing.
 func TestLineageAPI(t *testing.T) {
 	g := testutil.StartGateway(t, testSpace, gateway.Options{})
-	alice, _ := testutil.Join(t, g.WSURL, "alice-token")
-	bob, _ := testutil.Join(t, g.WSURL, "bob-token")
-	alice.Expect("system/presence")
-	bob.SendText(`{"id":"p1","kind":"mcp/proposal","to":["alice"],"payload":{"method":"tools/call","params":{"name":"add"}}}`)
-	alice.ExpectFunc("mcp/proposal", func(m testutil.Msg) bool { return m.ID() == "p1" })
-	alice.SendText(`{"id":"f1","kind":"mcp/request","to":["bob"],"correlation_id":["p1"],"payload":{"method":"tools/call","params":{"name":"add"}}}`)
-	bob.ExpectFunc("mcp/request", func(m testutil.Msg) bool { return m.ID() == "f1" })
-	// lazy joins after all that, and refers to it.
-	lazy, _ := testutil.Join(t, g.WSURL, "lazy-token")
-	lazy.SendText(`{"id":"l1","kind":"chat","correlation_id":["f1"],"payload":{"text":"what was f1?"}}`)
-	bob.ExpectFunc("chat", func(m testutil.Msg) bool { return m.ID() == "l1" })
-
+	lineageScene(t, g)
 	path := func(who, env string) string { return "/participants/" + who + "/lineage/" + env }
-	// The audit writer flushes within moments: wait for l1's lineage.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		code, _ := get(t, g, path("alice", "l1"), "alice-token")
-		if code == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("alice's lineage of l1: %d", code)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 
 	code, body := get(t, g, path("bob", "f1"), "bob-token")
 	if code != http.StatusOK || body["envelope"] != "f1" || body["space"] != "test" {
@@ -80,6 +63,35 @@ func TestLineageAPI(t *testing.T) {
 	}
 }
 
+// lineageScene plays a proposal p1 of bob's that alice carries out with
+// f1, then a chat l1 of lazy, who joined after, naming f1; it returns once
+// the audit log holds l1.
+func lineageScene(t *testing.T, g *testutil.Gateway) {
+	t.Helper()
+	alice, _ := testutil.Join(t, g.WSURL, "alice-token")
+	bob, _ := testutil.Join(t, g.WSURL, "bob-token")
+	alice.Expect("system/presence")
+	bob.SendText(`{"id":"p1","kind":"mcp/proposal","to":["alice"],"payload":{"method":"tools/call","params":{"name":"add"}}}`)
+	alice.ExpectFunc("mcp/proposal", func(m testutil.Msg) bool { return m.ID() == "p1" })
+	alice.SendText(`{"id":"f1","kind":"mcp/request","to":["bob"],"correlation_id":["p1"],"payload":{"method":"tools/call","params":{"name":"add"}}}`)
+	bob.ExpectFunc("mcp/request", func(m testutil.Msg) bool { return m.ID() == "f1" })
+	// lazy joins after all that, and refers to it.
+	lazy, _ := testutil.Join(t, g.WSURL, "lazy-token")
+	lazy.SendText(`{"id":"l1","kind":"chat","correlation_id":["f1"],"payload":{"text":"what was f1?"}}`)
+	bob.ExpectFunc("chat", func(m testutil.Msg) bool { return m.ID() == "l1" })
+	// The audit writer flushes within moments: wait for l1's lineage.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		code, _ := get(t, g, "/participants/alice/lineage/l1", "alice-token")
+		if code == http.StatusOK {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alice's lineage of l1: %d", code)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // flatten joins the texts and relations of a lineage tree.
 func flatten(n map[string]any) string {
 	if n == nil {
@@ -107,4 +119,124 @@ func TestLineageAPIWithoutAudit(t *testing.T) {
 	if code, body := get(t, g, "/participants/alice/lineage/x", "alice-token"); code != http.StatusNotFound || body["error"] != "no_audit_log" {
 		t.Fatalf("%d %v", code, body)
 	}
+}
+
+// TestConsoleLineage: GET /console/lineage/{envelope} serves the page with
+// its console session (or a token) under the same rules as the participant
+// API; a forged, ended or misplaced session gets nothing.
+func TestConsoleLineage(t *testing.T) {
+	g := testutil.StartGateway(t, testSpace, gateway.Options{})
+	lineageScene(t, g)
+	session := func(token string) string {
+		_, m := exchange(t, g.URL, link(t, g.URL, token, "test"))
+		s, _ := m["session"].(string)
+		return s
+	}
+	bob, lazy := session("bob-token"), session("lazy-token")
+	at := func(env string) string { return g.URL + "/console/lineage/" + env }
+
+	st, m := consoleCall(t, http.MethodGet, at("f1"), bob, "", nil)
+	lin, _ := m["lineage"].(map[string]any)
+	if st != http.StatusOK || m["envelope"] != "f1" || !strings.Contains(flatten(lin), "fulfills: mcp/proposal p1 from bob to alice") {
+		t.Fatalf("bob's session, f1: %d %v", st, m)
+	}
+	for _, tc := range []struct {
+		name, url, cred string
+		code            int
+	}{
+		{"bob's token, as the page holds it when typed in", at("f1"), "bob-token", http.StatusOK},
+		{"lazy's session: it never saw f1", at("f1"), lazy, http.StatusNotFound},
+		{"lazy's session: l1 reaches beyond what it saw", at("l1"), lazy, http.StatusForbidden},
+		{"a forged session", at("f1"), "mcs_" + strings.Repeat("A", 26), http.StatusUnauthorized},
+		{"a session with a character changed", at("f1"), bob[:len(bob)-1] + "x", http.StatusUnauthorized},
+		{"no credential", at("f1"), "", http.StatusUnauthorized},
+		{"bob's session for another space", at("f1") + "?space=other", bob, http.StatusUnauthorized},
+	} {
+		if st, m := consoleCall(t, http.MethodGet, tc.url, tc.cred, "", nil); st != tc.code || (st != http.StatusOK && m["lineage"] != nil) {
+			t.Errorf("%s: %d %v, want %d", tc.name, st, m, tc.code)
+		}
+	}
+	if st, _ := consoleCall(t, http.MethodDelete, g.URL+"/console/session", bob, "", nil); st != http.StatusNoContent {
+		t.Fatalf("DELETE /console/session: %d", st)
+	}
+	if st, _ := consoleCall(t, http.MethodGet, at("f1"), bob, "", nil); st != http.StatusUnauthorized {
+		t.Errorf("an ended session: %d", st)
+	}
+}
+
+// TestConsoleLineageOtherSpace: a session of one space of a gateway reads
+// no lineage of another space, whether it names that space or not.
+func TestConsoleLineageOtherSpace(t *testing.T) {
+	base := serveSpaces(t, gateway.Options{},
+		"space: {id: one}\nparticipants:\n  ann: {tokens: [ann-token], capabilities: [{kind: \"*\"}]}\n",
+		"space: {id: two}\nparticipants:\n  ben: {tokens: [ben-token], capabilities: [{kind: \"*\"}]}\n")
+	ann, _ := testutil.Join(t, "ws"+strings.TrimPrefix(base, "http")+"/ws?space=one", "ann-token")
+	ann.SendText(`{"id":"e1","kind":"chat","payload":{"text":"in space one"}}`)
+	ann.ExpectFunc("chat", func(m testutil.Msg) bool { return m.ID() == "e1" })
+	ses := func(token, sp string) string {
+		_, m := exchange(t, base, link(t, base, token, sp))
+		s, _ := m["session"].(string)
+		return s
+	}
+	annS, benS := ses("ann-token", "one"), ses("ben-token", "two")
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		st, _ := consoleCall(t, http.MethodGet, base+"/console/lineage/e1", annS, "", nil)
+		if st == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ann's session, e1 of its own space: %d", st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st, m := consoleCall(t, http.MethodGet, base+"/console/lineage/e1", benS, "", nil); st != http.StatusNotFound {
+		t.Errorf("space two's session, e1 of space one: %d %v", st, m)
+	}
+	if st, m := consoleCall(t, http.MethodGet, base+"/console/lineage/e1?space=one", benS, "", nil); st != http.StatusUnauthorized {
+		t.Errorf("space two's session naming space one: %d %v", st, m)
+	}
+}
+
+// serveSpaces serves a gateway for the given spaces (each written to a
+// directory of its own) on 127.0.0.1:0 until the test ends, and returns its
+// http:// base URL.
+func serveSpaces(t *testing.T, opts gateway.Options, spaceYAMLs ...string) string {
+	t.Helper()
+	for i, y := range spaceYAMLs {
+		d := filepath.Join(t.TempDir(), strconv.Itoa(i), ".mew")
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(d, "space.yaml")
+		if err := os.WriteFile(p, []byte(y), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := space.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Spaces = append(opts.Spaces, cfg)
+	}
+	srv, err := gateway.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := srv.HTTPServer()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = hs.Serve(srv.Listener(ln))
+	}()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(ctx)
+		_ = srv.Close(ctx)
+		<-done
+	})
+	return "http://" + ln.Addr().String()
 }
