@@ -60,6 +60,9 @@ func (m *Model) readOldFile(p *proposal) tea.Cmd {
 		return nil
 	}
 	p.oldAsked = true
+	// The read is the UI's own business: its request and answer stay out
+	// of the transcript (request() looks the payload up here).
+	m.quiet[p.to[0]+" "+string(payload)]++
 	sp, ctx, target := m.sp, m.ctx, p.to[0]
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -185,4 +188,28 @@ func splitLines(s string) []string {
 		return nil
 	}
 	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
+
+// quietRequest reports whether env is one of the UI's own reads, and
+// forgets it.
+func (m *Model) quietRequest(env *protocol.Envelope) bool {
+	if env.From != m.me() || len(env.To) != 1 || len(m.quiet) == 0 {
+		return false
+	}
+	var msg protocol.MCPMessage
+	if env.DecodePayload(&msg) != nil {
+		return false
+	}
+	payload, err := json.Marshal(map[string]any{"method": msg.Method, "params": msg.Params})
+	if err != nil {
+		return false
+	}
+	k := env.To[0] + " " + string(payload)
+	if m.quiet[k] == 0 {
+		return false
+	}
+	if m.quiet[k]--; m.quiet[k] == 0 {
+		delete(m.quiet, k)
+	}
+	return true
 }

@@ -3,6 +3,8 @@ package tui
 import (
 	"strings"
 	"testing"
+
+	"github.com/mew-protocol/mew/protocol"
 )
 
 func TestUnifiedDiff(t *testing.T) {
@@ -37,6 +39,14 @@ func TestDiffPreview(t *testing.T) {
 	}))
 	if len(h.sp.calls) != 1 || h.sp.calls[0] != `files {"method":"tools/call","params":{"arguments":{"path":"notes.txt"},"name":"read_file"}}` {
 		t.Fatalf("calls %q", h.sp.calls)
+	}
+	// The read's own request and answer, as the space echoes them, are
+	// not shown.
+	h.recv(envelope(protocol.KindMCPRequest, "you", "rq1", []string{"files"}, nil, map[string]any{
+		"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": map[string]any{"name": "read_file", "arguments": map[string]any{"path": "notes.txt"}},
+	}), reply("files", "rp1", "rq1", "you", "# Notes"))
+	if len(h.m.quiet) != 0 || strings.Contains(h.screen(), "read_file(") {
+		t.Errorf("the dialog's read is shown (%v):\n%s", h.m.quiet, h.screen())
 	}
 	h.golden("dialog_diff")
 	s := h.screen()

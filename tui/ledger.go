@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -255,6 +256,7 @@ func (m *Model) revokeListed(n int) tea.Cmd {
 	}
 	env.To = []string{g.To}
 	m.revoked[g.ID] = true
+	m.board.grants = slices.DeleteFunc(slices.Clone(m.board.grants), func(x LedgerGrant) bool { return x.ID == g.ID })
 	for _, mine := range m.grants {
 		if mine.id == g.ID {
 			mine.state = "revoked"

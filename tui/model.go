@@ -91,6 +91,7 @@ type Model struct {
 	target0  []string          // /target's choice (nil: the space config's)
 	rpcID    int               // JSON-RPC ids of /envelope's calls
 	myCaps   []json.RawMessage // what the welcome says I may send
+	quiet    map[string]int    // the UI's own requests in flight, not shown (diff.go)
 }
 
 // bounds of what the model remembers.
@@ -105,7 +106,7 @@ func New(o Options) *Model {
 		o: o, sp: o.Space, ctx: o.Context, now: o.Now,
 		width: 80, height: 24,
 		roster: map[string]bool{}, requests: map[string]*requestEntry{}, hushed: map[string]bool{},
-		reasonings: map[string]*reasoningEntry{}, byID: map[string]*proposal{},
+		reasonings: map[string]*reasoningEntry{}, byID: map[string]*proposal{}, quiet: map[string]int{},
 	}
 	if m.ctx == nil {
 		m.ctx = context.Background()
@@ -468,7 +469,7 @@ func listing(method string) bool {
 func (m *Model) request(env *protocol.Envelope) {
 	var msg protocol.MCPMessage
 	_ = env.DecodePayload(&msg)
-	if listing(msg.Method) {
+	if listing(msg.Method) || m.quietRequest(env) {
 		m.remember(env.ID, nil)
 		return
 	}

@@ -19,7 +19,7 @@ import (
 // dialog, /grants listing the grant, /revoke ending it, and the next call
 // asking again. Every check reads the screen with capture-pane.
 func TestTUITmux(t *testing.T) {
-	tm := startTmux(t, 120, 40)
+	tm := startTmux(t, 160, 48)
 	dir := tmplInit(t, "demo")
 	t.Cleanup(func() {
 		// Ctrl-C ends the space when the test gets that far; after a
@@ -62,6 +62,11 @@ func TestTUITmux(t *testing.T) {
 			!strings.Contains(s, "╭─ proposal")
 	})
 	tm.file(filepath.Join(dir, "files", "notes.txt"), "hello")
+	// The side board (docked at 160 columns) reads the gateway's ledger.
+	tm.wait("the grant on the board", func(s string) bool {
+		return strings.Contains(s, "GRANTS IN FORCE") && strings.Contains(s, "│ helper · 9m left") &&
+			strings.Contains(s, "│   write_file with these exact arguments")
+	})
 
 	// The same call again: the gateway lets it through under the grant, so
 	// the helper calls the files itself and nobody is asked.
@@ -80,14 +85,18 @@ func TestTUITmux(t *testing.T) {
 	})
 	tm.typeLine("/revoke 1")
 	tm.wait("the grant revoked", func(s string) bool {
-		return strings.Contains(s, "revoked grant 1: helper may no longer use write_file with these exact arguments")
+		return strings.Contains(s, "revoked grant 1: helper may no longer use write_file with these exact arguments") &&
+			!strings.Contains(s, "GRANTS IN FORCE")
 	})
 
 	// Without the grant the gateway turns the helper's call back into a
 	// proposal, and the dialog opens again.
 	tm.typeLine("@helper write hello to notes.txt")
+	// The file exists now: the dialog read it through the files bridge and
+	// compares.
 	tm.wait("the dialog of proposal #2", func(s string) bool {
-		return strings.Contains(s, "#2 helper proposes → files: write_file") && strings.Contains(s, "╭─ proposal #2")
+		return strings.Contains(s, "#2 helper proposes → files: write_file") && strings.Contains(s, "╭─ proposal #2") &&
+			strings.Contains(s, "│   content: the same as the file's")
 	})
 	tm.keys("3")
 	tm.wait("the reasons of No", func(s string) bool { return strings.Contains(s, "Reject it because") })
