@@ -102,3 +102,17 @@ func BenchmarkBrokerFanOut(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "envelopes/s")
 }
+
+// BenchmarkErr is the cost of the check the gateway makes before accepting
+// each envelope for a shared space, from every connection at once.
+func BenchmarkErr(b *testing.B) {
+	s := startServer(b, ServerOptions{})
+	n := newNode(b, s.ClientURL(), "a")
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if n.Err() != nil {
+				b.Fatal("unavailable")
+			}
+		}
+	})
+}

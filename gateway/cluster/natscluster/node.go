@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -84,6 +85,9 @@ type Node struct {
 	follows  map[*follow]struct{}
 	slow     uint64        // slow-consumer events: messages NATS dropped for this node
 	reconn   chan struct{} // closed and replaced at each reconnection
+
+	isClosed atomic.Bool // closed, for Err without the lock
+	down     atomic.Bool // the connection the node made is not connected
 }
 
 // reconnected returns a channel closed at the next reconnection to NATS.
@@ -94,6 +98,7 @@ func (n *Node) reconnected() <-chan struct{} {
 }
 
 func (n *Node) onReconnect(*nats.Conn) {
+	n.down.Store(false)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	close(n.reconn)
@@ -190,7 +195,9 @@ func New(ctx context.Context, o Options) (*Node, error) {
 			// missed pings: 2 s apart, 2 outstanding, so within ~6 s
 			// rather than the default 4 minutes.
 			nats.PingInterval(2*time.Second), nats.MaxPingsOutstanding(2),
-			nats.ErrorHandler(n.asyncError), nats.ReconnectHandler(n.onReconnect))
+			nats.ErrorHandler(n.asyncError), nats.ReconnectHandler(n.onReconnect),
+			nats.DisconnectErrHandler(func(*nats.Conn, error) { n.down.Store(true) }),
+			nats.ClosedHandler(func(*nats.Conn) { n.down.Store(true) }))
 		if err != nil {
 			n.stop()
 			return nil, fmt.Errorf("natscluster: connect %s: %w: %w", o.URL, cluster.ErrUnavailable, err)
@@ -249,12 +256,18 @@ func (n *Node) Log() cluster.Log { return logView{n} }
 func (n *Node) Presence() cluster.Presence { return presence{n} }
 
 // Err implements cluster.Node: nil while the connection to NATS is up.
+//
+// The gateway asks before every envelope of a shared space, so on a
+// connection the node made the answer is two atomic loads, kept by the
+// connection's disconnect and reconnect handlers (which run microseconds
+// after the connection's state changes); on a Conn given in Options it asks
+// the connection.
 func (n *Node) Err() error {
-	n.mu.Lock()
-	closed := n.closed
-	n.mu.Unlock()
-	if closed {
+	if n.isClosed.Load() {
 		return cluster.ErrClosed
+	}
+	if n.ownConn && !n.down.Load() {
+		return nil
 	}
 	if st := n.nc.Status(); st != nats.CONNECTED {
 		return fmt.Errorf("natscluster: node %s: NATS connection %s: %w", n.id, st, cluster.ErrUnavailable)
@@ -293,6 +306,7 @@ func (n *Node) Close() error {
 		return nil
 	}
 	n.closed = true
+	n.isClosed.Store(true)
 	joined := n.joined
 	n.joined = nil
 	subs, ws, fs := n.subs, n.watchers, n.follows
