@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mew-protocol/mew/gateway/cluster"
@@ -102,6 +103,8 @@ type Node struct {
 	c  *Cluster
 	id string
 
+	isClosed atomic.Bool // closed, for Err without the lock
+
 	mu        sync.Mutex
 	closed    bool
 	subs      map[*subscription]struct{}
@@ -133,9 +136,7 @@ func (n *Node) Presence() cluster.Presence { return presence{n} }
 
 // Err implements cluster.Node: a memory node is always connected.
 func (n *Node) Err() error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.closed {
+	if n.isClosed.Load() {
 		return cluster.ErrClosed
 	}
 	return nil
@@ -155,6 +156,7 @@ func (n *Node) shutdown(graceful bool) {
 		return
 	}
 	n.closed = true
+	n.isClosed.Store(true)
 	subs, ws, fs := n.subs, n.watchers, n.followers
 	n.subs, n.watchers, n.followers = nil, nil, nil
 	n.mu.Unlock()
