@@ -8,7 +8,8 @@
 // that forwards every message to every connection and does nothing else, so that comparing a
 // gateway with it isolates the gateway's own work (parsing, validation, enforcement, logging);
 // and URLTarget, a server that is already running. The gateway's own Target lives with the
-// gateway.
+// gateway. ChildTarget runs any of them in a child process (see ServeChild), so that CPU time
+// and memory are read from /proc/PID and are the server's alone.
 //
 // Three workloads run against a target:
 //

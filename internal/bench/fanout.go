@@ -70,7 +70,8 @@ type FanoutResult struct {
 	// CPUPerDelivery is the process's CPU time (user and system) from the start of the
 	// measurement until the last delivery, divided by Delivered; 0 when unknown. For a target
 	// whose server runs in this process it covers clients and server together (the clients' share
-	// is the same for every target, so a difference between targets is the servers').
+	// is the same for every target, so a difference between targets is the servers'); for a
+	// ChildTarget it is the server's alone, read from /proc.
 	CPUPerDelivery time.Duration `json:"cpu_per_delivery_ns"`
 	// OutOfOrder counts deliveries that came after a later envelope of the same sender.
 	OutOfOrder uint64 `json:"out_of_order"`

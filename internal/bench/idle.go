@@ -13,6 +13,7 @@ import (
 const (
 	ScopeInProcess  = "client+server, in-process"
 	ScopeClientOnly = "client side only"
+	ScopeChild      = "server only, child process"
 )
 
 // IdleOptions configures Idle.
@@ -44,6 +45,10 @@ type IdleResult struct {
 	BytesPerConn float64 `json:"bytes_per_conn"`
 	// GoroutinesPerConn is the growth of the goroutine count divided by Connections.
 	GoroutinesPerConn float64 `json:"goroutines_per_conn"`
+	// RSSPerConn is the growth of the server process's resident set (VmRSS) divided by
+	// Connections: what the operating system gives it, garbage and free heap included. Only for a
+	// server in a child process (ScopeChild); 0 otherwise.
+	RSSPerConn float64 `json:"rss_per_conn,omitempty"`
 	// Scope says whose side the numbers include: ScopeInProcess when the target's server runs in
 	// this process (client and server together), ScopeClientOnly for an external server.
 	Scope string `json:"scope"`
@@ -78,13 +83,19 @@ func Idle(ctx context.Context, t Target, o IdleOptions, progress func(string)) (
 		}
 	}()
 	res.Scope = ScopeClientOnly
-	if ep.inProcess() {
+	switch {
+	case ep.inProcess():
 		res.Scope = ScopeInProcess
+	case ep.measure != nil:
+		res.Scope = ScopeChild
 	}
 
 	f := newFleet(ctx, ep)
 	defer f.close(ctx)
-	before := measureProcess()
+	before, err := measureServer(ctx, ep)
+	if err != nil {
+		return res, fmt.Errorf("idle: %w", err)
+	}
 	say(fmt.Sprintf("connecting %d", o.Connections))
 	if err := f.connect(ctx, ids, func(int, []byte) {}, say); err != nil {
 		return res, fmt.Errorf("idle: %w", err)
@@ -93,11 +104,15 @@ func Idle(ctx context.Context, t Target, o IdleOptions, progress func(string)) (
 	if !sleep(ctx, o.Settle) {
 		return res, fmt.Errorf("idle: %w", context.Cause(ctx))
 	}
-	after := measureProcess()
+	after, err := measureServer(ctx, ep)
+	if err != nil {
+		return res, fmt.Errorf("idle: %w", err)
+	}
 
 	n := float64(o.Connections)
 	res.BytesPerConn = (float64(after.bytes) - float64(before.bytes)) / n
 	res.GoroutinesPerConn = (float64(after.goroutines) - float64(before.goroutines)) / n
+	res.RSSPerConn = (float64(after.rss) - float64(before.rss)) / n
 	res.Errors = f.failures.Load()
 	if e := f.firstErr(); e != nil {
 		res.FirstError = e.Error()
@@ -109,6 +124,22 @@ func Idle(ctx context.Context, t Target, o IdleOptions, progress func(string)) (
 type processUse struct {
 	bytes      uint64 // live heap objects plus goroutine stacks
 	goroutines uint64
+	rss        uint64 // VmRSS, read only for a child
+}
+
+// measureServer measures the server's process when it is a child (its resident set first, as
+// the measurement's garbage collection does not change it at once), else this one.
+func measureServer(ctx context.Context, ep *Endpoint) (processUse, error) {
+	if ep.measure == nil {
+		return measureProcess(), nil
+	}
+	rss, err := childRSS(ep.PID)
+	if err != nil {
+		return processUse{}, err
+	}
+	u, err := ep.measure(ctx)
+	u.rss = rss
+	return u, err
 }
 
 // measureProcess collects garbage twice (the second also frees what the first left to sync.Pools

@@ -57,7 +57,7 @@ type RPCResult struct {
 	Elapsed time.Duration `json:"elapsed_ns"`
 	// CPUPerRoundTrip is the process's CPU time from the start of the measurement until the last
 	// answer, divided by RoundTrips; 0 when unknown. Like FanoutResult.CPUPerDelivery, it covers
-	// the clients too.
+	// the clients too, unless the server is a ChildTarget.
 	CPUPerRoundTrip time.Duration `json:"cpu_per_round_trip_ns"`
 	// Errors counts requests left unanswered (refused by a system/error, lost, or not answered
 	// within 2 s of the end) and connections that failed during the run.

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 )
 
 // A Target is something to measure: it starts a server for the given participant ids and says
@@ -28,11 +29,26 @@ type Endpoint struct {
 	Tokens map[string]string
 	// Close stops the server; nil for a server the target did not start (URLTarget).
 	Close func() error
+	// PID is the server's process when the target started it as a child (ChildTarget); CPU time
+	// and memory are then read from /proc/PID and are the server's alone. 0 otherwise.
+	PID int
+
+	// measure, if set, asks the child for its live heap, stacks and goroutines.
+	measure func(context.Context) (processUse, error)
 }
 
 // inProcess reports whether the endpoint's server runs in this process (the target started it),
 // so that process-wide measurements include the server side.
-func (e *Endpoint) inProcess() bool { return e.Close != nil }
+func (e *Endpoint) inProcess() bool { return e.Close != nil && e.PID == 0 }
+
+// cpu returns the CPU time the server side has used: the child's when there is one, else this
+// process's (which then includes the clients).
+func (e *Endpoint) cpu() (time.Duration, bool) {
+	if e.PID != 0 {
+		return childCPU(e.PID)
+	}
+	return processCPU()
+}
 
 // stop closes the endpoint's server, if the target started one.
 func (e *Endpoint) stop() error {

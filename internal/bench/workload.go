@@ -45,7 +45,7 @@ type sending struct {
 	f                  *fleet
 	sent               []atomic.Uint64 // per sender, envelopes sent in the measured part
 	measureFrom, ended time.Time       // when measuring began and the senders stopped
-	cpu                time.Duration   // process CPU time from measureFrom until settled; 0 if unknown
+	cpu                time.Duration   // server side's CPU time from measureFrom until settled; 0 if unknown
 }
 
 // run runs the skeleton. On success the fleet is closed, so its readers' tallies can be read.
@@ -73,10 +73,10 @@ func (w *sending) run(ctx context.Context) (err error) {
 	defer stopHelpers()
 
 	w.say(w.starting)
-	cpuFrom := w.send(ctx)
+	cpuFrom := w.send(ctx, ep)
 	w.say("waiting for stragglers")
 	waitUntil(ctx, stragglerWait, w.settled)
-	if to, ok := processCPU(); ok && cpuFrom > 0 {
+	if to, ok := ep.cpu(); ok && cpuFrom > 0 {
 		w.cpu = to - cpuFrom
 	}
 	if ctx.Err() != nil {
@@ -88,14 +88,14 @@ func (w *sending) run(ctx context.Context) (err error) {
 }
 
 // send runs the senders from now until warmup+duration, reporting progress every second. It
-// returns the process's CPU time when measuring began, or 0 when unknown.
-func (w *sending) send(ctx context.Context) time.Duration {
+// returns the server side's CPU time (see Endpoint.cpu) when measuring began, or 0 when unknown.
+func (w *sending) send(ctx context.Context, ep *Endpoint) time.Duration {
 	w.sent = make([]atomic.Uint64, w.senders)
 	begin, from, end := w.clock.begin(w.warmup, w.duration)
 	w.measureFrom = from
 	var cpuFrom atomic.Int64
 	readCPU := func() {
-		if t, ok := processCPU(); ok {
+		if t, ok := ep.cpu(); ok {
 			cpuFrom.Store(int64(t))
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -32,6 +33,8 @@ type benchFlags struct {
 	audit   string // the gateway target's audit log: full, received or off
 	save    string // write the results as JSON to this file
 	compare string // a file written by --save, to compare with
+	spawn   bool   // run the gateway and relay targets as child processes
+	limit   bool   // the gateway target's default rate limits on
 }
 
 // newBenchCmd returns `mew bench` with its workloads. gatewayTarget supplies the gateway as a
@@ -45,7 +48,9 @@ every connection and does nothing else, so the difference is the gateway's own w
 
 Each target (--target gateway,relay by default) is started in this process on
 127.0.0.1 in turn, measured with the same clients, and the results are printed
-side by side with the ratio gateway/relay. --url measures a server that is
+side by side with the ratio gateway/relay. With --spawn each runs in a child
+process instead, so that CPU time and memory are read from /proc and are the
+server's alone, not the clients' too. --url measures a server that is
 already running instead; its space must admit the workload's participant ids
 (bench-0..., bench-req-N and bench-rsp-N, bench-idle-N) with the tokens given by
 --token (id=token,...; *=token for every id).
@@ -63,7 +68,33 @@ Results go to stdout, progress to stderr.`,
 		newBenchFanoutCmd(opts, gatewayTarget),
 		newBenchRPCCmd(opts, gatewayTarget),
 		newBenchIdleCmd(opts, gatewayTarget),
+		newBenchServeCmd(opts, gatewayTarget),
 	)
+	return cmd
+}
+
+// newBenchServeCmd returns the hidden `mew bench serve TARGET`, the child that --spawn starts
+// (see bench.ChildTarget).
+func newBenchServeCmd(opts Options, gatewayTarget func() bench.Target) *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:    "serve gateway|relay",
+		Short:  "Serve a bench target as a child process of mew bench --spawn",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] != targetGateway && args[0] != targetRelay {
+				return fmt.Errorf("bench serve: target %q is not %s or %s", args[0], targetGateway, targetRelay)
+			}
+			f.targets = args[0]
+			targets, err := benchTargets(&f, true, gatewayTarget)
+			if err != nil {
+				return fmt.Errorf("bench serve: %w", err)
+			}
+			return bench.ServeChild(cmd.Context(), targets[0], cmd.InOrStdin(), opts.Stdout)
+		},
+	}
+	addTargetFlags(cmd, &f)
 	return cmd
 }
 
@@ -128,9 +159,16 @@ func addBenchFlags(cmd *cobra.Command, f *benchFlags) {
 	cmd.Flags().StringVar(&f.url, "url", "", "measure a running server at this WebSocket URL (ws://host:port/ws?space=NAME)")
 	cmd.Flags().StringVar(&f.tokens, "token", "", "tokens for --url: id=token,... (*=token for every id)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the results as JSON")
-	cmd.Flags().StringVar(&f.audit, "audit", "full", "the gateway's audit log: full, received (no per-recipient delivered lines) or off")
 	cmd.Flags().StringVar(&f.save, "save", "", "also write the results as JSON to this file, for a later --compare-to")
 	cmd.Flags().StringVar(&f.compare, "compare-to", "", "compare with a run saved by --save (same workload and options but duration and warmup): print each metric with new/old")
+	cmd.Flags().BoolVar(&f.spawn, "spawn", false, "run the gateway and relay in child processes, so that CPU and memory (from /proc) are the server's alone")
+	addTargetFlags(cmd, f)
+}
+
+// addTargetFlags defines the flags that configure the gateway target.
+func addTargetFlags(cmd *cobra.Command, f *benchFlags) {
+	cmd.Flags().StringVar(&f.audit, "audit", "full", "the gateway's audit log: full, received (no per-recipient delivered lines) or off")
+	cmd.Flags().BoolVar(&f.limit, "rate-limit", false, "the gateway's default rate limits on (off by default: the benchmark sets the rate)")
 }
 
 func newBenchFanoutCmd(opts Options, gatewayTarget func() bench.Target) *cobra.Command {
@@ -225,6 +263,7 @@ func benchTargets(f *benchFlags, targetSet bool, gatewayTarget func() bench.Targ
 			if gatewayTarget != nil {
 				t = gatewayTarget()
 				if gt, ok := t.(gatewayBench); ok {
+					gt.rateLimit = f.limit
 					switch f.audit {
 					case "full":
 					case "received":
@@ -240,9 +279,17 @@ func benchTargets(f *benchFlags, targetSet bool, gatewayTarget func() bench.Targ
 			if t == nil {
 				return nil, errors.New("gateway target not available in this build (use --target relay)")
 			}
+			t, err := spawned(f, targetGateway, t)
+			if err != nil {
+				return nil, err
+			}
 			targets = append(targets, t)
 		case targetRelay:
-			targets = append(targets, bench.RelayTarget{})
+			t, err := spawned(f, targetRelay, bench.RelayTarget{})
+			if err != nil {
+				return nil, err
+			}
+			targets = append(targets, t)
 		case targetURL:
 			if f.url == "" {
 				return nil, errors.New("--target url needs --url")
@@ -262,6 +309,23 @@ func benchTargets(f *benchFlags, targetSet bool, gatewayTarget func() bench.Targ
 		return nil, fmt.Errorf("--url given, but --target %q does not include url", names)
 	}
 	return targets, nil
+}
+
+// spawned returns t, or with --spawn the target name run by this executable's `bench serve` in
+// a child process, configured as f says.
+func spawned(f *benchFlags, name string, t bench.Target) (bench.Target, error) {
+	if !f.spawn {
+		return t, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("--spawn: %w", err)
+	}
+	args := []string{exe, "bench", "serve", name, "--audit", f.audit}
+	if f.limit {
+		args = append(args, "--rate-limit")
+	}
+	return bench.ChildTarget{Label: name, Command: args}, nil
 }
 
 // parseTokens parses --token: id=token pairs separated by commas.
@@ -379,6 +443,7 @@ func idleRatios(results []bench.IdleResult) []ratio {
 	return []ratio{
 		{"bytes_per_conn", "bytes/conn", quotient(gw.BytesPerConn, rl.BytesPerConn)},
 		{"goroutines_per_conn", "goroutines/conn", quotient(gw.GoroutinesPerConn, rl.GoroutinesPerConn)},
+		{"rss_per_conn", "rss/conn", quotient(gw.RSSPerConn, rl.RSSPerConn)},
 	}
 }
 
@@ -407,6 +472,7 @@ func idleMetrics(r bench.IdleResult) (string, []metric) {
 	return r.Target, []metric{
 		{"bytes_per_conn", "bytes/conn", r.BytesPerConn, false},
 		{"goroutines_per_conn", "goroutines/conn", r.GoroutinesPerConn, false},
+		{"rss_per_conn", "rss/conn", r.RSSPerConn, false},
 	}
 }
 
@@ -493,11 +559,15 @@ func writeRPC(w io.Writer, o bench.RPCOptions, results []bench.RPCResult) error 
 
 func writeIdle(w io.Writer, o bench.IdleOptions, results []bench.IdleResult) error {
 	fmt.Fprintf(w, "idle: %s, measured after %v\n", plural(o.Connections, "connection"), o.Settle)
-	t := newTable(w, "TARGET", "CONNECTIONS", "BYTES/CONN", "GOROUTINES/CONN", "ERRORS", "SCOPE")
+	t := newTable(w, "TARGET", "CONNECTIONS", "BYTES/CONN", "GOROUTINES/CONN", "RSS/CONN", "ERRORS", "SCOPE")
 	var notes [][2]string
 	for _, r := range results {
+		rss := "-" // only a child's resident set is read
+		if r.Scope == bench.ScopeChild {
+			rss = fmt.Sprintf("%.0f", r.RSSPerConn)
+		}
 		t.row(r.Target, fmt.Sprint(r.Connections), fmt.Sprintf("%.0f", r.BytesPerConn),
-			fmt.Sprintf("%.2f", r.GoroutinesPerConn), fmt.Sprint(r.Errors), r.Scope)
+			fmt.Sprintf("%.2f", r.GoroutinesPerConn), rss, fmt.Sprint(r.Errors), r.Scope)
 		notes = append(notes, [2]string{r.Target, r.FirstError})
 	}
 	if err := t.flush(); err != nil {

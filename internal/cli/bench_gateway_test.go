@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.uber.org/goleak"
+
+	"github.com/mew-protocol/mew/internal/bench"
 )
 
 // auditTally counts the lines of the envelope history by event.
@@ -152,5 +155,53 @@ func TestBenchGatewayTarget(t *testing.T) {
 				t.Errorf("the gateway target left %d directories behind", a.dirs)
 			}
 		})
+	}
+}
+
+// TestBenchSpawn runs the built mew with --spawn: the gateway and the relay serve from child
+// processes (mew bench serve), and what is measured is theirs alone.
+func TestBenchSpawn(t *testing.T) {
+	bin := mewBinary(t)
+	runJSON := func(args ...string) []byte {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		c := exec.CommandContext(ctx, bin, append([]string{"bench"}, args...)...)
+		var out, errOut bytes.Buffer
+		c.Stdout, c.Stderr = &out, &errOut
+		if err := c.Run(); err != nil {
+			t.Fatalf("mew bench %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
+		}
+		return out.Bytes()
+	}
+
+	var idle struct {
+		Results []bench.IdleResult `json:"results"`
+	}
+	// Settled past the writers' linger, an idle gateway connection keeps one goroutine, its
+	// reader, where the relay keeps two.
+	out := runJSON("idle", "--spawn", "--connections", "30", "--settle", "800ms", "--json")
+	if err := json.Unmarshal(out, &idle); err != nil || len(idle.Results) != 2 {
+		t.Fatalf("idle JSON %v:\n%s", err, out)
+	}
+	for _, r := range idle.Results {
+		if r.Scope != bench.ScopeChild || r.Errors != 0 || r.RSSPerConn == 0 {
+			t.Errorf("%s: scope %q, errors %d, rss/conn %v", r.Target, r.Scope, r.Errors, r.RSSPerConn)
+		}
+		if want := map[string]float64{"gateway": 1, "relay": 2}[r.Target]; r.GoroutinesPerConn < want-0.2 || r.GoroutinesPerConn > want+0.2 {
+			t.Errorf("%s: %.2f goroutines per connection, want %v", r.Target, r.GoroutinesPerConn, want)
+		}
+	}
+
+	var fan struct {
+		Results []bench.FanoutResult `json:"results"`
+	}
+	out = runJSON("fanout", "--spawn", "--target", "gateway", "--rate-limit", "-n", "3", "-k", "1",
+		"--rate", "100", "--duration", "500ms", "--warmup", "0s", "--json")
+	if err := json.Unmarshal(out, &fan); err != nil || len(fan.Results) != 1 {
+		t.Fatalf("fanout JSON %v:\n%s", err, out)
+	}
+	if r := fan.Results[0]; r.Target != "gateway" || r.Delivered == 0 || r.Loss != 0 || r.Errors != 0 {
+		t.Errorf("fanout: %+v", r)
 	}
 }

@@ -22,13 +22,14 @@ import (
 type gatewayBench struct {
 	noAudit      bool
 	receivedOnly bool
+	rateLimit    bool // the default rate limits, instead of none
 }
 
 func (gatewayBench) Name() string { return "gateway" }
 
 // Start writes a space.yaml for ids (each with a random literal token and
 // every capability) into a temporary directory and serves it on 127.0.0.1:0.
-// Rate limiting is off: the benchmark sets the rate.
+// Rate limiting is off unless rateLimit: the benchmark sets the rate.
 func (t gatewayBench) Start(ctx context.Context, ids []string) (*bench.Endpoint, error) {
 	dir, err := os.MkdirTemp("", "mew-bench-")
 	if err != nil {
@@ -54,11 +55,15 @@ func (t gatewayBench) Start(ctx context.Context, ids []string) (*bench.Endpoint,
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("bench gateway: %w", err)
 	}
+	rate := -1.0
+	if t.rateLimit {
+		rate = 0 // the default
+	}
 	gw, err := gateway.New(gateway.Options{
 		Spaces:            []*space.Config{cfg},
 		NoAudit:           t.noAudit,
 		AuditReceivedOnly: t.receivedOnly,
-		Rate:              -1,
+		Rate:              rate,
 		MaxMessageSize:    16 << 20,
 	})
 	if err != nil {
