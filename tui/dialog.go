@@ -356,7 +356,7 @@ func (m *Model) dialogLines() ([]string, *tea.Cursor) {
 	}
 	add(st.DialogTitle.Render(p.title()))
 	preview := p.preview()
-	room := max(m.height/2-6, 3)
+	room := max(m.height-16, 6) // the transcript keeps a third of the screen or so
 	if len(preview) > room {
 		more := len(preview) - room + 1
 		preview = append(preview[:room-1], fmt.Sprintf("… %d more lines: PgUp reads them in the transcript", more))

@@ -1,6 +1,7 @@
 // Package tui is mew's full-screen terminal client: a space shown as a
 // transcript, an approval dialog for the proposals the user may decide, an
-// input line with slash commands and @id addressing, and a status bar.
+// input with slash commands and @id addressing, a side board, and a status
+// bar.
 //
 // It is built with Bubble Tea v2. The Model is an ordinary tea.Model that
 // knows nothing of sockets: what happens in the space reaches it as messages
@@ -29,9 +30,22 @@
 // pattern for the chosen scope (these exact arguments, this tool, the target's
 // tools) and lifetime (once, 10 minutes as ttl_seconds, this session, until
 // revoked), so that the gateway lets the proposer's next matching call through
-// without asking anyone; No rejects it with a reason code; Esc postpones it.
-// Grants made in this session are listed by /grants and revoked by /revoke N;
-// those granted "for this session" are revoked when the TUI exits.
+// without asking anyone; Edit fulfils it with arguments the user changed; No
+// rejects it with a reason code and the user's words; Esc postpones it. A
+// file write whose target can read the file is previewed as a diff.
+//
+// /grants lists the grants in force in the space from the gateway's ledger
+// (GET /participants/{id}/grants) and /revoke N revokes any of them; those
+// granted "for this session" are revoked when the TUI exits.
+//
+// # The board, search, input
+//
+// A side board (board.go) shows the participants and what they do, the
+// proposals awaiting the user, the grants in force, the user's chats awaiting
+// an acknowledgement and the open streams; docked from 120 columns, stacked
+// when opened on narrower terminals. /find searches the transcript; Tab
+// completes commands and @participants; the input is multi-line; chats are
+// drawn as a Markdown subset (markdown.go).
 //
 // # Concurrency
 //
