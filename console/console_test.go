@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -109,6 +110,17 @@ func (p page) shot(name string) {
 	}
 }
 
+// openAs starts a browser, opens the console of g and joins with token
+// typed in, then waits until the page lists at least n participants.
+func openAs(t *testing.T, g *testutil.Gateway, token string, n int) page {
+	t.Helper()
+	p := page{t: t, ctx: browsertest.New(t, 3*time.Minute)}
+	p.do("open the console", chromedp.Navigate(g.URL+"/console/"))
+	p.do("type the token", chromedp.SendKeys(chromedp.CSS("#login-token"), token), chromedp.Click(chromedp.CSS("#login-go")))
+	p.wait("joined", fmt.Sprintf(`document.querySelector("#status").dataset.state === "connected" && document.querySelectorAll("#participants .participant").length >= %d`, n))
+	return p
+}
+
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
@@ -155,12 +167,7 @@ func TestSpaceView(t *testing.T) {
 	work := t.TempDir()
 	startFiles(t, g, work)
 	helper := testutil.JoinParticipant(t, g, "helper-token", participant.Options{})
-	p := page{t: t, ctx: browsertest.New(t, 3*time.Minute)}
-
-	// Join with the token typed in.
-	p.do("open the console", chromedp.Navigate(g.URL+"/console/"))
-	p.do("type the token", chromedp.SendKeys(chromedp.CSS("#login-token"), "you-token"), chromedp.Click(chromedp.CSS("#login-go")))
-	p.wait("joined", `document.querySelector("#status").dataset.state === "connected" && document.querySelectorAll("#participants .participant").length >= 3`)
+	p := openAs(t, g, "you-token", 3)
 	if v := p.eval(`localStorage.length + sessionStorage.length`); v != float64(0) {
 		t.Errorf("the page stored %v items in web storage", v)
 	}
@@ -177,27 +184,8 @@ func TestSpaceView(t *testing.T) {
 	// The helper proposes writing a file; Yes fulfils it on the MCP server.
 	call := map[string]any{"method": "tools/call", "params": map[string]any{"name": "write_file",
 		"arguments": map[string]any{"path": "notes.txt", "content": "# Notes\nbuy milk\n"}}}
-	ask := func() <-chan error {
-		ch := make(chan error, 1)
-		go func() {
-			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-			defer cancel()
-			_, err := helper.Request(ctx, "files", call)
-			ch <- err
-		}()
-		return ch
-	}
-	answered := func(ch <-chan error, what string) {
-		t.Helper()
-		select {
-		case err := <-ch:
-			if err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s: no answer\n%s", what, p.text("#app"))
-		}
-	}
+	ask := func() <-chan error { return callAsync(t, helper, "files", call) }
+	answered := p.answered
 	first := ask()
 	p.wait("the approval dialog", `!!document.querySelector("#queue .proposal .yes") && document.querySelector("#queue .preview").textContent.includes("buy milk")`)
 	if got := p.text("#queue .preview"); !strings.HasPrefix(strings.TrimSpace(got), "path: notes.txt") {
@@ -262,6 +250,8 @@ func TestSpaceView(t *testing.T) {
 	if n := p.eval(`document.querySelectorAll("#chain svg path.edge").length`); n.(float64) < 3 {
 		t.Errorf("the chain has %v edges", n)
 	}
+	// This gateway keeps no audit log: the page says the chain is its own.
+	p.wait("the chain's source", `document.querySelector("#chain-source").dataset.source === "page" && document.querySelector("#chain-source").textContent.includes("keeps no audit log")`)
 	p.shot("correlation")
 	p.click("#chain-close")
 	p.wait("the map", `document.querySelectorAll("#map svg line.flow").length >= 1`)
@@ -284,6 +274,32 @@ func TestSpaceView(t *testing.T) {
 	}
 	p.do("open the link again", chromedp.Navigate("about:blank"), chromedp.Navigate(g.URL+link.Path))
 	p.wait("the refusal", `document.querySelector("#login-error").textContent.includes("unknown, used or expired")`)
+}
+
+// callAsync makes who's call to target on a goroutine (a proposal waits
+// for the page's decision) and returns its outcome.
+func callAsync(t *testing.T, who *participant.Participant, target string, call any) <-chan error {
+	ch := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		_, err := who.Request(ctx, target, call)
+		ch <- err
+	}()
+	return ch
+}
+
+// answered waits for the outcome of callAsync, failing on an error.
+func (p page) answered(ch <-chan error, what string) {
+	p.t.Helper()
+	select {
+	case err := <-ch:
+		if err != nil {
+			p.t.Fatalf("%s: %v", what, err)
+		}
+	case <-time.After(30 * time.Second):
+		p.t.Fatalf("%s: no answer\n%s", what, p.text("#app"))
+	}
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

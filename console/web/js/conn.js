@@ -69,7 +69,13 @@ export class Conn {
     const r = await fetch(path + (this.space ? sep + "space=" + encodeURIComponent(this.space) : ""), {
       method, headers: { Authorization: "Bearer " + this.cred, "X-Mew-Console": "1" }, credentials: "omit", cache: "no-store",
     });
-    if (!r.ok) throw new Error(method + " " + path + ": " + r.status);
+    if (!r.ok) {
+      const body = await r.json().catch(() => ({}));
+      const err = new Error(method + " " + path + ": " + r.status + (typeof body.message === "string" ? " " + body.message : ""));
+      err.status = r.status;
+      err.code = typeof body.error === "string" ? body.error : "";
+      throw err;
+    }
     return r.status === 204 ? null : r.json();
   }
 }

@@ -8,6 +8,7 @@ import { Conn, exchange } from "./conn.js";
 import { State } from "./state.js";
 import { Approvals } from "./approve.js";
 import { drawChain, drawMap } from "./pictures.js";
+import { lineageSteps } from "./lineage.js";
 
 const $ = (sel) => document.querySelector(sel);
 const HIDDEN = new Set(["chat/acknowledge", "system/heartbeat", "participant/status", "capability/grant-ack",
@@ -314,7 +315,7 @@ function renderReasoning(env) {
   }
   if (env.kind === "reasoning/thought") {
     t.n++;
-    t.last = p.action ? "calling " + short(p.action, 60) : t.last;
+    t.last = thoughtAction(p) || t.last;
     t.thoughts.append(h("li", null, short(p.message || p.reasoning || json(p), 600)));
     while (t.thoughts.childElementCount > 50) t.thoughts.firstElementChild.remove();
   } else {
@@ -324,6 +325,17 @@ function renderReasoning(env) {
   }
   drawThinking(t);
   return null;
+}
+
+// thoughtAction says what a thought does: the tools it calls (from
+// actionInput, as the agent sends them) or its action; "" for an answer,
+// so that the line keeps the last call.
+function thoughtAction(p) {
+  const input = p.actionInput ?? p.action_input;
+  const names = Array.isArray(input) ? input.map((c) => c?.name).filter((n) => typeof n === "string") : [];
+  if (names.length) return "calling " + short(names.join(", "), 60);
+  if (p.action === "respond" || p.action === "tool_call") return "";
+  return typeof p.action === "string" ? short(p.action, 60) : "";
 }
 
 function drawThinking(t) {
@@ -468,10 +480,41 @@ function drawStreams() {
   }
 }
 
-function showChain(id) {
+// showChain draws id's chain from the envelopes the page has seen, then
+// asks the gateway's audit log for its lineage and, when the gateway keeps
+// one, redraws with the log's steps merged in, each marked by its source.
+async function showChain(id) {
   const box = $("#chain-svg");
-  clear(box).append(drawChain(st.chain(id), id, st));
+  const local = st.chain(id);
+  const source = h("p", { id: "chain-source", class: "dim" }, "asking the gateway's audit log…");
+  clear(box).append(source, drawChain(local, id, (e) => st.parents(e)));
   $("#chain").hidden = false;
+  box.dataset.for = id;
+  let body;
+  try {
+    body = await conn.api("GET", "/console/lineage/" + encodeURIComponent(id));
+  } catch (e) {
+    if (box.dataset.for !== id) return;
+    source.textContent = "computed by this page from the envelopes it has seen" +
+      (e.code === "no_audit_log" ? ": the gateway keeps no audit log" : " (the audit log answered: " + short(e.message, 120) + ")");
+    source.dataset.source = "page";
+    return;
+  }
+  if (box.dataset.for !== id) return; // another chain was asked for meanwhile
+  const { steps, parents } = lineageSteps(body?.lineage);
+  const merged = new Map(local.map((e) => [e.id, e]));
+  for (const [sid, l] of steps) {
+    if (!merged.has(sid)) merged.set(sid, st.byId.get(sid) || { id: sid, kind: l.kind, from: l.from, ts: l.ts, _log: l.text });
+  }
+  const when = (e) => Date.parse(e.ts) || e._t || 0;
+  const envs = [...merged.values()].sort((a, b) => when(a) - when(b));
+  const parentsOf = (e) => [...new Set([...(e._log ? [] : st.parents(e)), ...(parents.get(e.id) || [])])];
+  const fromLog = envs.filter((e) => steps.has(e.id)).length;
+  const logOnly = envs.filter((e) => e._log).length;
+  source.textContent = fromLog + " of " + envs.length + " steps from the gateway's audit log" +
+    (logOnly ? " (" + logOnly + " this page never saw)" : "") + (envs.length > fromLog ? "; the others only from this page" : "");
+  source.dataset.source = "log";
+  clear(box).append(source, drawChain(envs, id, parentsOf, steps));
 }
 
 function tick() {

@@ -22,8 +22,11 @@ function step(env) {
 }
 
 // drawChain draws envs (a chain, oldest first) as a column of steps, with
-// an edge from each to the envelopes it follows.
-export function drawChain(envs, focus, st) {
+// an edge from each to the envelopes parentsOf says it follows. With log (a
+// map from ids to the audit log's steps), each step says where it came
+// from: the gateway's log, or only the page's own envelopes; a step the
+// page never saw is an object {id, kind, from, _log} without payload.
+export function drawChain(envs, focus, parentsOf, log) {
   if (!envs.length) return h("p", { class: "dim" }, "this envelope is no longer kept");
   const W = 620, ROW = 56, BOX = 40, X = 150;
   const H = envs.length * ROW + 16;
@@ -31,7 +34,7 @@ export function drawChain(envs, focus, st) {
   const y = new Map(envs.map((e, i) => [e.id, 8 + i * ROW]));
   const depth = new Map();
   for (const e of envs) {
-    const ps = st.parents(e).filter((p) => y.has(p));
+    const ps = parentsOf(e).filter((p) => y.has(p));
     depth.set(e.id, ps.length ? Math.min(4, Math.max(...ps.map((p) => depth.get(p) ?? 0)) + 1) : 0);
     for (const p of ps) {
       const x1 = X + depth.get(p) * 24, y1 = y.get(p) + BOX, x2 = X + depth.get(e.id) * 24, y2 = y.get(e.id);
@@ -40,16 +43,28 @@ export function drawChain(envs, focus, st) {
   }
   for (const e of envs) {
     const x = X + depth.get(e.id) * 24;
-    const g = s("g", { class: "node" + (e.id === focus ? " focus" : ""), "data-id": e.id, "data-kind": e.kind });
+    const l = log?.get(e.id);
+    const source = !log ? "" : l ? (e._log ? "log only" : "log") : "page";
+    const g = s("g", { class: "node" + (e.id === focus ? " focus" : "") + (source ? " from-" + source.replace(" ", "-") : "") + (l?.inferred ? " inferred" : ""),
+      "data-id": e.id, "data-kind": e.kind, "data-source": source || undefined });
     g.append(
+      s("title", null, source === "page" ? "seen by this page; not in the gateway's audit log" : source ? "in the gateway's audit log" + (e._log ? " (this page never saw it)" : "") + (l.inferred ? "; the reasoning is inferred, not named by context" : "") : ""),
       s("text", { class: "actor", x: 8, y: y.get(e.id) + 25 }, short(e.from, 20)),
       s("rect", { x, y: y.get(e.id), width: W - x - 8, height: BOX, rx: 6 }),
       s("text", { class: "kind", x: x + 10, y: y.get(e.id) + 16 }, e.kind),
-      s("text", { class: "label", x: x + 10, y: y.get(e.id) + 32 }, short(step(e), 64)),
+      s("text", { class: "label", x: x + 10, y: y.get(e.id) + 32 }, short(e._log ? logLabel(e._log) : step(e), 64)),
+      source ? s("text", { class: "source", x: W - 14, y: y.get(e.id) + 16, "text-anchor": "end" }, source + (l?.inferred ? " · inferred" : "")) : "",
     );
     svg.append(g);
   }
   return svg;
+}
+
+// logLabel is the log's description of a step the page never saw: its
+// text after "kind id from x to y: ".
+function logLabel(text) {
+  const i = text.indexOf(": ");
+  return i >= 0 ? text.slice(i + 2) : text;
 }
 
 // drawMap draws the participants on a circle and an arrow for every pair

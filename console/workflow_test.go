@@ -1,0 +1,197 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/mew-protocol/mew/agent"
+	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/internal/testutil"
+	"github.com/mew-protocol/mew/llm"
+	"github.com/mew-protocol/mew/participant"
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// agentSpace is webSpace with an agent that reasons and may call tools.
+const agentSpace = webSpace + `  thinker:
+    tokens: [thinker-token]
+    capabilities: [{kind: chat}, {kind: "chat/*"}, {kind: "reasoning/*"}, {kind: mcp/request}, {kind: "participant/*"}]
+`
+
+// startThinker connects an agent that reasons, driven by model, and waits
+// until it knows the files' tools.
+func startThinker(t *testing.T, g *testutil.Gateway, model *testutil.LLMServer) *agent.Agent {
+	t.Helper()
+	provider, err := llm.NewOpenAI(llm.Config{BaseURL: model.URL(), APIKey: "k", MaxRetries: -1, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(agent.Options{
+		Participant: participant.Options{Client: client.Options{Gateway: "ws://" + g.Addr, Space: "web", Token: "thinker-token"}},
+		Provider:    provider,
+		Config:      agent.Config{ReasoningEnabled: true, DiscoveryWait: time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := a.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	waitFor(t, "the agent to know the files' tools", func() bool {
+		for _, tool := range a.Participant().AvailableTools() {
+			if tool.Participant == "files" {
+				return true
+			}
+		}
+		return false
+	})
+	return a
+}
+
+// TestSpaceWork drives what TestSpaceView leaves out, through a gateway
+// that keeps an audit log: Edit (the tool runs with the edited arguments),
+// a grant of every tool of the target, @ completion, the thinking line of
+// an agent driven by a scripted model (one line, folded, that opens), the
+// correlation chain read from the gateway's log (steps from the log, one
+// the page never saw), and participant controls with their effect.
+func TestSpaceWork(t *testing.T) {
+	g := testutil.StartGateway(t, agentSpace, gateway.Options{})
+	work := t.TempDir()
+	startFiles(t, g, work)
+	helper := testutil.JoinParticipant(t, g, "helper-token", participant.Options{})
+	model := testutil.NewLLMServer(t)
+	first := testutil.LLMCall(testutil.LLMToolCall{Name: "files_read_file", Arguments: `{"path":"notes.txt"}`})
+	first.Delay = 1500 * time.Millisecond // long enough to see the line live
+	model.Script(first, testutil.LLMReply("notes.txt says: buy oat milk"))
+	thinker := startThinker(t, g, model)
+
+	// Before the page joins: a chat it will never see.
+	early := &protocol.Envelope{ID: "q0", Kind: protocol.KindChat}
+	if err := early.SetPayload(protocol.Chat{Text: "remember the milk"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := helper.Send(t.Context(), early); err != nil {
+		t.Fatal(err)
+	}
+	p := openAs(t, g, "you-token", 4)
+	reply := &protocol.Envelope{ID: "re0", Kind: protocol.KindChat, CorrelationID: []string{"q0"}}
+	if err := reply.SetPayload(protocol.Chat{Text: "which milk?"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := helper.Send(t.Context(), reply); err != nil {
+		t.Fatal(err)
+	}
+
+	// Edit: the helper proposes a draft; the page changes the content and
+	// the file holds the edited one.
+	write := map[string]any{"method": "tools/call", "params": map[string]any{"name": "write_file",
+		"arguments": map[string]any{"path": "notes.txt", "content": "draft"}}}
+	edited := callAsync(t, helper, "files", write)
+	p.wait("the dialog", `!!document.querySelector("#queue .proposal .edit")`)
+	p.click("#queue .proposal .edit")
+	p.do("edit the arguments", chromedp.SetValue(chromedp.CSS("#queue .edit-args"), `{"path": "notes.txt", "content": "buy oat milk\n"}`))
+	p.click("#queue .edit-go")
+	p.answered(edited, "the edited call")
+	if b, err := os.ReadFile(filepath.Join(work, "notes.txt")); err != nil || string(b) != "buy oat milk\n" {
+		t.Fatalf("notes.txt after Edit: %q, %v (want the edited content, not the draft)", b, err)
+	}
+
+	// Grant every tool of files: another tool of it then needs no approval.
+	read := map[string]any{"method": "tools/call", "params": map[string]any{"name": "read_file", "arguments": map[string]any{"path": "notes.txt"}}}
+	granted := callAsync(t, helper, "files", read)
+	p.wait("the dialog again", `!!document.querySelector("#queue .proposal .grant")`)
+	p.click("#queue .proposal .grant")
+	// files' tools are known since the first proposal (the page asked them).
+	p.wait("the target scope", `document.querySelector("#queue input[name=scope][value=target]")?.disabled === false`)
+	if label := p.text(`#queue label.opt:has(input[value=target])`); !strings.Contains(label, "every tool of files") || !strings.Contains(label, "list_directory") {
+		t.Errorf("the target scope reads %q", label)
+	}
+	p.click(`#queue input[name=scope][value=target]`)
+	p.click(`#queue input[name=life][value="600"]`)
+	p.click("#queue .grant-go")
+	p.answered(granted, "the call granted with every tool")
+	list := []byte(`{"method":"tools/call","params":{"name":"list_directory","arguments":{"path":"."}}}`)
+	waitFor(t, "the helper to hold the grant", func() bool { return helper.CanSend(protocol.KindMCPRequest, list) })
+	proposals := p.eval(`document.querySelectorAll(".proposal-entry").length`)
+	p.answered(callAsync(t, helper, "files", json.RawMessage(list)), "another tool of files under the grant")
+	if now := p.eval(`document.querySelectorAll(".proposal-entry").length`); now != proposals {
+		t.Errorf("list_directory was proposed (%v proposals, then %v)", proposals, now)
+	}
+
+	// @ completion: "@th" offers thinker, Tab takes it, Enter sends.
+	p.do("type @th", chromedp.SendKeys(chromedp.CSS("#compose-input"), "@th"))
+	p.wait("the completion", `!document.querySelector("#complete").hidden && document.querySelector("#complete .opt.sel")?.dataset.id === "thinker"`)
+	p.do("take it", chromedp.SendKeys(chromedp.CSS("#compose-input"), kb.Tab))
+	if v := p.eval(`document.querySelector("#compose-input").value`); v != "@thinker " {
+		t.Fatalf("the input after Tab: %q", v)
+	}
+	p.do("ask", chromedp.SendKeys(chromedp.CSS("#compose-input"), "what do the notes say?"+kb.Enter))
+	p.wait("the question, addressed", `[...document.querySelectorAll(".entry.chat")].some(e => e.textContent.includes("you → thinker") && e.textContent.includes("what do the notes say?"))`)
+
+	// The thinking line: live while the model works, then one folded line
+	// that opens to the thoughts.
+	p.wait("the live line", `[...document.querySelectorAll(".thinking.live .thinking-line")].some(l => l.textContent.includes("thinker is thinking"))`)
+	p.wait("the answer", `[...document.querySelectorAll(".entry.chat")].some(e => e.textContent.includes("thinker → you") && e.textContent.includes("buy oat milk"))`)
+	p.wait("the line ended", `document.querySelectorAll(".thinking").length === 1 && !document.querySelector(".thinking.live")`)
+	line := p.text(".thinking .thinking-line")
+	for _, want := range []string{"thinker thought", "2 thoughts", "calling files/read_file"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the thinking line %q lacks %q", line, want)
+		}
+	}
+	if p.eval(`document.querySelector(".thinking .thoughts").hidden`) != true {
+		t.Error("the thoughts are not folded")
+	}
+	p.click(".thinking .thinking-line")
+	if n := p.eval(`document.querySelector(".thinking .thoughts").hidden ? -1 : document.querySelectorAll(".thinking .thoughts li").length`); n != float64(3) {
+		t.Errorf("opened, the line shows %v items; want 2 thoughts and the conclusion", n)
+	}
+
+	// The chain of the agent's tool call, from the gateway's log: every
+	// step is in it, the reasoning by the call's context.
+	p.do("open the call's chain", chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll(".entry.request")].find(e => e.textContent.startsWith("thinker")).querySelector(".chain-btn").click()`))
+	p.wait("the chain from the log", `document.querySelector("#chain-source")?.dataset.source === "log"`)
+	kinds := p.eval(`[...document.querySelectorAll("#chain svg g.node")].map(n => n.dataset.kind + ":" + n.dataset.source).join(" ")`).(string)
+	for _, want := range []string{"chat:log", "reasoning/start:log", "mcp/request:log", "mcp/response:log"} {
+		if !strings.Contains(kinds, want) {
+			t.Errorf("the chain %q lacks %s", kinds, want)
+		}
+	}
+	if p.eval(`!!document.querySelector("#chain svg g.node.inferred")`) != false {
+		t.Errorf("the call's reasoning is inferred, not taken from its context")
+	}
+	p.click("#chain-close")
+	// The chain of the reply to a chat the page never saw shows that chat,
+	// from the log alone.
+	p.do("open the reply's chain", chromedp.Evaluate[chromedp.Void](`document.querySelector(".entry[data-id=re0] .chain-btn").click()`))
+	p.wait("the early chat from the log", `document.querySelector("#chain svg g.node[data-id=q0]")?.dataset.source === "log only" && document.querySelector("#chain-source").textContent.includes("1 this page never saw")`)
+	if label := p.eval(`document.querySelector("#chain svg g.node[data-id=q0] .label").textContent`); !strings.Contains(label.(string), "remember the milk") {
+		t.Errorf("the early chat's step reads %q", label)
+	}
+	p.click("#chain-close")
+
+	// Controls: a status request answered in the list; a pause with a
+	// timeout that holds the agent, then a resume.
+	row := `#participants .participant[data-id=thinker]`
+	p.click(row + ` button[data-kind="participant/request-status"]`)
+	p.wait("the status", `document.querySelector(`+jsString(row)+`).textContent.includes("msgs")`)
+	p.do("set the timeout", chromedp.SetValue(chromedp.CSS(row+" .pause-timeout"), "120"))
+	p.click(row + ` button[data-kind="participant/pause"]`)
+	p.wait("paused", `document.querySelector(`+jsString(row)+`).textContent.includes("paused")`)
+	waitFor(t, "the agent to be paused", thinker.Participant().Paused)
+	p.click(row + ` button[data-kind="participant/resume"]`)
+	p.wait("resumed", `document.querySelector(`+jsString(row)+`).textContent.includes("active")`)
+	waitFor(t, "the agent to resume", func() bool { return !thinker.Participant().Paused() })
+}
