@@ -18,7 +18,10 @@ func (m *Model) complete() {
 	word := string(in.text[start:in.pos])
 	var cands []string
 	var prefix string
+	words := strings.Fields(string(in.text[:start]))
 	switch {
+	case len(words) > 0 && words[0] == "/envelope" && start > 0:
+		cands = m.envelopeCandidates(words, len(words))
 	case strings.HasPrefix(word, "/") && start == 0:
 		prefix = "/"
 		for _, c := range allCommands() {

@@ -231,3 +231,41 @@ func TestControls(t *testing.T) {
 		t.Errorf("/help pause:\n%s", h.screen())
 	}
 }
+
+// TestToolCompletion: the tools a tools/list answer names (from the
+// participant listed, and only names without spaces) complete /envelope,
+// and Tab after the tool writes its argument skeleton.
+func TestToolCompletion(t *testing.T) {
+	h := newHarness(t)
+	list := func(id, to string) *protocol.Envelope {
+		return envelope(protocol.KindMCPRequest, "assistant", id, []string{to}, nil, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+	}
+	answer := func(from, corr string, tools ...map[string]any) *protocol.Envelope {
+		return envelope(protocol.KindMCPResponse, from, "r"+corr, []string{"assistant"}, []string{corr}, map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{"tools": tools}})
+	}
+	h.recv(list("tl1", "calculator"), answer("calculator", "tl1",
+		map[string]any{"name": "add", "inputSchema": map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "number"}, "b": map[string]any{"type": "number"}, "note": map[string]any{"type": "string"}}}},
+		map[string]any{"name": "subtract"},
+		map[string]any{"name": "rm -rf\x1b[2J"},
+	))
+	h.recv(list("tl2", "files"), answer("calculator", "tl2", map[string]any{"name": "forged"}))
+	if len(h.m.toolSchemas["files"]) != 0 || len(h.m.toolSchemas["calculator"]) != 2 {
+		t.Fatalf("tools seen: %v", h.m.toolSchemas)
+	}
+	if strings.Contains(h.screen(), "tools/list") {
+		t.Errorf("a listing is shown:\n%s", h.screen())
+	}
+	for _, r := range "/envelope mcp/request tools/call calculator a" {
+		h.key(string(r))
+	}
+	h.key("tab", "tab")
+	want := `/envelope mcp/request tools/call calculator add {"a":0,"b":0,"note":""} `
+	if got := h.m.in.value(); got != want {
+		t.Fatalf("completed %q, want %q", got, want)
+	}
+	h.key("enter")
+	reqs := h.sentOf(protocol.KindMCPRequest)
+	if len(reqs) != 1 || !strings.Contains(string(reqs[0].Payload), `"arguments":{"a":0,"b":0,"note":""}`) {
+		t.Errorf("sent %v", reqs)
+	}
+}

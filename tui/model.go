@@ -92,6 +92,9 @@ type Model struct {
 	rpcID    int               // JSON-RPC ids of /envelope's calls
 	myCaps   []json.RawMessage // what the welcome says I may send
 	quiet    map[string]int    // the UI's own requests in flight, not shown (diff.go)
+
+	toolLists   map[string]string            // tools/list request ids → the participant listed
+	toolSchemas map[string]map[string]string // participant → tool → argument skeleton
 }
 
 // bounds of what the model remembers.
@@ -469,6 +472,7 @@ func listing(method string) bool {
 func (m *Model) request(env *protocol.Envelope) {
 	var msg protocol.MCPMessage
 	_ = env.DecodePayload(&msg)
+	m.noteListing(env, msg.Method)
 	if listing(msg.Method) || m.quietRequest(env) {
 		m.remember(env.ID, nil)
 		return
@@ -526,6 +530,7 @@ func (m *Model) remember(id string, e *requestEntry) {
 func (m *Model) response(env *protocol.Envelope) {
 	for _, id := range env.CorrelationID {
 		if m.hushed[id] {
+			m.toolsListed(env, id)
 			return
 		}
 		e := m.requests[id]
