@@ -264,6 +264,7 @@ func (m *Model) cmdTheme(args []string) tea.Cmd {
 		return nil
 	}
 	m.st = f()
+	m.theme++
 	m.note("theme "+strings.ToLower(args[0]), false)
 	return nil
 }

@@ -1,21 +1,32 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/mew-protocol/mew/internal/termtext"
 )
+
+// maxChatLines bounds the lines of one chat in the transcript.
+const maxChatLines = 500
 
 // markdown renders the subset of Markdown that chats use, after the text
 // is cleaned of control sequences (so the only styling in the result is
 // ours): **bold**, `code spans`, fenced code blocks (drawn with a bar, no
 // inline marks inside), "- " / "* " / "+ " list items as bullets, and
 // "# " headings in bold. Everything else stays as written, markers of an
-// unclosed span included. It returns the lines, not yet wrapped.
-func markdown(text string, st *Styles) []string {
-	var out []string
+// unclosed span included. It returns the lines, not yet wrapped; past
+// maxChatLines a line says how many more there are.
+func markdown(text string, st *Styles) (out []string) {
 	inCode := false
-	for _, l := range strings.Split(strings.TrimRight(termtext.Clean(text), "\n"), "\n") {
+	lines := strings.Split(strings.TrimRight(termtext.Clean(text), "\n"), "\n")
+	if len(lines) > maxChatLines {
+		defer func() {
+			out = append(out, st.Dim.Render(fmt.Sprintf("… %d more lines (/verbose shows the envelope)", len(lines)-maxChatLines)))
+		}()
+		lines = lines[:maxChatLines]
+	}
+	for _, l := range lines {
 		trimmed := strings.TrimSpace(l)
 		if strings.HasPrefix(trimmed, "```") {
 			inCode = !inCode

@@ -85,6 +85,7 @@ type Model struct {
 	hint string // completions offered, in the status bar until the next key
 
 	noMouse bool // /mouse: the terminal's own selection instead of the wheel
+	theme   int  // counts /theme's switches, for the entries' caches
 	find    finding
 
 	lastToMe sentChat          // the latest chat addressed to me, for /ack (to: its sender)
@@ -724,7 +725,7 @@ func (m *Model) RevokeOnExit() []*protocol.Envelope {
 
 // renderCtx returns what the renderers need.
 func (m *Model) renderCtx() *renderCtx {
-	return &renderCtx{width: m.mainWidth(), st: &m.st, me: m.me(), now: m.now(), thoughts: m.thoughts}
+	return &renderCtx{width: m.mainWidth(), theme: m.theme, st: &m.st, me: m.me(), now: m.now(), thoughts: m.thoughts}
 }
 
 // viewHeight is the number of transcript lines on screen.

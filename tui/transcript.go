@@ -26,6 +26,7 @@ type entry interface {
 // renderCtx is what renderers need to know.
 type renderCtx struct {
 	width int
+	theme int // changes when the styles do (/theme)
 	st    *Styles
 	me    string
 	now   time.Time
@@ -102,13 +103,29 @@ func (e *noteEntry) lines(rc *renderCtx) []string {
 }
 
 // chatEntry is a chat: "alice → bob: text".
+// maxChatRunes bounds the text of one chat that is drawn.
+const maxChatRunes = 64 << 10
+
 type chatEntry struct {
 	from string
 	to   []string
 	text string
+
+	// The lines as last drawn, for a width and a theme: a chat never
+	// changes, and a long one is costly to draw on every frame.
+	cacheWidth, cacheTheme int
+	cache                  []string
 }
 
 func (e *chatEntry) lines(rc *renderCtx) []string {
+	if e.cache != nil && e.cacheWidth == rc.width && e.cacheTheme == rc.theme {
+		return e.cache
+	}
+	e.cache, e.cacheWidth, e.cacheTheme = e.draw(rc), rc.width, rc.theme
+	return e.cache
+}
+
+func (e *chatEntry) draw(rc *renderCtx) []string {
 	st := rc.st.speaker(e.from)
 	if e.from == rc.me {
 		st = rc.st.Me
@@ -118,13 +135,16 @@ func (e *chatEntry) lines(rc *renderCtx) []string {
 		head += rc.st.Dim.Render(" → " + names(e.to))
 	}
 	var out []string
-	for i, l := range markdown(e.text, rc.st) {
+	for i, l := range markdown(clip.Runes(e.text, maxChatRunes), rc.st) {
 		if i == 0 {
 			l = head + ": " + l
 		} else {
 			l = indent + l
 		}
 		out = append(out, wrapText(l, rc.width, indent)...)
+		if len(out) > maxChatLines {
+			return append(out[:maxChatLines], indent+rc.st.Dim.Render("… the rest is cut (/verbose shows the envelope)"))
+		}
 	}
 	return out
 }
