@@ -191,6 +191,9 @@ func TestSpaceWork(t *testing.T) {
 	p.click(row + ` button[data-kind="participant/pause"]`)
 	p.wait("paused", `document.querySelector(`+jsString(row)+`).textContent.includes("paused")`)
 	waitFor(t, "the agent to be paused", thinker.Participant().Paused)
+	if v := p.eval(`[...document.querySelectorAll(".entry[data-kind='participant/pause']")].map(e => e.textContent).join("|")`); !strings.Contains(v.(string), `"timeout_seconds":120`) {
+		t.Errorf("the pause sent: %q; want timeout_seconds 120", v)
+	}
 	p.click(row + ` button[data-kind="participant/resume"]`)
 	p.wait("resumed", `document.querySelector(`+jsString(row)+`).textContent.includes("active")`)
 	waitFor(t, "the agent to resume", func() bool { return !thinker.Participant().Paused() })
