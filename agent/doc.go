@@ -80,7 +80,10 @@
 // the question) before the loop, a reasoning/thought for each answer of the
 // model (context: the start's id; payload: message, reasoning, action
 // "tool_call" or "respond", actionInput), and reasoning/conclusion (same
-// context) before the final chat. When it may send stream/request it also
+// context) before the final chat. The tool calls and proposals it makes
+// meanwhile carry the same context, so that readers (the audit log's
+// lineage, the console) tie them to the reasoning without guessing. When it
+// may send stream/request it also
 // opens an upload stream for the reasoning (its metadata names the
 // reasoning/start id) and writes into it, as JSON frames, each thought
 // ({"type":"thought"}), each tool result ({"type":"observation"}) and the
