@@ -18,12 +18,10 @@ type command struct {
 	run              func(m *Model, args []string) tea.Cmd
 }
 
-// commands are the slash commands, in /help's order. A later session adds
-// the reference's participant controls and Tab completion over this table.
-var commands []command
-
-func init() {
-	commands = []command{
+// uiCommands are the UI's own slash commands, in /help's order (a function,
+// not a table built at init, so that /help may list the table it is in).
+func uiCommands() []command {
+	return []command{
 		{"help", "", "this list", (*Model).cmdHelp},
 		{"proposals", "", "the proposals awaiting your decision", (*Model).cmdProposals},
 		{"review", "", "reopen the dialog for postponed proposals", (*Model).cmdReview},
@@ -45,7 +43,7 @@ func init() {
 
 // allCommands are the UI's commands and the controls.
 func allCommands() []command {
-	return append(append([]command(nil), commands...), controlCommands()...)
+	return append(uiCommands(), controlCommands()...)
 }
 
 // submit acts on a line typed: a command, a JSON envelope, or a chat.
@@ -118,7 +116,7 @@ func (m *Model) cmdHelp(args []string) tea.Cmd {
 	}
 	var b strings.Builder
 	b.WriteString("Type to chat, @id first to address someone; JSON with a kind is an envelope.\n")
-	for _, c := range commands {
+	for _, c := range uiCommands() {
 		fmt.Fprintf(&b, "  /%-25s %s\n", strings.TrimSpace(c.name+" "+c.args), c.help)
 	}
 	b.WriteString(controlHelp() + "\n")
