@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -72,5 +73,26 @@ func TestDiffPreview(t *testing.T) {
 	h.recv(propose("assistant", "pr3", "files", "write_file", map[string]any{"path": "notes.txt", "content": "x"}))
 	if len(h.sp.calls) != 0 {
 		t.Errorf("read without the capability: %q", h.sp.calls)
+	}
+}
+
+// TestEditedElsewhere: a fulfilment whose params differ from the
+// proposal's settles it as edited; the same params in another member order
+// do not.
+func TestEditedElsewhere(t *testing.T) {
+	h := newHarness(t)
+	h.sp.noRequests = true // not mine to decide: no dialog
+	h.recv(propose("assistant", "pr1", "calculator", "add", map[string]any{"a": 1, "b": 5}))
+	h.recv(propose("assistant", "pr2", "calculator", "add", map[string]any{"a": 1, "b": 5}))
+	edited := call("bob", "rq1", "calculator", "add", map[string]any{"a": 2, "b": 5})
+	edited.CorrelationID = []string{"pr1"}
+	same := envelope(protocol.KindMCPRequest, "bob", "rq2", []string{"calculator"}, []string{"pr2"},
+		json.RawMessage(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"arguments":{"b":5,"a":1},"name":"add"}}`))
+	h.recv(edited, same)
+	if o := h.m.byID["pr1"].outcome; o != "approved by bob with edited arguments" {
+		t.Errorf("pr1: %q", o)
+	}
+	if o := h.m.byID["pr2"].outcome; o != "approved by bob" {
+		t.Errorf("pr2: %q", o)
 	}
 }

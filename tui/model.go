@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -485,7 +486,11 @@ func (m *Model) request(env *protocol.Envelope) {
 		if p := m.byID[id]; p != nil {
 			e.forPr = p.n
 			if !p.settled {
-				m.settle(p, "approved by "+m.who(env.From))
+				out := "approved by " + m.who(env.From)
+				if !sameJSON(msg.Params, p.params) {
+					out += " with edited arguments"
+				}
+				m.settle(p, out)
 			}
 		}
 	}
@@ -505,6 +510,16 @@ func (m *Model) request(env *protocol.Envelope) {
 			}
 		}
 	}
+}
+
+// sameJSON reports whether a and b hold the same JSON value, whatever the
+// order of their members.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return string(a) == string(b)
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // remember keeps a request until its response (nil: a listing, whose

@@ -98,6 +98,27 @@ func TestTUITmux(t *testing.T) {
 		return strings.Contains(s, "#2 helper proposes → files: write_file") && strings.Contains(s, "╭─ proposal #2") &&
 			strings.Contains(s, "│   content: the same as the file's")
 	})
+	// Edit: the arguments as JSON; "hello" becomes "bye", and the helper
+	// gets the answer of the edited call.
+	tm.keys("e")
+	tm.wait("the editor", func(s string) bool {
+		return strings.Contains(s, "Edit the arguments (a JSON object)") && strings.Contains(s, `"content": "hello",`)
+	})
+	tm.keys("Down", "End", "Left", "Left", "BSpace", "BSpace", "BSpace", "BSpace", "BSpace")
+	tm.must("send-keys", "-l", "bye")
+	tm.keys("Enter")
+	tm.wait("the edited write", func(s string) bool {
+		return strings.Contains(s, "approved by you with edited arguments") &&
+			strings.Contains(s, "you → files: write_file(content: bye, path: notes.txt)  (proposal #2)") &&
+			strings.Contains(s, "helper → you: files/write_file returned: wrote 3 bytes to notes.txt")
+	})
+	tm.file(filepath.Join(dir, "files", "notes.txt"), "bye")
+
+	// No, with a reason and words: the helper hears them.
+	tm.typeLine("@helper write hello to notes.txt")
+	tm.wait("the dialog of proposal #3", func(s string) bool {
+		return strings.Contains(s, "╭─ proposal #3") && strings.Contains(s, "-bye") && strings.Contains(s, "+hello")
+	})
 	tm.keys("3")
 	tm.wait("the reasons of No", func(s string) bool { return strings.Contains(s, "Reject it because") })
 	tm.keys("Enter")
