@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +12,6 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/mew-protocol/mew/gateway"
-	"github.com/mew-protocol/mew/space"
 )
 
 // consoleCall makes one request with the console's headers (the custom
@@ -273,55 +269,21 @@ func TestConsoleCrossOriginWebSocket(t *testing.T) {
 // TestConsoleOtherSpace: a token or a session of one space opens nothing
 // in another space of the same gateway.
 func TestConsoleOtherSpace(t *testing.T) {
-	dir := t.TempDir()
-	var cfgs []*space.Config
-	for _, y := range []string{
+	base := serveSpaces(t, gateway.Options{NoAudit: true},
 		"space: {id: one}\nparticipants:\n  ann: {tokens: [ann-token], capabilities: [{kind: \"*\"}]}\n",
-		"space: {id: two}\nparticipants:\n  ben: {tokens: [ben-token], capabilities: [{kind: \"*\"}]}\n",
-	} {
-		d := filepath.Join(dir, strings.Fields(y)[2])
-		if err := os.MkdirAll(filepath.Join(d, ".mew"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		p := filepath.Join(d, ".mew", "space.yaml")
-		if err := os.WriteFile(p, []byte(y), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := space.Load(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfgs = append(cfgs, cfg)
-	}
-	srv, err := gateway.New(gateway.Options{Spaces: cfgs, NoAudit: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := srv.HTTPServer()
-	go func() { _ = hs.Serve(srv.Listener(ln)) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(ctx)
-		_ = srv.Close(ctx)
-	})
-	base := "http://" + ln.Addr().String()
+		"space: {id: two}\nparticipants:\n  ben: {tokens: [ben-token], capabilities: [{kind: \"*\"}]}\n")
 	if st, m := consoleCall(t, http.MethodPost, base+"/console/links?space=one", "ben-token", "", nil); st != http.StatusUnauthorized {
 		t.Errorf("a link for space one with space two's token: %d %v", st, m)
 	}
 	_, m := exchange(t, base, link(t, base, "ben-token", "two"))
 	sess, _ := m["session"].(string)
-	if kind, _ := joinWith(t, "ws://"+ln.Addr().String()+"/ws", "one", sess, nil); kind != "system/error" {
+	if kind, _ := joinWith(t, "ws"+strings.TrimPrefix(base, "http")+"/ws", "one", sess, nil); kind != "system/error" {
 		t.Errorf("space two's session joined space one: %s", kind)
 	}
 	if st, _ := consoleCall(t, http.MethodGet, base+"/console/grants?space=one", sess, "", nil); st != http.StatusUnauthorized {
 		t.Errorf("space two's session read space one's ledger: %d", st)
 	}
-	if kind, c := joinWith(t, "ws://"+ln.Addr().String()+"/ws", "two", sess, nil); kind != "system/welcome" {
+	if kind, c := joinWith(t, "ws"+strings.TrimPrefix(base, "http")+"/ws", "two", sess, nil); kind != "system/welcome" {
 		t.Errorf("the session in its own space: %s", kind)
 	} else {
 		_ = c.Close(websocket.StatusNormalClosure, "")

@@ -2,16 +2,21 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
+	"github.com/mew-protocol/mew/space"
 )
 
 // testSpace is the space most tests use: a trusted human, a limited agent,
@@ -116,4 +121,48 @@ func ids(list any) []string {
 		out = append(out, p.(map[string]any)["id"].(string))
 	}
 	return out
+}
+
+// serveSpaces serves a gateway for the given spaces (each written to a
+// directory of its own) on 127.0.0.1:0 until the test ends, and returns its
+// http:// base URL.
+func serveSpaces(t *testing.T, opts gateway.Options, spaceYAMLs ...string) string {
+	t.Helper()
+	for i, y := range spaceYAMLs {
+		d := filepath.Join(t.TempDir(), strconv.Itoa(i), ".mew")
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(d, "space.yaml")
+		if err := os.WriteFile(p, []byte(y), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := space.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Spaces = append(opts.Spaces, cfg)
+	}
+	srv, err := gateway.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := srv.HTTPServer()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = hs.Serve(srv.Listener(ln))
+	}()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(ctx)
+		_ = srv.Close(ctx)
+		<-done
+	})
+	return "http://" + ln.Addr().String()
 }
