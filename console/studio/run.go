@@ -131,13 +131,8 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusConflict, errors.New("studio: a run is under way"))
 		return
 	}
-	c, err := s.candidate(req.Tools)
-	if err != nil {
-		fail(w, http.StatusUnprocessableEntity, err)
-		return
-	}
-	if c.err != nil {
-		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"ok": false, "problems": problemsOf(c.err, nil)})
+	c, ok := s.loadable(w, req.Tools, http.StatusUnprocessableEntity)
+	if !ok {
 		return
 	}
 	def := c.def

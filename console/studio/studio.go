@@ -318,6 +318,22 @@ type candidate struct {
 
 // candidate merges tools into the file as it is on disk now and loads the
 // result with the loader `mew agent mcp` uses. An error means the tools
+// loadable builds the candidate file for tools and answers the request
+// itself when there is none or it does not load: 422 when the file cannot
+// be made, and status with the loader's problems when it does not load.
+func (s *Server) loadable(w http.ResponseWriter, tools json.RawMessage, status int) (*candidate, bool) {
+	c, err := s.candidate(tools)
+	if err != nil {
+		fail(w, http.StatusUnprocessableEntity, err)
+		return nil, false
+	}
+	if c.err != nil {
+		writeJSON(w, status, map[string]any{"ok": false, "problems": problemsOf(c.err, nil)})
+		return nil, false
+	}
+	return c, true
+}
+
 // could not even be merged (not JSON objects, the file unreadable).
 func (s *Server) candidate(tools json.RawMessage) (*candidate, error) {
 	data, mode, err := readFile(s.opts.Config)
@@ -409,13 +425,8 @@ func (s *Server) handlePreview(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	c, err := s.candidate(req.Tools)
-	if err != nil {
-		fail(w, http.StatusUnprocessableEntity, err)
-		return
-	}
-	if c.err != nil {
-		writeJSON(w, http.StatusOK, map[string]any{"ok": false, "problems": problemsOf(c.err, nil)})
+	c, ok := s.loadable(w, req.Tools, http.StatusOK)
+	if !ok {
 		return
 	}
 	tool, found := c.def.Tool(req.Tool)
@@ -444,13 +455,8 @@ func (s *Server) handleSave(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, err := s.candidate(req.Tools)
-	if err != nil {
-		fail(w, http.StatusUnprocessableEntity, err)
-		return
-	}
-	if c.err != nil {
-		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"ok": false, "problems": problemsOf(c.err, nil)})
+	c, ok := s.loadable(w, req.Tools, http.StatusUnprocessableEntity)
+	if !ok {
 		return
 	}
 	if err := writeFile(s.opts.Config, c.data, c.mode); err != nil {
