@@ -4,11 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -18,15 +16,8 @@ import (
 // proposer gets that answer. Params that are not an object are refused
 // before anything is sent, leaving the proposal open.
 func TestFulfillWith(t *testing.T) {
-	g := startSpace(t, "", gateway.Options{})
-	var calls atomic.Int32
-	if err := mcpJoin(t, g, "calc", participant.Options{}).RegisterTool(mcpAddTool(&calls)); err != nil {
-		t.Fatal(err)
-	}
-	human := mcpJoin(t, g, "human", participant.Options{})
-	agent := mcpJoin(t, g, "agent", participant.Options{})
-	proposals := mcpProposals(human)
-	ctx := mcpCtx(t)
+	sc := newProposalScene(t, participant.Options{})
+	human, agent, proposals, calls, ctx := sc.human, sc.agent, sc.proposals, sc.calls, sc.ctx
 
 	res := mcpRequestAsync(ctx, agent, "calc", mcpCall("add", map[string]any{"a": 1, "b": 2}))
 	pr := mcpNextProposal(t, proposals)
@@ -60,15 +51,9 @@ func TestFulfillWith(t *testing.T) {
 // proposer in the mcp/reject's payload; without words the payload has the
 // code alone.
 func TestRejectWith(t *testing.T) {
-	g := startSpace(t, "", gateway.Options{})
-	if err := mcpJoin(t, g, "calc", participant.Options{}).RegisterTool(mcpAddTool(nil)); err != nil {
-		t.Fatal(err)
-	}
-	human := mcpJoin(t, g, "human", participant.Options{})
-	agent := mcpJoin(t, g, "agent", participant.Options{})
+	sc := newProposalScene(t, participant.Options{})
+	human, agent, proposals, ctx := sc.human, sc.agent, sc.proposals, sc.ctx
 	rejects := mcpWatch(agent, protocol.KindMCPReject)
-	proposals := mcpProposals(human)
-	ctx := mcpCtx(t)
 
 	for _, c := range []struct{ message, payload string }{
 		{"not on a Friday\x1b[2J", `{"reason":"policy","message":"not on a Friday\u001b[2J"}`},

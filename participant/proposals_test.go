@@ -34,15 +34,8 @@ func settledError(t *testing.T, err error, what string) *participant.ProposalSet
 // TestProposalDecidedOnce: a rejected proposal cannot be approved after,
 // and an approved one is not carried out twice.
 func TestProposalDecidedOnce(t *testing.T) {
-	g := startSpace(t, "", gateway.Options{})
-	var calls atomic.Int32
-	if err := mcpJoin(t, g, "calc", participant.Options{}).RegisterTool(mcpAddTool(&calls)); err != nil {
-		t.Fatal(err)
-	}
-	human := mcpJoin(t, g, "human", participant.Options{})
-	agent := mcpJoin(t, g, "agent", participant.Options{})
-	proposals := mcpProposals(human)
-	ctx := mcpCtx(t)
+	sc := newProposalScene(t, participant.Options{})
+	human, agent, proposals, calls, ctx := sc.human, sc.agent, sc.proposals, sc.calls, sc.ctx
 
 	// Rejected, then approved: refused, and the tool never runs.
 	res := mcpRequestAsync(ctx, agent, "calc", mcpCall("add", map[string]any{"a": 1, "b": 2}))
@@ -141,14 +134,8 @@ func TestProposalSettledByAnother(t *testing.T) {
 // TestProposalWithdrawnOrExpired: a withdrawn proposal and one nobody
 // decided in time are settled, and say so.
 func TestProposalWithdrawnOrExpired(t *testing.T) {
-	g := startSpace(t, "", gateway.Options{})
-	if err := mcpJoin(t, g, "calc", participant.Options{}).RegisterTool(mcpAddTool(nil)); err != nil {
-		t.Fatal(err)
-	}
-	human := mcpJoin(t, g, "human", participant.Options{ProposalTimeout: 200 * time.Millisecond})
-	agent := mcpJoin(t, g, "agent", participant.Options{})
-	proposals := mcpProposals(human)
-	ctx := mcpCtx(t)
+	sc := newProposalScene(t, participant.Options{ProposalTimeout: 200 * time.Millisecond})
+	human, agent, proposals, ctx := sc.human, sc.agent, sc.proposals, sc.ctx
 
 	cctx, cancel := context.WithCancel(ctx)
 	res := mcpRequestAsync(cctx, agent, "calc", mcpCall("add", map[string]any{"a": 1, "b": 1}))
@@ -186,4 +173,26 @@ func TestProposalWithdrawnOrExpired(t *testing.T) {
 	}
 	cancel()
 	mcpOutcomeOf(t, res)
+}
+
+// proposalScene is a space where calc offers add, agent may only propose,
+// and human approves: what the proposal tests start from.
+type proposalScene struct {
+	human, agent *participant.Participant
+	proposals    <-chan *participant.Proposal // human's
+	calls        *atomic.Int32                // add's calls
+	ctx          context.Context
+}
+
+func newProposalScene(t *testing.T, human participant.Options) *proposalScene {
+	t.Helper()
+	g := startSpace(t, "", gateway.Options{})
+	sc := &proposalScene{calls: new(atomic.Int32), ctx: mcpCtx(t)}
+	if err := mcpJoin(t, g, "calc", participant.Options{}).RegisterTool(mcpAddTool(sc.calls)); err != nil {
+		t.Fatal(err)
+	}
+	sc.human = mcpJoin(t, g, "human", human)
+	sc.agent = mcpJoin(t, g, "agent", participant.Options{})
+	sc.proposals = mcpProposals(sc.human)
+	return sc
 }
