@@ -73,6 +73,11 @@ const kindFrame = "#frame"
 // checkControl refuses what a paused or shut-down participant may not send:
 // an envelope of kind, or a stream frame (kindFrame).
 func (sp *liveSpace) checkControl(o origin, kind string, now time.Time) *refusal {
+	if sp.cl != nil {
+		if rf := sp.cl.refusal(); rf != nil {
+			return rf
+		}
+	}
 	c := &o.m.ctl
 	if c.shutdown.Load() && kind != protocol.KindParticipantStatus {
 		return refuse(ErrorShutdown, o.id+" was shut down; reconnect to take part again")
@@ -125,6 +130,9 @@ func (sp *liveSpace) grant(o origin, env *protocol.Envelope, now time.Time) (out
 		rm.grants = rm.grants[:len(rm.grants)-1]
 		sp.mu.Unlock()
 		return outcome{}, refuse(ErrorInvalidEnvelope, err.Error())
+	}
+	if sp.cl != nil {
+		sp.cl.grantLocked(rm, rm.grants[len(rm.grants)-1])
 	}
 	sp.welcomeUpdateLocked(rm)
 	sp.mu.Unlock()
@@ -210,6 +218,9 @@ func (sp *liveSpace) revoke(o origin, env *protocol.Envelope, _ time.Time) (outc
 	if err := rm.rebuildCaps(); err != nil {
 		rm.grants = old
 		return outcome{}, refuse(ErrorInvalidEnvelope, err.Error())
+	}
+	if sp.cl != nil {
+		sp.cl.grantsChangedLocked(rm, old)
 	}
 	sp.welcomeUpdateLocked(rm)
 	return relayed, nil

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/mew-protocol/mew/gateway/cluster"
 	"github.com/mew-protocol/mew/space"
 )
 
@@ -135,6 +136,14 @@ type Options struct {
 
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+
+	// Cluster, when set, makes this server one node of a cluster of gateways
+	// serving the same spaces (see docs/cluster.md): accepted envelopes, presence
+	// and runtime grants are shared through it. nil is a single node, with
+	// nothing shared. The caller owns the node and closes it after the
+	// server. ClusterName is what /health reports as the cluster's name.
+	Cluster     cluster.Node
+	ClusterName string
 }
 
 const (

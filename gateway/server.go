@@ -121,6 +121,10 @@ func New(opts Options) (*Server, error) {
 	if err := srv.openAudit(); err != nil {
 		return nil, err
 	}
+	if err := srv.clusterStart(); err != nil {
+		_ = srv.audit.Close()
+		return nil, err
+	}
 	srv.routes()
 	srv.stopWatch = make(chan struct{})
 	srv.watchDone = make(chan struct{})
@@ -223,6 +227,8 @@ func (srv *Server) Close(ctx context.Context) error {
 	// stopped reading while the server was closing.
 	close(srv.stopWatch)
 	<-srv.watchDone
+	srv.clusterStop(ctx) // after the connections: their presence leaves are written
+
 	if aerr := srv.audit.Close(); aerr != nil && err == nil {
 		err = fmt.Errorf("gateway: close audit log: %w", aerr)
 	}

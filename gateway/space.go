@@ -98,6 +98,7 @@ type liveSpace struct {
 	history    *history
 	streams    streamTable
 	floor      floorTable
+	cl         *clusterSpace // nil on a single node; see cluster_space.go
 }
 
 func newLiveSpace(srv *Server, cfg *space.Config) (*liveSpace, error) {
@@ -262,6 +263,9 @@ func (sp *liveSpace) attach(s *session) *refusal {
 	sp.sessions[s.id] = s
 	sp.rebuildLocked()
 	sp.srv.metrics.connections.WithLabelValues(s.transport).Inc()
+	if sp.cl != nil {
+		sp.cl.joinLocked(s)
+	}
 
 	sp.unicastLocked(s, sp.welcomeLocked(s))
 	sp.broadcastLocked(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
@@ -286,6 +290,9 @@ func (sp *liveSpace) detachLocked(s *session) {
 	if s.m.sess == s {
 		s.m.sess = nil
 	}
+	if sp.cl != nil {
+		sp.cl.leaveLocked(s)
+	}
 	sp.rebuildLocked()
 	sp.streamsLeaveLocked(s)
 	sp.floorLeaveLocked(s)
@@ -306,6 +313,9 @@ func (sp *liveSpace) welcomeLocked(s *session) delivery {
 		if o != s {
 			w.Participants = append(w.Participants, protocol.ParticipantInfo{ID: o.id, Capabilities: o.m.view().list})
 		}
+	}
+	if sp.cl != nil {
+		w.Participants = sp.cl.participantsLocked(w.Participants)
 	}
 	return sp.systemEnvelope(protocol.KindSystemWelcome, []string{s.id}, w)
 }
@@ -371,6 +381,9 @@ func (sp *liveSpace) broadcastLocked(d delivery, exclude *session) {
 		}
 	}
 	sp.srv.delivered(sp, d, rcpts)
+	if sp.cl != nil && d.src != nil {
+		sp.cl.publishLocked(d) // a participant's envelope, accepted here
+	}
 }
 
 func (sp *liveSpace) unicastLocked(s *session, d delivery) {

@@ -1,0 +1,527 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// This file wires a space to the cluster (Options.Cluster): fan-out of
+// accepted envelopes through the Broker, presence through Presence, runtime
+// grants through State. On a single node (no cluster) liveSpace.cl is nil
+// and none of it runs: each hook in space.go and control.go is one nil
+// check.
+//
+// Enforcement stays local: the space's maps remain what the node enforces.
+// A change made here is applied here at once and written to the fabric by
+// the space's writer goroutine, in the order it was made; the other nodes
+// apply it when their watch delivers it.
+
+// ErrorClusterUnavailable refuses envelopes of a shared space while the node
+// cannot reach the cluster: it would otherwise diverge from the others.
+const ErrorClusterUnavailable = "cluster_unavailable"
+
+// clusterOpTimeout bounds one write to the fabric.
+const clusterOpTimeout = 10 * time.Second
+
+// clusterSpace is a space's link to the cluster.
+//
+// Goroutines: the writer (write ops in order), the state watch and the
+// presence watch, all owned by the clusterSpace and ended by stop; the
+// Broker subscription's delivery goroutine is the node's.
+//
+// Lock order: liveSpace.mu, then clusterSpace.qmu. The watch goroutines take
+// liveSpace.mu to apply a change; nothing here is called with qmu held but
+// the queue itself.
+type clusterSpace struct {
+	sp   *liveSpace
+	node cluster.Node
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+	sub  cluster.Subscription
+
+	qmu   sync.Mutex
+	queue []clusterOp // guarded by qmu
+	wake  chan struct{}
+	drain chan struct{} // closed to tell the writer to finish the queue and return
+	wrote chan struct{} // closed when the writer has returned
+
+	// Guarded by liveSpace.mu:
+	conns   map[*session]string       // the presence Conn of each local session
+	remote  map[string]cluster.Member // participants connected on other nodes, by logical name
+	pending map[string]int            // State keys with writes of ours not yet acknowledged
+	ownRev  map[string]uint64         // the revision of our last acknowledged write of a key
+	decoder protocol.Decoder          // for envelopes from other nodes; used by the Broker goroutine only
+	synced  [2]chan struct{}          // closed when the state and presence watches have delivered the snapshot
+}
+
+// clusterOp is one write to the fabric, made by the writer in order.
+type clusterOp struct {
+	key   string // State key; "" for presence ops
+	value []byte // nil: delete (State) or leave (presence)
+	ttl   time.Duration
+	join  *cluster.Member // presence join
+	leave [2]string       // presence leave: participant, conn
+}
+
+// clusterStart links every space to opts.Cluster, if set: it subscribes to
+// each space's envelopes and waits for the watches' snapshots, so that the
+// node serves with the cluster's current grants and presence.
+func (srv *Server) clusterStart() error {
+	node := srv.opts.Cluster
+	if node == nil {
+		return nil
+	}
+	for _, sp := range srv.order {
+		cl, err := newClusterSpace(sp, node)
+		if err != nil {
+			srv.clusterStop(context.Background())
+			return fmt.Errorf("gateway: space %s: cluster: %w", sp.id, err)
+		}
+		sp.cl = cl
+	}
+	return nil
+}
+
+// clusterStop writes what is still queued (presence leaves of the
+// connections Close ended) and stops every space's cluster goroutines.
+func (srv *Server) clusterStop(ctx context.Context) {
+	for _, sp := range srv.order {
+		if sp.cl != nil {
+			sp.cl.close(ctx)
+		}
+	}
+}
+
+func newClusterSpace(sp *liveSpace, node cluster.Node) (*clusterSpace, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cl := &clusterSpace{
+		sp: sp, node: node, ctx: ctx, stop: cancel,
+		wake: make(chan struct{}, 1), drain: make(chan struct{}), wrote: make(chan struct{}),
+		conns: make(map[*session]string), remote: make(map[string]cluster.Member),
+		pending: make(map[string]int), ownRev: make(map[string]uint64),
+		synced: [2]chan struct{}{make(chan struct{}), make(chan struct{})},
+	}
+	sw, err := node.State().Watch(ctx, sp.id)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("watch state: %w", err)
+	}
+	pw, err := node.Presence().Watch(ctx, sp.id)
+	if err != nil {
+		sw.Stop()
+		cancel()
+		return nil, fmt.Errorf("watch presence: %w", err)
+	}
+	cl.wg.Add(2)
+	go cl.watch(sw, cl.synced[0], cl.stateChange)
+	go cl.watch(pw, cl.synced[1], cl.presenceChange)
+	go cl.writer()
+	// Subscribe before serving: a node that serves a space must receive its
+	// envelopes from the first one on.
+	sub, err := node.Broker().Subscribe(ctx, sp.id, cl.remoteEnvelope)
+	if err != nil {
+		cl.close(context.Background())
+		return nil, fmt.Errorf("subscribe: %w", err)
+	}
+	cl.sub = sub
+	t := time.NewTimer(clusterOpTimeout)
+	defer t.Stop()
+	for _, ch := range cl.synced {
+		select {
+		case <-ch:
+		case <-t.C:
+			cl.close(context.Background())
+			return nil, errors.New("the state and presence of the space did not arrive in time")
+		}
+	}
+	return cl, nil
+}
+
+// close finishes the queued writes (until ctx ends) and stops the
+// goroutines.
+func (cl *clusterSpace) close(ctx context.Context) {
+	cl.qmu.Lock()
+	select {
+	case <-cl.drain:
+	default:
+		close(cl.drain)
+	}
+	cl.qmu.Unlock()
+	select {
+	case <-cl.wrote:
+	case <-ctx.Done():
+	}
+	cl.stop()
+	if cl.sub != nil {
+		_ = cl.sub.Unsubscribe()
+	}
+	<-cl.wrote
+	cl.wg.Wait()
+}
+
+// watch applies a watcher's changes until it ends.
+func (cl *clusterSpace) watch(w cluster.Watcher, synced chan struct{}, apply func(cluster.Entry)) {
+	defer cl.wg.Done()
+	defer w.Stop()
+	closed := false
+	for {
+		select {
+		case e, ok := <-w.Changes():
+			if !ok {
+				return
+			}
+			if e.Op == cluster.OpSynced {
+				if !closed {
+					close(synced)
+					closed = true
+				}
+				continue
+			}
+			apply(e)
+		case <-cl.ctx.Done():
+			return
+		}
+	}
+}
+
+// enqueue adds op to the writer's queue; it never blocks, so it may be
+// called with liveSpace.mu held.
+func (cl *clusterSpace) enqueue(op clusterOp) {
+	cl.qmu.Lock()
+	cl.queue = append(cl.queue, op)
+	cl.qmu.Unlock()
+	select {
+	case cl.wake <- struct{}{}:
+	default:
+	}
+}
+
+// writer makes the queued writes in order. Asked to drain, it finishes the
+// queue, then returns.
+func (cl *clusterSpace) writer() {
+	defer close(cl.wrote)
+	for {
+		cl.qmu.Lock()
+		ops := cl.queue
+		cl.queue = nil
+		cl.qmu.Unlock()
+		for _, op := range ops {
+			cl.write(op)
+		}
+		if len(ops) > 0 {
+			continue
+		}
+		select {
+		case <-cl.wake:
+		case <-cl.drain:
+			cl.qmu.Lock()
+			empty := len(cl.queue) == 0
+			cl.qmu.Unlock()
+			if empty {
+				return
+			}
+		case <-cl.ctx.Done():
+			return
+		}
+	}
+}
+
+func (cl *clusterSpace) write(op clusterOp) {
+	ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
+	defer cancel()
+	sp := cl.sp
+	var err error
+	switch {
+	case op.join != nil:
+		err = cl.node.Presence().Join(ctx, sp.id, *op.join)
+	case op.leave[0] != "":
+		err = cl.node.Presence().Leave(ctx, sp.id, op.leave[0], op.leave[1])
+	default:
+		var rev uint64
+		if op.value == nil {
+			err = cl.node.State().Delete(ctx, sp.id, op.key, 0)
+		} else {
+			rev, err = cl.node.State().Put(ctx, sp.id, op.key, op.value, cluster.PutOptions{TTL: op.ttl})
+		}
+		sp.mu.Lock()
+		if cl.pending[op.key]--; cl.pending[op.key] <= 0 {
+			delete(cl.pending, op.key)
+		}
+		cl.ownRev[op.key] = max(cl.ownRev[op.key], rev)
+		sp.mu.Unlock()
+	}
+	if err != nil {
+		// The other nodes miss this change: the node's Err says why, and
+		// envelopes of the space are refused until it is back (checkControl).
+		sp.srv.opts.Logger.Error("cluster write failed", "space", sp.id, "key", op.key, "err", err)
+	}
+}
+
+// putLocked queues a State write made by this node; mu must be held. Until
+// it is acknowledged, the watch's changes of the key are ours (or lose to
+// ours) and are not applied over the local state, which already holds it.
+func (cl *clusterSpace) putLocked(key string, value []byte, ttl time.Duration) {
+	cl.pending[key]++
+	cl.enqueue(clusterOp{key: key, value: value, ttl: ttl})
+}
+
+// ownLocked reports whether the watch's change e is one of our own writes
+// (already applied here), and forgets the revision once it has come back.
+func (cl *clusterSpace) ownLocked(e cluster.Entry) bool {
+	if cl.pending[e.Key] > 0 {
+		return true
+	}
+	rev, ok := cl.ownRev[e.Key]
+	if !ok {
+		return false
+	}
+	if e.Revision >= rev {
+		delete(cl.ownRev, e.Key)
+	}
+	return e.Revision <= rev
+}
+
+// --- fan-out ---
+
+// publishLocked sends an accepted envelope to the other nodes; mu must be
+// held, so that the space's order of this node's senders is the order
+// published.
+func (cl *clusterSpace) publishLocked(d delivery) {
+	if err := cl.node.Broker().Publish(cl.ctx, cl.sp.id, d.data); err != nil {
+		cl.sp.srv.opts.Logger.Warn("cluster publish failed", "space", cl.sp.id, "id", d.id, "err", err)
+	}
+}
+
+// remoteEnvelope delivers an envelope accepted by another node to the local
+// participants, as the broadcast of a local one. It runs on the
+// subscription's goroutine, one message at a time.
+func (cl *clusterSpace) remoteEnvelope(msg cluster.Message) {
+	var env protocol.Envelope
+	if err := cl.decoder.Decode(msg.Data, &env); err != nil {
+		cl.sp.srv.opts.Logger.Warn("cluster: bad envelope from node", "space", cl.sp.id, "node", msg.Node, "err", err)
+		return
+	}
+	sp := cl.sp
+	d := delivery{data: msg.Data, id: env.ID, kind: env.Kind, at: sp.srv.now()}
+	sp.mu.Lock()
+	sp.broadcastLocked(d, nil) // src is nil: never published again
+	sp.mu.Unlock()
+}
+
+// --- presence ---
+
+// joinLocked records s in the cluster's presence; mu must be held.
+func (cl *clusterSpace) joinLocked(s *session) {
+	if s.transport == transportVirtual {
+		return // an output_log participant is each node's own (phase 2: one writer)
+	}
+	conn := cl.node.ID() + ":" + protocol.NewID()
+	cl.conns[s] = conn
+	delete(cl.remote, s.m.name)
+	info, _ := json.Marshal(protocol.ParticipantInfo{ID: s.id, Capabilities: s.m.view().list})
+	cl.enqueue(clusterOp{join: &cluster.Member{
+		Participant: s.m.name, Conn: conn, RuntimeID: s.id, Since: cl.sp.srv.now(), Info: info,
+	}})
+}
+
+// leaveLocked removes s from the cluster's presence, if its entry is still
+// s's; mu must be held.
+func (cl *clusterSpace) leaveLocked(s *session) {
+	conn, ok := cl.conns[s]
+	if !ok {
+		return
+	}
+	delete(cl.conns, s)
+	cl.enqueue(clusterOp{leave: [2]string{s.m.name, conn}})
+}
+
+// participantsLocked appends those connected on other nodes to a welcome's
+// list; mu must be held.
+func (cl *clusterSpace) participantsLocked(list []protocol.ParticipantInfo) []protocol.ParticipantInfo {
+	names := make([]string, 0, len(cl.remote))
+	for name := range cl.remote {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if m := cl.sp.members[name]; m != nil && m.sess != nil {
+			continue // connected here meanwhile; its entry is on its way
+		}
+		list = append(list, remoteInfo(cl.remote[name]))
+	}
+	return list
+}
+
+func remoteInfo(m cluster.Member) protocol.ParticipantInfo {
+	var info protocol.ParticipantInfo
+	if json.Unmarshal(m.Info, &info) != nil || info.ID == "" {
+		info = protocol.ParticipantInfo{ID: cmpOr(m.RuntimeID, m.Participant)}
+	}
+	return info
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// presenceChange applies a change of the space's presence: a participant
+// connected on another node (replacing its connection here, if any), or
+// gone from it.
+func (cl *clusterSpace) presenceChange(e cluster.Entry) {
+	sp := cl.sp
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if e.Op == cluster.OpDelete {
+		m, ok := cl.remote[e.Key]
+		if !ok {
+			return
+		}
+		delete(cl.remote, e.Key)
+		sp.broadcastLocked(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
+			Event: protocol.PresenceLeave, Participant: protocol.ParticipantInfo{ID: remoteInfo(m).ID},
+		}), nil)
+		return
+	}
+	m, err := cluster.DecodeMember(e.Value)
+	if err != nil {
+		sp.srv.opts.Logger.Warn("cluster: bad presence entry", "space", sp.id, "key", e.Key, "err", err)
+		return
+	}
+	if m.Node == cl.node.ID() {
+		delete(cl.remote, m.Participant)
+		return
+	}
+	if lm := sp.members[m.Participant]; lm != nil && lm.sess != nil && lm.sess.transport != transportVirtual {
+		// One logical participant, one connection in the cluster: the one
+		// made later, on another node, replaces this one.
+		old := lm.sess
+		delete(cl.conns, old) // its entry is already the other node's
+		old.kill(CloseReplaced, "replaced by a new connection of the same participant on another node")
+		sp.detachLocked(old)
+	}
+	prev, had := cl.remote[m.Participant]
+	cl.remote[m.Participant] = m
+	if had && prev.Conn == m.Conn {
+		return // a refresh
+	}
+	sp.broadcastLocked(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
+		Event: protocol.PresenceJoin, Participant: remoteInfo(m),
+	}), nil)
+}
+
+// --- runtime grants ---
+
+// grantTTL is how long a grant's key lives: past its expiry (each node
+// expires it itself, on time), so that the key does not outlive it long.
+func grantTTL(g grant, now time.Time) time.Duration {
+	if g.expires.IsZero() {
+		return 0
+	}
+	return max(g.expires.Sub(now), 0) + time.Second
+}
+
+// grantLocked shares a grant made here; mu must be held.
+func (cl *clusterSpace) grantLocked(m *member, g grant) {
+	b, err := cluster.Encode(cluster.Grant{ID: g.id, To: m.name, From: g.from, At: g.at, Expires: g.expires, Capabilities: g.caps})
+	if err != nil {
+		cl.sp.srv.opts.Logger.Error("cluster: encode grant", "space", cl.sp.id, "grant", g.id, "err", err)
+		return
+	}
+	cl.putLocked(cluster.GrantKey(m.name, g.id), b, grantTTL(g, cl.sp.srv.now()))
+}
+
+// grantsChangedLocked shares a revoke made here: grants gone are deleted,
+// grants that lost patterns are written again; mu must be held.
+func (cl *clusterSpace) grantsChangedLocked(m *member, before []grant) {
+	for _, g := range before {
+		i := slices.IndexFunc(m.grants, func(k grant) bool { return k.id == g.id })
+		switch {
+		case i < 0:
+			cl.putLocked(cluster.GrantKey(m.name, g.id), nil, 0)
+		case len(m.grants[i].caps) != len(g.caps):
+			cl.grantLocked(m, m.grants[i])
+		}
+	}
+}
+
+// stateChange applies a change of the space's State made by another node.
+func (cl *clusterSpace) stateChange(e cluster.Entry) {
+	if cluster.KeyKind(e.Key) != "grant" {
+		return // phase 1 shares grants only
+	}
+	sp := cl.sp
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if cl.ownLocked(e) {
+		return
+	}
+	parts := strings.SplitN(e.Key, "/", 3)
+	if len(parts) != 3 {
+		return
+	}
+	m := sp.members[parts[1]]
+	if m == nil {
+		return // an invited participant this node does not know (phase 2)
+	}
+	id := parts[2]
+	i := slices.IndexFunc(m.grants, func(g grant) bool { return g.id == id })
+	before := m.grants
+	if e.Op == cluster.OpDelete {
+		if i < 0 {
+			return
+		}
+		m.grants = slices.Delete(slices.Clone(m.grants), i, i+1)
+	} else {
+		rec, err := cluster.DecodeGrant(e.Value)
+		if err != nil || rec.ID != id || rec.To != m.name {
+			sp.srv.opts.Logger.Warn("cluster: bad grant", "space", sp.id, "key", e.Key, "err", err)
+			return
+		}
+		if !rec.Expires.IsZero() && !sp.srv.now().Before(rec.Expires) {
+			return
+		}
+		caps, set, rf := compactPatterns(rec.Capabilities)
+		if rf != nil {
+			sp.srv.opts.Logger.Warn("cluster: bad grant", "space", sp.id, "key", e.Key, "err", rf.message)
+			return
+		}
+		g := grant{id: id, from: rec.From, at: rec.At, expires: rec.Expires, caps: caps, set: set}
+		m.grants = slices.Clone(m.grants)
+		if i < 0 {
+			m.grants = append(m.grants, g)
+		} else {
+			m.grants[i] = g
+		}
+	}
+	if err := m.rebuildCaps(); err != nil {
+		m.grants = before
+		sp.srv.opts.Logger.Warn("cluster: grant does not compile", "space", sp.id, "key", e.Key, "err", err)
+		return
+	}
+	sp.welcomeUpdateLocked(m)
+}
+
+// refusal is the refusal of envelopes while the node cannot reach the
+// cluster, or nil.
+func (cl *clusterSpace) refusal() *refusal {
+	if err := cl.node.Err(); err != nil {
+		r := refuse(ErrorClusterUnavailable, "this gateway node cannot reach its cluster, so it accepts nothing for this space: "+err.Error())
+		r.status = http.StatusServiceUnavailable
+		return r
+	}
+	return nil
+}
