@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/internal/testutil"
 )
 
 // TestTUITmux drives the full-screen UI of the built binary in a real
@@ -254,5 +257,37 @@ func (tm *tmuxTerm) file(path, want string) {
 	got, err := os.ReadFile(path)
 	if err != nil || string(got) != want {
 		tm.t.Fatalf("%s: %q, %v; want %q", path, got, err, want)
+	}
+}
+
+// TestTUITmuxColour: the UI draws in colour on a terminal that has it, and
+// in none when NO_COLOR is set (capture-pane -e shows the attributes).
+func TestTUITmuxColour(t *testing.T) {
+	g := testutil.StartGateway(t, clientSpace, gateway.Options{})
+	friend := joinCLI(t, g, "friend-token")
+	for _, c := range []struct {
+		name   string
+		env    []string
+		colour bool
+	}{{"colour", nil, true}, {"NO_COLOR", []string{"NO_COLOR=1"}, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			tm := startTmux(t, 100, 30)
+			argv := append(append([]string{"env"}, c.env...), mewBinary(t), "client", "connect",
+				"-g", "ws://"+g.Addr, "-s", "cli-client", "-t", "human-token")
+			tm.run(t.TempDir(), argv...)
+			tm.wait("the UI", func(s string) bool { return strings.Contains(s, "connected") && strings.Contains(s, "joined") })
+			if _, err := friend.Chat(t.Context(), "hello "+c.name); err != nil {
+				t.Fatal(err)
+			}
+			tm.wait("the chat", func(s string) bool { return strings.Contains(s, "friend: hello "+c.name) })
+			raw := tm.must("capture-pane", "-e", "-p")
+			// SGR colours: 3x/4x (8 colours), 38;/48; (256 and true colour), 9x/10x (bright).
+			coloured := regexp.MustCompile(`\x1b\[[0-9;]*(3[0-7]|4[0-7]|38;[25]|48;[25]|9[0-7]|10[0-7])[;m]`).MatchString(raw)
+			if coloured != c.colour {
+				t.Errorf("colour on the screen: %v, want %v:\n%q", coloured, c.colour, raw)
+			}
+			tm.typeLine("/exit")
+			tm.waitExit()
+		})
 	}
 }
