@@ -2,9 +2,11 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -664,12 +666,38 @@ type corkHijacker struct {
 	nc *corkConn // set by Hijack
 }
 
+// Hijack hands over the connection as a corkConn. It also gives the library
+// smaller buffers than net/http's 4 KiB ones,
+// which a connection would hold for as long as it lives: the writer's only
+// gathers a frame's header before the cork buffer takes it (control frames,
+// at most 127 bytes, still reach corkConn in one Write), and a payload
+// larger than the reader's is read past it.
 func (h *corkHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	raw, brw, err := http.NewResponseController(h.ResponseWriter).Hijack()
 	if err != nil {
 		return nil, nil, fmt.Errorf("hijack: %w", err)
 	}
 	h.nc = &corkConn{Conn: raw}
-	brw.Writer.Reset(h.nc) // the server's buffer, which it keeps anyway
-	return h.nc, brw, nil
+	// What the client sent after its upgrade request is already in
+	// net/http's reader: it moves to the new one, buffered there, where
+	// websocket.Accept looks for it.
+	var src io.Reader = raw
+	n := brw.Reader.Buffered()
+	if n > 0 {
+		early, _ := brw.Reader.Peek(n)
+		src = io.MultiReader(bytes.NewReader(bytes.Clone(early)), raw)
+	}
+	br := bufio.NewReaderSize(src, max(wsReadBuffer, n))
+	if n > 0 {
+		if _, err := br.Peek(n); err != nil {
+			return nil, nil, fmt.Errorf("hijack: %w", err)
+		}
+	}
+	return h.nc, bufio.NewReadWriter(br, bufio.NewWriterSize(h.nc, wsWriteBuffer)), nil
 }
+
+// The sizes of a gateway WebSocket's buffers (see corkHijacker.Hijack).
+const (
+	wsReadBuffer  = 1 << 10
+	wsWriteBuffer = 256
+)

@@ -92,10 +92,11 @@ func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		}
 		id = requested // a runtime alias of m (spec 3.6.4)
 	}
-	s := newSession(sp, m, id, transportWebSocket, srv.opts.SendQueue, srv.opts.SendQueueBytes, wsSink{conn: conn, nc: hj.nc})
+	nc := hj.nc // not hj, which holds net/http's response and all it refers to
+	s := newSession(sp, m, id, transportWebSocket, srv.opts.SendQueue, srv.opts.SendQueueBytes, wsSink{conn: conn, nc: nc})
 	// Reads and writes pass the library no context (a cancellable one costs
 	// a registration per message); cancelling the session closes the socket.
-	stopClosing := context.AfterFunc(s.ctx, func() { _ = hj.nc.Conn.Close() })
+	stopClosing := context.AfterFunc(s.ctx, func() { _ = nc.Conn.Close() })
 	if rf := sp.attach(s); rf != nil {
 		stopClosing()
 		srv.reject(conn, rf)
