@@ -38,6 +38,14 @@ type boardState struct {
 	streams  []openStream
 	unacked  []sentChat
 	grants   []LedgerGrant // the ledger as last read for the board
+	paused   map[string]pause // participants paused, by id
+}
+
+// pause is a participant/pause in force: who asked, and until when (zero:
+// until resumed).
+type pause struct {
+	by    string
+	until time.Time
 }
 
 type openStream struct{ id, what string }
@@ -93,6 +101,25 @@ func (m *Model) boardObserve(env *protocol.Envelope) tea.Cmd {
 			}
 			if len(b.statuses) < 1024 || m.roster[env.From] {
 				b.statuses[env.From] = s
+			}
+		}
+	case protocol.KindParticipantPause, protocol.KindParticipantResume:
+		if b.paused == nil {
+			b.paused = map[string]pause{}
+		}
+		for _, id := range env.To {
+			if env.Kind == protocol.KindParticipantResume {
+				delete(b.paused, id)
+				continue
+			}
+			var p protocol.Pause
+			_ = env.DecodePayload(&p)
+			ps := pause{by: env.From}
+			if p.TimeoutSeconds > 0 {
+				ps.until = m.now().Add(time.Duration(p.TimeoutSeconds) * time.Second)
+			}
+			if len(b.paused) < 1024 {
+				b.paused[id] = ps
 			}
 		}
 	case protocol.KindStreamOpen:
@@ -226,6 +253,9 @@ func (m *Model) participantState(id string, now time.Time) string {
 			break
 		}
 	}
+	if p, ok := m.pausedNow(id, now); ok {
+		parts = append(parts, p)
+	}
 	if s, ok := m.board.statuses[id]; ok {
 		if s.Status != "" && s.Status != "active" {
 			parts = append(parts, termtext.Line(s.Status))
@@ -287,4 +317,17 @@ func (m *Model) cmdBoard(args []string) tea.Cmd {
 	}
 	m.clampOffset()
 	return m.refreshBoardGrants()
+}
+
+// pausedNow says whether id is paused at now, as "paused" or "paused · 25s
+// left".
+func (m *Model) pausedNow(id string, now time.Time) (string, bool) {
+	p, ok := m.board.paused[id]
+	if !ok || (!p.until.IsZero() && !now.Before(p.until)) {
+		return "", false
+	}
+	if p.until.IsZero() {
+		return "paused", true
+	}
+	return fmt.Sprintf("paused · %ds left", int(p.until.Sub(now).Seconds()+0.5)), true
 }

@@ -76,3 +76,37 @@ func TestBoard(t *testing.T) {
 		t.Errorf("/ui board auto did not bring the board back at 160 columns:\n%s", h.screen())
 	}
 }
+
+// TestPauses: pauses are lines in the transcript, a paused participant is
+// marked on the board until its time is up or it is resumed, and a pause
+// of mine shows in the status bar.
+func TestPauses(t *testing.T) {
+	h := newHarness(t)
+	h.send(tea.WindowSizeMsg{Width: 160, Height: 48})
+	h.recv(envelope(protocol.KindParticipantPause, "you", "p1", []string{"assistant"}, nil, protocol.Pause{TimeoutSeconds: 30, Reason: "hold\x1b[2J on"}))
+	h.recv(envelope(protocol.KindParticipantPause, "calculator", "p2", []string{"you"}, nil, protocol.Pause{}))
+	h.now = h.now.Add(10 * time.Second)
+	s := h.screen()
+	for _, want := range []string{"* you paused assistant for 30 s: hold on", "* calculator paused you",
+		"● assistant  paused · 20s left"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the screen lacks %q:\n%s", want, s)
+		}
+	}
+	if !strings.Contains(h.m.statusBar(), "paused") {
+		t.Errorf("the status bar: %q", h.m.statusBar())
+	}
+	h.now = h.now.Add(25 * time.Second)
+	h.recv(envelope(protocol.KindParticipantResume, "calculator", "r1", []string{"you"}, nil, protocol.Resume{}))
+	s = h.screen()
+	if strings.Contains(s, "assistant  paused") || strings.Contains(h.m.statusBar(), "paused") {
+		t.Errorf("a pause outlived its time or its resume:\n%s", s)
+	}
+	if !strings.Contains(s, "* calculator resumed you") {
+		t.Errorf("no resume line:\n%s", s)
+	}
+	h.typeLine("/target assistant")
+	if !strings.Contains(h.m.statusBar(), "to assistant") {
+		t.Errorf("the status bar lacks the targets: %q", h.m.statusBar())
+	}
+}

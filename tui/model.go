@@ -416,6 +416,19 @@ func (m *Model) observeEnv(env *protocol.Envelope) tea.Cmd {
 			}
 			m.note(text, false)
 		}
+	case protocol.KindParticipantPause:
+		var p protocol.Pause
+		_ = env.DecodePayload(&p)
+		text := fmt.Sprintf("%s paused %s", m.who(env.From), whoList(m, env.To))
+		if p.TimeoutSeconds > 0 {
+			text += fmt.Sprintf(" for %d s", p.TimeoutSeconds)
+		}
+		if p.Reason != "" {
+			text += ": " + termtext.Line(p.Reason)
+		}
+		m.add(&presenceEntry{who: text, event: ""})
+	case protocol.KindParticipantResume:
+		m.add(&presenceEntry{who: fmt.Sprintf("%s resumed %s", m.who(env.From), whoList(m, env.To)), event: ""})
 	case protocol.KindStreamOpen:
 		var s protocol.StreamOpen
 		_ = env.DecodePayload(&s)
@@ -454,6 +467,19 @@ func (m *Model) welcome(w *protocol.Welcome) {
 		m.note(fmt.Sprintf("joined %s as %s · type a message, @id to address someone, /help for commands",
 			termtext.Line(m.o.SpaceName), termtext.Line(me)), false)
 	}
+}
+
+// whoList is ids as the transcript says them ("you" for the user), or
+// "everyone".
+func whoList(m *Model, ids []string) string {
+	if len(ids) == 0 {
+		return "everyone"
+	}
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = m.who(id)
+	}
+	return strings.Join(out, ", ")
 }
 
 // who is id as the transcript says it: "you" for the user.
@@ -889,6 +915,12 @@ func (m *Model) statusBar() string {
 	}
 	if n := len(m.reasonings); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d thinking", n))
+	}
+	if to := m.defaultTargets(); len(to) > 0 {
+		parts = append(parts, "to "+names(to))
+	}
+	if p, ok := m.pausedNow(m.me(), m.now()); ok {
+		parts = append(parts, p)
 	}
 	if m.verbose {
 		parts = append(parts, "verbose")

@@ -160,7 +160,11 @@ func (e *presenceEntry) lines(rc *renderCtx) []string {
 	case "leave":
 		verb = "left"
 	}
-	return wrapText(rc.st.System.Render("* "+termtext.Line(e.who)+" "+termtext.Line(verb)), rc.width, indent)
+	text := "* " + termtext.Line(e.who)
+	if verb != "" {
+		text += " " + termtext.Line(verb)
+	}
+	return wrapText(rc.st.System.Render(text), rc.width, indent)
 }
 
 // errorEntry is the gateway's system/error.
