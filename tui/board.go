@@ -37,7 +37,7 @@ type boardState struct {
 	statuses map[string]protocol.Status // the latest participant/status per sender
 	streams  []openStream
 	unacked  []sentChat
-	grants   []LedgerGrant // the ledger as last read for the board
+	grants   []LedgerGrant    // the ledger as last read for the board
 	paused   map[string]pause // participants paused, by id
 }
 
