@@ -51,9 +51,14 @@ func TestBoard(t *testing.T) {
 	}
 
 	// An acknowledgement takes the chat off; a closed stream goes.
+	// An acknowledgement from someone the chat was not for changes nothing.
+	h.recv(envelope(protocol.KindChatAcknowledge, "files", "ak0", []string{"you"}, []string{"c1"}, map[string]string{"status": "received"}))
+	if s := h.screen(); !strings.Contains(s, "AWAITING ACK") || strings.Contains(s, "✓") {
+		t.Errorf("another's acknowledgement counted:\n%s", s)
+	}
 	ack := envelope(protocol.KindChatAcknowledge, "helper", "ak1", []string{"you"}, []string{"c1"}, map[string]string{"status": "received"})
 	h.recv(ack, envelope(protocol.KindStreamClose, protocol.GatewayID, "sc1", nil, nil, protocol.StreamClose{StreamID: "s1"}))
-	if s := h.screen(); strings.Contains(s, "AWAITING ACK") || strings.Contains(s, "STREAMS") {
+	if s := h.screen(); strings.Contains(s, "AWAITING ACK") || strings.Contains(s, "STREAMS") || !strings.Contains(s, "    ✓ helper") {
 		t.Errorf("the acknowledged chat or the closed stream stayed:\n%s", s)
 	}
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -95,6 +96,9 @@ type Model struct {
 	myCaps   []json.RawMessage // what the welcome says I may send
 	quiet    map[string]int    // the UI's own requests in flight, not shown (diff.go)
 
+	myChats     map[string]*chatEntry // my latest chats by id, for their acknowledgements
+	myChatOrder []string
+
 	toolLists   map[string]string            // tools/list request ids → the participant listed
 	toolSchemas map[string]map[string]string // participant → tool → argument skeleton
 }
@@ -111,7 +115,7 @@ func New(o Options) *Model {
 		o: o, sp: o.Space, ctx: o.Context, now: o.Now,
 		width: 80, height: 24,
 		roster: map[string]bool{}, requests: map[string]*requestEntry{}, hushed: map[string]bool{},
-		reasonings: map[string]*reasoningEntry{}, byID: map[string]*proposal{}, quiet: map[string]int{},
+		reasonings: map[string]*reasoningEntry{}, byID: map[string]*proposal{}, quiet: map[string]int{}, myChats: map[string]*chatEntry{},
 	}
 	if m.ctx == nil {
 		m.ctx = context.Background()
@@ -343,7 +347,16 @@ func (m *Model) observeEnv(env *protocol.Envelope) tea.Cmd {
 		var c protocol.Chat
 		_ = env.DecodePayload(&c)
 		m.answered(env)
-		m.add(&chatEntry{from: env.From, to: env.To, text: c.Text})
+		ce := &chatEntry{from: env.From, to: env.To, text: c.Text}
+		m.add(ce)
+		if env.From == me && env.ID != "" {
+			m.myChats[env.ID] = ce
+			m.myChatOrder = append(m.myChatOrder, env.ID)
+			if len(m.myChatOrder) > maxUnacked {
+				delete(m.myChats, m.myChatOrder[0])
+				m.myChatOrder = m.myChatOrder[1:]
+			}
+		}
 		if env.From != me && env.ID != "" && env.AddressedTo(me) {
 			m.lastToMe = sentChat{id: env.ID, to: []string{env.From}, text: c.Text}
 		}
@@ -441,7 +454,15 @@ func (m *Model) observeEnv(env *protocol.Envelope) tea.Cmd {
 			text += ": " + termtext.Line(s.Reason)
 		}
 		m.add(&streamEntry{text: text})
-	case protocol.KindChatAcknowledge, protocol.KindChatCancel, protocol.KindParticipantStatus,
+	case protocol.KindChatAcknowledge:
+		// An addressee's acknowledgement of a chat of mine is marked under it.
+		for _, id := range env.CorrelationID {
+			if ce := m.myChats[id]; ce != nil && env.From != me && addressee(ce.to, env.From) && !slices.Contains(ce.acks, env.From) && len(ce.acks) < 32 {
+				ce.acks = append(ce.acks, env.From)
+				ce.cache = nil
+			}
+		}
+	case protocol.KindChatCancel, protocol.KindParticipantStatus,
 		protocol.KindSystemHeartbeat, protocol.KindFloorRespondingTo, protocol.KindFloorYield,
 		protocol.KindStreamRequest, protocol.KindReasoningCancel:
 		// bookkeeping a person need not read; /verbose shows it

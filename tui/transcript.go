@@ -110,6 +110,7 @@ type chatEntry struct {
 	from string
 	to   []string
 	text string
+	acks []string // who acknowledged it (chats of mine)
 
 	// The lines as last drawn, for a width and a theme: a chat never
 	// changes, and a long one is costly to draw on every frame.
@@ -143,8 +144,12 @@ func (e *chatEntry) draw(rc *renderCtx) []string {
 		}
 		out = append(out, wrapText(l, rc.width, indent)...)
 		if len(out) > maxChatLines {
-			return append(out[:maxChatLines], indent+rc.st.Dim.Render("… the rest is cut (/verbose shows the envelope)"))
+			out = append(out[:maxChatLines], indent+rc.st.Dim.Render("… the rest is cut (/verbose shows the envelope)"))
+			break
 		}
+	}
+	if len(e.acks) > 0 {
+		out = append(out, wrapText(indent+rc.st.Dim.Render("✓ "+names(e.acks)), rc.width, indent)...)
 	}
 	return out
 }
