@@ -57,12 +57,15 @@ type clusterSpace struct {
 	wrote chan struct{} // closed when the writer has returned
 
 	// Guarded by liveSpace.mu:
-	conns   map[*session]string       // the presence Conn of each local session
-	remote  map[string]cluster.Member // participants connected on other nodes, by logical name
-	pending map[string]int            // State keys with writes of ours not yet acknowledged
-	ownRev  map[string]uint64         // the revision of our last acknowledged write of a key
-	decoder protocol.Decoder          // for envelopes from other nodes; used by the Broker goroutine only
-	synced  [2]chan struct{}          // closed when the state and presence watches have delivered the snapshot
+	conns   map[*session]cluster.Member // the presence Conn of each local session
+	remote  map[string]cluster.Member   // participants connected on other nodes, by logical name
+	pending map[string]int              // State keys with writes of ours not yet acknowledged
+	ownRev  map[string]uint64           // the revision of our last acknowledged write of a key
+	decoder protocol.Decoder            // for envelopes from other nodes; used by the Broker goroutine only
+	held    []heldEnvelope              // envelopes from other nodes waiting for a change of State, in order
+	heldGen uint64                      // counts the held envelopes released, so that a stale timer does nothing
+	timer   *time.Timer                 // releases the first held envelope after holdLimit
+	synced  [2]chan struct{}            // closed when the state and presence watches have delivered the snapshot
 }
 
 // clusterOp is one write to the fabric, made by the writer in order.
@@ -108,7 +111,7 @@ func newClusterSpace(sp *liveSpace, node cluster.Node) (*clusterSpace, error) {
 	cl := &clusterSpace{
 		sp: sp, node: node, ctx: ctx, stop: cancel,
 		wake: make(chan struct{}, 1), drain: make(chan struct{}), wrote: make(chan struct{}),
-		conns: make(map[*session]string), remote: make(map[string]cluster.Member),
+		conns: make(map[*session]cluster.Member), remote: make(map[string]cluster.Member),
 		pending: make(map[string]int), ownRev: make(map[string]uint64),
 		synced: [2]chan struct{}{make(chan struct{}), make(chan struct{})},
 	}
@@ -168,6 +171,12 @@ func (cl *clusterSpace) close(ctx context.Context) {
 	}
 	<-cl.wrote
 	cl.wg.Wait()
+	cl.sp.mu.Lock()
+	if cl.timer != nil {
+		cl.timer.Stop()
+		cl.timer = nil
+	}
+	cl.sp.mu.Unlock()
 }
 
 // watch applies a watcher's changes until it ends.
@@ -303,9 +312,25 @@ func (cl *clusterSpace) publishLocked(d delivery) {
 	}
 }
 
+// holdLimit bounds how long an envelope from another node waits for the
+// State change it announces (a grant's, a revoke's): past it, it goes out
+// anyway, since a write that failed on its node must not stop the space.
+const holdLimit = time.Second
+
+// heldEnvelope is an envelope from another node not yet delivered here.
+type heldEnvelope struct {
+	d     delivery
+	ready func() bool // nil, or whether what it announces is in force here; mu held
+}
+
 // remoteEnvelope delivers an envelope accepted by another node to the local
 // participants, as the broadcast of a local one. It runs on the
 // subscription's goroutine, one message at a time.
+//
+// A capability/grant or capability/revoke waits until this node's watch has
+// applied the change it announces, and the envelopes after it wait behind
+// it: as on one node, the grantee has its new capabilities before anyone
+// reads the grant, and each sender's order is kept.
 func (cl *clusterSpace) remoteEnvelope(msg cluster.Message) {
 	var env protocol.Envelope
 	if err := cl.decoder.Decode(msg.Data, &env); err != nil {
@@ -313,10 +338,75 @@ func (cl *clusterSpace) remoteEnvelope(msg cluster.Message) {
 		return
 	}
 	sp := cl.sp
-	d := delivery{data: msg.Data, id: env.ID, kind: env.Kind, at: sp.srv.now()}
+	h := heldEnvelope{d: delivery{data: msg.Data, id: env.ID, kind: env.Kind, at: sp.srv.now()}, ready: cl.readyFunc(&env)}
 	sp.mu.Lock()
-	sp.broadcastLocked(d, nil) // src is nil: never published again
-	sp.mu.Unlock()
+	defer sp.mu.Unlock()
+	cl.held = append(cl.held, h)
+	cl.releaseLocked(false)
+}
+
+// readyFunc returns what a grant or revoke by grant id waits for, or nil.
+func (cl *clusterSpace) readyFunc(env *protocol.Envelope) func() bool {
+	sp := cl.sp
+	has := func(who, id string) bool {
+		m := sp.resolveLocked(who)
+		return m != nil && slices.ContainsFunc(m.grants, func(g grant) bool { return g.id == id })
+	}
+	switch env.Kind {
+	case protocol.KindCapabilityGrant:
+		var p protocol.Grant
+		if env.DecodePayload(&p) != nil || p.Recipient == "" {
+			return nil
+		}
+		id := env.ID
+		return func() bool { return sp.resolveLocked(p.Recipient) == nil || has(p.Recipient, id) }
+	case protocol.KindCapabilityRevoke:
+		var p protocol.Revoke
+		if env.DecodePayload(&p) != nil || p.GrantID == "" {
+			return nil // by pattern: nothing precise to wait for
+		}
+		return func() bool { return !has(p.Recipient, p.GrantID) }
+	}
+	return nil
+}
+
+// releaseLocked delivers the held envelopes that may go, in order: all up
+// to the first whose change is not applied here yet (force: that one too);
+// mu must be held.
+func (cl *clusterSpace) releaseLocked(force bool) {
+	for len(cl.held) > 0 {
+		h := cl.held[0]
+		if h.ready != nil && !force && !h.ready() {
+			if cl.timer == nil {
+				gen := cl.heldGen
+				cl.timer = time.AfterFunc(holdLimit, func() { cl.expireHeld(gen) })
+			}
+			return
+		}
+		force = false
+		cl.held[0] = heldEnvelope{}
+		cl.held = cl.held[1:]
+		cl.heldGen++
+		if cl.timer != nil {
+			cl.timer.Stop()
+			cl.timer = nil
+		}
+		cl.sp.broadcastLocked(h.d, nil) // src is nil: never published again
+	}
+}
+
+// expireHeld releases the first held envelope if it is still the one that
+// was first when the timer was set.
+func (cl *clusterSpace) expireHeld(gen uint64) {
+	sp := cl.sp
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if gen != cl.heldGen || cl.ctx.Err() != nil {
+		return
+	}
+	cl.timer = nil
+	sp.srv.opts.Logger.Warn("cluster: an envelope waited too long for its change of state", "space", sp.id, "id", cl.held[0].d.id)
+	cl.releaseLocked(true)
 }
 
 // --- presence ---
@@ -326,24 +416,32 @@ func (cl *clusterSpace) joinLocked(s *session) {
 	if s.transport == transportVirtual {
 		return // an output_log participant is each node's own (phase 2: one writer)
 	}
-	conn := cl.node.ID() + ":" + protocol.NewID()
-	cl.conns[s] = conn
-	delete(cl.remote, s.m.name)
 	info, _ := json.Marshal(protocol.ParticipantInfo{ID: s.id, Capabilities: s.m.view().list})
-	cl.enqueue(clusterOp{join: &cluster.Member{
-		Participant: s.m.name, Conn: conn, RuntimeID: s.id, Since: cl.sp.srv.now(), Info: info,
-	}})
+	m := cluster.Member{
+		Participant: s.m.name, Node: cl.node.ID(), Conn: cl.node.ID() + ":" + protocol.NewID(),
+		RuntimeID: s.id, Since: cl.sp.srv.now().Round(0), Info: info,
+	}
+	cl.conns[s] = m
+	delete(cl.remote, s.m.name)
+	cl.enqueue(clusterOp{join: &m})
+}
+
+// newer reports whether connection a was made after b: the later Since, a
+// tie broken by the greater Conn. Every node decides the same way between
+// two entries, whichever order their writes landed in.
+func newer(a, b cluster.Member) bool {
+	return a.Since.After(b.Since) || (a.Since.Equal(b.Since) && a.Conn > b.Conn)
 }
 
 // leaveLocked removes s from the cluster's presence, if its entry is still
 // s's; mu must be held.
 func (cl *clusterSpace) leaveLocked(s *session) {
-	conn, ok := cl.conns[s]
+	m, ok := cl.conns[s]
 	if !ok {
 		return
 	}
 	delete(cl.conns, s)
-	cl.enqueue(clusterOp{leave: [2]string{s.m.name, conn}})
+	cl.enqueue(clusterOp{leave: [2]string{s.m.name, m.Conn}})
 }
 
 // participantsLocked appends those connected on other nodes to a welcome's
@@ -407,8 +505,14 @@ func (cl *clusterSpace) presenceChange(e cluster.Entry) {
 	}
 	if lm := sp.members[m.Participant]; lm != nil && lm.sess != nil && lm.sess.transport != transportVirtual {
 		// One logical participant, one connection in the cluster: the one
-		// made later, on another node, replaces this one.
+		// made later replaces the other. Two connections made at once on
+		// two nodes may land their entries in either order; both nodes
+		// compare the same two entries, so exactly one connection stays.
 		old := lm.sess
+		if mine, ok := cl.conns[old]; ok && newer(mine, m) {
+			cl.enqueue(clusterOp{join: &mine}) // ours is the later one: put it back
+			return
+		}
 		delete(cl.conns, old) // its entry is already the other node's
 		old.kill(CloseReplaced, "replaced by a new connection of the same participant on another node")
 		sp.detachLocked(old)
@@ -513,6 +617,7 @@ func (cl *clusterSpace) stateChange(e cluster.Entry) {
 		return
 	}
 	sp.welcomeUpdateLocked(m)
+	cl.releaseLocked(false)
 }
 
 // refusal is the refusal of envelopes while the node cannot reach the
@@ -524,4 +629,30 @@ func (cl *clusterSpace) refusal() *refusal {
 		return r
 	}
 	return nil
+}
+
+// clusterHealth is what /health says of the cluster, inlined in its
+// answer: nothing on a single node.
+type clusterHealth struct {
+	Node    string `json:"node,omitempty"`
+	Cluster string `json:"cluster,omitempty"`
+	NATS    string `json:"nats,omitempty"`          // "connected", or why not
+	Shared  bool   `json:"shared,omitempty"`        // the spaces are shared with the other nodes
+	Error   string `json:"cluster_error,omitempty"` // the node's Err, when set
+}
+
+func (srv *Server) clusterHealth() clusterHealth {
+	node := srv.opts.Cluster
+	if node == nil {
+		return clusterHealth{}
+	}
+	h := clusterHealth{Node: node.ID(), Cluster: srv.opts.ClusterName, NATS: "connected", Shared: true}
+	switch err := node.Err(); {
+	case err == nil:
+	case errors.Is(err, cluster.ErrClosed):
+		h.NATS, h.Error = "closed", err.Error()
+	default:
+		h.NATS, h.Error = "unavailable", err.Error()
+	}
+	return h
 }

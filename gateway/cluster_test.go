@@ -6,8 +6,11 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/gateway/cluster/natscluster"
@@ -112,9 +115,12 @@ func TestClusterFanOutAndWelcome(t *testing.T) {
 func TestClusterReplacement(t *testing.T) {
 	gs := startCluster(t, 2)
 	a, b := gs[0], gs[1]
+	human, _ := testutil.Join(t, b.WSURL, "human-token") // watches node 2 learn of node 1's participants
 	carol, _ := testutil.Join(t, a.WSURL, "carol-token")
 	first, _ := testutil.Join(t, a.WSURL, "bob-token")
 	carol.ExpectFunc("system/presence", presence("join", "bob"))
+	human.ExpectFunc("system/presence", presence("join", "carol"))
+	human.ExpectFunc("system/presence", presence("join", "bob"))
 
 	second, w := testutil.Join(t, b.WSURL, "bob-token") // the same participant, on node 2
 	if code, reason := first.Closed(5 * time.Second); code != gateway.CloseReplaced {
@@ -195,3 +201,94 @@ func pct(ds []time.Duration, p int) time.Duration {
 type tlog struct{ t *testing.T }
 
 func (l tlog) Write(b []byte) (int, error) { l.t.Log(string(b)); return len(b), nil }
+
+func TestClusterThreeNodes(t *testing.T) {
+	gs := startCluster(t, 3)
+	n1, n2, n3 := gs[0], gs[1], gs[2]
+	for i, g := range gs {
+		code, h := get(t, g, "/health", "")
+		if code != 200 || h["node"] != fmt.Sprintf("n%d", i+1) || h["cluster"] != "test" || h["nats"] != "connected" || h["shared"] != true {
+			t.Fatalf("/health of node %d: %d %v", i+1, code, h)
+		}
+	}
+	human, _ := testutil.Join(t, n1.WSURL, "human-token")
+	agent, _ := testutil.Join(t, n2.WSURL, "agent-token")
+	human.ExpectFunc("system/presence", presence("join", "agent"))
+	// carol joins node 3 once node 3 knows both others: its welcome
+	// lists them.
+	deadline := time.Now().Add(5 * time.Second)
+	var got []string
+	var carol *testutil.Peer
+	for {
+		p, w := testutil.Join(t, n3.WSURL, "carol-token")
+		got = ids(w.Payload()["participants"])
+		sort.Strings(got)
+		if slices.Equal(got, []string{"agent", "human"}) {
+			carol = p
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("carol's welcome on node 3 lists %v, want agent and human", got)
+		}
+		p.Conn.CloseNow()
+		human.ExpectFunc("system/presence", presence("leave", "carol"))
+	}
+
+	// A grant on node 1 is enforced on node 2 (where the agent is) and known
+	// on node 3 (its participant list shows it).
+	human.SendText(`{"id":"g1","kind":"capability/grant","payload":{"recipient":"agent","capabilities":[{"kind":"mcp/proposal"}]}}`)
+	agent.Expect("capability/grant")
+	if e := outcome(t, agent, "p1", `{"id":"p1","kind":"mcp/proposal","payload":{"jsonrpc":"2.0","id":1,"method":"tools/call"}}`); e != nil {
+		t.Fatalf("node 2 refused what node 1 granted: %v", e)
+	}
+	if m := carol.Expect("mcp/proposal"); m.ID() != "p1" {
+		t.Fatalf("carol on node 3 got %s", m.ID())
+	}
+	if m := human.Expect("mcp/proposal"); m.ID() != "p1" {
+		t.Fatalf("human on node 1 got %s", m.ID())
+	}
+	_, list := get(t, n3, "/participants", "")
+	for _, p := range list["participants"].([]any) {
+		pm := p.(map[string]any)
+		if pm["id"] == "agent" && !strings.Contains(fmt.Sprint(pm["capabilities"]), "mcp/proposal") {
+			t.Fatalf("node 3 does not hold the grant: %v", pm)
+		}
+	}
+
+	// Node 2 stops: its participant leaves every other node.
+	n2.Stop(t)
+	human.ExpectFunc("system/presence", presence("leave", "agent"))
+	carol.ExpectFunc("system/presence", presence("leave", "agent"))
+
+	// Each node's audit log records what it delivered.
+	n3.Stop(t)
+	delivered := false
+	for _, l := range readLines(t, n3.LogPath("envelope-history.jsonl")) {
+		if l["event"] == "delivered" && l["id"] == "p1" {
+			delivered = true
+		}
+	}
+	if !delivered {
+		t.Fatal("node 3's audit log does not record delivering p1")
+	}
+}
+
+// Two connections of one participant made at once on two nodes: exactly one
+// stays, whichever order their presence entries land in.
+func TestClusterSimultaneousJoins(t *testing.T) {
+	gs := startCluster(t, 2)
+	for round := range 3 {
+		p1 := testutil.Dial(t, gs[0].WSURL, "bob-token")
+		p2 := testutil.Dial(t, gs[1].WSURL, "bob-token")
+		codes := make(chan websocket.StatusCode, 2)
+		for _, p := range []*testutil.Peer{p1, p2} {
+			go func() { c, _ := p.Closed(2 * time.Second); codes <- c }()
+		}
+		c1, c2 := <-codes, <-codes
+		if (c1 == gateway.CloseReplaced) == (c2 == gateway.CloseReplaced) {
+			t.Fatalf("round %d: close codes %d and %d, want exactly one %d", round, c1, c2, gateway.CloseReplaced)
+		}
+		p1.Conn.CloseNow()
+		p2.Conn.CloseNow()
+	}
+}

@@ -63,13 +63,18 @@ func (srv *Server) health(w http.ResponseWriter, _ *http.Request) {
 		clients += len(sp.sessions)
 		sp.mu.Unlock()
 	}
-	writeJSON(w, http.StatusOK, struct {
+	status, code, cl := "ok", http.StatusOK, srv.clusterHealth()
+	if cl.NATS != "" && cl.NATS != "connected" {
+		status, code = "degraded", http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, struct {
 		Status   string   `json:"status"`
 		Spaces   int      `json:"spaces"`
 		Clients  int      `json:"clients"`
 		Uptime   float64  `json:"uptime"`
 		Features []string `json:"features"`
-	}{"ok", len(srv.order), clients, srv.now().Sub(srv.started).Seconds(), features})
+		clusterHealth
+	}{status, len(srv.order), clients, srv.now().Sub(srv.started).Seconds(), features, cl})
 }
 
 type participantView struct {
