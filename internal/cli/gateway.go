@@ -1,20 +1,25 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/spf13/cobra"
 
 	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/gateway/cluster/natscluster"
 	"github.com/mew-protocol/mew/space"
 )
 
@@ -50,6 +55,9 @@ type gatewayFlags struct {
 	maxPendingPerAddr int
 	noConsole         bool
 	allowOrigins      []string
+	nats              string // "" (a single node), nats://… or embedded[:PORT]
+	nodeID            string
+	clusterName       string
 }
 
 func newGatewayStartCmd() *cobra.Command {
@@ -92,6 +100,9 @@ exits with status 0.`,
 	fl.IntVar(&f.maxPendingPerAddr, "max-pending-per-addr", 64, "connections waiting for their join message from one address, at most")
 	fl.BoolVar(&f.noConsole, "no-console", false, "do not serve the web console at /console/ (see docs/console.md)")
 	fl.StringSliceVar(&f.allowOrigins, "allow-origin", nil, "browser origins (host[:port] patterns) besides the gateway's own allowed to open WebSockets")
+	fl.StringVar(&f.nats, "nats", "", "join a cluster of gateway nodes through NATS: nats://host:4222[,…], or embedded[:PORT] to run a NATS server in this process (see docs/cluster.md)")
+	fl.StringVar(&f.nodeID, "node-id", "", "this node's id in the cluster (default: host name and process id)")
+	fl.StringVar(&f.clusterName, "cluster", "", `the cluster's name, shared by its nodes (default "mew")`)
 	return cmd
 }
 
@@ -180,7 +191,14 @@ func runGateway(ctx context.Context, cmd *cobra.Command, f gatewayFlags, explici
 	if err := floorFromEnv(&cfg.FloorControl, os.Getenv); err != nil {
 		return err
 	}
+	node, leave, err := joinCluster(ctx, f, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer leave() // after the gateway's Close below
 	gw, err := gateway.New(gateway.Options{
+		Cluster:           node,
+		ClusterName:       f.clusterName,
 		Spaces:            []*space.Config{cfg},
 		LogDir:            f.logDir,
 		NoAudit:           f.noAudit,
@@ -231,4 +249,60 @@ func runGateway(ctx context.Context, cmd *cobra.Command, f gatewayFlags, explici
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// joinCluster connects this node to its cluster when --nats is given, first
+// starting the embedded NATS server of --nats embedded[:PORT] (its store
+// under <space>/.mew/nats). leave closes the node, then the server.
+func joinCluster(ctx context.Context, f gatewayFlags, cfg *space.Config, logger *slog.Logger) (cluster.Node, func(), error) {
+	if f.nats == "" {
+		if f.nodeID != "" || f.clusterName != "" {
+			return nil, nil, errors.New("--node-id and --cluster need --nats")
+		}
+		return nil, func() {}, nil
+	}
+	url := f.nats
+	var ns *server.Server
+	if rest, ok := strings.CutPrefix(f.nats, "embedded"); ok {
+		port := 4222
+		if rest != "" {
+			p, err := strconv.Atoi(strings.TrimPrefix(rest, ":"))
+			if err != nil || !strings.HasPrefix(rest, ":") || p < 0 || p > 65535 {
+				return nil, nil, fmt.Errorf("--nats: %q is not embedded or embedded:PORT", f.nats)
+			}
+			port = p
+		}
+		var err error
+		ns, err = natscluster.StartServer(natscluster.ServerOptions{Port: port, StoreDir: filepath.Join(cfg.MewDir, "nats")})
+		if err != nil {
+			return nil, nil, fmt.Errorf("--nats %s: %w", f.nats, err)
+		}
+		url = ns.ClientURL()
+		logger.Info("embedded NATS server started", "url", url)
+	}
+	stopServer := func() {
+		if ns != nil {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+		}
+	}
+	id := f.nodeID
+	if id == "" {
+		host, _ := os.Hostname()
+		id = cmp.Or(host, "node") + "-" + strconv.Itoa(os.Getpid())
+	}
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	node, err := natscluster.New(cctx, natscluster.Options{NodeID: id, Cluster: f.clusterName, URL: url})
+	if err != nil {
+		stopServer()
+		return nil, nil, fmt.Errorf("--nats %s: %w", f.nats, err)
+	}
+	logger.Info("joined the cluster", "node", id, "cluster", cmp.Or(f.clusterName, natscluster.DefaultCluster), "nats", url)
+	return node, func() {
+		if err := node.Close(); err != nil {
+			logger.Warn("cluster node close", "err", err)
+		}
+		stopServer()
+	}, nil
 }
