@@ -31,7 +31,8 @@ type RunOptions struct {
 }
 
 // Run shows the space of p, a connected participant, full-screen until the
-// user leaves (Ctrl+C, /exit) or ctx ends. Grants the user made for this
+// user leaves (Ctrl+C, /exit) or ctx ends; it does not handle signals
+// itself, so the caller cancels ctx on those that should end it. Grants the user made for this
 // session are revoked before it returns. It returns the reason the
 // connection ended for good, if it did, and nil when the user left.
 func Run(ctx context.Context, p *participant.Participant, o RunOptions) error {
@@ -46,7 +47,11 @@ func Run(ctx context.Context, p *participant.Participant, o RunOptions) error {
 	if p.Client().State() != client.Ready {
 		m.conn = Reconnecting
 	}
-	opts := []tea.ProgramOption{tea.WithContext(ctx)}
+	// Signals are the caller's: mew cancels ctx on SIGINT, SIGTERM and
+	// SIGHUP. Bubble Tea's own handler would race that cancellation and,
+	// when the program ends first, block for ever sending its quit message
+	// (seen as `mew space up -i` hanging after `mew space down`).
+	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithoutSignalHandler()}
 	if o.Input != nil {
 		opts = append(opts, tea.WithInput(o.Input))
 	}

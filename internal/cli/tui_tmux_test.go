@@ -1,3 +1,5 @@
+//go:build unix
+
 package cli
 
 import (
@@ -7,7 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -286,8 +290,36 @@ func TestTUITmuxColour(t *testing.T) {
 			if coloured != c.colour {
 				t.Errorf("colour on the screen: %v, want %v:\n%q", coloured, c.colour, raw)
 			}
-			tm.typeLine("/exit")
+			if c.colour {
+				tm.typeLine("/exit")
+				tm.waitExit()
+				return
+			}
+			// SIGTERM ends it as well (mew cancels its context; the UI must
+			// not race that with a signal handler of its own).
+			tm.signal(syscall.SIGTERM)
 			tm.waitExit()
 		})
+	}
+}
+
+// signal sends sig to the program the window's shell runs.
+func (tm *tmuxTerm) signal(sig syscall.Signal) {
+	tm.t.Helper()
+	shell := strings.TrimSpace(tm.must("display-message", "-p", "#{pane_pid}"))
+	children, err := os.ReadFile("/proc/" + shell + "/task/" + shell + "/children")
+	if err != nil {
+		tm.t.Skipf("finding the program's pid: %v", err)
+	}
+	f := strings.Fields(string(children))
+	if len(f) != 1 {
+		tm.t.Fatalf("the shell %s has children %q", shell, children)
+	}
+	pid, err := strconv.Atoi(f[0])
+	if err != nil {
+		tm.t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		tm.t.Fatal(err)
 	}
 }
