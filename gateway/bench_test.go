@@ -24,8 +24,9 @@ func (discardSink) idle() error                          { return nil }
 func (discardSink) close(websocket.StatusCode, string)   {}
 
 // benchServer returns a server whose space has n participants connected
-// through discarding sinks, and the origin of the first.
-func benchServer(b *testing.B, n int, audit bool) (*liveSpace, origin) {
+// through discarding sinks, and the origin of the first. With limit the
+// rate limiter runs, at a rate it never reaches.
+func benchServer(b *testing.B, n int, audit, limit bool) (*liveSpace, origin) {
 	b.Helper()
 	var y strings.Builder
 	y.WriteString("space: {id: bench}\nparticipants:\n")
@@ -44,7 +45,11 @@ func benchServer(b *testing.B, n int, audit bool) (*liveSpace, origin) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := New(Options{Spaces: []*space.Config{cfg}, NoAudit: !audit, Rate: -1, SendQueue: 1 << 16})
+	rate := -1.0
+	if limit {
+		rate = 1e12
+	}
+	srv, err := New(Options{Spaces: []*space.Config{cfg}, NoAudit: !audit, Rate: rate, SendQueue: 1 << 16})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -78,11 +83,15 @@ func benchServer(b *testing.B, n int, audit bool) (*liveSpace, origin) {
 func BenchmarkRoute(b *testing.B) {
 	msg := []byte(`{"protocol":"mew/v0.4","id":"m-1","kind":"chat","to":["p1"],"payload":{"text":"hello, this is a typical chat message of some length","format":"plain"}}`)
 	for _, c := range []struct {
-		n     int
-		audit bool
-	}{{1, false}, {10, false}, {50, false}, {10, true}, {50, true}} {
-		b.Run(fmt.Sprintf("recipients=%d/audit=%v", c.n, c.audit), func(b *testing.B) {
-			sp, o := benchServer(b, c.n, c.audit)
+		n            int
+		audit, limit bool
+	}{{1, false, false}, {10, false, false}, {50, false, false}, {10, true, false}, {50, true, false}, {10, false, true}} {
+		name := fmt.Sprintf("recipients=%d/audit=%v", c.n, c.audit)
+		if c.limit {
+			name += "/ratelimit" // the limiter's cost: compare with the same without
+		}
+		b.Run(name, func(b *testing.B) {
+			sp, o := benchServer(b, c.n, c.audit, c.limit)
 			st := &inState{}
 			b.ReportAllocs()
 			b.SetBytes(int64(len(msg)))
@@ -100,7 +109,7 @@ func BenchmarkRoute(b *testing.B) {
 // participant exercises.
 func BenchmarkRefuse(b *testing.B) {
 	msg := []byte(`{"protocol":"mew/v0.4","id":"m-1","kind":"mcp/request","payload":{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file"}}}`)
-	sp, o := benchServer(b, 2, false)
+	sp, o := benchServer(b, 2, false, false)
 	st := &inState{}
 	b.ReportAllocs()
 	for b.Loop() {

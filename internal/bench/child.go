@@ -20,7 +20,8 @@ import (
 //   - it reads one line, the participant ids as a JSON array;
 //   - it starts its server and writes one line, {"url":...,"tokens":{...}};
 //   - for each line "measure" it reads, it collects garbage and writes
-//     {"bytes":...,"goroutines":...} (live heap objects plus stacks, as Idle measures in-process);
+//     {"bytes":...,"stacks":...,"goroutines":...} (live heap objects plus stacks, and stacks
+//     alone, as Idle measures in-process);
 //   - when its stdin closes it stops its server and exits.
 type ChildTarget struct {
 	// Label names the target in results: "gateway", "relay".
@@ -48,6 +49,7 @@ type childEndpoint struct {
 // childUse is the child's answer to "measure".
 type childUse struct {
 	Bytes      uint64 `json:"bytes"`
+	Stacks     uint64 `json:"stacks"`
 	Goroutines uint64 `json:"goroutines"`
 }
 
@@ -145,7 +147,7 @@ func (c *child) measure(ctx context.Context) (processUse, error) {
 	if err != nil {
 		return processUse{}, fmt.Errorf("measure child: %w", err)
 	}
-	return processUse{bytes: u.Bytes, goroutines: u.Goroutines}, nil
+	return processUse{bytes: u.Bytes, stacks: u.Stacks, goroutines: u.Goroutines}, nil
 }
 
 // stop closes the child's stdin, which tells it to stop, and waits for it to exit, killing it
@@ -226,7 +228,7 @@ func ServeChild(ctx context.Context, t Target, in io.Reader, out io.Writer) (err
 				return fmt.Errorf("serve child: unknown request %q", line)
 			}
 			u := measureProcess()
-			if err := enc.Encode(childUse{Bytes: u.bytes, Goroutines: u.goroutines}); err != nil {
+			if err := enc.Encode(childUse{Bytes: u.bytes, Stacks: u.stacks, Goroutines: u.goroutines}); err != nil {
 				return fmt.Errorf("serve child: %w", err)
 			}
 		}

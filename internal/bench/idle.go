@@ -43,6 +43,8 @@ type IdleResult struct {
 	// BytesPerConn is the growth of live heap objects plus goroutine stacks, measured after
 	// garbage collection, divided by Connections.
 	BytesPerConn float64 `json:"bytes_per_conn"`
+	// StackBytesPerConn is the part of BytesPerConn that is goroutine stacks.
+	StackBytesPerConn float64 `json:"stack_bytes_per_conn"`
 	// GoroutinesPerConn is the growth of the goroutine count divided by Connections.
 	GoroutinesPerConn float64 `json:"goroutines_per_conn"`
 	// RSSPerConn is the growth of the server process's resident set (VmRSS) divided by
@@ -111,6 +113,7 @@ func Idle(ctx context.Context, t Target, o IdleOptions, progress func(string)) (
 
 	n := float64(o.Connections)
 	res.BytesPerConn = (float64(after.bytes) - float64(before.bytes)) / n
+	res.StackBytesPerConn = (float64(after.stacks) - float64(before.stacks)) / n
 	res.GoroutinesPerConn = (float64(after.goroutines) - float64(before.goroutines)) / n
 	res.RSSPerConn = (float64(after.rss) - float64(before.rss)) / n
 	res.Errors = f.failures.Load()
@@ -123,6 +126,7 @@ func Idle(ctx context.Context, t Target, o IdleOptions, progress func(string)) (
 // processUse is a snapshot of the process's memory and goroutines.
 type processUse struct {
 	bytes      uint64 // live heap objects plus goroutine stacks
+	stacks     uint64 // goroutine stacks alone
 	goroutines uint64
 	rss        uint64 // VmRSS, read only for a child
 }
@@ -159,6 +163,9 @@ func measureProcess() processUse {
 		if s.Value.Kind() == metrics.KindUint64 {
 			u.bytes += s.Value.Uint64()
 		}
+	}
+	if s := samples[1]; s.Value.Kind() == metrics.KindUint64 {
+		u.stacks = s.Value.Uint64()
 	}
 	if s := samples[2]; s.Value.Kind() == metrics.KindUint64 {
 		u.goroutines = s.Value.Uint64()

@@ -559,14 +559,14 @@ func writeRPC(w io.Writer, o bench.RPCOptions, results []bench.RPCResult) error 
 
 func writeIdle(w io.Writer, o bench.IdleOptions, results []bench.IdleResult) error {
 	fmt.Fprintf(w, "idle: %s, measured after %v\n", plural(o.Connections, "connection"), o.Settle)
-	t := newTable(w, "TARGET", "CONNECTIONS", "BYTES/CONN", "GOROUTINES/CONN", "RSS/CONN", "ERRORS", "SCOPE")
+	t := newTable(w, "TARGET", "CONNECTIONS", "BYTES/CONN", "STACKS/CONN", "GOROUTINES/CONN", "RSS/CONN", "ERRORS", "SCOPE")
 	var notes [][2]string
 	for _, r := range results {
 		rss := "-" // only a child's resident set is read
 		if r.Scope == bench.ScopeChild {
 			rss = fmt.Sprintf("%.0f", r.RSSPerConn)
 		}
-		t.row(r.Target, fmt.Sprint(r.Connections), fmt.Sprintf("%.0f", r.BytesPerConn),
+		t.row(r.Target, fmt.Sprint(r.Connections), fmt.Sprintf("%.0f", r.BytesPerConn), fmt.Sprintf("%.0f", r.StackBytesPerConn),
 			fmt.Sprintf("%.2f", r.GoroutinesPerConn), rss, fmt.Sprint(r.Errors), r.Scope)
 		notes = append(notes, [2]string{r.Target, r.FirstError})
 	}
