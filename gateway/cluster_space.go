@@ -250,8 +250,16 @@ func (cl *clusterSpace) write(op clusterOp) {
 	ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
 	defer cancel()
 	sp := cl.sp
-	var err error
+	err := cl.node.Err() // unreachable: fail now rather than wait for the timeout
 	switch {
+	case err != nil:
+		if op.key != "" {
+			sp.mu.Lock()
+			if cl.pending[op.key]--; cl.pending[op.key] <= 0 {
+				delete(cl.pending, op.key)
+			}
+			sp.mu.Unlock()
+		}
 	case op.join != nil:
 		err = cl.node.Presence().Join(ctx, sp.id, *op.join)
 	case op.leave[0] != "":

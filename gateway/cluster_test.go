@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"sort"
 	"strings"
@@ -11,8 +12,11 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/gateway/cluster/memory"
 	"github.com/mew-protocol/mew/gateway/cluster/natscluster"
 	"github.com/mew-protocol/mew/internal/testutil"
 )
@@ -36,29 +40,55 @@ participants:
     capabilities: [{kind: chat}]
 `
 
-// startCluster starts an embedded NATS server and n gateway nodes on it,
-// each with its own natscluster node, all serving clusterSpace.
-func startCluster(t *testing.T, n int) []*testutil.Gateway {
+// startClusterOn starts n gateway nodes serving clusterSpace, each with its
+// own cluster node: on an embedded NATS server (returned with its store
+// directory), or with mem on one memory.Cluster.
+func startClusterOn(t *testing.T, n int, mem bool) ([]*testutil.Gateway, *server.Server, string) {
 	t.Helper()
-	ns, err := natscluster.StartServer(natscluster.ServerOptions{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
+	var ns *server.Server
+	store := t.TempDir()
+	var mc *memory.Cluster
+	if mem {
+		mc = memory.New(memory.Options{PresenceTTL: 2 * time.Second})
+		t.Cleanup(func() { _ = mc.Close() })
+	} else {
+		var err error
+		ns, err = natscluster.StartServer(natscluster.ServerOptions{StoreDir: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
 	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
 	var gs []*testutil.Gateway
 	for i := range n {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		node, err := natscluster.New(ctx, natscluster.Options{
-			NodeID: fmt.Sprintf("n%d", i+1), Cluster: "test", URL: ns.ClientURL(), PresenceTTL: 2 * time.Second,
-		})
-		cancel()
+		var node cluster.Node
+		var err error
+		if mem {
+			node, err = mc.Node(fmt.Sprintf("n%d", i+1))
+		} else {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			node, err = natscluster.New(ctx, natscluster.Options{
+				NodeID: fmt.Sprintf("n%d", i+1), Cluster: "test", URL: ns.ClientURL(), PresenceTTL: 2 * time.Second,
+			})
+			cancel()
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = node.Close() }) // after the gateway's own cleanup
 		gs = append(gs, testutil.StartGateway(t, clusterSpace, gateway.Options{Cluster: node, ClusterName: "test", Logger: slog.New(slog.NewTextHandler(tlog{t}, nil))}))
 	}
-	return gs
+	return gs, ns, store
+}
+
+// onBackends runs f on n nodes over NATS, then over memory.
+func onBackends(t *testing.T, n int, f func(*testing.T, []*testutil.Gateway)) {
+	for _, mem := range []bool{false, true} {
+		t.Run(map[bool]string{false: "nats", true: "memory"}[mem], func(t *testing.T) {
+			gs, _, _ := startClusterOn(t, n, mem)
+			f(t, gs)
+		})
+	}
 }
 
 func presence(event, id string) func(testutil.Msg) bool {
@@ -69,8 +99,9 @@ func presence(event, id string) func(testutil.Msg) bool {
 	}
 }
 
-func TestClusterFanOutAndWelcome(t *testing.T) {
-	gs := startCluster(t, 2)
+func TestClusterFanOutAndWelcome(t *testing.T) { onBackends(t, 2, testFanOutAndWelcome) }
+
+func testFanOutAndWelcome(t *testing.T, gs []*testutil.Gateway) {
 	a, b := gs[0], gs[1]
 
 	carol, _ := testutil.Join(t, b.WSURL, "carol-token")
@@ -112,8 +143,9 @@ func TestClusterFanOutAndWelcome(t *testing.T) {
 	human.ExpectFunc("system/presence", presence("leave", "bob"))
 }
 
-func TestClusterReplacement(t *testing.T) {
-	gs := startCluster(t, 2)
+func TestClusterReplacement(t *testing.T) { onBackends(t, 2, testReplacement) }
+
+func testReplacement(t *testing.T, gs []*testutil.Gateway) {
 	a, b := gs[0], gs[1]
 	human, _ := testutil.Join(t, b.WSURL, "human-token") // watches node 2 learn of node 1's participants
 	carol, _ := testutil.Join(t, a.WSURL, "carol-token")
@@ -139,8 +171,9 @@ func TestClusterReplacement(t *testing.T) {
 	}
 }
 
-func TestClusterGrantAndRevoke(t *testing.T) {
-	gs := startCluster(t, 2)
+func TestClusterGrantAndRevoke(t *testing.T) { onBackends(t, 2, testGrantAndRevoke) }
+
+func testGrantAndRevoke(t *testing.T, gs []*testutil.Gateway) {
 	a, b := gs[0], gs[1]
 	human, _ := testutil.Join(t, a.WSURL, "human-token")
 	agent, _ := testutil.Join(t, b.WSURL, "agent-token")
@@ -202,8 +235,9 @@ type tlog struct{ t *testing.T }
 
 func (l tlog) Write(b []byte) (int, error) { l.t.Log(string(b)); return len(b), nil }
 
-func TestClusterThreeNodes(t *testing.T) {
-	gs := startCluster(t, 3)
+func TestClusterThreeNodes(t *testing.T) { onBackends(t, 3, testThreeNodes) }
+
+func testThreeNodes(t *testing.T, gs []*testutil.Gateway) {
 	n1, n2, n3 := gs[0], gs[1], gs[2]
 	for i, g := range gs {
 		code, h := get(t, g, "/health", "")
@@ -275,9 +309,10 @@ func TestClusterThreeNodes(t *testing.T) {
 
 // Two connections of one participant made at once on two nodes: exactly one
 // stays, whichever order their presence entries land in.
-func TestClusterSimultaneousJoins(t *testing.T) {
-	gs := startCluster(t, 2)
-	for round := range 3 {
+func TestClusterSimultaneousJoins(t *testing.T) { onBackends(t, 2, testSimultaneousJoins) }
+
+func testSimultaneousJoins(t *testing.T, gs []*testutil.Gateway) {
+	for round := range 2 {
 		p1 := testutil.Dial(t, gs[0].WSURL, "bob-token")
 		p2 := testutil.Dial(t, gs[1].WSURL, "bob-token")
 		codes := make(chan websocket.StatusCode, 2)
@@ -290,5 +325,50 @@ func TestClusterSimultaneousJoins(t *testing.T) {
 		}
 		p1.Conn.CloseNow()
 		p2.Conn.CloseNow()
+	}
+}
+
+// A node that cannot reach NATS refuses envelopes of the shared space and
+// says so, rather than diverge; /health answers 503. Once NATS is back,
+// envelopes go through again.
+func TestClusterUnavailable(t *testing.T) {
+	gs, ns, store := startClusterOn(t, 2, false)
+	port := ns.Addr().(*net.TCPAddr).Port
+	human, _ := testutil.Join(t, gs[0].WSURL, "human-token")
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, h := get(t, gs[0], "/health", "")
+		if code == 503 && h["nats"] == "unavailable" && h["status"] == "degraded" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/health with NATS down: %d %v", code, h)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the node's state, with a deadline
+	}
+	e := outcome(t, human, "c1", `{"id":"c1","kind":"chat","payload":{"text":"alone"}}`)
+	if e == nil || e["error"] != gateway.ErrorClusterUnavailable {
+		t.Fatalf("with NATS down: %v, want %s", e, gateway.ErrorClusterUnavailable)
+	}
+	// The same server again, on its port and store: the nodes reconnect.
+	ns2, err := natscluster.StartServer(natscluster.ServerOptions{Port: port, StoreDir: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns2.Shutdown(); ns2.WaitForShutdown() })
+	deadline = time.Now().Add(10 * time.Second)
+	for i := 0; ; i++ {
+		id := fmt.Sprintf("r%d", i)
+		if e := outcome(t, human, id, `{"id":"`+id+`","kind":"chat","payload":{"text":"back"}}`); e == nil {
+			break
+		} else if e["error"] != gateway.ErrorClusterUnavailable || time.Now().After(deadline) {
+			t.Fatalf("after NATS came back: %v", e)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the reconnection, with a deadline
+	}
+	for _, g := range gs {
+		g.Stop(t) // while NATS is up, not after ns2's cleanup
 	}
 }
