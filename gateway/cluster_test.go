@@ -138,6 +138,19 @@ func testFanOutAndWelcome(t *testing.T, gs []*testutil.Gateway) {
 		}
 	}
 
+	// Cross-node latency: from a send on node 1 to the delivery on node 2,
+	// one envelope at a time.
+	var lag []time.Duration
+	for i := range 100 {
+		start := time.Now()
+		human.SendText(fmt.Sprintf(`{"id":"l%d","kind":"chat","payload":{"text":"ping"}}`, i))
+		if m := carol.Expect("chat"); m.ID() != fmt.Sprintf("l%d", i) {
+			t.Fatalf("carol got %s, want l%d", m.ID(), i)
+		}
+		lag = append(lag, time.Since(start))
+	}
+	t.Logf("envelope sent on node 1 → delivered on node 2 (WebSocket to WebSocket): p50 %v p99 %v max %v", pct(lag, 50), pct(lag, 99), pct(lag, 100))
+
 	// A leave on one node is a presence leave on the other.
 	bob.Conn.CloseNow()
 	human.ExpectFunc("system/presence", presence("leave", "bob"))
