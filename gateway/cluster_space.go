@@ -353,7 +353,8 @@ func (cl *clusterSpace) remoteEnvelope(msg cluster.Message) {
 	cl.releaseLocked(false)
 }
 
-// readyFunc returns what a grant or revoke by grant id waits for, or nil.
+// readyFunc returns what a grant, a revoke by grant id or a kick waits for,
+// or nil.
 func (cl *clusterSpace) readyFunc(env *protocol.Envelope) func() bool {
 	sp := cl.sp
 	has := func(who, id string) bool {
@@ -374,6 +375,12 @@ func (cl *clusterSpace) readyFunc(env *protocol.Envelope) func() bool {
 			return nil // by pattern: nothing precise to wait for
 		}
 		return func() bool { return !has(p.Recipient, p.GrantID) }
+	case protocol.KindSpaceKick:
+		var p protocol.Kick
+		if env.DecodePayload(&p) != nil || p.ParticipantID == "" {
+			return nil
+		}
+		return func() bool { m := sp.resolveLocked(p.ParticipantID); return m == nil || m.ctl.kicked }
 	}
 	return nil
 }
@@ -570,15 +577,56 @@ func (cl *clusterSpace) grantsChangedLocked(m *member, before []grant) {
 	}
 }
 
+// kickLocked shares a kick made here; mu must be held.
+func (cl *clusterSpace) kickLocked(m *member, reason string) {
+	b, err := cluster.Encode(cluster.Control{Participant: m.name, Kicked: true, Reason: reason})
+	if err != nil {
+		cl.sp.srv.opts.Logger.Error("cluster: encode kick", "space", cl.sp.id, "participant", m.name, "err", err)
+		return
+	}
+	cl.putLocked(cluster.ControlKey(m.name), b, 0)
+}
+
+// controlChange applies a kick made on another node: the participant's
+// connection here, if any, is closed, and its tokens stop working here too.
+// Pauses and shutdowns are not shared yet (phase 2).
+func (cl *clusterSpace) controlChange(e cluster.Entry) {
+	if e.Op != cluster.OpPut {
+		return
+	}
+	sp := cl.sp
+	c, err := cluster.DecodeControl(e.Value)
+	if err != nil || cluster.ControlKey(c.Participant) != e.Key {
+		sp.srv.opts.Logger.Warn("cluster: bad control record", "space", sp.id, "key", e.Key, "err", err)
+		return
+	}
+	m := sp.members[c.Participant]
+	if m == nil || !c.Kicked || m.ctl.kicked {
+		return
+	}
+	m.ctl.kicked = true
+	sp.srv.dropTokens(m)
+	if s := m.sess; s != nil {
+		s.kill(CloseKicked, closeReason(c.Reason))
+		sp.detachLocked(s)
+	}
+}
+
 // stateChange applies a change of the space's State made by another node.
 func (cl *clusterSpace) stateChange(e cluster.Entry) {
-	if cluster.KeyKind(e.Key) != "grant" {
-		return // phase 1 shares grants only
+	kind := cluster.KeyKind(e.Key)
+	if kind != "grant" && kind != "control" {
+		return // phase 1 shares grants and kicks only
 	}
 	sp := cl.sp
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	if cl.ownLocked(e) {
+		return
+	}
+	if kind == "control" {
+		cl.controlChange(e)
+		cl.releaseLocked(false)
 		return
 	}
 	parts := strings.SplitN(e.Key, "/", 3)

@@ -385,3 +385,30 @@ func TestClusterUnavailable(t *testing.T) {
 		g.Stop(t) // while NATS is up, not after ns2's cleanup
 	}
 }
+
+// A kick on node 1 disconnects the participant on node 2, and its token
+// stops working on every node.
+func TestClusterKick(t *testing.T) { onBackends(t, 2, testKick) }
+
+func testKick(t *testing.T, gs []*testutil.Gateway) {
+	a, b := gs[0], gs[1]
+	human, _ := testutil.Join(t, a.WSURL, "human-token")
+	carol, _ := testutil.Join(t, b.WSURL, "carol-token")
+	bob, _ := testutil.Join(t, b.WSURL, "bob-token")
+	human.ExpectFunc("system/presence", presence("join", "bob"))
+
+	human.SendText(`{"id":"k1","kind":"space/kick","payload":{"participant_id":"bob","reason":"misbehaving"}}`)
+	if code, reason := bob.Closed(5 * time.Second); code != gateway.CloseKicked || !strings.Contains(reason, "misbehaving") {
+		t.Fatalf("bob on node 2 closed with %v %q, want %d", code, reason, gateway.CloseKicked)
+	}
+	// Node 2's participants see the leave before the kick (as on one node).
+	carol.ExpectFunc("system/presence", presence("leave", "bob"))
+	carol.Expect("space/kick")
+	human.ExpectFunc("system/presence", presence("leave", "bob"))
+	for i, g := range gs {
+		p := testutil.Dial(t, g.WSURL, "bob-token")
+		if m := p.Next(); m.Payload()["error"] != "unauthorized" {
+			t.Fatalf("kicked participant rejoined on node %d: %s", i+1, m.Raw)
+		}
+	}
+}

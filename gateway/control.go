@@ -400,13 +400,16 @@ func (sp *liveSpace) kick(o origin, env *protocol.Envelope, _ time.Time) (outcom
 	}
 	km.ctl.kicked = true
 	sp.srv.dropTokens(km)
+	reason := "kicked by " + o.id
+	if p.Reason != "" {
+		reason += ": " + p.Reason
+	}
 	if s := km.sess; s != nil {
-		reason := "kicked by " + o.id
-		if p.Reason != "" {
-			reason += ": " + p.Reason
-		}
 		s.kill(CloseKicked, closeReason(reason))
 		sp.detachLocked(s)
+	}
+	if sp.cl != nil {
+		sp.cl.kickLocked(km, reason)
 	}
 	return relayed, nil
 }
