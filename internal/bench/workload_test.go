@@ -284,10 +284,14 @@ func TestServerGoesAway(t *testing.T) {
 // A server that stops reading makes writes block; the run must still end, with errors.
 func TestServerStopsReading(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A small receive buffer on the server's side makes the writes block
+	// after a few MB whatever the machine's pace: on a slow (or -race) run
+	// the senders may send less than loopback's default buffers would hold.
+	ln := smallReadBuffer{inner}
 	release := make(chan struct{})
 	var handlers sync.WaitGroup
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -329,4 +333,16 @@ func TestServerStopsReading(t *testing.T) {
 	if took > 8*time.Second {
 		t.Errorf("run took %v", took)
 	}
+}
+
+// smallReadBuffer is a listener whose connections get a 4 KiB receive
+// buffer.
+type smallReadBuffer struct{ net.Listener }
+
+func (l smallReadBuffer) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(4 << 10)
+	}
+	return c, err
 }
