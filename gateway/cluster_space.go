@@ -459,6 +459,31 @@ func (cl *clusterSpace) leaveLocked(s *session) {
 	cl.enqueue(clusterOp{leave: [2]string{s.m.name, m.Conn}})
 }
 
+// infoLocked writes s's presence again with its current capabilities, after
+// a grant or revoke; mu must be held.
+func (cl *clusterSpace) infoLocked(s *session) {
+	m, ok := cl.conns[s]
+	if !ok {
+		return
+	}
+	m.Info, _ = json.Marshal(protocol.ParticipantInfo{ID: s.id, Capabilities: s.m.view().list})
+	cl.conns[s] = m
+	cl.enqueue(clusterOp{join: &m})
+}
+
+// participantLocked fills in GET /participants' view of a member connected
+// on another node; mu must be held.
+func (cl *clusterSpace) participantLocked(m *member, v *participantView) {
+	r, ok := cl.remote[m.name]
+	if !ok {
+		return
+	}
+	v.Connected, v.Node = true, r.Node
+	if r.RuntimeID != "" && r.RuntimeID != m.name {
+		v.ID, v.Name = r.RuntimeID, m.name
+	}
+}
+
 // participantsLocked appends those connected on other nodes to a welcome's
 // list; mu must be held.
 func (cl *clusterSpace) participantsLocked(list []protocol.ParticipantInfo) []protocol.ParticipantInfo {

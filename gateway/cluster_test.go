@@ -235,6 +235,27 @@ func testGrantAndRevoke(t *testing.T, gs []*testutil.Gateway) {
 	if p := pct(grantLag, 50); p > 500*time.Millisecond {
 		t.Errorf("grant p50 %v", p)
 	}
+
+	// Welcomes on node 1 list the agent (on node 2) with what it holds now.
+	human.SendText(`{"id":"gz","kind":"capability/grant","payload":{"recipient":"agent","capabilities":[{"kind":"mcp/proposal"}]}}`)
+	agent.ExpectFunc("system/welcome", hasProposal)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p, w := testutil.Join(t, gs[0].WSURL, "carol-token")
+		listed := false
+		for _, x := range w.Payload()["participants"].([]any) {
+			pm := x.(map[string]any)
+			listed = listed || (pm["id"] == "agent" && strings.Contains(fmt.Sprint(pm["capabilities"]), "mcp/proposal"))
+		}
+		p.Conn.CloseNow()
+		if listed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("carol's welcome on node 1 does not list the agent's grant: %s", w.Raw)
+		}
+		human.ExpectFunc("system/presence", presence("leave", "carol"))
+	}
 }
 
 func pct(ds []time.Duration, p int) time.Duration {
@@ -299,6 +320,9 @@ func testThreeNodes(t *testing.T, gs []*testutil.Gateway) {
 		pm := p.(map[string]any)
 		if pm["id"] == "agent" && !strings.Contains(fmt.Sprint(pm["capabilities"]), "mcp/proposal") {
 			t.Fatalf("node 3 does not hold the grant: %v", pm)
+		}
+		if pm["id"] == "agent" && (pm["connected"] != true || pm["node"] != "n2") {
+			t.Fatalf("node 3 does not list the agent as connected on n2: %v", pm)
 		}
 	}
 

@@ -288,6 +288,9 @@ func (sp *liveSpace) expireGrants(now time.Time) {
 func (sp *liveSpace) welcomeUpdateLocked(m *member) {
 	if s := m.sess; s != nil {
 		sp.unicastLocked(s, sp.welcomeLocked(s))
+		if sp.cl != nil {
+			sp.cl.infoLocked(s) // what other nodes' welcomes list of it
+		}
 	}
 }
 

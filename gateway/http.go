@@ -82,6 +82,7 @@ type participantView struct {
 	Name         string            `json:"name,omitempty"` // logical name, when id is a runtime alias
 	Connected    bool              `json:"connected"`
 	Transport    string            `json:"transport,omitempty"`
+	Node         string            `json:"node,omitempty"` // the cluster node it is connected to, when another
 	Capabilities []json.RawMessage `json:"capabilities"`
 }
 
@@ -102,6 +103,8 @@ func (srv *Server) participants(w http.ResponseWriter, r *http.Request) {
 			if s.id != m.name {
 				v.ID, v.Name = s.id, m.name
 			}
+		} else if sp.cl != nil {
+			sp.cl.participantLocked(m, &v)
 		}
 		list = append(list, v)
 	}
