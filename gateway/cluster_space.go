@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -353,8 +354,8 @@ func (cl *clusterSpace) remoteEnvelope(msg cluster.Message) {
 	cl.releaseLocked(false)
 }
 
-// readyFunc returns what a grant, a revoke by grant id or a kick waits for,
-// or nil.
+// readyFunc returns what a grant, a revoke by grant id, a kick, a pause or a
+// resume waits for, or nil.
 func (cl *clusterSpace) readyFunc(env *protocol.Envelope) func() bool {
 	sp := cl.sp
 	has := func(who, id string) bool {
@@ -381,6 +382,16 @@ func (cl *clusterSpace) readyFunc(env *protocol.Envelope) func() bool {
 			return nil
 		}
 		return func() bool { m := sp.resolveLocked(p.ParticipantID); return m == nil || m.ctl.kicked }
+	case protocol.KindParticipantPause, protocol.KindParticipantResume:
+		to, id, pause := slices.Clone(env.To), env.ID, env.Kind == protocol.KindParticipantPause
+		return func() bool {
+			for _, who := range to {
+				if m := sp.resolveLocked(who); m != nil && (pause && m.ctl.pauseID != id || !pause && m.ctl.pausedUntil.Load() != 0) {
+					return false
+				}
+			}
+			return true
+		}
 	}
 	return nil
 }
@@ -602,19 +613,26 @@ func (cl *clusterSpace) grantsChangedLocked(m *member, before []grant) {
 	}
 }
 
-// kickLocked shares a kick made here; mu must be held.
-func (cl *clusterSpace) kickLocked(m *member, reason string) {
-	b, err := cluster.Encode(cluster.Control{Participant: m.name, Kicked: true, Reason: reason})
+// controlLocked shares m's pause, shutdown and kick state after a change
+// made here (reason: the kick's); mu must be held.
+func (cl *clusterSpace) controlLocked(m *member, reason string) {
+	b, err := cluster.Encode(cluster.Control{
+		Participant: m.name, PausedUntil: m.ctl.pausedUntil.Load(), PauseID: m.ctl.pauseID,
+		Shutdown: m.ctl.shutdown.Load(), Kicked: m.ctl.kicked, Reason: reason,
+	})
 	if err != nil {
-		cl.sp.srv.opts.Logger.Error("cluster: encode kick", "space", cl.sp.id, "participant", m.name, "err", err)
+		cl.sp.srv.opts.Logger.Error("cluster: encode control", "space", cl.sp.id, "participant", m.name, "err", err)
 		return
 	}
 	cl.putLocked(cluster.ControlKey(m.name), b, 0)
 }
 
-// controlChange applies a kick made on another node: the participant's
-// connection here, if any, is closed, and its tokens stop working here too.
-// Pauses and shutdowns are not shared yet (phase 2).
+// controlChange applies a pause, resume, shutdown or kick made on another
+// node. A kick closes the participant's connection here, if any, and its
+// tokens stop working here too. A shutdown applies to the connection here,
+// if any (reconnecting ends it, as on one node). A pause whose time has
+// passed is no pause: each node ends pauses itself (expirePauses), telling
+// its own participants.
 func (cl *clusterSpace) controlChange(e cluster.Entry) {
 	if e.Op != cluster.OpPut {
 		return
@@ -626,7 +644,19 @@ func (cl *clusterSpace) controlChange(e cluster.Entry) {
 		return
 	}
 	m := sp.members[c.Participant]
-	if m == nil || !c.Kicked || m.ctl.kicked {
+	if m == nil {
+		return
+	}
+	until := c.PausedUntil
+	if until != math.MaxInt64 && until <= sp.srv.now().UnixNano() {
+		until = 0
+	}
+	m.ctl.pausedUntil.Store(until)
+	m.ctl.pauseID = c.PauseID
+	if c.Shutdown && m.sess != nil {
+		m.ctl.shutdown.Store(true)
+	}
+	if !c.Kicked || m.ctl.kicked {
 		return
 	}
 	m.ctl.kicked = true

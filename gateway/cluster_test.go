@@ -436,3 +436,25 @@ func testKick(t *testing.T, gs []*testutil.Gateway) {
 		}
 	}
 }
+
+// A pause on node 1 is enforced on node 2; a resume too.
+func TestClusterPause(t *testing.T) { onBackends(t, 2, testPause) }
+
+func testPause(t *testing.T, gs []*testutil.Gateway) {
+	human, _ := testutil.Join(t, gs[0].WSURL, "human-token")
+	bob, _ := testutil.Join(t, gs[1].WSURL, "bob-token")
+	human.ExpectFunc("system/presence", presence("join", "bob"))
+
+	human.SendText(`{"id":"pz","kind":"participant/pause","to":["bob"],"payload":{"reason":"wait"}}`)
+	if m := bob.Expect("participant/pause"); m.ID() != "pz" { // delivered once node 2 enforces it
+		t.Fatalf("bob got %s", m.ID())
+	}
+	if e := outcome(t, bob, "c1", `{"id":"c1","kind":"chat","payload":{"text":"still here"}}`); e == nil || e["error"] != "paused" {
+		t.Fatalf("paused on node 1, bob on node 2 sent: %v", e)
+	}
+	human.SendText(`{"id":"rz","kind":"participant/resume","to":["bob"],"payload":{}}`)
+	bob.Expect("participant/resume")
+	if e := outcome(t, bob, "c2", `{"id":"c2","kind":"chat","payload":{"text":"back"}}`); e != nil {
+		t.Fatalf("resumed on node 1, bob on node 2 refused: %v", e)
+	}
+}

@@ -412,7 +412,7 @@ func (sp *liveSpace) kick(o origin, env *protocol.Envelope, _ time.Time) (outcom
 		sp.detachLocked(s)
 	}
 	if sp.cl != nil {
-		sp.cl.kickLocked(km, reason)
+		sp.cl.controlLocked(km, reason)
 	}
 	return relayed, nil
 }
@@ -463,6 +463,9 @@ func (sp *liveSpace) control(o origin, env *protocol.Envelope, now time.Time) (o
 			m.ctl.pausedUntil.Store(0)
 		case protocol.KindParticipantShutdown:
 			m.ctl.shutdown.Store(true)
+		}
+		if sp.cl != nil {
+			sp.cl.controlLocked(m, "")
 		}
 	}
 	return relayed, nil
