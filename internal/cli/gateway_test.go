@@ -6,11 +6,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/space"
 )
 
@@ -51,25 +53,59 @@ func writeSpace(t *testing.T, yaml string) string {
 	return path
 }
 
-func TestGatewayStartServesAndStopsCleanly(t *testing.T) {
-	path := writeSpace(t, "space: {id: cli}\nparticipants:\n  me: {tokens: [me-token], capabilities: [{kind: chat}]}\n  agent: {capabilities: [{kind: chat}]}\n")
-	found := make(chan string, 1)
-	out := &lineWriter{prefix: "listening on ", found: found}
-	errOut := &lineWriter{}
-	root := NewRoot(Options{Stdout: out, Stderr: errOut})
-	root.SetArgs([]string{"gateway", "start", "-p", "0", "-s", path, "-l", "debug"})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
+// gatewayCmd is a `mew gateway start` running in this process.
+type gatewayCmd struct {
+	addr   string      // where it listens
+	stderr *lineWriter // its log
+	cancel context.CancelFunc
+	done   chan error
+}
 
-	var addr string
+// startGatewayCmd runs `mew gateway start -p 0 ARGS...` until it listens.
+func startGatewayCmd(t *testing.T, args ...string) *gatewayCmd {
+	t.Helper()
+	found := make(chan string, 1)
+	g := &gatewayCmd{stderr: &lineWriter{}, done: make(chan error, 1)}
+	root := NewRoot(Options{Stdout: &lineWriter{prefix: "listening on ", found: found}, Stderr: g.stderr})
+	root.SetArgs(append([]string{"gateway", "start", "-p", "0"}, args...))
+	ctx, cancel := context.WithCancel(context.Background())
+	g.cancel = cancel
+	go func() { g.done <- root.ExecuteContext(ctx) }()
 	select {
-	case addr = <-found:
-	case err := <-done:
-		t.Fatalf("gateway exited: %v\n%s", err, errOut.String())
-	case <-time.After(10 * time.Second):
+	case g.addr = <-found:
+	case err := <-g.done:
+		cancel()
+		t.Fatalf("gateway exited: %v\n%s", err, g.stderr.String())
+	case <-time.After(20 * time.Second):
+		cancel()
+		<-g.done
 		t.Fatal("no listening line")
 	}
+	t.Cleanup(func() { _ = g.stop(t) })
+	return g
+}
+
+// stop cancels the command, as SIGINT/SIGTERM does in package main, and
+// returns how it ended.
+func (g *gatewayCmd) stop(t *testing.T) error {
+	t.Helper()
+	g.cancel()
+	select {
+	case err, ok := <-g.done:
+		if ok {
+			close(g.done)
+		}
+		return err
+	case <-time.After(20 * time.Second):
+		t.Fatal("gateway did not stop")
+		return nil
+	}
+}
+
+func TestGatewayStartServesAndStopsCleanly(t *testing.T) {
+	path := writeSpace(t, "space: {id: cli}\nparticipants:\n  me: {tokens: [me-token], capabilities: [{kind: chat}]}\n  agent: {capabilities: [{kind: chat}]}\n")
+	g := startGatewayCmd(t, "-s", path, "-l", "debug")
+	addr, errOut := g.addr, g.stderr
 	if !strings.HasPrefix(addr, "127.0.0.1:") {
 		t.Fatalf("listening on %q", addr)
 	}
@@ -89,14 +125,8 @@ func TestGatewayStartServesAndStopsCleanly(t *testing.T) {
 	}
 	tokBytes, _ := os.ReadFile(tok)
 
-	cancel() // what SIGINT/SIGTERM does in package main
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit: %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("gateway did not stop")
+	if err := g.stop(t); err != nil {
+		t.Fatalf("exit: %v", err)
 	}
 	logs := errOut.String()
 	if !strings.Contains(logs, "shutting down") {
@@ -155,5 +185,66 @@ func TestFloorFromEnv(t *testing.T) {
 		if err := floorFromEnv(&fc, env(bad...)); err == nil || !strings.Contains(err.Error(), bad[0]) {
 			t.Errorf("%v: err = %v", bad, err)
 		}
+	}
+}
+
+// TestGatewayStartCluster: two `mew gateway start` nodes, the first running
+// the embedded NATS server and the second joining it by URL, serve one
+// space: a chat sent on one node reaches a participant of the other, and
+// /health names each node and its cluster.
+func TestGatewayStartCluster(t *testing.T) {
+	path := writeSpace(t, "space: {id: duo}\nparticipants:\n  ann: {tokens: [ann-token], capabilities: [{kind: chat}]}\n  bob: {tokens: [bob-token], capabilities: [{kind: chat}]}\n")
+	a := startGatewayCmd(t, "-s", path, "-l", "info", "--nats", "embedded:0", "--node-id", "node-a", "--cluster", "duo-cluster", "--log-dir", t.TempDir())
+	m := regexp.MustCompile(`msg="embedded NATS server started" url=(nats://\S+)`).FindStringSubmatch(a.stderr.String())
+	if m == nil {
+		t.Fatalf("no NATS URL in the first node's log:\n%s", a.stderr.String())
+	}
+	natsURL := m[1]
+	b := startGatewayCmd(t, "-s", path, "--nats", natsURL, "--node-id", "node-b", "--cluster", "duo-cluster", "--log-dir", t.TempDir())
+
+	for _, n := range []struct {
+		g  *gatewayCmd
+		id string
+	}{{a, "node-a"}, {b, "node-b"}} {
+		resp, err := http.Get("http://" + n.g.addr + "/health")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"node":"`+n.id+`"`) || !strings.Contains(string(body), `"cluster":"duo-cluster"`) {
+			t.Errorf("%s health: %d %s", n.id, resp.StatusCode, body)
+		}
+	}
+	bob, _ := testutil.Join(t, "ws://"+b.addr+"/ws", "bob-token")
+	ann, _ := testutil.Join(t, "ws://"+a.addr+"/ws", "ann-token")
+	bob.ExpectFunc("system/presence", func(m testutil.Msg) bool { return strings.Contains(string(m.Raw), `"ann"`) })
+	ann.SendText(`{"id":"c1","kind":"chat","payload":{"text":"across nodes"}}`)
+	bob.ExpectFunc("chat", func(m testutil.Msg) bool { return strings.Contains(string(m.Raw), "across nodes") })
+	if logs := a.stderr.String() + b.stderr.String(); strings.Contains(logs, "ann-token") || strings.Contains(logs, "bob-token") {
+		t.Errorf("a token reached a log:\n%s", logs)
+	}
+}
+
+// TestGatewayStartClusterBadInput: cluster flags that cannot work are
+// refused before the gateway serves.
+func TestGatewayStartClusterBadInput(t *testing.T) {
+	good := writeSpace(t, "space: {id: x}\nparticipants:\n  a: {capabilities: [{kind: chat}]}\n")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--node-id", "n1"}, "--node-id and --cluster need --nats"},
+		{[]string{"--cluster", "c"}, "--node-id and --cluster need --nats"},
+		{[]string{"--nats", "embedded:x"}, "is not embedded or embedded:PORT"},
+		{[]string{"--nats", "embedded:99999"}, "is not embedded or embedded:PORT"},
+		{[]string{"--nats", "embeddedx"}, "is not embedded or embedded:PORT"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			_, _, err := run(t, Options{}, append([]string{"gateway", "start", "-p", "0", "-s", good}, c.args...)...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want it to mention %q", err, c.want)
+			}
+		})
 	}
 }
