@@ -17,12 +17,17 @@ import (
 // recovers the key. A name of MaxNameLen bytes escapes to at most three
 // times that, well under the server's 4 KiB control line.
 
+// plain reports whether escape leaves c as it is.
+func plain(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-'
+}
+
 func escape(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' {
+		if plain(c) {
 			b.WriteByte(c)
 			continue
 		}
@@ -48,9 +53,12 @@ func unescape(t string) (string, error) {
 	b.Grow(len(t))
 	for i := 0; i < len(t); i++ {
 		c := t[i]
-		if c != '_' {
+		if plain(c) {
 			b.WriteByte(c)
 			continue
+		}
+		if c != '_' {
+			return "", fmt.Errorf("%w: token %.40q: byte %q is never left unescaped", cluster.ErrInvalid, t, c)
 		}
 		if i+2 >= len(t) {
 			return "", fmt.Errorf("%w: token %.40q: short escape", cluster.ErrInvalid, t)
@@ -61,7 +69,7 @@ func unescape(t string) (string, error) {
 			return "", fmt.Errorf("%w: token %.40q: bad escape", cluster.ErrInvalid, t)
 		}
 		v := hi<<4 | lo
-		if 'a' <= v && v <= 'z' || 'A' <= v && v <= 'Z' || '0' <= v && v <= '9' || v == '-' {
+		if plain(v) {
 			return "", fmt.Errorf("%w: token %.40q: needless escape", cluster.ErrInvalid, t)
 		}
 		b.WriteByte(v)
