@@ -275,7 +275,7 @@ func joinCluster(ctx context.Context, f gatewayFlags, cfg *space.Config, logger 
 		var err error
 		ns, err = natscluster.StartServer(natscluster.ServerOptions{Port: port, StoreDir: filepath.Join(cfg.MewDir, "nats")})
 		if err != nil {
-			return nil, nil, fmt.Errorf("--nats %s: %w", f.nats, err)
+			return nil, nil, fmt.Errorf("--nats %s: %w", natscluster.Redact(f.nats), err)
 		}
 		url = ns.ClientURL()
 		logger.Info("embedded NATS server started", "url", url)
@@ -296,9 +296,9 @@ func joinCluster(ctx context.Context, f gatewayFlags, cfg *space.Config, logger 
 	node, err := natscluster.New(cctx, natscluster.Options{NodeID: id, Cluster: f.clusterName, URL: url})
 	if err != nil {
 		stopServer()
-		return nil, nil, fmt.Errorf("--nats %s: %w", f.nats, err)
+		return nil, nil, fmt.Errorf("--nats %s: %w", natscluster.Redact(f.nats), err)
 	}
-	logger.Info("joined the cluster", "node", id, "cluster", cmp.Or(f.clusterName, natscluster.DefaultCluster), "nats", url)
+	logger.Info("joined the cluster", "node", id, "cluster", cmp.Or(f.clusterName, natscluster.DefaultCluster), "nats", natscluster.Redact(url))
 	return node, func() {
 		if err := node.Close(); err != nil {
 			logger.Warn("cluster node close", "err", err)

@@ -239,11 +239,15 @@ func TestGatewayStartClusterBadInput(t *testing.T) {
 		{[]string{"--nats", "embedded:x"}, "is not embedded or embedded:PORT"},
 		{[]string{"--nats", "embedded:99999"}, "is not embedded or embedded:PORT"},
 		{[]string{"--nats", "embeddedx"}, "is not embedded or embedded:PORT"},
+		{[]string{"--nats", "nats://mew:sekret@127.0.0.1:1"}, "nats://mew:xxxxx@127.0.0.1:1"},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
-			_, _, err := run(t, Options{}, append([]string{"gateway", "start", "-p", "0", "-s", good}, c.args...)...)
+			_, stderr, err := run(t, Options{}, append([]string{"gateway", "start", "-p", "0", "-s", good}, c.args...)...)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want it to mention %q", err, c.want)
+			}
+			if strings.Contains(err.Error()+stderr, "sekret") {
+				t.Fatalf("the NATS password reached the output: %v\n%s", err, stderr)
 			}
 		})
 	}

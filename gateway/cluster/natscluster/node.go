@@ -200,7 +200,7 @@ func New(ctx context.Context, o Options) (*Node, error) {
 			nats.ClosedHandler(func(*nats.Conn) { n.down.Store(true) }))
 		if err != nil {
 			n.stop()
-			return nil, fmt.Errorf("natscluster: connect %s: %w: %w", o.URL, cluster.ErrUnavailable, err)
+			return nil, fmt.Errorf("natscluster: connect %s: %w: %w", Redact(o.URL), cluster.ErrUnavailable, err)
 		}
 		n.nc, n.ownConn = nc, true
 	}
