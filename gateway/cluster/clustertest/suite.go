@@ -874,9 +874,21 @@ func testLarge(t *testing.T, f Factory) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := h.Nodes[1].Log().Read(ctx, "sp", seq-1, 1)
-	if err != nil || len(recs) != 1 || string(recs[0].Data) != string(big) {
-		t.Fatalf("read back %d records, %v", len(recs), err)
+	// Another node reads it once its server has the record: on a cluster
+	// with replicas, a read that goes to a replica may come a moment early.
+	readBy := time.Now().Add(wait)
+	for {
+		recs, err := h.Nodes[1].Log().Read(ctx, "sp", seq-1, 1)
+		if err == nil && len(recs) == 1 {
+			if string(recs[0].Data) != string(big) {
+				t.Fatalf("a record of %d bytes read back as %d", len(big), len(recs[0].Data))
+			}
+			return
+		}
+		if time.Now().After(readBy) {
+			t.Fatalf("read back %d records, %v", len(recs), err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
