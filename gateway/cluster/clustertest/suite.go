@@ -248,6 +248,23 @@ func testBrokerSpaces(t *testing.T, f Factory) {
 }
 
 // next reads one change from w, failing the test after wait.
+// syncedWatch opens a watch of space on src and reads its snapshot up to
+// OpSynced (the space is empty); the watch stops when the test ends.
+func syncedWatch(ctx context.Context, t *testing.T, src interface {
+	Watch(context.Context, string) (cluster.Watcher, error)
+}, space string) cluster.Watcher {
+	t.Helper()
+	w, err := src.Watch(ctx, space)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	if e := next(t, w); e.Op != cluster.OpSynced {
+		t.Fatalf("%+v, want synced", e)
+	}
+	return w
+}
+
 func next(t *testing.T, w cluster.Watcher) cluster.Entry {
 	t.Helper()
 	select {
@@ -403,14 +420,7 @@ func testStateTTL(t *testing.T, f Factory) {
 	h := f(t, 2)
 	ctx := ctxT(t)
 	a, b := h.Nodes[0].State(), h.Nodes[1].State()
-	w, err := b.Watch(ctx, "s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	if e := next(t, w); e.Op != cluster.OpSynced {
-		t.Fatalf("%+v, want synced", e)
-	}
+	w := syncedWatch(ctx, t, b, "s")
 	g := cluster.GrantKey("p", "g1")
 	keep := cluster.GrantKey("p", "g2")
 	start := time.Now()
@@ -477,14 +487,7 @@ func testPresenceReplace(t *testing.T, f Factory) {
 	h := f(t, 2)
 	ctx := ctxT(t)
 	a, b := h.Nodes[0].Presence(), h.Nodes[1].Presence()
-	w, err := a.Watch(ctx, "s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	if e := next(t, w); e.Op != cluster.OpSynced {
-		t.Fatalf("%+v, want synced", e)
-	}
+	w := syncedWatch(ctx, t, a, "s")
 	if err := a.Join(ctx, "s", member("human", "a-1")); err != nil {
 		t.Fatal(err)
 	}
