@@ -11,6 +11,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
@@ -99,7 +100,7 @@ func TestGrantThroughGateway(t *testing.T) {
 				t.Fatalf("the assistant's call returned %s, %v", a.res, a.err)
 			}
 		case <-time.After(15 * time.Second):
-			t.Fatal("the assistant's call did not return")
+			t.Fatalf("the assistant's call did not return; the screen:\n%s", h.screen())
 		}
 	}
 
@@ -212,5 +213,31 @@ func TestLedger(t *testing.T) {
 	h.typeLine("/revoke 1")
 	if n := strings.Count(h.screen(), "the gateway refused"); n != 2 {
 		t.Errorf("/revoke without a ledger:\n%s", h.screen())
+	}
+}
+
+// TestAttachReady: attached to a client that became Ready before Attach
+// (as the dispatch goroutine may make it between Run's look at the state
+// and Attach), the screen still learns it is connected.
+func TestAttachReady(t *testing.T) {
+	g := testutil.StartGateway(t, grantSpace, gateway.Options{})
+	you := testutil.JoinParticipant(t, g, "you-token", participant.Options{})
+	waitFor(t, "the client to be ready", func() bool { return you.Client().State() == client.Ready })
+	events := make(chan tea.Msg, 16)
+	detach := Attach(you, func(m tea.Msg) { events <- m })
+	defer detach()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case m := <-events:
+			if c, ok := m.(Connection); ok {
+				if c.State != Connected {
+					t.Fatalf("Attach told %v, want connected", c.State)
+				}
+				return
+			}
+		case <-deadline:
+			t.Fatal("Attach never told the screen the client is connected")
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"sync"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -203,18 +204,33 @@ func Attach(p *participant.Participant, send func(tea.Msg)) (detach func()) {
 		}
 	}
 	c := p.Client()
+	// The state a handler sees and the state read once handlers are in
+	// place are pushed under one lock, so the screen ends with the latest:
+	// a client that became Ready between the caller's look and Attach
+	// would otherwise stay "reconnecting" until its next change.
+	var stateMu sync.Mutex
+	pushState := func(st client.State) {
+		switch st {
+		case client.Ready:
+			push(Connection{State: Connected})
+		case client.Connecting:
+			push(Connection{State: Reconnecting})
+		}
+	}
 	removers := []func(){
 		c.OnMessage(func(env *protocol.Envelope) { push(Envelope{Env: env}) }),
 		c.OnStateChange(func(st client.State) {
-			switch st {
-			case client.Ready:
-				push(Connection{State: Connected})
-			case client.Connecting:
-				push(Connection{State: Reconnecting})
-			}
+			stateMu.Lock()
+			defer stateMu.Unlock()
+			pushState(st)
 		}),
 		c.OnFinal(func(err error) { push(Connection{State: Disconnected, Err: err}) }),
 	}
+	stateMu.Lock()
+	if st := c.State(); st == client.Ready || st == client.Connecting {
+		pushState(st)
+	}
+	stateMu.Unlock()
 	go func() {
 		for {
 			select {
