@@ -24,6 +24,7 @@ type Gateway struct {
 	URL    string // http://host:port
 	WSURL  string // ws://host:port/ws?space=<id>
 	hs     *http.Server
+	fabric *fabric
 }
 
 // StartGateway writes spaceYAML to a new space directory, starts a gateway
@@ -35,7 +36,7 @@ func StartGateway(t testing.TB, spaceYAML string, opts gateway.Options) *Gateway
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &Gateway{Server: s.Server, Config: s.Config, Dir: s.Dir, Addr: s.Addr, hs: s.hs}
+	g := &Gateway{Server: s.Server, Config: s.Config, Dir: s.Dir, Addr: s.Addr, hs: s.hs, fabric: s.fabric}
 	g.URL = "http://" + g.Addr
 	g.WSURL = "ws://" + g.Addr + "/ws?space=" + g.Config.Space.ID
 	t.Cleanup(func() { g.Stop(t) })
@@ -49,6 +50,7 @@ type Served struct {
 	Dir    string // the space directory
 	Addr   string // host:port on 127.0.0.1
 	hs     *http.Server
+	fabric *fabric // the cluster node of MEW_TEST_CLUSTER, closed after the server
 }
 
 // Serve writes spaceYAML to dir/.mew/space.yaml and serves a gateway for it
@@ -67,16 +69,22 @@ func Serve(dir, spaceYAML string, opts gateway.Options) (*Served, error) {
 		return nil, fmt.Errorf("space config: %w", err)
 	}
 	opts.Spaces = []*space.Config{cfg}
+	fabric, err := clusterFromEnv(&opts)
+	if err != nil {
+		return nil, err
+	}
 	srv, err := gateway.New(opts)
 	if err != nil {
+		fabric.close()
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		_ = srv.Close(context.Background())
+		fabric.close()
 		return nil, err
 	}
-	s := &Served{Server: srv, Config: cfg, Dir: dir, Addr: ln.Addr().String()}
+	s := &Served{Server: srv, Config: cfg, Dir: dir, Addr: ln.Addr().String(), fabric: fabric}
 	s.hs = srv.HTTPServer()
 	go func() { _ = s.hs.Serve(srv.Listener(ln)) }()
 	return s, nil
@@ -87,7 +95,9 @@ func (s *Served) Stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	_ = s.hs.Shutdown(ctx)
-	if err := s.Close(ctx); err != nil && err != gateway.ErrClosed {
+	err := s.Close(ctx)
+	s.fabric.close()
+	if err != nil && err != gateway.ErrClosed {
 		return err
 	}
 	return nil
@@ -97,7 +107,7 @@ func (s *Served) Stop() error {
 // be called more than once.
 func (g *Gateway) Stop(t testing.TB) {
 	t.Helper()
-	if err := (&Served{Server: g.Server, hs: g.hs}).Stop(); err != nil {
+	if err := (&Served{Server: g.Server, hs: g.hs, fabric: g.fabric}).Stop(); err != nil {
 		t.Errorf("gateway close: %v", err)
 	}
 }
