@@ -43,6 +43,8 @@ func Run(t *testing.T, f Factory) {
 	t.Run("LogOrder", func(t *testing.T) { testLogOrder(t, f) })
 	t.Run("LargeRecords", func(t *testing.T) { testLarge(t, f) })
 	t.Run("Close", func(t *testing.T) { testClose(t, f) })
+	t.Run("StreamNumbers", func(t *testing.T) { testStreamNumbers(t, f) }) // streams.go
+	t.Run("StreamChanges", func(t *testing.T) { testStreamChanges(t, f) })
 }
 
 const wait = 10 * time.Second // the most a test waits for something that must happen
