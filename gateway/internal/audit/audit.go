@@ -21,15 +21,16 @@ const (
 // Envelope events, the values of [EnvelopeRecord.Event].
 const (
 	Received  = "received"  // an envelope the gateway accepted from a participant
-	Delivered = "delivered" // an envelope sent to recipients, one line each
+	Delivered = "delivered" // an envelope sent to recipients: one grouped line (compact) or one line each (reference)
 	Rejected  = "rejected"  // an inbound envelope refused by capability checks
 )
 
 // Layouts of envelope-history.jsonl, the values of [Options.Format].
 const (
 	// FormatCompact writes each envelope's body once: on its received line,
-	// or, for an envelope the gateway sent itself, on the delivered line of
-	// its first recipient. Other delivered lines carry no envelope member.
+	// or, for an envelope the gateway sent itself, on its first delivered
+	// line. The deliveries of a record are grouped: one delivered line names
+	// up to 256 recipients in a "recipients" list.
 	FormatCompact = "compact"
 	// FormatReference writes the body on every line, as the reference
 	// gateway does: one copy per recipient.
@@ -57,8 +58,9 @@ type Options struct {
 	CapabilityDecisions bool
 	// Format is FormatCompact (also "") or FormatReference.
 	Format string
-	// ReceivedOnly skips "delivered" records, for large spaces where one line
-	// per recipient is too much; received and rejected lines are kept.
+	// ReceivedOnly skips "delivered" records, for large spaces where even the
+	// grouped delivered lines are too much; received and rejected lines are
+	// kept.
 	ReceivedOnly bool
 	// QueueSize bounds the records waiting for the writer; when it is
 	// reached, Envelope and Decision block. Not positive: DefaultQueueSize.
@@ -103,8 +105,9 @@ type EnvelopeRecord struct {
 	// Participant is the sender (received, rejected). For a delivered record
 	// without Recipients it is the one recipient.
 	Participant string
-	// Recipients of a delivered record: one line each, with participant and
-	// transport taken from the recipient. Ignored for other events.
+	// Recipients of a delivered record: grouped on one line per 256 in the
+	// compact format, one line each in the reference format. Ignored for
+	// other events.
 	Recipients []Recipient
 	// Space is the space id, written as "space_id".
 	Space string

@@ -59,9 +59,19 @@ func BenchmarkEnvelopeParallel(b *testing.B) {
 	}
 }
 
-// BenchmarkDelivered50: one delivered record with 50 recipients, 50 lines.
-func BenchmarkDelivered50(b *testing.B) {
-	l := benchLog(b)
+// BenchmarkDelivered50: one delivered record with 50 recipients: one grouped
+// line in the compact format (50 lines before issue 19, and in the
+// reference format: BenchmarkDelivered50Reference).
+func BenchmarkDelivered50(b *testing.B) { benchDelivered50(b, FormatCompact, 1) }
+
+// BenchmarkDelivered50Reference: as BenchmarkDelivered50 in the reference
+// format, 50 lines with the body on each.
+func BenchmarkDelivered50Reference(b *testing.B) { benchDelivered50(b, FormatReference, 50) }
+func benchDelivered50(b *testing.B, format string, lines uint64) {
+	l, err := Open(Options{Dir: b.TempDir(), EnvelopeHistory: true, CapabilityDecisions: true, Format: format})
+	if err != nil {
+		b.Fatal(err)
+	}
 	rcpts := make([]Recipient, 50)
 	for i := range rcpts {
 		rcpts[i] = Recipient{ID: fmt.Sprintf("participant-%02d", i), Transport: "websocket"}
@@ -77,8 +87,8 @@ func BenchmarkDelivered50(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.StopTimer()
-	if s := l.Stats(); s.Lines != 50*uint64(b.N) {
-		b.Fatalf("%d lines, want %d", s.Lines, 50*b.N)
+	if s := l.Stats(); s.Lines != lines*uint64(b.N) {
+		b.Fatalf("%d lines, want %d", s.Lines, lines*uint64(b.N))
 	}
 }
 

@@ -68,6 +68,32 @@ func appendEnvelopeTail(dst []byte, r *EnvelopeRecord, participant, transport st
 	return appendRawField(dst, `,"metadata":`, metadata)
 }
 
+// maxGroup is the most recipients one grouped delivered line names: a
+// larger fan-out is split over several lines, so that a line stays a few
+// kilobytes however large the space.
+const maxGroup = 256
+
+// appendGrouped appends the rest of a compact delivered line after its head:
+// space, direction, the recipients as a list of {"participant","transport"}
+// objects, and metadata (r.Metadata as returned by value). "participant"
+// comes first in each object so that the reference's grep for a delivery,
+// "event":"delivered".*"id":"X".*"participant":"P", matches the line.
+func appendGrouped(dst []byte, r *EnvelopeRecord, rcpts []Recipient, metadata []byte) []byte {
+	dst = appendStringField(dst, `,"space_id":`, r.Space)
+	dst = append(dst, `,"direction":"outbound","recipients":[`...)
+	for i := range rcpts {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"participant":`...)
+		dst = protocol.AppendString(dst, rcpts[i].ID)
+		dst = appendStringField(dst, `,"transport":`, rcpts[i].Transport)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, ']')
+	return appendRawField(dst, `,"metadata":`, metadata)
+}
+
 // appendDecision appends a capability-decision line but for its chain and
 // closing brace.
 func (w *writer) appendDecision(dst []byte, r *DecisionRecord) []byte {

@@ -49,18 +49,25 @@ func logFiles(t *testing.T, dir string) []string {
 	return files
 }
 
-// ids returns the "id" of each line, checking that every line is compact
-// JSON.
+// ids returns the "id" of each line followed by its participant or the
+// participants of its recipients, checking that every line is compact JSON.
 func ids(t *testing.T, lines []string) []string {
 	t.Helper()
 	var out []string
 	for _, line := range lines {
 		checkCompact(t, line)
-		var rec struct{ ID, Participant string }
+		var rec struct {
+			ID, Participant string
+			Recipients      []struct{ Participant string }
+		}
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, rec.ID+rec.Participant)
+		id := rec.ID + rec.Participant
+		for _, r := range rec.Recipients {
+			id += r.Participant
+		}
+		out = append(out, id)
 	}
 	return out
 }
@@ -86,8 +93,8 @@ func checkMode(t *testing.T, path string, want fs.FileMode) {
 }
 
 // writeRecords writes n records of varying length, every third one a
-// delivered record with two recipients, and returns the expected lines'
-// ids in order.
+// delivered record with two recipients (one grouped line), and returns the
+// expected lines' ids in order (see ids).
 func writeRecords(l *Log, n int) []string {
 	var want []string
 	for i := range n {
@@ -96,7 +103,7 @@ func writeRecords(l *Log, n int) []string {
 		if i%3 == 0 {
 			l.Envelope(EnvelopeRecord{Time: fixed, Event: Delivered, ID: id, Envelope: env,
 				Recipients: []Recipient{{"a", "websocket"}, {"b", "virtual"}}})
-			want = append(want, id+"a", id+"b")
+			want = append(want, id+"ab")
 			continue
 		}
 		l.Envelope(EnvelopeRecord{Time: fixed, Event: Received, ID: id, Envelope: env, Participant: "p"})

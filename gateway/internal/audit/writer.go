@@ -414,9 +414,10 @@ func (w *writer) close() error {
 }
 
 // envelope writes the lines of one envelope record. In the compact format
-// a delivered record's body is written only when no line written before
+// a delivered record becomes one grouped line per maxGroup recipients
+// (appendGrouped), and its body is written only when no line written before
 // holds it (an envelope the gateway itself sent, which has no received
-// line), and then only on the line of the first recipient.
+// line), and then only on the first of those lines.
 func (w *writer) envelope(r *EnvelopeRecord) {
 	if w.env == nil {
 		return
@@ -425,13 +426,18 @@ func (w *writer) envelope(r *EnvelopeRecord) {
 	if r.Event != Delivered || len(rcpts) == 0 {
 		rcpts = []Recipient{{ID: r.Participant, Transport: r.Transport}}
 	}
-	if w.skip(w.env, len(rcpts)) {
+	grouped := w.compact && r.Event == Delivered
+	lines := len(rcpts)
+	if grouped {
+		lines = (len(rcpts) + maxGroup - 1) / maxGroup
+	}
+	if w.skip(w.env, lines) {
 		return
 	}
 	body := w.envelopeValue(r)
 	metadata := w.value("metadata", r.Metadata, false, r.ID)
 	line := w.line[:0]
-	if !w.compact || r.Event != Delivered {
+	if !grouped {
 		if w.compact && r.Event == Received && body != nil {
 			w.bodies.add(r.ID, body)
 		}
@@ -444,20 +450,19 @@ func (w *writer) envelope(r *EnvelopeRecord) {
 		w.keepLine(line)
 		return
 	}
-	first := 0
-	if body != nil && !w.bodies.has(r.ID, body) {
-		// The first line carries the body; the others refer to it by id.
-		line = w.appendEnvelopeHead(line, r, body)
-		line = appendEnvelopeTail(line, r, rcpts[0].ID, rcpts[0].Transport, metadata)
-		line = w.write(w.env, line)
-		w.bodies.add(r.ID, body)
-		first = 1
+	if body != nil && w.bodies.has(r.ID, body) {
+		body = nil // its received line holds it
 	}
-	line = w.appendEnvelopeHead(line[:0], r, nil)
-	head := len(line)
-	for i := first; i < len(rcpts); i++ {
-		line = appendEnvelopeTail(line[:head], r, rcpts[i].ID, rcpts[i].Transport, metadata)
+	for len(rcpts) > 0 {
+		n := min(len(rcpts), maxGroup)
+		line = w.appendEnvelopeHead(line[:0], r, body)
+		line = appendGrouped(line, r, rcpts[:n], metadata)
 		line = w.write(w.env, line)
+		if body != nil {
+			w.bodies.add(r.ID, body)
+			body = nil // the first line carries it, the others refer to it by id
+		}
+		rcpts = rcpts[n:]
 	}
 	w.keepLine(line)
 }
