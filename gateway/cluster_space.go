@@ -14,6 +14,7 @@ import (
 
 	"github.com/mew-protocol/mew/gateway/cluster"
 	"github.com/mew-protocol/mew/protocol"
+	"github.com/mew-protocol/mew/space"
 )
 
 // This file wires a space to the cluster (Options.Cluster): fan-out of
@@ -67,7 +68,19 @@ type clusterSpace struct {
 	heldGen uint64                      // counts the held envelopes released, so that a stale timer does nothing
 	timer   *time.Timer                 // releases the first held envelope after holdLimit
 	synced  [2]chan struct{}            // closed when the state and presence watches have delivered the snapshot
+	// inviting holds the invitations of ours being created in State, with
+	// the watch's changes of their key meanwhile (applied if ours lost).
+	inviting map[string][]cluster.Entry
+	// orphans holds grant and control changes naming a participant not
+	// known here yet (its invitation comes later in a watch's snapshot),
+	// replayed when it is invited; at most maxOrphans.
+	orphans  map[string][]cluster.Entry
+	nOrphans int
 }
+
+// maxOrphans bounds the changes kept for participants not known yet, so that
+// garbage in State cannot grow a node's memory without limit.
+const maxOrphans = 4096
 
 // clusterOp is one write to the fabric, made by the writer in order.
 type clusterOp struct {
@@ -114,6 +127,7 @@ func newClusterSpace(sp *liveSpace, node cluster.Node) (*clusterSpace, error) {
 		wake: make(chan struct{}, 1), drain: make(chan struct{}), wrote: make(chan struct{}),
 		conns: make(map[*session]cluster.Member), remote: make(map[string]cluster.Member),
 		pending: make(map[string]int), ownRev: make(map[string]uint64),
+		inviting: make(map[string][]cluster.Entry), orphans: make(map[string][]cluster.Entry),
 		synced: [2]chan struct{}{make(chan struct{}), make(chan struct{})},
 	}
 	sw, err := node.State().Watch(ctx, sp.id)
@@ -645,6 +659,7 @@ func (cl *clusterSpace) controlChange(e cluster.Entry) {
 	}
 	m := sp.members[c.Participant]
 	if m == nil {
+		cl.orphanLocked(c.Participant, e)
 		return
 	}
 	until := c.PausedUntil
@@ -670,8 +685,8 @@ func (cl *clusterSpace) controlChange(e cluster.Entry) {
 // stateChange applies a change of the space's State made by another node.
 func (cl *clusterSpace) stateChange(e cluster.Entry) {
 	kind := cluster.KeyKind(e.Key)
-	if kind != "grant" && kind != "control" {
-		return // phase 1 shares grants and kicks only
+	if kind != "grant" && kind != "control" && kind != "invite" {
+		return // streams and floor claims have their own watchers
 	}
 	sp := cl.sp
 	sp.mu.Lock()
@@ -679,9 +694,20 @@ func (cl *clusterSpace) stateChange(e cluster.Entry) {
 	if cl.ownLocked(e) {
 		return
 	}
-	if kind == "control" {
+	cl.stateChangeLocked(kind, e)
+}
+
+// stateChangeLocked applies a grant, control or invite change; mu must be
+// held.
+func (cl *clusterSpace) stateChangeLocked(kind string, e cluster.Entry) {
+	sp := cl.sp
+	switch kind {
+	case "control":
 		cl.controlChange(e)
 		cl.releaseLocked(false)
+		return
+	case "invite":
+		cl.inviteChangeLocked(e)
 		return
 	}
 	parts := strings.SplitN(e.Key, "/", 3)
@@ -690,7 +716,8 @@ func (cl *clusterSpace) stateChange(e cluster.Entry) {
 	}
 	m := sp.members[parts[1]]
 	if m == nil {
-		return // an invited participant this node does not know (phase 2)
+		cl.orphanLocked(parts[1], e) // invited, but the invitation is not here yet
+		return
 	}
 	id := parts[2]
 	i := slices.IndexFunc(m.grants, func(g grant) bool { return g.id == id })
@@ -766,4 +793,156 @@ func (srv *Server) clusterHealth() clusterHealth {
 		h.NATS, h.Error = "unavailable", err.Error()
 	}
 	return h
+}
+
+// tokenKeys returns the keys of srv.tokens naming m: its tokens' hashes,
+// and the hashes it is known by alone.
+func (m *member) tokenKeys() [][32]byte {
+	keys := slices.Clone(m.hashes)
+	for _, t := range m.tokens {
+		keys = append(keys, tokenKey(t))
+	}
+	return keys
+}
+
+// --- invitations ---
+
+// shareInvite creates the invitation of participant id in State, unless
+// another node created one first (taken). Only the token's SHA-256 leaves
+// the node. Not called with mu held: it waits for the fabric. The caller
+// then calls invitedLocked.
+func (cl *clusterSpace) shareInvite(from, id, tok string, caps []json.RawMessage, reason string, now time.Time) (taken bool, err error) {
+	sp := cl.sp
+	h := tokenKey([]byte(tok))
+	b, err := cluster.Encode(cluster.Invite{
+		Participant: id, From: from, At: now.Round(0), TokenHash: h[:], Capabilities: caps, Reason: reason,
+	})
+	if err != nil {
+		return false, err
+	}
+	sp.mu.Lock()
+	if _, busy := cl.inviting[id]; busy {
+		sp.mu.Unlock()
+		return true, nil // another invitation of id on this node is under way
+	}
+	cl.inviting[id] = nil
+	sp.mu.Unlock()
+	if err := cl.node.Err(); err != nil {
+		return false, err
+	}
+	ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
+	defer cancel()
+	_, err = cl.node.State().Put(ctx, sp.id, cluster.InviteKey(id), b, cluster.PutOptions{IfAbsent: true})
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.Is(err, cluster.ErrConflict):
+		return true, nil
+	}
+	return false, err
+}
+
+// invitedLocked ends the creation of id's invitation started by
+// shareInvite: if ours lost (lost), the changes the watch delivered
+// meanwhile — the winner's invitation — are applied now; if ours won, they
+// were its own echo. mu must be held. A no-op when no invitation of id was
+// under way.
+func (cl *clusterSpace) invitedLocked(id string, lost bool) {
+	held, ok := cl.inviting[id]
+	if !ok {
+		return
+	}
+	delete(cl.inviting, id)
+	if !lost {
+		return
+	}
+	for _, e := range held {
+		cl.inviteChangeLocked(e)
+	}
+}
+
+// inviteChangeLocked applies an invitation made on another node: the
+// participant exists here from now on, known by its token's hash, with the
+// capabilities it was invited with, and this node's participants see it
+// invited. An invitation is never withdrawn (a deleted key changes
+// nothing; a kick is the way out). mu must be held.
+func (cl *clusterSpace) inviteChangeLocked(e cluster.Entry) {
+	if e.Op != cluster.OpPut {
+		return
+	}
+	sp := cl.sp
+	inv, err := cluster.DecodeInvite(e.Value)
+	if err == nil && cluster.InviteKey(inv.Participant) != e.Key {
+		err = fmt.Errorf("%w: the key does not name participant %q", cluster.ErrInvalid, inv.Participant)
+	}
+	if err != nil {
+		sp.srv.opts.Logger.Warn("cluster: bad invitation", "space", sp.id, "key", e.Key, "err", err)
+		return
+	}
+	id := inv.Participant
+	if held, busy := cl.inviting[id]; busy {
+		cl.inviting[id] = append(held, e) // ours is being created: decided when it is
+		return
+	}
+	if sp.resolveLocked(id) != nil || id == protocol.GatewayID {
+		return // ours (its echo), or a name this node already serves
+	}
+	if space.ValidParticipantID(id) != nil || strings.ContainsAny(id, ":#") {
+		sp.srv.opts.Logger.Warn("cluster: bad invitation", "space", sp.id, "key", e.Key, "err", "participant id")
+		return
+	}
+	if len(sp.order)-len(sp.cfg.Participants) >= maxInvited {
+		sp.srv.opts.Logger.Warn("cluster: invitation over the limit of invited participants", "space", sp.id, "participant", id)
+		return
+	}
+	caps, _, rf := compactPatterns(inv.Capabilities)
+	if rf != nil {
+		sp.srv.opts.Logger.Warn("cluster: bad invitation", "space", sp.id, "key", e.Key, "err", rf.message)
+		return
+	}
+	m := &member{name: id, hashes: [][32]byte{[32]byte(inv.TokenHash)}}
+	if err := m.setCapabilities(caps, sp.cfg.Defaults.Capabilities); err != nil {
+		sp.srv.opts.Logger.Warn("cluster: invitation does not compile", "space", sp.id, "key", e.Key, "err", err)
+		return
+	}
+	if sp.srv.opts.Rate > 0 {
+		m.limiter = newLimiter(sp.srv.opts)
+	}
+	if err := sp.srv.addTokens(sp, m); err != nil {
+		sp.srv.opts.Logger.Warn("cluster: invitation not registered", "space", sp.id, "participant", id, "err", err)
+		return
+	}
+	sp.members[id] = m
+	sp.order = append(sp.order, m)
+	sp.broadcastLocked(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
+		Event: protocol.PresenceInvited, Participant: protocol.ParticipantInfo{ID: id, Capabilities: m.view().list},
+		InvitedBy: inv.From, Reason: inv.Reason,
+	}), nil)
+	orphans := cl.orphans[id]
+	delete(cl.orphans, id)
+	cl.nOrphans -= len(orphans)
+	for _, o := range orphans {
+		cl.stateChangeLocked(cluster.KeyKind(o.Key), o)
+	}
+}
+
+// orphanLocked keeps a grant or control change naming participant, not
+// known here yet, until its invitation arrives; mu must be held.
+func (cl *clusterSpace) orphanLocked(participant string, e cluster.Entry) {
+	if _, ok := cl.sp.members[participant]; ok {
+		return
+	}
+	list := cl.orphans[participant]
+	for i, o := range list {
+		if o.Key == e.Key { // the last change of a key is what counts
+			list[i] = e
+			return
+		}
+	}
+	if cl.nOrphans >= maxOrphans {
+		cl.sp.srv.opts.Logger.Warn("cluster: change for an unknown participant dropped", "space", cl.sp.id, "key", e.Key)
+		return
+	}
+	cl.orphans[participant] = append(list, e)
+	cl.nOrphans++
 }

@@ -1,18 +1,26 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/gateway/cluster"
@@ -45,40 +53,70 @@ participants:
 // directory), or with mem on one memory.Cluster.
 func startClusterOn(t *testing.T, n int, mem bool) ([]*testutil.Gateway, *server.Server, string) {
 	t.Helper()
-	var ns *server.Server
-	store := t.TempDir()
+	c := newTestCluster(t, n, mem, clusterSpace, nil)
+	return c.gs, c.ns, c.store
+}
+
+// testCluster is n gateway nodes serving one space, with their cluster
+// nodes.
+type testCluster struct {
+	gs    []*testutil.Gateway
+	nodes []cluster.Node
+	ns    *server.Server // nil on memory
+	store string
+}
+
+// newTestCluster starts n gateway nodes serving spaceYAML; tune, if set,
+// adjusts each NATS node's options.
+func newTestCluster(t *testing.T, n int, mem bool, spaceYAML string, tune func(*natscluster.Options)) *testCluster {
+	t.Helper()
+	c := &testCluster{store: t.TempDir()}
 	var mc *memory.Cluster
 	if mem {
 		mc = memory.New(memory.Options{PresenceTTL: 2 * time.Second})
 		t.Cleanup(func() { _ = mc.Close() })
 	} else {
 		var err error
-		ns, err = natscluster.StartServer(natscluster.ServerOptions{StoreDir: store})
+		c.ns, err = natscluster.StartServer(natscluster.ServerOptions{StoreDir: c.store})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+		t.Cleanup(func() { c.ns.Shutdown(); c.ns.WaitForShutdown() })
 	}
-	var gs []*testutil.Gateway
 	for i := range n {
 		var node cluster.Node
 		var err error
 		if mem {
 			node, err = mc.Node(fmt.Sprintf("n%d", i+1))
 		} else {
+			o := natscluster.Options{
+				NodeID: fmt.Sprintf("n%d", i+1), Cluster: "test", URL: c.ns.ClientURL(), PresenceTTL: 2 * time.Second,
+			}
+			if tune != nil {
+				tune(&o)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			node, err = natscluster.New(ctx, natscluster.Options{
-				NodeID: fmt.Sprintf("n%d", i+1), Cluster: "test", URL: ns.ClientURL(), PresenceTTL: 2 * time.Second,
-			})
+			node, err = natscluster.New(ctx, o)
 			cancel()
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = node.Close() }) // after the gateway's own cleanup
-		gs = append(gs, testutil.StartGateway(t, clusterSpace, gateway.Options{Cluster: node, ClusterName: "test", Logger: slog.New(slog.NewTextHandler(tlog{t}, nil))}))
+		c.nodes = append(c.nodes, node)
+		c.gs = append(c.gs, testutil.StartGateway(t, spaceYAML, gateway.Options{Cluster: node, ClusterName: "test", Logger: slog.New(slog.NewTextHandler(tlog{t}, nil))}))
 	}
-	return gs, ns, store
+	return c
+}
+
+// onClusters runs f on n nodes serving spaceYAML over NATS, then over
+// memory.
+func onClusters(t *testing.T, n int, spaceYAML string, f func(*testing.T, *testCluster)) {
+	for _, mem := range []bool{false, true} {
+		t.Run(map[bool]string{false: "nats", true: "memory"}[mem], func(t *testing.T) {
+			f(t, newTestCluster(t, n, mem, spaceYAML, nil))
+		})
+	}
 }
 
 // onBackends runs f on n nodes over NATS, then over memory.
@@ -456,5 +494,272 @@ func testPause(t *testing.T, gs []*testutil.Gateway) {
 	bob.Expect("participant/resume")
 	if e := outcome(t, bob, "c2", `{"id":"c2","kind":"chat","payload":{"text":"back"}}`); e != nil {
 		t.Fatalf("resumed on node 1, bob on node 2 refused: %v", e)
+	}
+}
+
+// An invitation made on node 1 lets the invited participant join on node 2
+// with its token and its capabilities; a grant and a kick naming it made on
+// node 1 are enforced on node 2. Only the token's hash is in shared state.
+func TestClusterInvite(t *testing.T) { onClusters(t, 2, clusterSpace, testInvite) }
+
+func testInvite(t *testing.T, c *testCluster) {
+	a, b := c.gs[0], c.gs[1]
+	human, _ := testutil.Join(t, a.WSURL, "human-token")
+	carol, _ := testutil.Join(t, b.WSURL, "carol-token")
+	human.ExpectFunc("system/presence", presence("join", "carol"))
+
+	// Invite on node 1 → join on node 2, measured round after round: the
+	// join is tried at once and again until node 2 knows the invitation.
+	const rounds = 20
+	var lag []time.Duration
+	var dave *testutil.Peer
+	var daveTok string
+	for i := range rounds {
+		id := fmt.Sprintf("dave%d", i)
+		start := time.Now()
+		human.SendText(fmt.Sprintf(`{"id":"i%d","kind":"space/invite","payload":{"participant_id":%q,"initial_capabilities":[{"kind":"chat"}],"reason":"help"}}`, i, id))
+		ack := human.ExpectFunc("space/invite-ack", func(m testutil.Msg) bool { return m.Payload()["participant_id"] == id })
+		tok, _ := ack.Payload()["token"].(string)
+		if ack.Payload()["status"] != "created" || tok == "" {
+			t.Fatalf("invite ack %s", ack.Raw)
+		}
+		for {
+			p := testutil.Dial(t, b.WSURL, tok)
+			m := p.Next()
+			if m.Kind() == "system/welcome" {
+				lag = append(lag, time.Since(start))
+				you, _ := m.Payload()["you"].(map[string]any)
+				if you["id"] != id || !strings.Contains(fmt.Sprint(you["capabilities"]), "chat") {
+					t.Fatalf("%s's welcome on node 2: %s", id, m.Raw)
+				}
+				if i == 0 {
+					dave, daveTok = p, tok
+				} else {
+					p.Conn.CloseNow()
+				}
+				break
+			}
+			if m.Payload()["error"] != "unauthorized" || time.Since(start) > 5*time.Second {
+				t.Fatalf("%s joining node 2: %s", id, m.Raw)
+			}
+			p.Conn.CloseNow()
+		}
+		// Node 2's participants saw it invited, by the human, then join.
+		inv := carol.ExpectFunc("system/presence", presence("invited", id))
+		if inv.Payload()["invited_by"] != "human" || inv.Payload()["reason"] != "help" {
+			t.Fatalf("carol saw %s", inv.Raw)
+		}
+	}
+	t.Logf("invite on node 1 → invited participant's welcome on node 2: p50 %v p99 %v max %v", pct(lag, 50), pct(lag, 99), pct(lag, 100))
+
+	// The invited participant speaks through node 2 to node 1.
+	dave.SendText(`{"id":"d1","kind":"chat","payload":{"text":"hello"}}`)
+	if m := human.ExpectFunc("chat", func(m testutil.Msg) bool { return m.ID() == "d1" }); m.From() != "dave0" {
+		t.Fatalf("human got %s", m.Raw)
+	}
+	// A grant on node 1 naming it is enforced on node 2.
+	const call = `{"id":"%s","kind":"mcp/proposal","payload":{"jsonrpc":"2.0","id":1,"method":"tools/call"}}`
+	if e := outcome(t, dave, "p0", fmt.Sprintf(call, "p0")); e == nil || e["error"] != "capability_violation" {
+		t.Fatalf("before the grant: %v", e)
+	}
+	human.SendText(`{"id":"g1","kind":"capability/grant","payload":{"recipient":"dave0","capabilities":[{"kind":"mcp/proposal"}]}}`)
+	dave.ExpectFunc("system/welcome", func(m testutil.Msg) bool { return strings.Contains(string(m.Raw), "mcp/proposal") })
+	if e := outcome(t, dave, "p1", fmt.Sprintf(call, "p1")); e != nil {
+		t.Fatalf("after the grant on node 1, node 2 refused: %v", e)
+	}
+
+	// The token is nowhere in shared state; its hash is. On NATS, every
+	// value of the bucket is read straight from JetStream.
+	values := map[string][]byte{}
+	w, err := c.nodes[1].State().Watch(context.Background(), "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e := range w.Changes() {
+		if e.Op == cluster.OpSynced {
+			break
+		}
+		values["state:"+e.Key] = e.Value
+	}
+	w.Stop()
+	if c.ns != nil {
+		for k, v := range natsBucket(t, c.ns.ClientURL(), "mew_test_state") {
+			values["bucket:"+k] = v
+		}
+	}
+	for k, v := range values {
+		if bytes.Contains(v, []byte(daveTok)) {
+			t.Fatalf("the invited participant's token is readable in shared state at %s: %s", k, v)
+		}
+	}
+	rec, err := cluster.DecodeInvite(values["state:"+cluster.InviteKey("dave0")])
+	if err != nil {
+		t.Fatalf("invite record: %v", err)
+	}
+	if h := sha256.Sum256([]byte(daveTok)); !bytes.Equal(rec.TokenHash, h[:]) || rec.From != "human" {
+		t.Fatalf("invite record %+v", rec)
+	}
+
+	// A kick on node 1 naming it closes its connection on node 2; its
+	// token stops working on both nodes.
+	human.SendText(`{"id":"k1","kind":"space/kick","payload":{"participant_id":"dave0","reason":"done"}}`)
+	if code, _ := dave.Closed(5 * time.Second); code != gateway.CloseKicked {
+		t.Fatalf("dave on node 2 closed with %v, want %d", code, gateway.CloseKicked)
+	}
+	carol.ExpectFunc("system/presence", presence("leave", "dave0"))
+	for i, g := range c.gs {
+		p := testutil.Dial(t, g.WSURL, daveTok)
+		if m := p.Next(); m.Payload()["error"] != "unauthorized" {
+			t.Fatalf("kicked invitee rejoined on node %d: %s", i+1, m.Raw)
+		}
+	}
+}
+
+// natsBucket reads every key and value of a JetStream KV bucket.
+func natsBucket(t *testing.T, url, bucket string) map[string][]byte {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := kv.ListKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]byte{}
+	for k := range keys.Keys() {
+		e, err := kv.Get(ctx, k)
+		if err != nil {
+			continue // expired meanwhile
+		}
+		out[k] = e.Value()
+	}
+	if len(out) == 0 {
+		t.Fatalf("bucket %s is empty", bucket)
+	}
+	return out
+}
+
+// Two invitations of one participant id made at once on two nodes: exactly
+// one is created, the other answered already_exists, and both nodes know
+// the winner's participant (its token joins on either node).
+func TestClusterInviteRace(t *testing.T) { onClusters(t, 2, clusterSpace, testInviteRace) }
+
+func testInviteRace(t *testing.T, c *testCluster) {
+	for round := range 10 {
+		id := fmt.Sprintf("eve%d", round)
+		body := fmt.Sprintf(`{"kind":"space/invite","payload":{"participant_id":%q}}`, id)
+		type answer struct {
+			status int
+			body   map[string]any
+			err    error
+		}
+		answers := make([]answer, 2)
+		var wg sync.WaitGroup
+		for i, g := range c.gs {
+			wg.Go(func() {
+				answers[i].status, answers[i].body, answers[i].err = postRaw(g.URL+"/participants/human/messages", "human-token", body)
+			})
+		}
+		wg.Wait()
+		created, tok := 0, ""
+		for i, a := range answers {
+			if a.err != nil {
+				t.Fatalf("node %d: %v", i+1, a.err)
+			}
+			switch {
+			case a.status == 200 && a.body["status"] == "created":
+				created++
+				tok, _ = a.body["token"].(string)
+			case a.status == 409 && a.body["status"] == "already_exists":
+			default:
+				t.Fatalf("round %d, node %d: %d %v", round, i+1, a.status, a.body)
+			}
+		}
+		if created != 1 {
+			t.Fatalf("round %d: %d invitations created, want 1: %v", round, created, answers)
+		}
+		for i, g := range c.gs {
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				p := testutil.Dial(t, g.WSURL, tok)
+				m := p.Next()
+				p.Conn.CloseNow()
+				if m.Kind() == "system/welcome" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("round %d: the winner's token on node %d: %s", round, i+1, m.Raw)
+				}
+			}
+		}
+	}
+}
+
+// postRaw posts an envelope to the HTTP API; safe off the test goroutine.
+func postRaw(url, token, body string) (int, map[string]any, error) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(res.Body).Decode(&m); err != nil {
+		return res.StatusCode, nil, err
+	}
+	return res.StatusCode, m, nil
+}
+
+// Invitation records that no correct node wrote are ignored: a bad hash,
+// a key naming another participant, capabilities that do not compile, a
+// name the gateway refuses, garbage. The space goes on.
+func TestClusterInviteHostile(t *testing.T) { onClusters(t, 2, clusterSpace, testInviteHostile) }
+
+func testInviteHostile(t *testing.T, c *testCluster) {
+	human, _ := testutil.Join(t, c.gs[1].WSURL, "human-token")
+	h := sha256.Sum256([]byte("mallory-token"))
+	rec := func(who string, hash []byte, caps string) []byte {
+		return []byte(fmt.Sprintf(`{"participant":%q,"from":"x","at":"2026-01-01T00:00:00Z","token_hash":%q,"capabilities":%s}`,
+			who, base64.StdEncoding.EncodeToString(hash), caps))
+	}
+	ctx := context.Background()
+	st := c.nodes[0].State()
+	for key, v := range map[string][]byte{
+		cluster.InviteKey("m1"):     rec("m1", h[:5], `[{"kind":"chat"}]`),        // short hash
+		cluster.InviteKey("m2"):     rec("other", h[:], `[{"kind":"chat"}]`),      // another participant's key
+		cluster.InviteKey("m3"):     rec("m3", h[:], `[{"kind":{"$regex":"("}}]`), // does not compile
+		cluster.InviteKey("m4"):     rec("m4:x", h[:], `[{"kind":"chat"}]`),       // a name the gateway refuses
+		cluster.InviteKey("m5"):     []byte(`{"participant":`),                    // garbage
+		cluster.InviteKey("m6"):     rec("m6", h[:], `[{"kind":"chat"}]`),         // a good one, after the rest
+		cluster.GrantKey("m7", "g"): []byte(`{"id":"g","to":"m7","from":"x"}`),    // a grant to nobody
+	} {
+		if _, err := st.Put(ctx, "shared", key, v, cluster.PutOptions{}); err != nil {
+			t.Fatalf("put %s: %v", key, err)
+		}
+	}
+	human.ExpectFunc("system/presence", presence("invited", "m6"))
+	p := testutil.Dial(t, c.gs[1].WSURL, "mallory-token")
+	if m := p.Next(); m.Kind() != "system/welcome" || m.Payload()["you"].(map[string]any)["id"] != "m6" {
+		t.Fatalf("the good invitation's token: %s", m.Raw)
+	}
+	if e := outcome(t, human, "c1", `{"id":"c1","kind":"chat","payload":{"text":"still here"}}`); e != nil {
+		t.Fatalf("after hostile records: %v", e)
 	}
 }

@@ -275,13 +275,14 @@ func (srv *Server) lookup(token, spaceID string) (*liveSpace, *member) {
 func (srv *Server) addTokens(sp *liveSpace, m *member) error {
 	srv.tokMu.Lock()
 	defer srv.tokMu.Unlock()
-	for _, t := range m.tokens {
-		if prev, dup := srv.tokens[tokenKey(t)]; dup {
+	keys := m.tokenKeys()
+	for _, k := range keys {
+		if prev, dup := srv.tokens[k]; dup {
 			return fmt.Errorf("gateway: participants %s and %s share a token", prev.name, m.name)
 		}
 	}
-	for _, t := range m.tokens {
-		srv.tokens[tokenKey(t)] = m
+	for _, k := range keys {
+		srv.tokens[k] = m
 	}
 	srv.owner[m] = sp
 	return nil
@@ -291,9 +292,9 @@ func (srv *Server) addTokens(sp *liveSpace, m *member) error {
 func (srv *Server) dropTokens(m *member) {
 	srv.tokMu.Lock()
 	defer srv.tokMu.Unlock()
-	for _, t := range m.tokens {
-		if srv.tokens[tokenKey(t)] == m {
-			delete(srv.tokens, tokenKey(t))
+	for _, k := range m.tokenKeys() {
+		if srv.tokens[k] == m {
+			delete(srv.tokens, k)
 		}
 	}
 }

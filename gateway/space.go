@@ -31,7 +31,8 @@ type member struct {
 	name    string
 	cfg     *space.Participant // nil for an invited participant
 	tokens  [][]byte
-	limiter *limiter // nil when rate limiting is off
+	hashes  [][32]byte // SHA-256 of tokens known by hash only: an invitation made on another node
+	limiter *limiter   // nil when rate limiting is off
 
 	static    []json.RawMessage       // own ∪ defaults ∪ baseline, compacted; fixed
 	staticSet *capability.Set         // static, compiled once
@@ -71,6 +72,12 @@ func (m *member) ownsToken(tok []byte) bool {
 	ok := 0
 	for _, t := range m.tokens {
 		ok |= subtle.ConstantTimeCompare(t, tok)
+	}
+	if len(m.hashes) > 0 {
+		h := tokenKey(tok)
+		for _, k := range m.hashes {
+			ok |= subtle.ConstantTimeCompare(k[:], h[:])
+		}
 	}
 	return ok == 1
 }

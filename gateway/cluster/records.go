@@ -100,6 +100,7 @@ type Invite struct {
 	At           time.Time         `json:"at"`
 	TokenHash    []byte            `json:"token_hash"` // never the token itself
 	Capabilities []json.RawMessage `json:"capabilities"`
+	Reason       string            `json:"reason,omitempty"` // what the inviter said, for the presence event
 }
 
 // Control is a participant's pause, shutdown and kick state.
