@@ -31,7 +31,8 @@ type Client struct {
 	// of the current connection is the only one that stores a welcome; the
 	// dispatch goroutine alone moves Joined to Ready.
 	opts   Options
-	url    string
+	urls   []string     // the gateway URLs to dial, with path and space
+	at     atomic.Int64 // the index in urls of the latest attempt
 	header http.Header
 	join   []byte // the join message, or nil to authenticate with the header
 
@@ -68,11 +69,11 @@ func New(opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: options: %w", err)
 	}
-	u, err := o.dialURL()
+	urls, err := o.dialURLs()
 	if err != nil {
 		return nil, fmt.Errorf("client: options: %w", err)
 	}
-	c := &Client{opts: o, url: u, header: o.upgradeHeader()}
+	c := &Client{opts: o, urls: urls, header: o.upgradeHeader()}
 	if o.JoinMessage {
 		c.join = o.joinMessage()
 	}
@@ -110,7 +111,7 @@ func (c *Client) Connect(ctx context.Context) error {
 	c.mu.Unlock()
 	defer c.wg.Done()
 
-	cn, err := c.attempt(ctx, r)
+	cn, err := c.connectAny(ctx, r)
 	if err != nil {
 		c.endRun(r)
 		return err
@@ -118,6 +119,41 @@ func (c *Client) Connect(ctx context.Context) error {
 	c.wg.Add(1)
 	go c.supervise(r, cn)
 	return nil
+}
+
+// connectAny makes Connect's attempts: one per gateway URL, in order,
+// until one joins. A refusal, Close or the end of ctx stops it: another
+// node of the same space would refuse the token too, and the caller's
+// deadline covers all the attempts.
+func (c *Client) connectAny(ctx context.Context, r *run) (*conn, error) {
+	var errs []error
+	for i, u := range c.urls {
+		c.at.Store(int64(i))
+		cn, err := c.attempt(ctx, r, u)
+		if err == nil {
+			return cn, nil
+		}
+		if len(c.urls) == 1 || errors.Is(err, ErrRefused) || errors.Is(err, ErrClosed) || ctx.Err() != nil {
+			return nil, err
+		}
+		c.opts.Logger.Info("connect failed, trying the next gateway", "err", err)
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("client: connect: none of %d gateways joined: %w", len(c.urls), errors.Join(errs...))
+}
+
+// nextURL moves to the next gateway URL, round robin, and returns it.
+func (c *Client) nextURL() string {
+	i := (c.at.Load() + 1) % int64(len(c.urls))
+	c.at.Store(i)
+	return c.urls[i]
+}
+
+// URL returns the gateway URL (with its path and the space) of the latest
+// connection attempt: with several Options.Gateways, the node the client
+// is connected to, or was last trying.
+func (c *Client) URL() string {
+	return c.urls[c.at.Load()]
 }
 
 // Close closes the connection with 1000 (normal closure), stops every
@@ -276,14 +312,14 @@ var errWelcomeTimeout = errors.New("no welcome in time")
 // attempt makes one connection: dial, authenticate, wait for the welcome.
 // It returns the joined connection, or an error once the connection's
 // goroutines have all returned.
-func (c *Client) attempt(ctx context.Context, r *run) (*conn, error) {
+func (c *Client) attempt(ctx context.Context, r *run, url string) (*conn, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.opts.WelcomeTimeout, errWelcomeTimeout)
 	defer cancel()
 	defer context.AfterFunc(r.ctx, cancel)()
 
 	c.setState(r, Connecting)
 	hc, raw := c.httpClient()
-	ws, resp, err := websocket.Dial(ctx, c.url, &websocket.DialOptions{HTTPClient: hc, HTTPHeader: c.header})
+	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: hc, HTTPHeader: c.header})
 	hc.CloseIdleConnections() // a refused upgrade's keep-alive connection
 	if err != nil {
 		c.setState(r, Disconnected)
@@ -295,7 +331,7 @@ func (c *Client) attempt(ctx context.Context, r *run) (*conn, error) {
 		case resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden):
 			return nil, &RefusedError{Code: protocol.ErrorUnauthorized, Message: "HTTP " + resp.Status}
 		}
-		return nil, fmt.Errorf("client: dial %s: %w", c.url, err)
+		return nil, fmt.Errorf("client: dial %s: %w", url, err)
 	}
 	ws.SetReadLimit(c.opts.MaxMessageSize)
 	cn := newConn(c, r, ws, raw.get())
@@ -447,6 +483,8 @@ func (c *Client) supervise(r *run, cn *conn) {
 
 // reconnect dials again, after a backoff, until an attempt joins, the run
 // ends, the gateway refuses, or the attempts run out; it then returns nil.
+// Each attempt takes the next gateway URL: the node that dropped the
+// connection is tried last.
 func (c *Client) reconnect(r *run) *conn {
 	for attempt := 1; ; attempt++ {
 		if n := c.opts.MaxReconnectAttempts; n > 0 && attempt > n {
@@ -464,7 +502,7 @@ func (c *Client) reconnect(r *run) *conn {
 			return nil
 		case <-t.C:
 		}
-		cn, err := c.attempt(r.ctx, r)
+		cn, err := c.attempt(r.ctx, r, c.nextURL())
 		if err == nil {
 			return cn
 		}

@@ -43,8 +43,8 @@ func startGateway(t testing.TB, opts gateway.Options) *testutil.Gateway {
 // and Space are filled in when empty.
 func newClient(t testing.TB, g *testutil.Gateway, opts client.Options) *client.Client {
 	t.Helper()
-	if opts.Gateway == "" {
-		opts.Gateway = "ws://" + g.Addr // g may be nil when Gateway is set
+	if opts.Gateway == "" && len(opts.Gateways) == 0 {
+		opts.Gateway = "ws://" + g.Addr // g may be nil when a gateway is set
 	}
 	if opts.Space == "" {
 		opts.Space = "sdk"

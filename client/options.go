@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/mew-protocol/mew/protocol"
@@ -19,8 +20,15 @@ type Options struct {
 	// accepted too). A URL without a path gets "/ws"; the space is added as
 	// the query parameter "space".
 	Gateway string
-	// Space is the id of the space to join. If Gateway already names a space
-	// in its query, the two must agree.
+	// Gateways lists more URLs of the same space, one per gateway node of a
+	// cluster, written as Gateway is; Gateway, when set, comes first.
+	// Connect tries the URLs in order until one joins; once connected, a
+	// dropped connection and each failed reconnect attempt move on to the
+	// next URL, round robin, with the usual backoff (see the package
+	// documentation). SplitGateways reads a comma-separated list.
+	Gateways []string
+	// Space is the id of the space to join. If a gateway URL already names
+	// a space in its query, they must all agree.
 	Space string
 	// Token is the participant's token. It decides which participant of the
 	// space the client is, and it is never logged.
@@ -84,13 +92,18 @@ const (
 	defaultSendQueue         = 1024
 	defaultInboundQueue      = 4096
 	defaultMaxMessageSize    = 16 << 20
+	// maxGateways bounds the URL list: a cluster has a handful of nodes,
+	// and a list read from a flag or a file must not cost without bound.
+	maxGateways = 64
 )
 
 // check validates o and returns it with its defaults filled in.
 func (o Options) check() (Options, error) {
 	switch {
-	case o.Gateway == "":
+	case o.Gateway == "" && len(o.Gateways) == 0:
 		return o, errors.New("the Gateway option is required")
+	case len(o.Gateways) > maxGateways:
+		return o, fmt.Errorf("the Gateways option lists more than %d URLs", maxGateways)
 	case o.Token == "":
 		return o, errors.New("the Token option is required")
 	case len(o.ParticipantID) > protocol.MaxIDLen:
@@ -131,22 +144,61 @@ func (o Options) check() (Options, error) {
 	return o, nil
 }
 
-// dialURL returns the URL to dial: o.Gateway with a path and the space.
-func (o *Options) dialURL() (string, error) {
-	u, err := url.Parse(o.Gateway)
+// gatewayList returns the gateway URLs of o in the order they are tried:
+// Gateway, then Gateways.
+func (o *Options) gatewayList() []string {
+	var list []string
+	if o.Gateway != "" {
+		list = append(list, o.Gateway)
+	}
+	return append(list, o.Gateways...)
+}
+
+// dialURLs returns the URLs to dial, each with a path and the space; it
+// sets o.Space from a URL's query when it was empty.
+func (o *Options) dialURLs() ([]string, error) {
+	list := o.gatewayList()
+	if o.Space == "" {
+		// A URL after the first may name the space the first leaves out.
+		for _, g := range list {
+			if u, err := url.Parse(g); err == nil && u.Query().Get("space") != "" {
+				o.Space = u.Query().Get("space")
+				break
+			}
+		}
+	}
+	urls := make([]string, 0, len(list))
+	for i, g := range list {
+		what := "the Gateway option"
+		if len(list) > 1 {
+			what = fmt.Sprintf("gateway URL %d", i+1)
+		}
+		u, err := o.dialURL(g)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		urls = append(urls, u)
+	}
+	return urls, nil
+}
+
+// dialURL returns the URL to dial for gateway g: g with a path and the
+// space. It sets o.Space from g's query when it was empty.
+func (o *Options) dialURL(g string) (string, error) {
+	u, err := url.Parse(g)
 	if err != nil {
-		return "", fmt.Errorf("the Gateway option: %w", err)
+		return "", err
 	}
 	switch u.Scheme {
 	case "ws", "wss", "http", "https":
 	default:
-		return "", fmt.Errorf("the Gateway option: scheme %q is not ws, wss, http or https", u.Scheme)
+		return "", fmt.Errorf("scheme %q is not ws, wss, http or https", u.Scheme)
 	}
 	if u.Host == "" {
-		return "", fmt.Errorf("the Gateway option: %q has no host", o.Gateway)
+		return "", fmt.Errorf("%q has no host", g)
 	}
 	if u.User != nil {
-		return "", errors.New("the Gateway option: credentials in the URL are not supported; use Token")
+		return "", errors.New("credentials in the URL are not supported; use Token")
 	}
 	if u.Path == "" && u.RawPath == "" {
 		u.Path = "/ws"
@@ -158,12 +210,26 @@ func (o *Options) dialURL() (string, error) {
 	case o.Space == "":
 		o.Space = s
 	case s != "" && s != o.Space:
-		return "", fmt.Errorf("the Gateway option names space %q but Space is %q", s, o.Space)
+		return "", fmt.Errorf("the URL names space %q but Space is %q", s, o.Space)
 	}
 	q.Set("space", o.Space)
 	u.RawQuery = q.Encode()
 	u.Fragment = ""
 	return u.String(), nil
+}
+
+// SplitGateways splits a comma-separated list of gateway URLs, as the mew
+// CLI's --gateway flags and MEW_GATEWAY take it, into the form of
+// Options.Gateways: spaces around each URL are trimmed and empty items
+// dropped. A URL holding a comma must escape it (%2C).
+func SplitGateways(s string) []string {
+	var list []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			list = append(list, item)
+		}
+	}
+	return list
 }
 
 // joinMessage returns the reference clients' join message.
