@@ -137,7 +137,7 @@ func (s *ScanStats) skip(file string, n int, reason string) {
 	}
 }
 
-// line is the JSON of one log line, as both logs write it.
+// wireRecord is the JSON of one log line, as both logs write it.
 type wireRecord struct {
 	Timestamp          string          `json:"timestamp"`
 	Event              string          `json:"event"`
@@ -154,6 +154,13 @@ type wireRecord struct {
 	MatchedSource      string          `json:"matched_source"`
 	Granted            json.RawMessage `json:"granted_capabilities"`
 	Metadata           json.RawMessage `json:"metadata"`
+	Recipients         []wireRecipient `json:"recipients"`
+}
+
+// wireRecipient is one recipient of a grouped delivered line.
+type wireRecipient struct {
+	Participant string `json:"participant"`
+	Transport   string `json:"transport"`
 }
 
 // Scan reads the log name (EnvelopeHistory or CapabilityDecisions) in dir,
@@ -213,6 +220,10 @@ func scanFile(ctx context.Context, path string, opts ReadOptions, bodies *bodyWi
 			st.skip(path, n, "no event")
 			continue
 		}
+		if w.Event == Delivered && w.Recipients != nil && len(w.Recipients) == 0 {
+			st.skip(path, n, "a delivered line with an empty recipients list")
+			continue
+		}
 		r := &Record{
 			File: path, Line: n, Event: w.Event, ID: w.ID, Participant: w.Participant,
 			Space: w.Space, Direction: w.Direction, Transport: w.Transport,
@@ -222,6 +233,11 @@ func scanFile(ctx context.Context, path string, opts ReadOptions, bodies *bodyWi
 		r.Time, _ = time.Parse(time.RFC3339Nano, w.Timestamp)
 		if w.Event == CapabilityCheck {
 			r.ID = w.EnvelopeID
+		} else if w.Event == Delivered && len(w.Recipients) > 0 {
+			if err := expand(r, &w, bodies, st, fn); err != nil {
+				return err
+			}
+			continue
 		} else {
 			bodies.fill(r, w.Envelope)
 		}
@@ -230,6 +246,29 @@ func scanFile(ctx context.Context, path string, opts ReadOptions, bodies *bodyWi
 			return err
 		}
 	}
+}
+
+// expand hands fn the records of a grouped delivered line (the compact
+// layout since issue 19): one per recipient, each as the per-recipient line
+// of the earlier layout would have read, at the grouped line's place. The
+// first carries the line's own body if it has one; the others share it, as
+// the lines after the first carried none.
+func expand(tmpl *Record, w *wireRecord, bodies *bodyWindow, st *ScanStats, fn func(*Record) error) error {
+	for i, rc := range w.Recipients {
+		r := new(Record)
+		*r = *tmpl
+		r.Participant, r.Transport = rc.Participant, rc.Transport
+		if i == 0 {
+			bodies.fill(r, w.Envelope)
+		} else {
+			bodies.fill(r, nil)
+		}
+		st.Records++
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // bodyWindow keeps the latest bodies by envelope id, the most recent max of

@@ -39,14 +39,20 @@ func session(t *testing.T, opts gateway.Options) string {
 	return filepath.Dir(g.LogPath(auditlog.EnvelopeHistory))
 }
 
-type delivery struct{ id, participant, body string }
+// delivery is what a delivered record says, as compared across layouts.
+type delivery struct {
+	id, participant, transport, space, direction, body string
+	origin                                             bool
+	at                                                 string // FILE:LINE, base name
+}
 
-// deliveries reads every delivered line of dir as (id, recipient, body).
+// deliveries reads every delivered record of dir.
 func deliveries(t *testing.T, dir string) (out []delivery, st auditlog.ScanStats) {
 	t.Helper()
 	st, err := auditlog.Scan(context.Background(), dir, auditlog.EnvelopeHistory, auditlog.ReadOptions{}, func(r *auditlog.Record) error {
 		if r.Event == auditlog.Delivered {
-			out = append(out, delivery{r.ID, r.Participant, string(r.Envelope)})
+			out = append(out, delivery{id: r.ID, participant: r.Participant, transport: r.Transport, space: r.Space,
+				direction: r.Direction, body: string(r.Envelope), origin: r.Origin, at: fmt.Sprintf("%s:%d", filepath.Base(r.File), r.Line)})
 		}
 		return nil
 	})
@@ -56,31 +62,22 @@ func deliveries(t *testing.T, dir string) (out []delivery, st auditlog.ScanStats
 	return out, st
 }
 
-// TestCompactReadsBackAsReference: the same session written in the compact
-// layout (rotated into several files) and in the reference layout reads
-// back into the same delivered envelopes: every compact delivered line gets
-// the very body the reference layout repeats on it.
-func TestCompactReadsBackAsReference(t *testing.T) {
-	t.Parallel()
-	compact := session(t, gateway.Options{AuditMaxFileSize: 4096, AuditMaxFiles: -1})
-	reference := session(t, gateway.Options{AuditFormat: "reference"})
-	if files, _ := auditlog.Files(compact, auditlog.EnvelopeHistory); len(files) < 3 {
-		t.Fatalf("compact log in %d files, want rotation", len(files))
+// sameDeliveries checks that the deliveries c, read from a compact log, are
+// those of r, read from the reference layout of another run of the same
+// session: the same recipients, transports and bodies in the same order,
+// but for what two runs cannot share (times, the gateway's fresh ids).
+func sameDeliveries(t *testing.T, c, r []delivery) {
+	t.Helper()
+	if len(c) != len(r) || len(c) < 60 {
+		t.Fatalf("%d compact deliveries, %d reference", len(c), len(r))
 	}
-	c, cst := deliveries(t, compact)
-	r, _ := deliveries(t, reference)
-	if cst.Skipped != 0 || len(c) != len(r) || len(c) < 60 {
-		t.Fatalf("%d compact deliveries (%d skipped), %d reference", len(c), cst.Skipped, len(r))
-	}
-	// Gateway-made envelopes (welcome, presence, error) have fresh ids and
-	// times in each run; chats are the same bytes but for ts.
 	shared := 0
 	for i := range c {
-		if c[i].participant != r[i].participant || c[i].body == "" || r[i].body == "" ||
-			!strings.Contains(c[i].body, `"id":"`+c[i].id+`"`) {
-			t.Fatalf("delivery %d: %v vs %v", i, c[i], r[i])
+		if c[i].participant != r[i].participant || c[i].transport != r[i].transport || c[i].space != r[i].space ||
+			c[i].direction != "outbound" || r[i].direction != "outbound" || c[i].origin != r[i].origin ||
+			c[i].body == "" || r[i].body == "" || !strings.Contains(c[i].body, `"id":"`+c[i].id+`"`) {
+			t.Fatalf("delivery %d: %+v\nvs %+v", i, c[i], r[i])
 		}
-		// The gateway's own envelopes get a fresh id in each run.
 		cb, rb := blank(c[i].body, "ts"), blank(r[i].body, "ts")
 		if strings.HasPrefix(c[i].id, "m") && c[i].id == r[i].id {
 			shared++
@@ -93,6 +90,167 @@ func TestCompactReadsBackAsReference(t *testing.T) {
 	}
 	if shared != 60 { // the chats, to alice and to bob
 		t.Errorf("%d chat deliveries compared, want 60", shared)
+	}
+}
+
+// TestCompactReadsBackAsReference: the same session written in the compact
+// layout (grouped delivered lines, rotated into several files) and in the
+// reference layout reads back into the same delivered records: every
+// recipient of a grouped line is a record of its own, at the grouped line's
+// place, with the very body the reference layout repeats on its line.
+func TestCompactReadsBackAsReference(t *testing.T) {
+	t.Parallel()
+	compact := session(t, gateway.Options{AuditMaxFileSize: 4096, AuditMaxFiles: -1})
+	reference := session(t, gateway.Options{AuditFormat: "reference"})
+	if files, _ := auditlog.Files(compact, auditlog.EnvelopeHistory); len(files) < 3 {
+		t.Fatalf("compact log in %d files, want rotation", len(files))
+	}
+	c, cst := deliveries(t, compact)
+	r, _ := deliveries(t, reference)
+	if cst.Skipped != 0 {
+		t.Fatalf("%d lines skipped: %v", cst.Skipped, cst.Problems)
+	}
+	sameDeliveries(t, c, r)
+	// The chats to alice and bob share a line; fewer lines than records.
+	grouped := 0
+	for i := 1; i < len(c); i++ {
+		if c[i].at == c[i-1].at {
+			grouped++
+			if c[i].id != c[i-1].id {
+				t.Errorf("records %d and %d at %s have ids %s and %s", i-1, i, c[i].at, c[i-1].id, c[i].id)
+			}
+		}
+	}
+	if grouped < 30 {
+		t.Errorf("%d records shared a line with the one before, want at least the 30 chats'", grouped)
+	}
+	if cst.Records-cst.Lines != grouped {
+		t.Errorf("%d records from %d lines, %d grouped", cst.Records, cst.Lines, grouped)
+	}
+}
+
+// TestPerRecipientCompactLog: a log of the compact layout before issue 19
+// (one delivered line per recipient, written by that gateway with the same
+// session as session, in testdata/compact-per-recipient) still verifies and
+// reads back as the reference layout does.
+func TestPerRecipientCompactLog(t *testing.T) {
+	t.Parallel()
+	const old = "testdata/compact-per-recipient"
+	rep, err := auditlog.Verify(old, auditlog.VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Intact() || len(rep.Logs) != 2 || rep.Logs[0].Lines < 60 {
+		t.Fatalf("verify: %+v", rep)
+	}
+	c, st := deliveries(t, old)
+	if st.Skipped != 0 || st.Records != st.Lines {
+		t.Fatalf("%d records from %d lines, %d skipped", st.Records, st.Lines, st.Skipped)
+	}
+	r, _ := deliveries(t, session(t, gateway.Options{AuditFormat: "reference"}))
+	sameDeliveries(t, c, r)
+}
+
+// TestGroupedLineHostile: a grouped delivered line is expanded from what it
+// says, whatever its recipients hold; an empty list is skipped and counted,
+// not a record without a recipient.
+func TestGroupedLineHostile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	lines := `{"timestamp":"2026-01-01T00:00:00.000Z","event":"received","id":"a\"b","envelope":{"id":"a\"b","kind":"chat"},"participant":"x"}
+{"timestamp":"2026-01-01T00:00:00.000Z","event":"delivered","id":"a\"b","recipients":[{"participant":"q\"uote\\s","transport":"websocket"},{"participant":"猫 😊"},{}],"participant":"ignored"}
+{"timestamp":"2026-01-01T00:00:00.000Z","event":"delivered","id":"e","recipients":[]}
+{"timestamp":"2026-01-01T00:00:00.000Z","event":"delivered","id":"f","recipients":"alice"}
+{"timestamp":"2026-01-01T00:00:00.000Z","event":"received","id":"g","recipients":[{"participant":"not a delivery"}]}
+`
+	if err := os.WriteFile(filepath.Join(dir, auditlog.EnvelopeHistory), []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	st, err := auditlog.Scan(context.Background(), dir, auditlog.EnvelopeHistory, auditlog.ReadOptions{}, func(r *auditlog.Record) error {
+		got = append(got, fmt.Sprintf("%d %s %s %s/%s shared=%v body=%s", r.Line, r.Event, r.ID, r.Participant, r.Transport, r.Shared, r.Envelope))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`1 received a"b x/ shared=false body={"id":"a\"b","kind":"chat"}`,
+		`2 delivered a"b q"uote\s/websocket shared=true body={"id":"a\"b","kind":"chat"}`,
+		`2 delivered a"b 猫 😊/ shared=true body={"id":"a\"b","kind":"chat"}`,
+		`2 delivered a"b / shared=true body={"id":"a\"b","kind":"chat"}`,
+		`5 received g / shared=false body=`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("records:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if st.Skipped != 2 || st.Problems[0].Line != 3 || !strings.Contains(st.Problems[0].Reason, "empty recipients") ||
+		st.Problems[1].Line != 4 || !strings.Contains(st.Problems[1].Reason, "not a JSON") {
+		t.Errorf("skipped %d: %v", st.Skipped, st.Problems)
+	}
+}
+
+// TestVerifyGroupedLine: changing one recipient inside a grouped delivered
+// line, removing the line or inserting a copy breaks the chain at it.
+func TestVerifyGroupedLine(t *testing.T) {
+	t.Parallel()
+	src := session(t, gateway.Options{})
+	path := filepath.Join(src, auditlog.EnvelopeHistory)
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(orig), "\n")
+	g := -1 // the last grouped line before the end
+	for i, l := range lines[:len(lines)-2] {
+		if strings.Contains(l, `"recipients":[{"participant":"alice"`) && strings.Contains(l, `{"participant":"bob"`) {
+			g = i
+		}
+	}
+	if g < 0 {
+		t.Fatal("no grouped line to alice and bob")
+	}
+	for _, tc := range []struct {
+		name   string
+		edit   func([]string) []string
+		reason string
+	}{
+		{"recipient renamed", func(ls []string) []string {
+			ls[g] = strings.Replace(ls[g], `{"participant":"bob"`, `{"participant":"eve"`, 1)
+			return ls
+		}, "the line was altered"},
+		{"recipient dropped", func(ls []string) []string {
+			ls[g] = strings.Replace(ls[g], `,{"participant":"bob","transport":"websocket"}`, ``, 1)
+			return ls
+		}, "the line was altered"},
+		{"line removed", func(ls []string) []string { return append(ls[:g:g], ls[g+1:]...) }, "line " + fmt.Sprint(g+1) + " was removed"},
+		{"line duplicated", func(ls []string) []string { return append(ls[:g+1:g+1], ls[g:]...) }, "inserted"},
+	} {
+		ls := tc.edit(append([]string(nil), lines...))
+		if strings.Join(ls, "") == string(orig) {
+			t.Fatalf("%s: nothing changed", tc.name)
+		}
+		if err := os.WriteFile(path, []byte(strings.Join(ls, "")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := auditlog.Verify(src, auditlog.VerifyOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := rep.Logs[0].Problem
+		wantLine := g + 1
+		if tc.name == "line duplicated" {
+			wantLine = g + 2
+		}
+		if p == nil || p.Line != wantLine || !strings.Contains(p.Reason, tc.reason) {
+			t.Errorf("%s at line %d: verify says %v", tc.name, g+1, p)
+		}
+	}
+	if err := os.WriteFile(path, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := auditlog.Verify(src, auditlog.VerifyOptions{}); err != nil || !rep.Intact() {
+		t.Errorf("restored log: %+v, %v", rep, err)
 	}
 }
 
