@@ -72,7 +72,7 @@ See docs/agent.md for every key.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&f.gateway, "gateway", "g", "", "gateway URL, such as ws://localhost:8080 (or MEW_GATEWAY)")
+	fl.StringVarP(&f.gateway, "gateway", "g", "", "gateway URL, or a comma-separated list of a cluster's nodes, such as ws://localhost:8080 (or MEW_GATEWAY)")
 	fl.StringVarP(&f.space, "space", "s", "", "space id (or MEW_SPACE)")
 	fl.StringVar(&f.id, "id", "", "participant id (or MEW_PARTICIPANT_ID); another id than the token's participant is a runtime alias")
 	fl.StringVarP(&f.token, "token", "t", "", "the participant's token (or MEW_TOKEN); prefer the variable: flags show in ps")
@@ -212,7 +212,7 @@ func runAgent(ctx context.Context, cmd *cobra.Command, opts Options, f agentFlag
 	defer stop(nil)
 	a, err := agent.New(agent.Options{
 		Participant: participant.Options{Client: client.Options{
-			Gateway: s.gateway, Space: s.space, Token: s.token, ParticipantID: s.id, Reconnect: true,
+			Gateways: client.SplitGateways(s.gateway), Space: s.space, Token: s.token, ParticipantID: s.id, Reconnect: true,
 		}},
 		Provider: provider,
 		Config:   s.cfg,

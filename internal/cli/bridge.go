@@ -81,7 +81,7 @@ and exits with status 0.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&f.gateway, "gateway", "g", "", "gateway WebSocket URL, e.g. ws://localhost:8080 (required; or MEW_GATEWAY)")
+	fl.StringVarP(&f.gateway, "gateway", "g", "", "gateway WebSocket URL, e.g. ws://localhost:8080, or a comma-separated list of a cluster's nodes (required; or MEW_GATEWAY)")
 	fl.StringVarP(&f.space, "space", "s", "", "space to join (default: the space configuration's id)")
 	fl.StringVarP(&f.participantID, "participant-id", "p", "", "participant id of the bridge (required)")
 	fl.StringVarP(&f.token, "token", "t", "", "the participant's token (or MEW_TOKEN; default: from the space configuration's token store)")
@@ -203,7 +203,7 @@ func (f *bridgeFlags) options(cmd *cobra.Command, args []string, getenv func(str
 	if f.gateway == "" {
 		return bo, errors.New("--gateway is required")
 	}
-	if err := checkGatewayURL(f.gateway); err != nil {
+	if err := checkGatewayURLs(f.gateway); err != nil {
 		return bo, err
 	}
 	if f.participantID == "" {
@@ -304,7 +304,7 @@ func (f *bridgeFlags) options(cmd *cobra.Command, args []string, getenv func(str
 	}
 	bo.Server = server
 	bo.Participant = participant.Options{Client: client.Options{
-		Gateway:       f.gateway,
+		Gateways:      client.SplitGateways(f.gateway),
 		Space:         f.space,
 		Token:         f.token,
 		ParticipantID: f.participantID,
@@ -337,6 +337,30 @@ func checkGatewayURL(s string) error {
 		return nil
 	}
 	return fmt.Errorf("--gateway: %q: want ws://, wss://, http:// or https://", s)
+}
+
+// checkGatewayURLs checks each URL of a comma-separated list with
+// checkGatewayURL; an empty list is an error.
+func checkGatewayURLs(s string) error {
+	list := client.SplitGateways(s)
+	if len(list) == 0 {
+		return fmt.Errorf("--gateway: %q names no URL", s)
+	}
+	for _, u := range list {
+		if err := checkGatewayURL(u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// redactedURLs is redactedURL of each URL, joined with commas.
+func redactedURLs(list []string) string {
+	out := make([]string, len(list))
+	for i, u := range list {
+		out[i] = redactedURL(u)
+	}
+	return strings.Join(out, ",")
 }
 
 // redactedURL is u without user information or query, for logs.
@@ -372,7 +396,7 @@ func runBridge(ctx context.Context, cmd *cobra.Command, f bridgeFlags, bo bridge
 		name, _, _ := strings.Cut(e, "=")
 		envNames = append(envNames, name)
 	}
-	logger.Info("bridge starting", "gateway", redactedURL(bo.Participant.Client.Gateway), "space", bo.Participant.Client.Space,
+	logger.Info("bridge starting", "gateway", redactedURLs(bo.Participant.Client.Gateways), "space", bo.Participant.Client.Space,
 		"server", server, "env", envNames, "cwd", bo.Server.Dir, "init_timeout", bo.InitTimeout, "restart", !bo.NoRestart, "max_restarts", bo.MaxRestarts)
 	b, err := bridge.New(bo)
 	if err != nil {

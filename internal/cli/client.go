@@ -79,7 +79,7 @@ envelope seen as one compact JSON line.`,
 		},
 	}
 	fl := connect.Flags()
-	fl.StringVarP(&o.Gateway, "gateway", "g", "", "gateway URL, such as ws://localhost:8080 (or MEW_GATEWAY)")
+	fl.StringVarP(&o.Gateway, "gateway", "g", "", "gateway URL, or a comma-separated list of a cluster's nodes, such as ws://localhost:8080 (or MEW_GATEWAY)")
 	fl.StringVarP(&o.Space, "space", "s", "", "space id (or MEW_SPACE)")
 	fl.StringVarP(&o.Token, "token", "t", "", "the participant's token (or MEW_TOKEN)")
 	fl.StringVarP(&o.ID, "participant-id", "p", "", "the id to join as; another id than the token's participant is a runtime alias")
@@ -205,7 +205,7 @@ func runLineClient(ctx context.Context, cmd *cobra.Command, o lineClientOptions)
 		return runTUI(ctx, cmd, o)
 	}
 	p, err := participant.New(participant.Options{Client: client.Options{
-		Gateway: o.Gateway, Space: o.Space, Token: o.Token, ParticipantID: o.ID, Reconnect: true,
+		Gateways: client.SplitGateways(o.Gateway), Space: o.Space, Token: o.Token, ParticipantID: o.ID, Reconnect: true,
 	}})
 	if err != nil {
 		return err

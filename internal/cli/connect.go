@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/space"
 )
 
@@ -41,7 +42,7 @@ Ctrl-C or closing the terminal leaves; the space keeps running.`,
 	f.register(fl)
 	fl.StringVar(&f.participant, "participant", "", "the participant to join as (default: the space's default_participant)")
 	addNoUIFlag(fl)
-	fl.StringVar(&f.gateway, "gateway", "", "the gateway's URL (default: the running space's, ws://127.0.0.1:<port>)")
+	fl.StringVar(&f.gateway, "gateway", "", "the gateway's URL, or a comma-separated list of a cluster's nodes (default: the running space's, every node's with --nodes)")
 	fl.BoolVar(&f.web, "web", false, "print, and open when a browser can be, a one-time link to this space in the web console")
 	return cmd
 }
@@ -63,7 +64,7 @@ func runSpaceConnect(ctx context.Context, cmd *cobra.Command, opts Options, f sp
 			return fmt.Errorf("space connect: space %s is not running (its supervisor, pid %d, is gone): mew space down cleans up, then mew space up", cfg.Space.ID, st.Supervisor)
 		}
 		url = "ws://127.0.0.1:" + strconv.Itoa(st.Port)
-	} else if err := checkGatewayURL(url); err != nil {
+	} else if err := checkGatewayURLs(url); err != nil {
 		return err
 	}
 	who, err := resolveParticipant(cfg, f.participant)
@@ -76,7 +77,7 @@ func runSpaceConnect(ctx context.Context, cmd *cobra.Command, opts Options, f sp
 		return fmt.Errorf("space connect: token of %s: %w", who, err)
 	}
 	if f.web {
-		return openWebConsole(ctx, cmd, webOptions{Gateway: url, Space: cfg.Space.ID, Token: tokens[0], Getenv: opts.getenv()})
+		return openWebConsole(ctx, cmd, webOptions{Gateway: client.SplitGateways(url)[0], Space: cfg.Space.ID, Token: tokens[0], Getenv: opts.getenv()})
 	}
 	ctx, stop := withHangup(ctx)
 	defer stop()

@@ -428,7 +428,7 @@ func runToolsAgentInSpace(ctx context.Context, cmd *cobra.Command, opts Options,
 	logger.Info("tools agent joining the space", "name", def.Name, "space", space, "gateway", gateway,
 		"tools", len(def.Tools), "provider", provider.Name())
 	return a.ServeSpace(ctx, participant.Options{
-		Client:         client.Options{Gateway: gateway, Space: space, Token: token, ParticipantID: id, Reconnect: true},
+		Client:         client.Options{Gateways: client.SplitGateways(gateway), Space: space, Token: token, ParticipantID: id, Reconnect: true},
 		RequestTimeout: def.Timeout,
 		Logger:         logger,
 	})

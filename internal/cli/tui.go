@@ -47,7 +47,7 @@ func wantTUI(cmd *cobra.Command, o lineClientOptions) bool {
 // UI until the user leaves.
 func runTUI(ctx context.Context, cmd *cobra.Command, o lineClientOptions) error {
 	p, err := participant.New(participant.Options{Client: client.Options{
-		Gateway: o.Gateway, Space: o.Space, Token: o.Token, ParticipantID: o.ID, Reconnect: true,
+		Gateways: client.SplitGateways(o.Gateway), Space: o.Space, Token: o.Token, ParticipantID: o.ID, Reconnect: true,
 	}})
 	if err != nil {
 		return err
