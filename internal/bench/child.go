@@ -43,6 +43,7 @@ func (t ChildTarget) Name() string { return t.Label }
 // childEndpoint is the child's answer to the ids.
 type childEndpoint struct {
 	URL    string            `json:"url"`
+	URLs   []string          `json:"urls,omitempty"` // Endpoint.URLs: a cluster's nodes
 	Tokens map[string]string `json:"tokens"`
 }
 
@@ -82,6 +83,7 @@ func (t ChildTarget) Start(ctx context.Context, ids []string) (*Endpoint, error)
 	}
 	return &Endpoint{
 		URL:     ep.URL,
+		URLs:    ep.URLs,
 		Tokens:  ep.Tokens,
 		Close:   c.stop,
 		PID:     cmd.Process.Pid,
@@ -196,7 +198,7 @@ func ServeChild(ctx context.Context, t Target, in io.Reader, out io.Writer) (err
 		}
 	}()
 	enc := json.NewEncoder(out)
-	if err := enc.Encode(childEndpoint{URL: ep.URL, Tokens: ep.Tokens}); err != nil {
+	if err := enc.Encode(childEndpoint{URL: ep.URL, URLs: ep.URLs, Tokens: ep.Tokens}); err != nil {
 		return fmt.Errorf("serve child: %w", err)
 	}
 	// The scanner's goroutine ends when in does; ctx may end the loop

@@ -65,6 +65,13 @@ type FanoutResult struct {
 	P90 time.Duration `json:"p90_ns"`
 	P99 time.Duration `json:"p99_ns"`
 	Max time.Duration `json:"max_ns"`
+	// Nodes is how many gateway nodes the participants were spread over (Endpoint.URLs), 1 for
+	// a single server.
+	Nodes int `json:"nodes"`
+	// CrossP50 and CrossP99 are the latencies of the deliveries whose sender and receiver were
+	// on different nodes (participant i on node i mod Nodes); 0 with one node.
+	CrossP50 time.Duration `json:"cross_p50_ns,omitempty"`
+	CrossP99 time.Duration `json:"cross_p99_ns,omitempty"`
 	// Elapsed is the measured sending time.
 	Elapsed time.Duration `json:"elapsed_ns"`
 	// CPUPerDelivery is the process's CPU time (user and system) from the start of the
@@ -91,6 +98,7 @@ type fanoutReceiver struct {
 	last       []int64 // per sender, the last sequence number received
 	lastAt     int64   // when the last measured delivery came, in ns since the run's start
 	hist       Histogram
+	cross      Histogram // the deliveries from a sender on another node
 
 	// For a sender: the sequence number of its latest envelope that came back to it, and a
 	// wake-up for an unpaced sender waiting for room in its window.
@@ -219,7 +227,18 @@ func (r *fanoutRun) handle(i int, msg []byte) {
 	}
 	rc.lastAt = r.clock.now()
 	rc.hist.Record(time.Duration(rc.lastAt - n[2]))
+	if nodes := r.nodes(); nodes > 1 && n[0]%int64(nodes) != int64(i%nodes) {
+		rc.cross.Record(time.Duration(rc.lastAt - n[2]))
+	}
 	rc.delivered.Add(1)
+}
+
+// nodes returns how many nodes the run's participants are spread over, once connected.
+func (r *fanoutRun) nodes() int {
+	if r.f == nil {
+		return 1
+	}
+	return r.f.ep.nodes()
 }
 
 // delivered returns the measured deliveries so far.
@@ -234,11 +253,12 @@ func (r *fanoutRun) delivered() (n uint64) {
 func (r *fanoutRun) tally(res *FanoutResult) {
 	res.Sent = r.totalSent()
 	res.Expected = res.Sent * uint64(r.o.Participants)
-	var h Histogram
+	var h, cross Histogram
 	var lastAt int64
 	for i := range r.recv {
 		rc := &r.recv[i]
 		h.Merge(&rc.hist)
+		cross.Merge(&rc.cross)
 		lastAt = max(lastAt, rc.lastAt)
 		res.Delivered += rc.delivered.Load()
 		res.OutOfOrder += rc.outOfOrder
@@ -259,6 +279,8 @@ func (r *fanoutRun) tally(res *FanoutResult) {
 		res.DeliveriesPerSec = float64(res.Delivered) / secs
 	}
 	res.P50, res.P90, res.P99, res.Max = h.Percentile(0.50), h.Percentile(0.90), h.Percentile(0.99), h.Max()
+	res.Nodes = r.nodes()
+	res.CrossP50, res.CrossP99 = cross.Percentile(0.50), cross.Percentile(0.99)
 	if res.Delivered > 0 {
 		res.CPUPerDelivery = r.cpu / time.Duration(res.Delivered)
 	}

@@ -88,7 +88,7 @@ func (f *fleet) connect(ctx context.Context, ids []string, handle handler, progr
 		go func() {
 			defer workers.Done()
 			for i := range next {
-				c, err := f.join(dialCtx, ids[i])
+				c, err := f.join(dialCtx, f.ep.urlOf(i), ids[i])
 				results <- result{i, c, err}
 			}
 		}()
@@ -150,11 +150,11 @@ func (f *fleet) adopt(i int, c *websocket.Conn, handle handler) {
 	go f.read(i, c, handle)
 }
 
-// join dials the endpoint as participant id and waits for its system/welcome.
-func (f *fleet) join(ctx context.Context, id string) (*websocket.Conn, error) {
+// join dials url as participant id and waits for its system/welcome.
+func (f *fleet) join(ctx context.Context, url, id string) (*websocket.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, f.ep.URL, &websocket.DialOptions{
+	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{
 		HTTPClient: f.client,
 		HTTPHeader: http.Header{"Authorization": {"Bearer " + f.ep.Tokens[id]}},
 	})

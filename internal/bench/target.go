@@ -25,6 +25,10 @@ type Target interface {
 type Endpoint struct {
 	// URL is what clients dial, e.g. ws://127.0.0.1:PORT/ws?space=bench.
 	URL string
+	// URLs, when the target is several gateway nodes of one cluster, holds each node's URL
+	// (URL is the first): participant i dials URLs[i mod len(URLs)], so the participants are
+	// spread round robin and a workload can tell deliveries that crossed nodes.
+	URLs []string
 	// Tokens maps each participant id to its bearer token.
 	Tokens map[string]string
 	// Close stops the server; nil for a server the target did not start (URLTarget).
@@ -35,6 +39,17 @@ type Endpoint struct {
 
 	// measure, if set, asks the child for its live heap, stacks and goroutines.
 	measure func(context.Context) (processUse, error)
+}
+
+// nodes returns how many nodes the participants are spread over: len(URLs), at least 1.
+func (e *Endpoint) nodes() int { return max(len(e.URLs), 1) }
+
+// urlOf returns the URL participant i dials.
+func (e *Endpoint) urlOf(i int) string {
+	if len(e.URLs) == 0 {
+		return e.URL
+	}
+	return e.URLs[i%len(e.URLs)]
 }
 
 // inProcess reports whether the endpoint's server runs in this process (the target started it),

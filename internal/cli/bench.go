@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -35,6 +36,7 @@ type benchFlags struct {
 	compare string // a file written by --save, to compare with
 	spawn   bool   // run the gateway and relay targets as child processes
 	limit   bool   // the gateway target's default rate limits on
+	nodes   int    // the gateway target as a cluster of this many nodes
 }
 
 // newBenchCmd returns `mew bench` with its workloads. gatewayTarget supplies the gateway as a
@@ -169,6 +171,7 @@ func addBenchFlags(cmd *cobra.Command, f *benchFlags) {
 func addTargetFlags(cmd *cobra.Command, f *benchFlags) {
 	cmd.Flags().StringVar(&f.audit, "audit", "full", "the gateway's audit log: full, received (no per-recipient delivered lines) or off")
 	cmd.Flags().BoolVar(&f.limit, "rate-limit", false, "the gateway's default rate limits on (off by default: the benchmark sets the rate)")
+	cmd.Flags().IntVar(&f.nodes, "nodes", 1, "run the gateway as a cluster of this many nodes on an embedded NATS server, the participants spread round robin over them")
 }
 
 func newBenchFanoutCmd(opts Options, gatewayTarget func() bench.Target) *cobra.Command {
@@ -262,8 +265,12 @@ func benchTargets(f *benchFlags, targetSet bool, gatewayTarget func() bench.Targ
 			var t bench.Target
 			if gatewayTarget != nil {
 				t = gatewayTarget()
+				if f.nodes < 1 || f.nodes > maxBenchNodes {
+					return nil, fmt.Errorf("--nodes: %d is not between 1 and %d", f.nodes, maxBenchNodes)
+				}
 				if gt, ok := t.(gatewayBench); ok {
 					gt.rateLimit = f.limit
+					gt.nodes = f.nodes
 					switch f.audit {
 					case "full":
 					case "received":
@@ -324,6 +331,9 @@ func spawned(f *benchFlags, name string, t bench.Target) (bench.Target, error) {
 	args := []string{exe, "bench", "serve", name, "--audit", f.audit}
 	if f.limit {
 		args = append(args, "--rate-limit")
+	}
+	if name == targetGateway && f.nodes > 1 {
+		args = append(args, "--nodes", strconv.Itoa(f.nodes))
 	}
 	return bench.ChildTarget{Label: name, Command: args}, nil
 }
@@ -534,6 +544,11 @@ func writeFanout(w io.Writer, o bench.FanoutOptions, results []bench.FanoutResul
 	}
 	if err := writeNotes(w, notes); err != nil {
 		return err
+	}
+	for _, r := range results {
+		if r.Nodes > 1 {
+			fmt.Fprintf(w, "%s: %d nodes, deliveries across nodes: p50 %s, p99 %s\n", r.Target, r.Nodes, durText(r.CrossP50), durText(r.CrossP99))
+		}
 	}
 	return writeRatios(w, fanoutRatios(results))
 }

@@ -23,6 +23,7 @@ type gatewayBench struct {
 	noAudit      bool
 	receivedOnly bool
 	rateLimit    bool // the default rate limits, instead of none
+	nodes        int  // with more than 1, a cluster of that many nodes (bench_cluster.go)
 }
 
 func (gatewayBench) Name() string { return "gateway" }
@@ -58,6 +59,9 @@ func (t gatewayBench) Start(ctx context.Context, ids []string) (*bench.Endpoint,
 	rate := -1.0
 	if t.rateLimit {
 		rate = 0 // the default
+	}
+	if t.nodes > 1 {
+		return t.startCluster(ctx, cfg, dir, tokens, rate)
 	}
 	gw, err := gateway.New(gateway.Options{
 		Spaces:            []*space.Config{cfg},
