@@ -76,6 +76,9 @@ type clusterSpace struct {
 	// replayed when it is invited; at most maxOrphans.
 	orphans  map[string][]cluster.Entry
 	nOrphans int
+	// streams is the space's share of the cluster's streams
+	// (cluster_streams.go), set before the node serves.
+	streams *clusterStreams
 }
 
 // maxOrphans bounds the changes kept for participants not known yet, so that
@@ -153,6 +156,10 @@ func newClusterSpace(sp *liveSpace, node cluster.Node) (*clusterSpace, error) {
 		return nil, fmt.Errorf("subscribe: %w", err)
 	}
 	cl.sub = sub
+	if err := cl.startStreams(); err != nil { // cluster_streams.go
+		cl.close(context.Background())
+		return nil, fmt.Errorf("streams: %w", err)
+	}
 	t := time.NewTimer(clusterOpTimeout)
 	defer t.Stop()
 	for _, ch := range cl.synced {
@@ -180,6 +187,7 @@ func (cl *clusterSpace) close(ctx context.Context) {
 	case <-cl.wrote:
 	case <-ctx.Done():
 	}
+	cl.closeStreams(ctx) // cluster_streams.go: its queued changes, then its log follower
 	cl.stop()
 	if cl.sub != nil {
 		_ = cl.sub.Unsubscribe()
@@ -355,6 +363,10 @@ type heldEnvelope struct {
 // it: as on one node, the grantee has its new capabilities before anyone
 // reads the grant, and each sender's order is kept.
 func (cl *clusterSpace) remoteEnvelope(msg cluster.Message) {
+	if isClusterFrame(msg.Data) { // a stream's frame: cluster_streams.go
+		cl.remoteFrame(msg)
+		return
+	}
 	var env protocol.Envelope
 	if err := cl.decoder.Decode(msg.Data, &env); err != nil {
 		cl.sp.srv.opts.Logger.Warn("cluster: bad envelope from node", "space", cl.sp.id, "node", msg.Node, "err", err)
@@ -396,6 +408,8 @@ func (cl *clusterSpace) readyFunc(env *protocol.Envelope) func() bool {
 			return nil
 		}
 		return func() bool { m := sp.resolveLocked(p.ParticipantID); return m == nil || m.ctl.kicked }
+	case protocol.KindStreamRequest, protocol.KindStreamClose:
+		return cl.streamReady(env) // cluster_streams.go
 	case protocol.KindParticipantPause, protocol.KindParticipantResume:
 		to, id, pause := slices.Clone(env.To), env.ID, env.Kind == protocol.KindParticipantPause
 		return func() bool {

@@ -36,6 +36,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mew-protocol/mew/gateway/cluster"
 	"github.com/mew-protocol/mew/protocol"
 )
 
@@ -101,6 +102,7 @@ type stream struct {
 	requestID string                 // the stream/request envelope's id
 	openID    string                 // the stream/open envelope's id
 	created   time.Time
+	logSeq    uint64 // in a cluster: the Seq of its last change in the space's log
 }
 
 // add records st as open. mu must be held.
@@ -216,6 +218,15 @@ func (sp *liveSpace) connectedMemberLocked(id string) *member {
 	return nil
 }
 
+// streamMemberLocked is connectedMemberLocked, and in a cluster also a
+// participant connected on another node. mu must be held.
+func (sp *liveSpace) streamMemberLocked(id string) *member {
+	if m := sp.connectedMemberLocked(id); m != nil || sp.cl == nil {
+		return m
+	}
+	return sp.cl.remoteMemberLocked(id)
+}
+
 // streamRecipientsLocked returns the runtime ids of the connected participants.
 // mu must be held.
 func (sp *liveSpace) streamRecipientsLocked() []string {
@@ -230,6 +241,42 @@ func (sp *liveSpace) streamRecipientsLocked() []string {
 // runtime id of its connection. mu must be held.
 func isMemberID(id string, m *member) bool {
 	return id == m.name || (m.sess != nil && id == m.sess.id)
+}
+
+// streamRequestCheckLocked refuses a stream/request from o whose target
+// names someone not connected, or that would take the space or o past its
+// number of open streams. mu must be held.
+func (sp *liveSpace) streamRequestCheckLocked(o origin, target []string) *refusal {
+	var missing []string
+	for _, id := range target {
+		if sp.streamMemberLocked(id) == nil && !slices.Contains(missing, id) {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		r := refuse(protocol.ErrorTargetNotFound, "One or more target participants do not exist in space")
+		r.fields = func(dst []byte) []byte {
+			dst = append(dst, `,"targets":[`...)
+			for i, id := range missing {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = protocol.AppendString(dst, id)
+			}
+			return append(dst, ']')
+		}
+		return r
+	}
+	t := &sp.streams
+	if len(t.byID) >= maxStreamsPerSpace {
+		return streamRefusal(ErrorTooManyStreams,
+			fmt.Sprintf("space %s has %d open streams, the most it may have", sp.id, maxStreamsPerSpace))
+	}
+	if t.byOwner[o.m] >= maxStreamsPerOwner {
+		return streamRefusal(ErrorTooManyStreams,
+			fmt.Sprintf("%s owns %d open streams, the most one participant may own", o.id, maxStreamsPerOwner))
+	}
+	return nil
 }
 
 // streamRequest handles stream/request: it opens a stream owned by the
@@ -247,40 +294,32 @@ func (sp *liveSpace) streamRequest(o origin, env *protocol.Envelope, now time.Ti
 	if len(req.Extra) == 0 {
 		req.Extra = nil
 	}
+	var number uint64
+	if sp.cl != nil {
+		// In a cluster the number comes from the cluster's counter, taken
+		// outside the lock, once the request would be accepted: a refused
+		// request takes none, as on one node.
+		sp.mu.Lock()
+		rf := sp.streamRequestCheckLocked(o, req.Target)
+		sp.mu.Unlock()
+		if rf == nil {
+			number, rf = sp.cl.streamNumber()
+		}
+		if rf != nil {
+			return outcome{}, rf
+		}
+	}
 
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	var missing []string
-	for _, id := range req.Target {
-		if sp.connectedMemberLocked(id) == nil && !slices.Contains(missing, id) {
-			missing = append(missing, id)
-		}
-	}
-	if len(missing) > 0 {
-		r := refuse(protocol.ErrorTargetNotFound, "One or more target participants do not exist in space")
-		r.fields = func(dst []byte) []byte {
-			dst = append(dst, `,"targets":[`...)
-			for i, id := range missing {
-				if i > 0 {
-					dst = append(dst, ',')
-				}
-				dst = protocol.AppendString(dst, id)
-			}
-			return append(dst, ']')
-		}
-		return outcome{}, r
+	if rf := sp.streamRequestCheckLocked(o, req.Target); rf != nil {
+		return outcome{}, rf
 	}
 	t := &sp.streams
-	if len(t.byID) >= maxStreamsPerSpace {
-		return outcome{}, streamRefusal(ErrorTooManyStreams,
-			fmt.Sprintf("space %s has %d open streams, the most it may have", sp.id, maxStreamsPerSpace))
-	}
-	if t.byOwner[o.m] >= maxStreamsPerOwner {
-		return outcome{}, streamRefusal(ErrorTooManyStreams,
-			fmt.Sprintf("%s owns %d open streams, the most one participant may own", o.id, maxStreamsPerOwner))
-	}
-
 	seq := t.last + 1
+	if number != 0 {
+		seq = number
+	}
 	st := &stream{
 		id:        streamIDPrefix + strconv.FormatUint(seq, 10),
 		seq:       seq,
@@ -304,9 +343,12 @@ func (sp *liveSpace) streamRequest(o origin, env *protocol.Envelope, now time.Ti
 		return outcome{}, streamEncodeFailed(err)
 	}
 	st.openID = d.id
-	t.last = seq
+	t.last = max(t.last, seq)
 	t.add(st)
 	sp.broadcastLocked(d, nil)
+	if sp.cl != nil {
+		sp.cl.streamChangedLocked(cluster.StreamOpOpen, st, env.ID, d.data)
+	}
 
 	return outcome{relay: true, status: http.StatusOK, body: streamAnswer{
 		ID: d.id, Status: "stream_opened", StreamID: st.id, Timestamp: protocol.FormatTime(d.at),
@@ -354,6 +396,9 @@ func (sp *liveSpace) streamClose(o origin, env *protocol.Envelope, _ time.Time) 
 			"only the owner of stream "+st.id+" ("+st.owner+") may close it"), st.id)
 	}
 	t.remove(st)
+	if sp.cl != nil {
+		sp.cl.streamChangedLocked(cluster.StreamOpClose, st, env.ID, nil)
+	}
 	return relayed, nil
 }
 
@@ -417,7 +462,7 @@ func (sp *liveSpace) streamOwnership(o origin, env *protocol.Envelope, _ time.Ti
 	to, corr := sp.streamRecipientsLocked(), []string{env.ID}
 	switch env.Kind {
 	case protocol.KindStreamGrantWrite:
-		m := sp.connectedMemberLocked(who)
+		m := sp.streamMemberLocked(who)
 		if m == nil {
 			return notFound()
 		}
@@ -429,7 +474,7 @@ func (sp *liveSpace) streamOwnership(o origin, env *protocol.Envelope, _ time.Ti
 		})
 		ans = streamAnswer{Status: "granted", ParticipantID: who}
 	case protocol.KindStreamRevokeWrite:
-		m := sp.connectedMemberLocked(who)
+		m := sp.streamMemberLocked(who)
 		if m == nil {
 			m = sp.members[who]
 		}
@@ -449,7 +494,7 @@ func (sp *liveSpace) streamOwnership(o origin, env *protocol.Envelope, _ time.Ti
 		})
 		ans = streamAnswer{Status: "revoked", ParticipantID: who}
 	case protocol.KindStreamTransferOwnership:
-		m := sp.connectedMemberLocked(who)
+		m := sp.streamMemberLocked(who)
 		if m == nil {
 			return notFound()
 		}
@@ -481,6 +526,13 @@ func (sp *liveSpace) streamOwnership(o origin, env *protocol.Envelope, _ time.Ti
 		return outcome{}, streamEncodeFailed(err)
 	}
 	sp.broadcastLocked(d, nil)
+	if sp.cl != nil {
+		op := cluster.StreamOpWriters
+		if env.Kind == protocol.KindStreamTransferOwnership {
+			op = cluster.StreamOpTransfer
+		}
+		sp.cl.streamChangedLocked(op, st, env.ID, d.data)
+	}
 
 	ans.ID, ans.StreamID, ans.Timestamp = d.id, st.id, protocol.FormatTime(d.at)
 	ans.AuthorizedWriters = slices.Clone(st.writers)
@@ -532,11 +584,18 @@ func (sp *liveSpace) streamsLeaveLocked(s *session) {
 			if err == nil { // a fixed payload type: it always encodes
 				sp.broadcastLocked(d, nil)
 			}
+			if sp.cl != nil {
+				sp.cl.streamChangedLocked(cluster.StreamOpClose, st, "", d.data)
+			}
 			continue
 		}
+		n := len(st.writers)
 		st.writers = slices.DeleteFunc(st.writers, func(w string) bool {
 			return w == s.id || w == s.m.name
 		})
+		if sp.cl != nil && len(st.writers) != n {
+			sp.cl.streamLeftLocked(st, s)
+		}
 	}
 }
 
@@ -584,6 +643,16 @@ func (sp *liveSpace) streamFrame(o origin, data []byte) {
 		return
 	}
 	f := frame{data: append([]byte(nil), data...), binary: true, src: o.m}
+	sp.deliverFrameLocked(st, f)
+	if sp.cl != nil {
+		sp.cl.streamFrameLocked(st, o.m.name, f.data)
+	}
+	sp.mu.Unlock()
+}
+
+// deliverFrameLocked queues f, a frame of st accepted here or on another
+// node, for the local connections it goes to. mu must be held.
+func (sp *liveSpace) deliverFrameLocked(st *stream, f frame) {
 	for _, s := range sp.roster {
 		if s.transport == transportVirtual {
 			continue
@@ -593,7 +662,6 @@ func (sp *liveSpace) streamFrame(o origin, data []byte) {
 		}
 		s.enqueue(f)
 	}
-	sp.mu.Unlock()
 }
 
 // refuseFrame answers a frame the sender may not write with

@@ -22,8 +22,12 @@ const (
 	StreamOpOpen     = "open"     // Stream holds the whole stream
 	StreamOpWriters  = "writers"  // Stream.Writers is the new list (a grant or a revoke)
 	StreamOpTransfer = "transfer" // Stream.Owner, OwnerOf and Writers are the new ones
-	StreamOpLeft     = "left"     // Who is no longer a writer: its connection ended
-	StreamOpClose    = "close"
+	// StreamOpLeft: the participant Who (logical) and the ids in
+	// Stream.Writers are no longer writers: its connection ended. A delta,
+	// not a list, because the writer's node makes it while the owner's node
+	// may be changing the list.
+	StreamOpLeft  = "left"
+	StreamOpClose = "close"
 )
 
 // streamChangeTag starts every encoded StreamChange, so that a log follower

@@ -1,0 +1,604 @@
+package gateway
+
+// Streams across gateway nodes (docs/cluster.md, "Streams").
+//
+// A stream's state lives in every node's streamTable, each node enforcing
+// its own copy as on one node. A change made on a node (open, writers
+// granted or revoked, ownership transferred, a writer gone, close) is
+// applied there at once, as before, and appended to the space's Log by this
+// file's appender goroutine, in the order made; every other node's log
+// follower applies it in the log's one order and then delivers the
+// gateway's announcement of it (the same stream/open or
+// stream/write-granted bytes). Stream numbers come from a counter in State
+// (cluster.NextStreamNumber), so ids stay stream-1, stream-2... cluster-wide.
+//
+// Binary frames cross nodes on the Broker, tagged with the Seq of the last
+// change of their stream the accepting node had applied: a receiving node
+// holds a frame until its follower has applied that record, so a writer's
+// grant, a transfer or the stream's open is in force on every node before
+// the frames that follow it. A node publishes a frame only once the changes
+// it made before it are in the log (the frame waits in the appender's
+// queue behind them). The accepting node checks the writer, as on one
+// node; a receiving node trusts it (nodes are one gateway) but delivers
+// only frames of a stream it knows, to the stream's targets.
+//
+// Lock order: liveSpace.mu only; the appender and the follower take it to
+// apply what they did.
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// Limits of frames from other nodes waiting for their stream's change.
+const (
+	// frameHoldLimit bounds how long a frame from another node waits for
+	// the log record it follows. A record in the log reaches every follower
+	// within milliseconds; a frame still waiting after this claims a record
+	// that does not exist and is dropped.
+	frameHoldLimit = 5 * time.Second
+	// maxHeldFrames bounds the frames waiting; more are dropped.
+	maxHeldFrames = 4096
+	// causeMemory is how many envelope ids of applied changes a node
+	// remembers, so that another node's copy of such an envelope arriving
+	// after its change is delivered at once.
+	causeMemory = 1024
+)
+
+// clusterFrameTag starts a frame's Broker message (an envelope starts with
+// '{'): tag, uvarint Seq, uvarint length and writer, then "#id#data".
+const clusterFrameTag = 0x00
+
+// clusterStreams is a space's share of the cluster's streams.
+type clusterStreams struct {
+	cl     *clusterSpace
+	origin string // this process's StreamChange.Origin
+	wake   chan struct{}
+	follow cluster.Subscription
+
+	// Guarded by liveSpace.mu:
+	queue   []streamOp // changes to append and frames to publish, in order
+	emptied chan struct{}
+	applied uint64              // the Seq of the last log record applied here
+	held    []heldFrame         // frames from other nodes waiting for their record, in arrival order
+	timer   *time.Timer         // drops the frames held too long
+	causes  map[string]struct{} // ids of envelopes whose change is applied here
+	ring    []string            // causes, oldest first, to forget them
+}
+
+// streamOp is one entry of the appender's queue: a change to append, or a
+// frame to publish once the changes before it are appended.
+type streamOp struct {
+	rec    []byte  // an encoded StreamChange; nil for a frame
+	st     *stream // the stream concerned
+	writer string  // a frame's writer (logical)
+	frame  []byte  // "#id#data"
+}
+
+// heldFrame is a frame from another node waiting for the record it follows.
+type heldFrame struct {
+	seq    uint64
+	writer string
+	data   []byte    // "#id#data"
+	since  time.Time // when it arrived
+}
+
+// startStreams replays the space's log (the streams open in the cluster),
+// then follows it and starts the appender. It runs before the node serves
+// the space: a welcome lists the cluster's open streams from the start.
+func (cl *clusterSpace) startStreams() error {
+	cs := &clusterStreams{
+		cl: cl, origin: cl.node.ID() + ":" + protocol.NewID(),
+		wake: make(chan struct{}, 1), causes: make(map[string]struct{}),
+	}
+	sp := cl.sp
+	log := cl.node.Log()
+	var after uint64
+	for {
+		ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
+		recs, err := log.Read(ctx, sp.id, after, cluster.MaxReadLen)
+		cancel()
+		if err != nil {
+			return err
+		}
+		sp.mu.Lock()
+		for _, r := range recs {
+			cs.applyLocked(r, false)
+		}
+		sp.mu.Unlock()
+		if len(recs) < cluster.MaxReadLen {
+			break
+		}
+		after = recs[len(recs)-1].Seq
+	}
+	sp.mu.Lock()
+	cl.streams = cs
+	after = cs.applied
+	sp.mu.Unlock()
+	sub, err := log.Follow(cl.ctx, sp.id, after, cs.record)
+	if err != nil {
+		return err
+	}
+	cs.follow = sub
+	cl.wg.Add(1)
+	go cs.appender()
+	return nil
+}
+
+// closeStreams lets the appender finish its queue (the closes of the
+// streams whose owners Close disconnected) until ctx ends, and stops
+// following the log. The appender itself ends with cl.ctx.
+func (cl *clusterSpace) closeStreams(ctx context.Context) {
+	sp := cl.sp
+	sp.mu.Lock()
+	cs := cl.streams
+	var emptied chan struct{}
+	if cs != nil && len(cs.queue) > 0 {
+		if cs.emptied == nil {
+			cs.emptied = make(chan struct{})
+		}
+		emptied = cs.emptied
+	}
+	sp.mu.Unlock()
+	if cs == nil {
+		return
+	}
+	if emptied != nil {
+		select {
+		case <-emptied:
+		case <-ctx.Done():
+		}
+	}
+	_ = cs.follow.Unsubscribe()
+	sp.mu.Lock()
+	if cs.timer != nil {
+		cs.timer.Stop()
+		cs.timer = nil
+	}
+	sp.mu.Unlock()
+}
+
+// --- changes made here ---
+
+// streamNumber takes the next stream number of the space in the cluster.
+func (cl *clusterSpace) streamNumber() (uint64, *refusal) {
+	ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
+	defer cancel()
+	n, err := cluster.NextStreamNumber(ctx, cl.node.State(), cl.sp.id)
+	if err != nil {
+		r := refuse(ErrorClusterUnavailable, "cannot number the stream in the cluster: "+err.Error())
+		r.status = 503
+		return 0, r
+	}
+	return n, nil
+}
+
+// streamRecord makes the record of a change of st. For an open it holds
+// the whole stream.
+func streamRecord(op string, st *stream) cluster.Stream {
+	rec := cluster.Stream{ID: st.id}
+	switch op {
+	case cluster.StreamOpOpen:
+		req, _ := json.Marshal(st.request) // a decoded request always encodes
+		rec = cluster.Stream{
+			ID: st.id, Seq: st.seq, Writers: st.writers, Target: st.target, Request: req,
+			RequestID: st.requestID, OpenID: st.openID, Created: st.created,
+		}
+		fallthrough
+	case cluster.StreamOpTransfer:
+		rec.Owner, rec.Writers = st.owner, st.writers
+		if st.ownerM != nil {
+			rec.OwnerOf = st.ownerM.name
+		}
+	case cluster.StreamOpWriters:
+		rec.Writers = st.writers
+	}
+	return rec
+}
+
+// streamChangedLocked shares a change of st made here: op, the id of the
+// participant's envelope that made it (cause), and the gateway's
+// announcement of it, if any; mu must be held.
+func (cl *clusterSpace) streamChangedLocked(op string, st *stream, cause string, announce []byte) {
+	cl.streamChangeLocked(cluster.StreamChange{Op: op, Stream: streamRecord(op, st), Cause: cause, Announce: announce}, st)
+}
+
+// streamLeftLocked shares that s, which left, is no longer a writer of st;
+// mu must be held.
+func (cl *clusterSpace) streamLeftLocked(st *stream, s *session) {
+	cl.streamChangeLocked(cluster.StreamChange{
+		Op: cluster.StreamOpLeft, Stream: cluster.Stream{ID: st.id, Writers: []string{s.id}}, Who: s.m.name,
+	}, st)
+}
+
+func (cl *clusterSpace) streamChangeLocked(c cluster.StreamChange, st *stream) {
+	cs := cl.streams
+	if cs == nil {
+		return
+	}
+	c.Origin = cs.origin
+	b, err := cluster.EncodeStreamChange(c)
+	if err != nil {
+		// Only a request near the size limit gets here: the stream stays
+		// this node's own.
+		cl.sp.srv.opts.Logger.Error("cluster: stream change not shared", "space", cl.sp.id, "stream", st.id, "err", err)
+		return
+	}
+	cs.queue = append(cs.queue, streamOp{rec: b, st: st})
+	select {
+	case cs.wake <- struct{}{}:
+	default:
+	}
+}
+
+// streamFrameLocked sends a frame accepted here to the other nodes: at
+// once when no change made here is waiting for the log, else behind those
+// changes; mu must be held.
+func (cl *clusterSpace) streamFrameLocked(st *stream, writer string, frame []byte) {
+	cs := cl.streams
+	if cs == nil {
+		return
+	}
+	if len(cs.queue) > 0 {
+		cs.queue = append(cs.queue, streamOp{st: st, writer: writer, frame: frame})
+		return
+	}
+	cs.publishFrameLocked(st.logSeq, writer, frame)
+}
+
+// publishFrameLocked publishes a frame under mu, so that the other nodes
+// get a node's frames and envelopes in the order it accepted them.
+func (cs *clusterStreams) publishFrameLocked(seq uint64, writer string, frame []byte) {
+	msg := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(writer)+len(frame))
+	msg = append(msg, clusterFrameTag)
+	msg = binary.AppendUvarint(msg, seq)
+	msg = binary.AppendUvarint(msg, uint64(len(writer)))
+	msg = append(append(msg, writer...), frame...)
+	cl := cs.cl
+	if err := cl.node.Broker().Publish(cl.ctx, cl.sp.id, msg); err != nil {
+		cl.sp.srv.opts.Logger.Warn("cluster: frame not published", "space", cl.sp.id, "err", err)
+	}
+}
+
+// appender appends the queued changes to the log, in order, and publishes
+// the frames queued behind them once they are in. It returns when cl.ctx
+// ends.
+func (cs *clusterStreams) appender() {
+	cl := cs.cl
+	sp := cl.sp
+	defer cl.wg.Done()
+	for {
+		sp.mu.Lock()
+		for len(cs.queue) > 0 && cs.queue[0].rec == nil {
+			op := cs.queue[0]
+			cs.queue[0] = streamOp{}
+			cs.queue = cs.queue[1:]
+			cs.publishFrameLocked(op.st.logSeq, op.writer, op.frame)
+		}
+		if len(cs.queue) == 0 {
+			if cs.emptied != nil {
+				close(cs.emptied)
+				cs.emptied = nil
+			}
+			sp.mu.Unlock()
+			select {
+			case <-cs.wake:
+				continue
+			case <-cl.ctx.Done():
+				return
+			}
+		}
+		op := cs.queue[0] // stays queued, so frames keep waiting behind it
+		sp.mu.Unlock()
+
+		seq, err := uint64(0), cl.node.Err()
+		if err == nil {
+			ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
+			seq, err = cl.node.Log().Append(ctx, sp.id, op.rec)
+			cancel()
+		}
+		if err != nil {
+			// The other nodes miss this change; the node's Err says why,
+			// and the space refuses envelopes and frames until it is back.
+			sp.srv.opts.Logger.Error("cluster: stream change not appended", "space", sp.id, "stream", op.st.id, "err", err)
+		}
+		sp.mu.Lock()
+		op.st.logSeq = max(op.st.logSeq, seq)
+		cs.queue[0] = streamOp{}
+		cs.queue = cs.queue[1:]
+		sp.mu.Unlock()
+		if cl.ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// --- changes made elsewhere ---
+
+// record applies a record the follower delivers.
+func (cs *clusterStreams) record(r cluster.Record) {
+	sp := cs.cl.sp
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	cs.applyLocked(r, true)
+}
+
+// applyLocked applies a log record, if it is a stream change made by
+// another process, and delivers its announcement when announce is set (not
+// while catching up at start); then what waited for it goes. mu must be
+// held.
+func (cs *clusterStreams) applyLocked(r cluster.Record, announce bool) {
+	if r.Seq <= cs.applied {
+		return
+	}
+	cs.applied = r.Seq
+	if cluster.IsStreamChange(r.Data) {
+		c, err := cluster.DecodeStreamChange(r.Data)
+		switch {
+		case err != nil:
+			cs.cl.sp.srv.opts.Logger.Warn("cluster: bad stream change", "space", cs.cl.sp.id, "seq", r.Seq, "node", r.Node, "err", err)
+		case c.Origin != cs.origin:
+			cs.changeLocked(c, r.Seq, announce)
+		}
+	}
+	if announce {
+		cs.cl.releaseLocked(false)
+		if len(cs.held) > 0 {
+			cs.releaseFramesLocked()
+		}
+	}
+}
+
+// changeLocked applies another node's change c, the log's record seq.
+func (cs *clusterStreams) changeLocked(c cluster.StreamChange, seq uint64, announce bool) {
+	sp := cs.cl.sp
+	t := &sp.streams
+	rec := c.Stream
+	st := t.byID[rec.ID]
+	switch c.Op {
+	case cluster.StreamOpOpen:
+		if st != nil {
+			return // a repeated open: not ours to announce again
+		}
+		var req protocol.StreamRequest
+		if len(rec.Request) > 0 {
+			if err := json.Unmarshal(rec.Request, &req); err != nil {
+				sp.srv.opts.Logger.Warn("cluster: bad stream request", "space", sp.id, "stream", rec.ID, "err", err)
+			}
+		}
+		st = &stream{
+			id: rec.ID, seq: rec.Seq, owner: rec.Owner, ownerM: sp.members[rec.OwnerOf],
+			writers: slices.Clone(rec.Writers), target: slices.Clone(rec.Target), request: req,
+			requestID: rec.RequestID, openID: rec.OpenID, created: rec.Created,
+		}
+		t.last = max(t.last, st.seq)
+		t.add(st)
+	case cluster.StreamOpWriters:
+		if st != nil {
+			st.writers = slices.Clone(rec.Writers)
+		}
+	case cluster.StreamOpTransfer:
+		if st != nil {
+			t.setOwner(st, sp.members[rec.OwnerOf])
+			st.owner, st.ownerM, st.writers = rec.Owner, sp.members[rec.OwnerOf], slices.Clone(rec.Writers)
+		}
+	case cluster.StreamOpLeft:
+		if st != nil {
+			st.writers = slices.DeleteFunc(st.writers, func(w string) bool { return w == c.Who || slices.Contains(rec.Writers, w) })
+		}
+	case cluster.StreamOpClose:
+		if st != nil {
+			t.remove(st)
+		}
+	}
+	if st != nil {
+		st.logSeq = seq
+	}
+	cs.noteCauseLocked(c.Cause)
+	if announce && len(c.Announce) > 0 {
+		var head struct {
+			ID   string `json:"id"`
+			Kind string `json:"kind"`
+		}
+		if err := json.Unmarshal(c.Announce, &head); err != nil || head.Kind == "" {
+			sp.srv.opts.Logger.Warn("cluster: bad stream announcement", "space", sp.id, "stream", rec.ID, "err", err)
+			return
+		}
+		sp.broadcastLocked(delivery{data: c.Announce, id: head.ID, kind: head.Kind, at: sp.srv.now()}, nil)
+	}
+}
+
+// noteCauseLocked remembers that the change made by envelope id is applied.
+func (cs *clusterStreams) noteCauseLocked(id string) {
+	if id == "" {
+		return
+	}
+	if _, ok := cs.causes[id]; ok {
+		return
+	}
+	if len(cs.ring) >= causeMemory {
+		delete(cs.causes, cs.ring[0])
+		cs.ring[0] = ""
+		cs.ring = cs.ring[1:]
+	}
+	cs.causes[id] = struct{}{}
+	cs.ring = append(cs.ring, id)
+}
+
+// streamReady returns what another node's stream/request or stream/close
+// waits for before it is delivered here: the change it made, applied here
+// (so everyone sees the stream/open before the request, and a close after
+// the frames before it). A close by correlation_id that names no stream
+// open here was relayed without a change and waits for nothing. It is
+// called without mu; what it returns is called with mu held.
+func (cl *clusterSpace) streamReady(env *protocol.Envelope) func() bool {
+	id, corr := env.ID, slices.Clone(env.CorrelationID)
+	byCorrelation := false
+	if env.Kind == protocol.KindStreamClose {
+		var p protocol.StreamClose
+		if env.DecodePayload(&p) != nil {
+			return nil
+		}
+		byCorrelation = p.StreamID == ""
+	}
+	return func() bool {
+		cs := cl.streams
+		if cs == nil {
+			return true
+		}
+		if _, ok := cs.causes[id]; ok {
+			return true
+		}
+		if byCorrelation {
+			for _, s := range cl.sp.streams.byID {
+				if slices.Contains(corr, s.requestID) || slices.Contains(corr, s.openID) {
+					return false
+				}
+			}
+			return true
+		}
+		return false
+	}
+}
+
+// remoteMemberLocked returns the member id names if it is connected on
+// another node (by its logical name or its runtime id there), or nil; mu
+// must be held.
+func (cl *clusterSpace) remoteMemberLocked(id string) *member {
+	if r, ok := cl.remote[id]; ok {
+		return cl.sp.members[r.Participant]
+	}
+	for _, r := range cl.remote {
+		if r.RuntimeID == id {
+			return cl.sp.members[r.Participant]
+		}
+	}
+	return nil
+}
+
+// --- frames from other nodes ---
+
+// isClusterFrame reports whether a Broker message is a frame.
+func isClusterFrame(data []byte) bool { return len(data) > 0 && data[0] == clusterFrameTag }
+
+// remoteFrame takes a frame another node accepted: delivered at once if
+// the record it follows is applied here, else held until it is. It runs on
+// the Broker subscription's goroutine.
+func (cl *clusterSpace) remoteFrame(msg cluster.Message) {
+	sp := cl.sp
+	h, err := parseClusterFrame(msg.Data)
+	if err != nil {
+		sp.srv.opts.Logger.Warn("cluster: bad frame from node", "space", sp.id, "node", msg.Node, "err", err)
+		return
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	cs := cl.streams
+	if cs == nil {
+		return
+	}
+	if h.seq <= cs.applied {
+		// Frames held before it are of other streams, or of records not
+		// applied yet: this one's stream keeps its order.
+		cs.deliverFrameLocked(h)
+		return
+	}
+	if len(cs.held) >= maxHeldFrames {
+		sp.srv.opts.Logger.Warn("cluster: too many frames waiting for their stream's change; dropped", "space", sp.id, "node", msg.Node)
+		return
+	}
+	h.since = time.Now()
+	cs.held = append(cs.held, h)
+	if cs.timer == nil {
+		cs.timer = time.AfterFunc(frameHoldLimit, cs.expireFrames)
+	}
+}
+
+var errBadClusterFrame = errors.New("malformed frame message")
+
+func parseClusterFrame(b []byte) (heldFrame, error) {
+	if !isClusterFrame(b) {
+		return heldFrame{}, errBadClusterFrame
+	}
+	b = b[1:]
+	seq, n := binary.Uvarint(b)
+	if n <= 0 {
+		return heldFrame{}, errBadClusterFrame
+	}
+	b = b[n:]
+	wl, n := binary.Uvarint(b)
+	if n <= 0 || wl > uint64(len(b)-n) {
+		return heldFrame{}, errBadClusterFrame
+	}
+	b = b[n:]
+	h := heldFrame{seq: seq, writer: string(b[:wl]), data: b[wl:]}
+	if _, _, err := protocol.ParseFrame(h.data); err != nil {
+		return heldFrame{}, err
+	}
+	return h, nil
+}
+
+// releaseFramesLocked delivers the held frames whose record is applied
+// here, in their order, and keeps the others: a frame's Seq never
+// decreases along one node's frames of one stream, so each stream's order
+// is kept, while a frame claiming a record that never comes holds up no
+// other. Frames held longer than frameHoldLimit are dropped. mu must be
+// held.
+func (cs *clusterStreams) releaseFramesLocked() {
+	sp := cs.cl.sp
+	now := time.Now()
+	kept := cs.held[:0]
+	for _, h := range cs.held {
+		switch {
+		case h.seq <= cs.applied:
+			cs.deliverFrameLocked(h)
+		case now.Sub(h.since) >= frameHoldLimit:
+			sp.srv.opts.Logger.Warn("cluster: a frame waited too long for the change it follows; dropped",
+				"space", sp.id, "seq", h.seq, "applied", cs.applied)
+		default:
+			kept = append(kept, h)
+		}
+	}
+	clear(cs.held[len(kept):])
+	cs.held = kept
+	if cs.timer != nil {
+		cs.timer.Stop()
+		cs.timer = nil
+	}
+	if len(kept) > 0 && cs.cl.ctx.Err() == nil {
+		cs.timer = time.AfterFunc(frameHoldLimit-now.Sub(kept[0].since), cs.expireFrames)
+	}
+}
+
+// expireFrames drops the frames that waited too long.
+func (cs *clusterStreams) expireFrames() {
+	sp := cs.cl.sp
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if cs.cl.ctx.Err() != nil {
+		return
+	}
+	cs.timer = nil
+	cs.releaseFramesLocked()
+}
+
+// deliverFrameLocked queues another node's frame for the local connections
+// the stream's frames go to (see streamFrame). A frame of a stream not
+// open here is dropped: its close is applied, or it never existed.
+func (cs *clusterStreams) deliverFrameLocked(h heldFrame) {
+	sp := cs.cl.sp
+	id, _, _ := protocol.ParseFrame(h.data) // checked by parseClusterFrame
+	st := sp.streams.byID[string(id)]
+	if st == nil {
+		sp.srv.opts.Logger.Debug("cluster: frame of a stream not open here; dropped", "space", sp.id, "stream", string(id))
+		return
+	}
+	sp.deliverFrameLocked(st, frame{data: h.data, binary: true, src: sp.members[h.writer]})
+}
