@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -61,7 +62,13 @@ func TestAuditLog(t *testing.T) {
 		case "rejected":
 			rejected = append(rejected, l)
 		case "delivered":
-			delivered[l["id"].(string)] = append(delivered[l["id"].(string)], l["participant"].(string))
+			// Compact: one grouped line per fan-out.
+			if l["participant"] != nil || l["direction"] != "outbound" {
+				t.Fatalf("delivered line %v", l)
+			}
+			for _, r := range l["recipients"].([]any) {
+				delivered[l["id"].(string)] = append(delivered[l["id"].(string)], r.(map[string]any)["participant"].(string))
+			}
 		}
 		if l["space_id"] != "test" || l["timestamp"] == nil {
 			t.Fatalf("line %v", l)
@@ -90,11 +97,18 @@ func TestAuditLog(t *testing.T) {
 	// Key order is the reference's, so that grep patterns keep working.
 	raw, _ := os.ReadFile(g.LogPath("envelope-history.jsonl"))
 	// The compact layout writes the body once, on the received line, and
-	// delivered lines by id.
+	// a fan-out's deliveries on one line by id.
 	if !bytes.Contains(raw, []byte(`"event":"received","id":"a1","envelope":{"protocol":"mew/v0.4","id":"a1",`)) ||
-		!bytes.Contains(raw, []byte(`"event":"delivered","id":"a1","participant":"bob"`)) ||
+		!bytes.Contains(raw, []byte(`"event":"delivered","id":"a1","space_id":"test","direction":"outbound","recipients":[{"participant":"watcher","transport":"virtual"},{"participant":"alice","transport":"websocket"},{"participant":"bob","transport":"websocket"}]`)) ||
 		!bytes.Contains(raw, []byte(`"to":["bob"]`)) {
 		t.Fatalf("unexpected layout:\n%s", raw)
+	}
+	// The reference's wait_for_delivery grep finds each recipient on it.
+	for _, p := range []string{"watcher", "alice", "bob"} {
+		re := regexp.MustCompile(`"event":"delivered".*"id":"a1".*"participant":"` + p + `"`)
+		if n := len(re.FindAll(raw, -1)); n != 1 {
+			t.Errorf("delivery of a1 to %s: %d lines", p, n)
+		}
 	}
 	if bytes.Contains(raw, []byte("alice-token")) || bytes.Contains(raw, []byte("bob-token")) {
 		t.Fatal("a token reached the envelope log")

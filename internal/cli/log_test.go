@@ -2,12 +2,14 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -89,9 +91,14 @@ func TestAuditLogReferenceGreps(t *testing.T) {
 			hist := filepath.Join(dir, auditlog.EnvelopeHistory)
 			for i := range n {
 				id := fmt.Sprintf("a%d", i)
-				// wait_for_envelope, wait_for_envelope_receipt
-				if got := grepE(t, `"id":"`+id+`"`, hist); len(got) != 4 {
-					t.Errorf(`"id":"%s": %d lines, want 4 (received, delivered x3)`, id, len(got))
+				// wait_for_envelope, wait_for_envelope_receipt: compact
+				// delivers to all three on one grouped line
+				lines := 2
+				if format == "reference" {
+					lines = 4
+				}
+				if got := grepE(t, `"id":"`+id+`"`, hist); len(got) != lines {
+					t.Errorf(`"id":"%s": %d lines, want %d (received, delivered)`, id, len(got), lines)
 				}
 				if got := grepE(t, `"event":"received".*"id":"`+id+`"`, hist); len(got) != 1 {
 					t.Errorf("receipt of %s: %d lines", id, len(got))
@@ -101,6 +108,9 @@ func TestAuditLogReferenceGreps(t *testing.T) {
 					if got := grepE(t, `"event":"delivered".*"id":"`+id+`".*"participant":"`+p+`"`, hist); len(got) != 1 {
 						t.Errorf("delivery of %s to %s: %d lines", id, p, len(got))
 					}
+				}
+				if got := grepE(t, `"event":"delivered".*"id":"`+id+`".*"participant":"dave"`, hist); len(got) != 0 {
+					t.Errorf("delivery of %s to dave, who is not in the space: %q", id, got)
 				}
 				// the body, by kind and id, and by its fields
 				bodies := grepE(t, `"kind":"chat".*"id":"`+id+`"|"id":"`+id+`".*"kind":"chat"`, hist)
@@ -135,6 +145,100 @@ func TestAuditLogReferenceGreps(t *testing.T) {
 	}
 }
 
+// TestAuditLogHostileIDs: envelope ids and a participant id made of
+// quotes, braces, backslashes and non-ASCII text are escaped on every line,
+// in both layouts: each line stays one JSON object, the reference's
+// delivery grep finds each delivery with the JSON-escaped ids, and no id
+// can make it match a participant that received nothing.
+func TestAuditLogHostileIDs(t *testing.T) {
+	t.Parallel()
+	const mal = `mal"},{"participant":"carol` // carol is not in the space
+	cfg := `
+space: {id: hostile}
+participants:
+  alice: {tokens: [alice-token], capabilities: [{kind: chat}]}
+  bob: {tokens: [bob-token], capabilities: [{kind: chat}]}
+  'mal"},{"participant":"carol': {tokens: [mal-token], capabilities: [{kind: chat}]}
+`
+	ids := []string{`q"uote`, `back\slash`, `猫 😊`, `x","participant":"carol`, `y"}],"recipients":[{"participant":"carol`}
+	for _, format := range []string{"compact", "reference"} {
+		t.Run(format, func(t *testing.T) {
+			t.Parallel()
+			g := testutil.StartGateway(t, cfg, gateway.Options{AuditFormat: format})
+			alice, _ := testutil.Join(t, g.WSURL, "alice-token")
+			bob, _ := testutil.Join(t, g.WSURL, "bob-token")
+			m, _ := testutil.Join(t, g.WSURL, "mal-token")
+			alice.Expect("system/presence")
+			alice.Expect("system/presence")
+			bob.Expect("system/presence")
+			for _, id := range ids {
+				b, err := json.Marshal(map[string]any{"id": id, "kind": "chat", "payload": map[string]string{"text": "hi " + id}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				alice.SendText(string(b))
+			}
+			last := ids[len(ids)-1]
+			m.ExpectFunc("chat", func(msg testutil.Msg) bool { return msg.ID() == last })
+			g.Stop(t)
+			hist := g.LogPath(auditlog.EnvelopeHistory)
+
+			b, err := os.ReadFile(hist)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for l := range strings.SplitSeq(strings.TrimSuffix(string(b), "\n"), "\n") {
+				var v map[string]json.RawMessage
+				if err := json.Unmarshal([]byte(l), &v); err != nil || v["chain"] == nil {
+					t.Fatalf("line %q: %v", l, err)
+				}
+			}
+			// quoted is s as the log writes it, as a pattern.
+			quoted := func(s string) string {
+				j, err := json.Marshal(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The log escapes as JSON.stringify: no \u escapes for <, >, &.
+				j = bytes.ReplaceAll(j, []byte(`\u003c`), []byte("<"))
+				return regexp.QuoteMeta(string(j))
+			}
+			for _, id := range ids {
+				for _, p := range []string{"alice", "bob", mal} {
+					pat := `"event":"delivered".*"id":` + quoted(id) + `.*"participant":` + quoted(p)
+					if got := grepE(t, pat, hist); len(got) != 1 {
+						t.Errorf("delivery of %q to %q: %d lines for %s", id, p, len(got), pat)
+					}
+				}
+			}
+			// Nothing was delivered to carol, nor under the id "x" or "y".
+			for _, pat := range []string{`"participant":"carol"`, `"id":"x"`, `"id":"y"`} {
+				if got := grepE(t, pat, hist); len(got) != 0 {
+					t.Errorf("%s matches %q", pat, got)
+				}
+			}
+			// The reader gives each id's three deliveries.
+			got := map[string][]string{}
+			if _, err := auditlog.Scan(context.Background(), filepath.Dir(hist), auditlog.EnvelopeHistory, auditlog.ReadOptions{}, func(r *auditlog.Record) error {
+				if r.Event == auditlog.Delivered && r.Kind() == "chat" {
+					got[r.ID] = append(got[r.ID], r.Participant)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range ids {
+				if ps := got[id]; len(ps) != 3 || !slices.Contains(ps, mal) || !slices.Contains(ps, "alice") || !slices.Contains(ps, "bob") {
+					t.Errorf("%q delivered to %q", id, ps)
+				}
+			}
+			if len(got) != len(ids) {
+				t.Errorf("chats delivered under %d ids, want %d: %q", len(got), len(ids), got)
+			}
+		})
+	}
+}
+
 // TestAuditLogCompactBodies: in the compact layout every delivered line
 // finds its body on an earlier line with its id, and it is the body the
 // reference layout repeats on that line.
@@ -151,6 +255,7 @@ func TestAuditLogCompactBodies(t *testing.T) {
 		var rec struct {
 			Event, ID, Participant string
 			Envelope               json.RawMessage
+			Recipients             []struct{ Participant string }
 		}
 		if err := json.Unmarshal([]byte(l), &rec); err != nil {
 			t.Fatal(err)
@@ -160,6 +265,9 @@ func TestAuditLogCompactBodies(t *testing.T) {
 		}
 		if rec.Event != "delivered" {
 			continue
+		}
+		if rec.Participant != "" || len(rec.Recipients) == 0 {
+			t.Fatalf("delivered line not grouped: %s", l)
 		}
 		delivered++
 		if rec.Envelope != nil {
@@ -174,8 +282,9 @@ func TestAuditLogCompactBodies(t *testing.T) {
 			t.Errorf("body of %s is %s", rec.ID, body)
 		}
 	}
-	if delivered < 15 || withBody == 0 || withBody > delivered/2 {
-		t.Errorf("%d delivered lines, %d with a body", delivered, withBody)
+	// The 5 chats' delivered lines refer to their received lines.
+	if delivered < 6 || withBody == 0 || withBody != delivered-5 {
+		t.Errorf("%d delivered lines, %d with a body, want all but the 5 chats'", delivered, withBody)
 	}
 }
 
