@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -329,5 +330,50 @@ func TestFormatAllocs(t *testing.T) {
 	decision := DecisionRecord{Time: fixed, EnvelopeID: "id-1", Participant: "alice", Space: "demo", Allowed: true, Kind: "chat", Matched: []byte(`{"kind":"chat"}`), Source: "static"}
 	if n := testing.AllocsPerRun(1000, func() { w.envelope(&recv); w.envelope(&deliv); w.decision(&decision) }); n != 0 {
 		t.Errorf("%v allocations per run, want 0", n)
+	}
+}
+
+// TestGroupedGrep: the reference's grep for a delivery,
+// "event":"delivered".*"id":"X".*"participant":"P", finds each recipient on
+// a grouped line and nothing else: not a metadata key that ends in
+// participant, not a participant or envelope id built to look like another
+// recipient. Every line stays one JSON object.
+func TestGroupedGrep(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, Options{Dir: dir, EnvelopeHistory: true})
+	hostileP := `mal"},{"participant":"carol`
+	hostileID := `x","participant":"carol\`
+	l.Envelope(EnvelopeRecord{Time: fixed, Event: Delivered, ID: "m1", Envelope: []byte(`{"id":"m1"}`), Space: "demo",
+		Recipients: []Recipient{{"alice", "websocket"}, {hostileP, "http"}, {"猫", "virtual"}},
+		Metadata:   []byte(`{"source_participant":"carol","original_participant":"carol"}`)})
+	l.Envelope(EnvelopeRecord{Time: fixed, Event: Delivered, ID: hostileID, Envelope: []byte(`{"id":"h"}`), Space: "demo",
+		Recipients: []Recipient{{"alice", "websocket"}}})
+	closeT(t, l)
+	lines := readRaw(t, envPath(dir))
+	for _, line := range lines {
+		checkCompact(t, line)
+	}
+	q := func(s string) string { return regexp.QuoteMeta(string(protocol.AppendString(nil, s))) }
+	for _, tc := range []struct {
+		id, p string
+		want  int
+	}{
+		{"m1", "alice", 1}, {"m1", hostileP, 1}, {"m1", "猫", 1},
+		{"m1", "carol", 0}, {"m1", "mal", 0},
+		{hostileID, "alice", 1}, {hostileID, "carol", 0}, {"x", "carol", 0}, {"x", "alice", 0},
+	} {
+		re := regexp.MustCompile(`"event":"delivered".*"id":` + q(tc.id) + `.*"participant":` + q(tc.p))
+		n := 0
+		for _, line := range lines {
+			if re.MatchString(line) {
+				n++
+			}
+		}
+		if n != tc.want {
+			t.Errorf("delivery of %q to %q: %d lines, want %d", tc.id, tc.p, n, tc.want)
+		}
+	}
+	if n := strings.Count(strings.Join(lines, "\n"), `"participant":"carol"`); n != 0 {
+		t.Errorf(`"participant":"carol" appears %d times`, n)
 	}
 }
