@@ -92,6 +92,8 @@ type clusterOp struct {
 	ttl   time.Duration
 	join  *cluster.Member // presence join
 	leave [2]string       // presence leave: participant, conn
+	rev   uint64          // with del: delete the key only at this revision
+	del   bool            // a conditional delete of a key the node does not track as its own (a floor claim)
 }
 
 // clusterStart links every space to opts.Cluster, if set: it subscribes to
@@ -276,7 +278,7 @@ func (cl *clusterSpace) write(op clusterOp) {
 	err := cl.node.Err() // unreachable: fail now rather than wait for the timeout
 	switch {
 	case err != nil:
-		if op.key != "" {
+		if op.key != "" && !op.del {
 			sp.mu.Lock()
 			if cl.pending[op.key]--; cl.pending[op.key] <= 0 {
 				delete(cl.pending, op.key)
@@ -287,6 +289,10 @@ func (cl *clusterSpace) write(op clusterOp) {
 		err = cl.node.Presence().Join(ctx, sp.id, *op.join)
 	case op.leave[0] != "":
 		err = cl.node.Presence().Leave(ctx, sp.id, op.leave[0], op.leave[1])
+	case op.del:
+		if err = cl.node.State().Delete(ctx, sp.id, op.key, op.rev); errors.Is(err, cluster.ErrConflict) || errors.Is(err, cluster.ErrNotFound) {
+			err = nil // changed or gone meanwhile: nothing of ours to remove
+		}
 	default:
 		var rev uint64
 		if op.value == nil {
@@ -376,6 +382,11 @@ func (cl *clusterSpace) remoteEnvelope(msg cluster.Message) {
 	h := heldEnvelope{d: delivery{data: msg.Data, id: env.ID, kind: env.Kind, at: sp.srv.now()}, ready: cl.readyFunc(&env)}
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
+	if env.Kind == protocol.KindChat && sp.floorEnabled() {
+		// Known addressed or not, so that a claim made here on it is
+		// judged as on its node.
+		sp.floor.note(env.ID, len(env.To) > 0)
+	}
 	cl.held = append(cl.held, h)
 	cl.releaseLocked(false)
 }
@@ -699,8 +710,8 @@ func (cl *clusterSpace) controlChange(e cluster.Entry) {
 // stateChange applies a change of the space's State made by another node.
 func (cl *clusterSpace) stateChange(e cluster.Entry) {
 	kind := cluster.KeyKind(e.Key)
-	if kind != "grant" && kind != "control" && kind != "invite" {
-		return // streams and floor claims have their own watchers
+	if kind != "grant" && kind != "control" && kind != "invite" && kind != "floor" {
+		return // streams have their own watcher
 	}
 	sp := cl.sp
 	sp.mu.Lock()
@@ -722,6 +733,9 @@ func (cl *clusterSpace) stateChangeLocked(kind string, e cluster.Entry) {
 		return
 	case "invite":
 		cl.inviteChangeLocked(e)
+		return
+	case "floor":
+		cl.floorChangeLocked(e)
 		return
 	}
 	parts := strings.SplitN(e.Key, "/", 3)

@@ -1,7 +1,12 @@
 package gateway
 
 import (
+	"context"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/mew-protocol/mew/gateway/cluster"
 
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -23,6 +28,7 @@ type claim struct {
 	id        string // the holder's runtime id when it claimed
 	startedAt int64  // unix milliseconds, as the claimant said
 	expires   time.Time
+	rev       uint64 // in a cluster: the revision of the claim's key, once the watch has seen it
 }
 
 // floorTable is a space's claims and its index of recent messages. It is
@@ -84,6 +90,9 @@ func (sp *liveSpace) floorNote(o origin, env *protocol.Envelope) {
 		}
 		if c.holder == o.m {
 			delete(f.claims, msg)
+			if sp.cl != nil {
+				sp.cl.floorClearLocked(msg, c)
+			}
 		} else if o.m.yielded(msg) {
 			// An agent told to yield answered anyway: advisory, so it is
 			// delivered, but counted.
@@ -102,6 +111,9 @@ func (sp *liveSpace) floorClaim(o origin, env *protocol.Envelope, now time.Time)
 		return outcome{}, refuse(ErrorInvalidEnvelope, "floor/responding-to: "+err.Error())
 	}
 	msg := env.CorrelationID[0]
+	if sp.cl != nil {
+		return sp.cl.floorClaim(o, msg, p.StartedAt, now)
+	}
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	f := &sp.floor
@@ -150,6 +162,9 @@ func (sp *liveSpace) floorLeaveLocked(s *session) {
 	for msg, c := range sp.floor.claims {
 		if c.holder == s.m {
 			delete(sp.floor.claims, msg)
+			if sp.cl != nil {
+				sp.cl.floorClearLocked(msg, c)
+			}
 		}
 	}
 }
@@ -182,4 +197,121 @@ func (m *member) yielded(msg string) bool {
 		}
 	}
 	return false
+}
+
+// --- across nodes ---
+//
+// In a cluster the claim of each message is one State key, arbitrated by
+// compare-and-swap (cluster.ClaimFloor) with the same rule. floorTable.claims
+// is then the node's copy of those keys, kept by its own claims and by the
+// state watch. A claimant that loses is told to yield by the node it claimed
+// on; a holder displaced by a claim made on another node is told by its own
+// node, when the watch shows the key changing to a claim that is not its.
+
+// floorClaim arbitrates a claim with the whole cluster. Not called with mu
+// held: it waits for the fabric.
+func (cl *clusterSpace) floorClaim(o origin, msg string, startedAt int64, now time.Time) (outcome, *refusal) {
+	sp := cl.sp
+	sp.mu.Lock()
+	sp.floor.ensure()
+	addressed := sp.floor.addressed[msg]
+	sp.mu.Unlock()
+	if addressed {
+		return relayed, nil
+	}
+	sp.srv.metrics.floor.WithLabelValues("claims").Inc()
+	ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
+	defer cancel()
+	w, _, err := cluster.ClaimFloor(ctx, cl.node.State(), sp.id, msg,
+		cluster.Claim{Holder: o.m.name, ID: o.id, StartedAt: startedAt}, sp.floorTTL(), now)
+	if err != nil {
+		// Advisory: the claim is relayed all the same, but no one is told
+		// to yield. The node's Err, if set, refuses what comes next.
+		sp.srv.opts.Logger.Warn("cluster: floor claim not arbitrated", "space", sp.id, "message", msg, "err", err)
+		return relayed, nil
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if w.Holder != o.m.name {
+		sp.yieldLocked(&claim{holder: o.m, id: o.id, startedAt: startedAt}, &claim{id: w.ID, startedAt: w.StartedAt}, msg)
+	}
+	cl.floorSetLocked(msg, w)
+	return relayed, nil
+}
+
+// floorSetLocked records that c holds the floor of msg in the cluster, as
+// of its key's revision c.Revision (0: not known). A participant of this
+// node that held it before and is not c's holder is told to yield, once.
+// A change older than the one recorded (a watch delivers its changes after
+// the node's own claim may have read a newer one) is no change, but its
+// holder, if here, has lost and is told so. mu must be held.
+func (cl *clusterSpace) floorSetLocked(msg string, c cluster.Claim) {
+	sp := cl.sp
+	f := &sp.floor
+	f.ensure()
+	next := &claim{holder: sp.members[c.Holder], id: c.ID, startedAt: c.StartedAt, expires: c.Expires, rev: c.Revision}
+	prev := f.claims[msg]
+	switch {
+	case prev != nil && prev.holder == next.holder && next.holder != nil:
+		if next.rev >= prev.rev {
+			prev.startedAt, prev.id, prev.expires, prev.rev = next.startedAt, next.id, next.expires, next.rev
+		}
+		return
+	case prev != nil && next.rev != 0 && next.rev < prev.rev:
+		cl.yieldOnceLocked(next, prev, msg) // displaced already
+		return
+	case prev == nil && len(f.claims) >= recentMessages:
+		return // a bounded copy: the oldest claims expire on their own
+	}
+	f.claims[msg] = next
+	if next.holder != nil {
+		next.holder.yields = slices.DeleteFunc(next.holder.yields, func(y string) bool { return y == msg })
+	}
+	if prev != nil {
+		cl.yieldOnceLocked(prev, next, msg)
+	}
+}
+
+// yieldOnceLocked tells loser's holder, if connected here, that winner has
+// the floor of msg, unless it was told already. mu must be held.
+func (cl *clusterSpace) yieldOnceLocked(loser, winner *claim, msg string) {
+	if h := loser.holder; h != nil && h.sess != nil && h != winner.holder && !h.yielded(msg) {
+		cl.sp.yieldLocked(loser, winner, msg)
+	}
+}
+
+// floorChangeLocked applies a change of a floor key seen by the state
+// watch; mu must be held.
+func (cl *clusterSpace) floorChangeLocked(e cluster.Entry) {
+	msg, ok := strings.CutPrefix(e.Key, cluster.FloorKey(""))
+	if !ok || msg == "" {
+		return
+	}
+	sp := cl.sp
+	if e.Op == cluster.OpDelete {
+		if c := sp.floor.claims[msg]; c != nil && c.rev <= e.Revision {
+			delete(sp.floor.claims, msg)
+		}
+		return
+	}
+	c, err := cluster.DecodeClaim(e.Value)
+	if err != nil {
+		sp.srv.opts.Logger.Warn("cluster: bad floor claim", "space", sp.id, "key", e.Key, "err", err)
+		return
+	}
+	if !sp.srv.now().Before(c.Expires) {
+		return
+	}
+	c.Revision = e.Revision
+	cl.floorSetLocked(msg, c)
+}
+
+// floorClearLocked removes c, answered or left by its holder here, from the
+// cluster: a delete conditioned on the revision the watch saw, so that a
+// newer claim stays. mu must be held.
+func (cl *clusterSpace) floorClearLocked(msg string, c *claim) {
+	if c.rev == 0 {
+		return // not seen by the watch yet: it expires with its TTL
+	}
+	cl.enqueue(clusterOp{key: cluster.FloorKey(msg), rev: c.rev, del: true})
 }

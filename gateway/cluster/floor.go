@@ -19,7 +19,9 @@ const maxClaimRounds = 16
 // claim past its Expires counts as none. It returns the claim holding the
 // floor afterwards and, when c displaced an earlier holder, that claim (its
 // node tells it to yield when its watch sees the key change). The key
-// expires with the winning claim (ttl from now).
+// expires with the winning claim (ttl from now). The winner's Revision is
+// its key's, so that a watcher can tell older changes of the key from
+// newer ones.
 func ClaimFloor(ctx context.Context, st State, space, msg string, c Claim, ttl time.Duration, now time.Time) (winner Claim, displaced *Claim, err error) {
 	key := FloorKey(msg)
 	c.Expires = now.Add(ttl)
@@ -30,9 +32,11 @@ func ClaimFloor(ctx context.Context, st State, space, msg string, c Claim, ttl t
 	for range maxClaimRounds {
 		cur, err := st.Get(ctx, space, key)
 		if errors.Is(err, ErrNotFound) {
-			_, err = st.Put(ctx, space, key, val, PutOptions{IfAbsent: true, TTL: ttl})
+			rev, err := st.Put(ctx, space, key, val, PutOptions{IfAbsent: true, TTL: ttl})
 			if err == nil {
-				return c, nil, nil
+				won := c
+				won.Revision = rev
+				return won, nil, nil
 			}
 			if errors.Is(err, ErrConflict) {
 				continue
@@ -43,6 +47,7 @@ func ClaimFloor(ctx context.Context, st State, space, msg string, c Claim, ttl t
 			return Claim{}, nil, err
 		}
 		held, derr := DecodeClaim(cur.Value)
+		held.Revision = cur.Revision
 		var prev *Claim
 		next := c
 		switch {
@@ -62,8 +67,9 @@ func ClaimFloor(ctx context.Context, st State, space, msg string, c Claim, ttl t
 				return Claim{}, nil, err
 			}
 		}
-		_, err = st.Put(ctx, space, key, v, PutOptions{IfRevision: cur.Revision, TTL: ttl})
+		rev, err := st.Put(ctx, space, key, v, PutOptions{IfRevision: cur.Revision, TTL: ttl})
 		if err == nil {
+			next.Revision = rev
 			return next, prev, nil
 		}
 		if !errors.Is(err, ErrConflict) {

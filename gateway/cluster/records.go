@@ -133,6 +133,9 @@ type Claim struct {
 	ID        string    `json:"id"`     // the holder's runtime id when it claimed
 	StartedAt int64     `json:"started_at"`
 	Expires   time.Time `json:"expires"`
+	// Revision is the revision of the key that holds the claim, as
+	// ClaimFloor wrote or read it (0 when not known); it is not stored.
+	Revision uint64 `json:"-"`
 }
 
 // Beats reports whether claim c wins the floor over d: the earliest

@@ -664,6 +664,16 @@ func testFloorContest(t *testing.T, f Factory) {
 	if err != nil || w.ID != "late" || displaced != nil {
 		t.Fatalf("claim after expiry: %+v %+v %v", w, displaced, err)
 	}
+	// The winner carries its key's revision; a losing claim learns it too.
+	e, err := h.Nodes[1].State().Get(ctx, "s", cluster.FloorKey("msg-1"))
+	if err != nil || w.Revision == 0 || w.Revision != e.Revision {
+		t.Fatalf("the winner's revision %d, the key's %d (%v)", w.Revision, e.Revision, err)
+	}
+	lost, _, err := cluster.ClaimFloor(ctx, h.Nodes[2].State(), "s", "msg-1",
+		cluster.Claim{Holder: "later", ID: "later", StartedAt: 9999999}, time.Minute, later)
+	if err != nil || lost.ID != "late" || lost.Revision != e.Revision {
+		t.Fatalf("losing claim: %+v (key revision %d) %v", lost, e.Revision, err)
+	}
 }
 
 func testClose(t *testing.T, f Factory) {
