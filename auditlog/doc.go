@@ -7,9 +7,11 @@
 // prints, what the gateway's lineage API serves and what [Verify] checks agree:
 //
 //   - [Files] lists a log's files in the order they were written;
-//   - [Scan] streams a log's lines as typed [Record] values, with the body of
-//     a compact delivered line taken from the line that holds it, so that both
-//     layouts read back into the same envelopes;
+//   - [Scan] streams a log's lines as typed [Record] values, a grouped
+//     delivered line as one record per recipient, with the body of a compact
+//     delivered line taken from the line that holds it, so that both layouts
+//     (and the per-recipient compact layout of earlier versions) read back
+//     into the same records;
 //   - [Verify] checks the hash chain and names the first line that was
 //     altered, removed or inserted;
 //   - [Query] selects records by participant, kind, time, id, correlation and

@@ -14,7 +14,9 @@
 // when it is opened (Open fails if that is not possible):
 //
 //   - envelope-history.jsonl ([Options.EnvelopeHistory]), one line per
-//     received or rejected envelope and one per recipient of a delivered one:
+//     received or rejected envelope and, for a delivered one, one grouped
+//     line per 256 recipients (compact) or one line per recipient
+//     (reference):
 //
 //     {"timestamp":"2026-11-22T10:09:50.999Z","event":"received","id":"probe-1","envelope":{...},"participant":"alice","space_id":"demo","direction":"inbound","transport":"websocket","metadata":{...}}
 //
@@ -23,14 +25,22 @@
 //
 //     {"timestamp":"…","event":"capability_check","envelope_id":"probe-1","participant":"test-client","space_id":"demo","result":"allowed","required_capability":"chat","matched_capability":{"kind":"chat"},"matched_source":"static","granted_capabilities":[...],"metadata":{...}}
 //
-// In the compact format ([FormatCompact], the default) a delivered line
-// carries no envelope when an earlier line holds the same body under the
-// same id (its received line), and the body of an envelope the gateway sent
-// itself is written only on its first recipient's line:
+// In the compact format ([FormatCompact], the default) a delivered record
+// is written as one line naming its recipients (split over several lines
+// past 256 of them, see maxGroup), which carries no envelope when an earlier
+// line holds the same body under the same id (its received line); the body
+// of an envelope the gateway sent itself is written on its first delivered
+// line only:
 //
-//	{"timestamp":"…","event":"delivered","id":"probe-1","participant":"bob","space_id":"demo","direction":"outbound","transport":"websocket","chain":"2:…"}
+//	{"timestamp":"…","event":"delivered","id":"probe-1","space_id":"demo","direction":"outbound","recipients":[{"participant":"bob","transport":"websocket"},{"participant":"carol","transport":"http"}],"chain":"2:…"}
 //
-// [FormatReference] writes the envelope on every line, as the reference does.
+// The keys of a grouped line are timestamp, event, id, envelope, space_id,
+// direction, recipients and metadata, in that order, so that the
+// reference's grep for a delivery ("event":"delivered".*"id":"X".*"participant":"P")
+// matches it.
+//
+// [FormatReference] writes the envelope on every line and one line per
+// recipient, as the reference does.
 //
 // Lines are compact JSON with the keys in exactly this order, and then the
 // chain: ,"chain":"<n>:<hash>" where n is the line's number in its file and
