@@ -24,7 +24,8 @@ const (
 // members, capability-decision lines the decision members.
 type Record struct {
 	// File and Line say where the record is: the file's path and its
-	// 1-based line number.
+	// 1-based line number. The records of a grouped delivered line (one
+	// per recipient) share its place.
 	File string `json:"file"`
 	Line int    `json:"line"`
 
@@ -42,8 +43,8 @@ type Record struct {
 	// so. Nil when the body is nowhere in reach (see ReadOptions.MaxBodies).
 	Envelope json.RawMessage `json:"envelope,omitempty"`
 	Shared   bool            `json:"shared_body,omitempty"`
-	// Origin marks the first line of an envelope the gateway sent itself
-	// (welcome, presence, errors): a delivered line with no received line
+	// Origin marks the first record of an envelope the gateway sent itself
+	// (welcome, presence, errors): a delivered record with no received line
 	// before it.
 	Origin bool `json:"origin,omitempty"`
 
