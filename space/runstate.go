@@ -38,6 +38,17 @@ type RunState struct {
 	Config string `json:"config"`
 	// StartedAt is when the space came up.
 	StartedAt time.Time `json:"startedAt"`
+	// Nodes lists the gateway nodes of a space started with several
+	// (mew space up --nodes), the first being Gateway on Port; empty for
+	// one gateway.
+	Nodes []RunNode `json:"nodes,omitempty"`
+}
+
+// RunNode is one gateway node of a running space.
+type RunNode struct {
+	ID   string `json:"id"`   // its node id in the cluster
+	Port int    `json:"port"` // where it listens on 127.0.0.1
+	PID  int    `json:"pid"`  // 0 while it is not running
 }
 
 // ReadRunState reads the state file in mewDir; the error wraps
@@ -116,10 +127,15 @@ func (st *RunState) Running() bool {
 	return st != nil && proc.Alive(st.Supervisor)
 }
 
-// PIDs returns every pid the state names: supervisor, gateway, participants
-// and clients.
+// PIDs returns every pid the state names: supervisor, gateway nodes,
+// participants and clients.
 func (st *RunState) PIDs() []int {
 	pids := []int{st.Supervisor, st.Gateway}
+	for _, n := range st.Nodes {
+		if n.PID != st.Gateway {
+			pids = append(pids, n.PID)
+		}
+	}
 	for _, m := range []map[string]int{st.Agents, st.Clients} {
 		for _, pid := range m {
 			pids = append(pids, pid)

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -64,6 +65,9 @@ func runSpaceConnect(ctx context.Context, cmd *cobra.Command, opts Options, f sp
 			return fmt.Errorf("space connect: space %s is not running (its supervisor, pid %d, is gone): mew space down cleans up, then mew space up", cfg.Space.ID, st.Supervisor)
 		}
 		url = "ws://127.0.0.1:" + strconv.Itoa(st.Port)
+		if len(st.Nodes) > 1 {
+			url = strings.Join(runNodeURLs(st.Nodes), ",")
+		}
 	} else if err := checkGatewayURLs(url); err != nil {
 		return err
 	}

@@ -73,6 +73,7 @@ type spaceFlags struct {
 	detach      bool
 	interactive bool
 	participant string
+	nodes       int  // gateway nodes: more than 1 is a local cluster (space_nodes.go)
 	supervise   bool // internal: the detached supervisor itself
 }
 
@@ -99,11 +100,22 @@ restarted with backoff (restart_policy: no turns that off).
 In the foreground (the default), Ctrl-C stops everything. With --detach the space
 runs in the background once the gateway answers; stop it with mew space down.
 With -i you join the space in this terminal as a participant (the full-screen UI;
-the line client with --no-ui).`,
+the line client with --no-ui).
+
+With --nodes N (2 to 16) the space runs on N gateway nodes of one cluster, for
+trying a cluster on one machine: the first node runs an embedded NATS server
+(port 4222, or the next free), the others join it; the nodes listen on --port
+and the next free ports, and each is printed with its node id, WebSocket URL
+and health URL. The participants started with the space are spread over the
+nodes round robin, each given every node's URL (its own first) in MEW_GATEWAY,
+so that it reconnects to another node when its node stops. See docs/cluster.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.detach && f.interactive {
 				return errors.New("space up: --detach and --interactive cannot be combined")
+			}
+			if f.nodes < 1 || f.nodes > maxSpaceNodes {
+				return fmt.Errorf("space up: --nodes %d: want 1 to %d", f.nodes, maxSpaceNodes)
 			}
 			return runSpaceUp(cmd.Context(), cmd, opts, f)
 		},
@@ -115,6 +127,7 @@ the line client with --no-ui).`,
 	fl.BoolVar(&f.detach, "detach", false, "run in the background and return once the gateway answers")
 	fl.BoolVarP(&f.interactive, "interactive", "i", false, "join the space in this terminal")
 	fl.StringVar(&f.participant, "participant", "", "the participant to join as with -i")
+	fl.IntVar(&f.nodes, "nodes", 1, "run the space on this many gateway nodes of a local cluster (an embedded NATS server in the first)")
 	addNoUIFlag(fl)
 	fl.BoolVar(&f.supervise, "supervise", false, "internal: run as the detached supervisor")
 	_ = fl.MarkHidden("supervise")
@@ -234,13 +247,14 @@ func runSpaceUp(ctx context.Context, cmd *cobra.Command, opts Options, f spaceFl
 	ctx, stopHangup := withHangup(ctx)
 	defer stopHangup()
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-	rs, err := startSpace(ctx, opts, exe, cfg, f.port, f.logLevel, logger)
+	rs, err := startSpaceNodes(ctx, opts, exe, cfg, f.port, f.nodes, f.logLevel, logger)
 	if err != nil {
 		return err
 	}
 	defer rs.stop()
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "space %s is up: %s (gateway pid %d)\n", cfg.Space.ID, rs.launch.GatewayURL(), rs.gatewayPID())
+	rs.printNodes(out)
 	if len(rs.started) > 0 {
 		fmt.Fprintf(out, "started: %s\n", strings.Join(rs.started, ", "))
 	}
@@ -280,6 +294,11 @@ type runningSpace struct {
 // auto_start participants, and keeps .mew/pids.json current. On an error,
 // what was started is stopped.
 func startSpace(ctx context.Context, opts Options, exe string, cfg *space.Config, port int, logLevel string, logger *slog.Logger) (_ *runningSpace, err error) {
+	return startSpaceNodes(ctx, opts, exe, cfg, port, 1, logLevel, logger)
+}
+
+// startSpaceNodes is startSpace on nodes gateway nodes (see startNodes).
+func startSpaceNodes(ctx context.Context, opts Options, exe string, cfg *space.Config, port, nodes int, logLevel string, logger *slog.Logger) (_ *runningSpace, err error) {
 	if port, err = pickPort(port); err != nil {
 		return nil, err
 	}
@@ -302,12 +321,18 @@ func startSpace(ctx context.Context, opts Options, exe string, cfg *space.Config
 			rs.stop()
 		}
 	}()
-	gw := rs.launch.Gateway()
-	if err := rs.sup.Start(gw); err != nil {
-		return nil, err
-	}
-	if err := waitHealthy(ctx, port, rs.sup.Done("gateway")); err != nil {
-		return nil, fmt.Errorf("space up: %w; the gateway's log (%s) ends:\n%s", err, gw.Log, tail(gw.Log, 20))
+	if nodes > 1 {
+		if err := rs.startNodes(ctx, nodes); err != nil {
+			return nil, err
+		}
+	} else {
+		gw := rs.launch.Gateway()
+		if err := rs.sup.Start(gw); err != nil {
+			return nil, err
+		}
+		if err := waitHealthy(ctx, port, rs.sup.Done("gateway")); err != nil {
+			return nil, fmt.Errorf("space up: %w; the gateway's log (%s) ends:\n%s", err, gw.Log, tail(gw.Log, 20))
+		}
 	}
 	for _, p := range cfg.Participants {
 		if !p.AutoStart {
@@ -317,7 +342,7 @@ func startSpace(ctx context.Context, opts Options, exe string, cfg *space.Config
 		if err != nil {
 			return nil, fmt.Errorf("space up: %s: %w", p.ID, err)
 		}
-		proc, ok, err := rs.launch.Participant(p, tokens[0])
+		proc, ok, err := rs.participant(p, tokens[0], len(rs.started))
 		if err != nil {
 			return nil, err
 		}
@@ -341,9 +366,12 @@ func (rs *runningSpace) writeState() {
 		return
 	}
 	for _, p := range rs.sup.State() {
+		if i := slices.IndexFunc(rs.state.Nodes, func(n space.RunNode) bool { return nodeProcName(n.ID) == p.Name }); i >= 0 {
+			rs.state.Nodes[i].PID = p.PID
+		}
 		if p.Name == "gateway" {
 			rs.state.Gateway = p.PID
-		} else {
+		} else if !strings.HasPrefix(p.Name, nodeProcPrefix) {
 			rs.state.Agents[p.Name] = p.PID
 		}
 	}
@@ -365,7 +393,7 @@ func (rs *runningSpace) connect(ctx context.Context, cmd *cobra.Command, who str
 	if err != nil {
 		return err
 	}
-	return runLineClient(ctx, cmd, lineClientOptions{Gateway: rs.launch.GatewayURL(), Space: rs.cfg.Space.ID, Token: tokens[0], Config: rs.cfg, Self: who, Getenv: rs.store.Getenv})
+	return runLineClient(ctx, cmd, lineClientOptions{Gateway: strings.Join(rs.nodeURLs(0), ","), Space: rs.cfg.Space.ID, Token: tokens[0], Config: rs.cfg, Self: who, Getenv: rs.store.Getenv})
 }
 
 // stop stops everything and removes the state file.
@@ -392,7 +420,8 @@ func environ(opts Options) []string {
 // detachSpace starts the supervisor in the background and returns once the
 // space is up.
 func detachSpace(ctx context.Context, cmd *cobra.Command, exe string, cfg *space.Config, f spaceFlags) error {
-	args := []string{"space", "up", "--supervise", "-c", cfg.Path, "-d", cfg.SpaceDir(), "-p", strconv.Itoa(f.port), "-l", f.logLevel}
+	args := []string{"space", "up", "--supervise", "-c", cfg.Path, "-d", cfg.SpaceDir(), "-p", strconv.Itoa(f.port), "-l", f.logLevel,
+		"--nodes", strconv.Itoa(f.nodes)}
 	logDir := filepath.Join(cfg.SpaceDir(), "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return fmt.Errorf("space up: %w", err)
@@ -429,8 +458,9 @@ func detachSpace(ctx context.Context, cmd *cobra.Command, exe string, cfg *space
 		if err != nil || st.Supervisor != c.Process.Pid || st.Gateway == 0 || !strings.Contains(tail(logPath, 50), "space "+cfg.Space.ID+" is up") {
 			continue
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "space %s is up in the background: ws://127.0.0.1:%d (supervisor pid %d)\nlogs: %s\nstop it with: mew space down -d %s\n",
-			st.SpaceID, st.Port, st.Supervisor, logDir, cfg.SpaceDir())
+		fmt.Fprintf(cmd.OutOrStdout(), "space %s is up in the background: ws://127.0.0.1:%d (supervisor pid %d)\n", st.SpaceID, st.Port, st.Supervisor)
+		printRunNodes(cmd.OutOrStdout(), st.Nodes)
+		fmt.Fprintf(cmd.OutOrStdout(), "logs: %s\nstop it with: mew space down -d %s\n", logDir, cfg.SpaceDir())
 		return nil
 	}
 }
@@ -558,6 +588,9 @@ func newSpaceStatusCmd() *cobra.Command {
 			}
 			row("supervisor", st.Supervisor)
 			row("gateway", st.Gateway)
+			for _, n := range st.Nodes[min(1, len(st.Nodes)):] {
+				row(nodeProcName(n.ID)+" :"+strconv.Itoa(n.Port), n.PID)
+			}
 			for _, id := range slices.Sorted(maps.Keys(st.Agents)) {
 				row(id, st.Agents[id])
 			}
