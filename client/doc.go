@@ -92,6 +92,29 @@
 // its ping goes unanswered): if the gateway no longer accepts the token,
 // the new join is refused and the client stops there.
 //
+// # Several gateways
+//
+// The nodes of a gateway cluster serve one space together (docs/cluster.md).
+// Options.Gateways lists their URLs (Options.Gateway, when set, comes
+// first); SplitGateways reads a comma-separated list, as the mew CLI's
+// -g/--gateway flags and MEW_GATEWAY take it. Connect tries the URLs in
+// order until one joins: a node that cannot be dialled or does not welcome
+// in time is passed over, but a refusal ends Connect, since every node of
+// the space would refuse the same token. Once connected, a dropped
+// connection moves to the next URL, and so does each failed reconnect
+// attempt, round robin, with the backoff above: the node that dropped the
+// connection is tried again last. URL reports the node of the current
+// connection. A participant that moves joins the new node, whose welcome
+// lists everyone in the cluster; its grants are the cluster's, not the
+// node's.
+//
+//	c, err := client.New(client.Options{
+//		Gateways:  client.SplitGateways("ws://n1:8080,ws://n2:8080,ws://n3:8080"),
+//		Space:     "demo",
+//		Token:     token,
+//		Reconnect: true,
+//	})
+//
 // # Heartbeat
 //
 // Every Options.HeartbeatInterval the client pings the gateway; a ping not
