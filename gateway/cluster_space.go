@@ -10,7 +10,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/mew-protocol/mew/gateway/cluster"
 	"github.com/mew-protocol/mew/protocol"
@@ -50,7 +53,10 @@ type clusterSpace struct {
 	ctx  context.Context
 	stop context.CancelFunc
 	wg   sync.WaitGroup
-	sub  cluster.Subscription
+	// behind is set from a divergence (the fabric dropped envelopes for
+	// this node) until the node has subscribed again; meanwhile the space
+	// refuses envelopes, as when the fabric is unreachable.
+	behind atomic.Bool
 
 	qmu   sync.Mutex
 	queue []clusterOp // guarded by qmu
@@ -63,7 +69,8 @@ type clusterSpace struct {
 	remote  map[string]cluster.Member   // participants connected on other nodes, by logical name
 	pending map[string]int              // State keys with writes of ours not yet acknowledged
 	ownRev  map[string]uint64           // the revision of our last acknowledged write of a key
-	decoder protocol.Decoder            // for envelopes from other nodes; used by the Broker goroutine only
+	sub     cluster.Subscription        // the current Broker subscription
+	subGen  uint64                      // counts the subscriptions, so that an old one's messages are dropped
 	held    []heldEnvelope              // envelopes from other nodes waiting for a change of State, in order
 	heldGen uint64                      // counts the held envelopes released, so that a stale timer does nothing
 	timer   *time.Timer                 // releases the first held envelope after holdLimit
@@ -104,6 +111,7 @@ func (srv *Server) clusterStart() error {
 	if node == nil {
 		return nil
 	}
+	srv.metrics.registerCluster(node)
 	for _, sp := range srv.order {
 		cl, err := newClusterSpace(sp, node)
 		if err != nil {
@@ -152,12 +160,10 @@ func newClusterSpace(sp *liveSpace, node cluster.Node) (*clusterSpace, error) {
 	go cl.writer()
 	// Subscribe before serving: a node that serves a space must receive its
 	// envelopes from the first one on.
-	sub, err := node.Broker().Subscribe(ctx, sp.id, cl.remoteEnvelope)
-	if err != nil {
+	if err := cl.subscribe(); err != nil {
 		cl.close(context.Background())
 		return nil, fmt.Errorf("subscribe: %w", err)
 	}
-	cl.sub = sub
 	if err := cl.startStreams(); err != nil { // cluster_streams.go
 		cl.close(context.Background())
 		return nil, fmt.Errorf("streams: %w", err)
@@ -191,8 +197,12 @@ func (cl *clusterSpace) close(ctx context.Context) {
 	}
 	cl.closeStreams(ctx) // cluster_streams.go: its queued changes, then its log follower
 	cl.stop()
-	if cl.sub != nil {
-		_ = cl.sub.Unsubscribe()
+	cl.sp.mu.Lock()
+	sub := cl.sub
+	cl.sub = nil
+	cl.sp.mu.Unlock()
+	if sub != nil {
+		_ = sub.Unsubscribe()
 	}
 	<-cl.wrote
 	cl.wg.Wait()
@@ -357,7 +367,88 @@ const holdLimit = time.Second
 // heldEnvelope is an envelope from another node not yet delivered here.
 type heldEnvelope struct {
 	d     delivery
+	sent  time.Time   // when its node published it, for the latency metric
 	ready func() bool // nil, or whether what it announces is in force here; mu held
+}
+
+// subscribe subscribes to the space's envelopes from the other nodes. Each
+// subscription has its own decoder (its messages come one at a time) and
+// generation: once replaced, its messages still in flight are dropped.
+func (cl *clusterSpace) subscribe() error {
+	sp := cl.sp
+	sp.mu.Lock()
+	cl.subGen++
+	gen := cl.subGen
+	sp.mu.Unlock()
+	var dec protocol.Decoder
+	sub, err := cl.node.Broker().Subscribe(cl.ctx, sp.id, func(msg cluster.Message) { cl.remoteEnvelope(&dec, gen, msg) })
+	if err != nil {
+		return err
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if gen != cl.subGen || cl.ctx.Err() != nil {
+		_ = sub.Unsubscribe() // replaced or closed meanwhile
+		return nil
+	}
+	cl.sub = sub
+	return nil
+}
+
+// diverged handles the fabric's notice that it dropped envelopes of the
+// space for this node (a NATS slow consumer): its participants missed
+// what the others delivered, which no later envelope repairs. So the node
+// closes their connections with 1013 (try again later) and a reason, for
+// them to reconnect — through the load balancer, likely to another node —
+// and rejoin a consistent space; it drops the envelopes it held, leaves
+// the space's fan-out (ending the subscription, and NATS's backlog with
+// it), and subscribes again, refusing envelopes of the space until then.
+func (cl *clusterSpace) diverged(gen uint64) {
+	sp := cl.sp
+	sp.mu.Lock()
+	if gen != cl.subGen || cl.ctx.Err() != nil {
+		sp.mu.Unlock()
+		return
+	}
+	cl.behind.Store(true)
+	cl.subGen++ // the old subscription's messages in flight are dropped
+	old := cl.sub
+	cl.sub = nil
+	clear(cl.held)
+	cl.held = cl.held[:0]
+	cl.heldGen++
+	if cl.timer != nil {
+		cl.timer.Stop()
+		cl.timer = nil
+	}
+	sp.srv.metrics.clusterDiverged.Inc()
+	sp.srv.opts.Logger.Warn("cluster: this node fell behind the space's envelopes (NATS dropped some); closing its connections to the space",
+		"space", sp.id, "connections", len(sp.roster))
+	for _, s := range slices.Clone(sp.roster) {
+		if s.transport == transportVirtual {
+			continue // an output_log file: nowhere else to go
+		}
+		s.kill(websocket.StatusTryAgainLater, "this gateway node fell behind the cluster and missed envelopes: reconnect")
+		sp.detachLocked(s)
+	}
+	sp.mu.Unlock()
+	cl.wg.Go(func() {
+		if old != nil {
+			_ = old.Unsubscribe()
+		}
+		for cl.ctx.Err() == nil {
+			err := cl.subscribe()
+			if err == nil {
+				cl.behind.Store(false)
+				return
+			}
+			sp.srv.opts.Logger.Warn("cluster: subscribing again after falling behind", "space", sp.id, "err", err)
+			select {
+			case <-time.After(time.Second):
+			case <-cl.ctx.Done():
+			}
+		}
+	})
 }
 
 // remoteEnvelope delivers an envelope accepted by another node to the local
@@ -368,20 +459,27 @@ type heldEnvelope struct {
 // applied the change it announces, and the envelopes after it wait behind
 // it: as on one node, the grantee has its new capabilities before anyone
 // reads the grant, and each sender's order is kept.
-func (cl *clusterSpace) remoteEnvelope(msg cluster.Message) {
+func (cl *clusterSpace) remoteEnvelope(dec *protocol.Decoder, gen uint64, msg cluster.Message) {
+	if msg.Lost {
+		cl.diverged(gen)
+		return
+	}
 	if isClusterFrame(msg.Data) { // a stream's frame: cluster_streams.go
 		cl.remoteFrame(msg)
 		return
 	}
 	var env protocol.Envelope
-	if err := cl.decoder.Decode(msg.Data, &env); err != nil {
+	if err := dec.Decode(msg.Data, &env); err != nil {
 		cl.sp.srv.opts.Logger.Warn("cluster: bad envelope from node", "space", cl.sp.id, "node", msg.Node, "err", err)
 		return
 	}
 	sp := cl.sp
-	h := heldEnvelope{d: delivery{data: msg.Data, id: env.ID, kind: env.Kind, at: sp.srv.now()}, ready: cl.readyFunc(&env)}
+	h := heldEnvelope{d: delivery{data: msg.Data, id: env.ID, kind: env.Kind, at: sp.srv.now()}, sent: msg.Sent, ready: cl.readyFunc(&env)}
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
+	if gen != cl.subGen {
+		return // from a subscription given up after a divergence
+	}
 	if env.Kind == protocol.KindChat && sp.floorEnabled() {
 		// Known addressed or not, so that a claim made here on it is
 		// judged as on its node.
@@ -457,6 +555,9 @@ func (cl *clusterSpace) releaseLocked(force bool) {
 			cl.timer = nil
 		}
 		cl.sp.broadcastLocked(h.d, nil) // src is nil: never published again
+		if !h.sent.IsZero() {
+			cl.sp.srv.metrics.clusterLag.Observe(max(time.Since(h.sent), 0).Seconds())
+		}
 	}
 }
 
@@ -789,7 +890,11 @@ func (cl *clusterSpace) stateChangeLocked(kind string, e cluster.Entry) {
 // refusal is the refusal of envelopes while the node cannot reach the
 // cluster, or nil.
 func (cl *clusterSpace) refusal() *refusal {
-	if err := cl.node.Err(); err != nil {
+	err := cl.node.Err()
+	if err == nil && cl.behind.Load() {
+		err = errors.New("it fell behind the space's envelopes and is subscribing again")
+	}
+	if err != nil {
 		r := refuse(ErrorClusterUnavailable, "this gateway node cannot reach its cluster, so it accepts nothing for this space: "+err.Error())
 		r.status = http.StatusServiceUnavailable
 		return r

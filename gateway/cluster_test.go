@@ -8,11 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -68,8 +70,8 @@ type testCluster struct {
 }
 
 // newTestCluster starts n gateway nodes serving spaceYAML; tune, if set,
-// adjusts each NATS node's options.
-func newTestCluster(t *testing.T, n int, mem bool, spaceYAML string, tune func(*natscluster.Options)) *testCluster {
+// adjusts the options of each NATS node (by index).
+func newTestCluster(t *testing.T, n int, mem bool, spaceYAML string, tune func(int, *natscluster.Options)) *testCluster {
 	t.Helper()
 	c := &testCluster{store: t.TempDir()}
 	var mc *memory.Cluster
@@ -94,7 +96,7 @@ func newTestCluster(t *testing.T, n int, mem bool, spaceYAML string, tune func(*
 				NodeID: fmt.Sprintf("n%d", i+1), Cluster: "test", URL: c.ns.ClientURL(), PresenceTTL: 2 * time.Second,
 			}
 			if tune != nil {
-				tune(&o)
+				tune(i, &o)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			node, err = natscluster.New(ctx, o)
@@ -428,6 +430,9 @@ func TestClusterUnavailable(t *testing.T) {
 	if e == nil || e["error"] != gateway.ErrorClusterUnavailable {
 		t.Fatalf("with NATS down: %v, want %s", e, gateway.ErrorClusterUnavailable)
 	}
+	if v, _ := metricValue(t, gs[0], `mew_gateway_cluster_connection{state="unavailable"}`); v != 1 {
+		t.Fatalf("/metrics with NATS down: unavailable = %v", v)
+	}
 	// The same server again, on its port and store: the nodes reconnect.
 	ns2, err := natscluster.StartServer(natscluster.ServerOptions{Port: port, StoreDir: store})
 	if err != nil {
@@ -443,6 +448,12 @@ func TestClusterUnavailable(t *testing.T) {
 			t.Fatalf("after NATS came back: %v", e)
 		}
 		time.Sleep(20 * time.Millisecond) // polling the reconnection, with a deadline
+	}
+	if v, _ := metricValue(t, gs[0], "mew_gateway_cluster_reconnects_total"); v < 1 {
+		t.Fatalf("/metrics after NATS came back: reconnects %v", v)
+	}
+	if v, _ := metricValue(t, gs[0], `mew_gateway_cluster_connection{state="connected"}`); v != 1 {
+		t.Fatalf("/metrics after NATS came back: connected = %v", v)
 	}
 	for _, g := range gs {
 		g.Stop(t) // while NATS is up, not after ns2's cleanup
@@ -869,4 +880,142 @@ func testFloorContest(t *testing.T, c *testCluster) {
 		}
 	}
 	t.Logf("floor contest of 3 agents on %d nodes, first claim sent → last yield received: p50 %v p99 %v max %v", n, pct(lag, 50), pct(lag, 99), pct(lag, 100))
+}
+
+// metricValue scrapes g's /metrics and returns the value of the sample
+// whose line starts with name (labels included), and whether it is there.
+func metricValue(t *testing.T, g *testutil.Gateway, name string) (float64, bool) {
+	t.Helper()
+	resp, err := http.Get(g.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("metric %s: %q", name, line)
+			}
+			return f, true
+		}
+	}
+	return 0, false
+}
+
+// /metrics of a node: the cross-node delivery latency of the envelopes it
+// delivered for another node, its connection to the cluster, and (on NATS)
+// its reconnections and slow-consumer events.
+func TestClusterMetrics(t *testing.T) { onClusters(t, 2, clusterSpace, testMetrics) }
+
+func testMetrics(t *testing.T, c *testCluster) {
+	a, b := c.gs[0], c.gs[1]
+	human, _ := testutil.Join(t, a.WSURL, "human-token")
+	carol, _ := testutil.Join(t, b.WSURL, "carol-token")
+	human.ExpectFunc("system/presence", presence("join", "carol"))
+	before, _ := metricValue(t, b, "mew_gateway_cluster_delivery_seconds_count")
+	const n = 40
+	for i := range n {
+		human.SendText(fmt.Sprintf(`{"id":"m%d","kind":"chat","payload":{"text":"x"}}`, i))
+	}
+	for i := range n {
+		carol.ExpectFunc("chat", func(m testutil.Msg) bool { return m.ID() == fmt.Sprintf("m%d", i) })
+	}
+	count, ok := metricValue(t, b, "mew_gateway_cluster_delivery_seconds_count")
+	if !ok || count-before < n {
+		t.Fatalf("node 2 counted %v cross-node deliveries (before %v), want at least %d more", count, before, n)
+	}
+	sum, _ := metricValue(t, b, "mew_gateway_cluster_delivery_seconds_sum")
+	if sum <= 0 || sum/count > 1 {
+		t.Fatalf("cross-node latency sum %v over %v deliveries", sum, count)
+	}
+	if within, _ := metricValue(t, b, `mew_gateway_cluster_delivery_seconds_bucket{le="0.1024"}`); within < count*0.9 {
+		t.Errorf("only %v of %v cross-node deliveries within 100 ms", within, count)
+	}
+	t.Logf("node 2: %v cross-node deliveries, mean %v", count, time.Duration(sum/count*float64(time.Second)))
+	for i, g := range c.gs {
+		if v, ok := metricValue(t, g, `mew_gateway_cluster_connection{state="connected"}`); !ok || v != 1 {
+			t.Fatalf("node %d: connection state connected = %v (%v)", i+1, v, ok)
+		}
+		if v, ok := metricValue(t, g, `mew_gateway_cluster_connection{state="unavailable"}`); !ok || v != 0 {
+			t.Fatalf("node %d: connection state unavailable = %v (%v)", i+1, v, ok)
+		}
+		if v, ok := metricValue(t, g, "mew_gateway_cluster_divergences_total"); !ok || v != 0 {
+			t.Fatalf("node %d: divergences %v (%v)", i+1, v, ok)
+		}
+		_, hasReconnects := metricValue(t, g, "mew_gateway_cluster_reconnects_total")
+		_, hasSlow := metricValue(t, g, "mew_gateway_cluster_slow_consumer_events_total")
+		if nats := c.ns != nil; hasReconnects != nats || hasSlow != nats {
+			t.Fatalf("node %d: reconnects %v, slow consumers %v, want them on NATS only", i+1, hasReconnects, hasSlow)
+		}
+	}
+}
+
+// A node that falls behind a space's envelopes (NATS drops some for it: a
+// slow consumer, here with a pending limit of 2 messages) has diverged: it
+// closes its participants of the space with 1013 and a reason, so that they
+// reconnect (elsewhere, behind a load balancer); the others see them leave;
+// the node subscribes again and serves them once more when they come back.
+func TestClusterSlowNode(t *testing.T) {
+	c := newTestCluster(t, 2, false, clusterSpace, func(i int, o *natscluster.Options) {
+		if i == 1 {
+			o.PendingMessages = 2
+		}
+	})
+	a, b := c.gs[0], c.gs[1]
+	human, _ := testutil.Join(t, a.WSURL, "human-token")
+	bob, _ := testutil.Join(t, a.WSURL, "bob-token")
+	carol, _ := testutil.Join(t, b.WSURL, "carol-token")
+	human.ExpectFunc("system/presence", presence("join", "carol"))
+
+	// A burst from node 1: node 2 cannot take it with so small a buffer.
+	big := strings.Repeat("x", 4000)
+	for i := range 500 {
+		human.SendText(fmt.Sprintf(`{"id":"b%d","kind":"chat","payload":{"text":%q}}`, i, big))
+	}
+	code, reason := carol.Closed(10 * time.Second)
+	if code != websocket.StatusTryAgainLater || !strings.Contains(reason, "fell behind") {
+		t.Fatalf("carol on the slow node closed with %v %q, want 1013", code, reason)
+	}
+	human.ExpectFunc("system/presence", presence("leave", "carol"))
+	// (Subscribed again while the burst goes on, node 2 may fall behind
+	// again: with nobody connected, that costs nothing.)
+	if v, _ := metricValue(t, b, "mew_gateway_cluster_divergences_total"); v < 1 {
+		t.Fatalf("node 2 counted %v divergences", v)
+	}
+	if v, _ := metricValue(t, b, "mew_gateway_cluster_slow_consumer_events_total"); v < 1 {
+		t.Fatalf("node 2 counted %v slow-consumer events", v)
+	}
+	// Node 1 is unaffected: bob has the whole burst, in order.
+	for i := range 500 {
+		if m := bob.Expect("chat"); m.ID() != fmt.Sprintf("b%d", i) {
+			t.Fatalf("bob on node 1 got %s, want b%d", m.ID(), i)
+		}
+	}
+	// Carol comes back to node 2 once it has subscribed again, and hears
+	// node 1 (one envelope at a time, which the small buffer holds).
+	deadline := time.Now().Add(10 * time.Second)
+	var back *testutil.Peer
+	for i := 0; back == nil; i++ {
+		p, _ := testutil.Join(t, b.WSURL, "carol-token")
+		id := fmt.Sprintf("r%d", i)
+		if e := outcome(t, p, id, `{"id":"`+id+`","kind":"chat","payload":{"text":"back?"}}`); e == nil {
+			back = p
+			break
+		} else if e["error"] != gateway.ErrorClusterUnavailable || time.Now().After(deadline) {
+			t.Fatalf("carol back on node 2: %v", e)
+		}
+		p.Conn.CloseNow()
+		time.Sleep(20 * time.Millisecond) // polling the resubscription, with a deadline
+	}
+	human.ExpectFunc("system/presence", presence("join", "carol"))
+	for i := range 5 {
+		id := fmt.Sprintf("after%d", i)
+		human.SendText(`{"id":"` + id + `","kind":"chat","payload":{"text":"hello again"}}`)
+		back.ExpectFunc("chat", func(m testutil.Msg) bool { return m.ID() == id })
+	}
 }

@@ -1,9 +1,12 @@
 package gateway
 
 import (
+	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/mew-protocol/mew/gateway/cluster"
 	"github.com/mew-protocol/mew/protocol"
 )
 
@@ -21,6 +24,9 @@ type metrics struct {
 	shed          prometheus.Counter
 	floor         *prometheus.CounterVec
 	routing       prometheus.Histogram
+	// Registered only on a node of a cluster (registerCluster):
+	clusterLag      prometheus.Histogram
+	clusterDiverged prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -55,6 +61,16 @@ func newMetrics() *metrics {
 			Help:    "Time from an envelope's arrival to its being queued for every recipient (decode, checks, enforcement, fan-out).",
 			Buckets: prometheus.ExponentialBuckets(1e-6, 4, 10),
 		}),
+		clusterLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "mew_gateway_cluster_delivery_seconds",
+			Help: "Time from an envelope's publication by another gateway node to its delivery by this one (the publisher's clock against this node's: skewed clocks skew it).",
+			// 50 µs to 1.6 s.
+			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 16),
+		}),
+		clusterDiverged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mew_gateway_cluster_divergences_total",
+			Help: "Times the cluster dropped a space's envelopes for this node (a NATS slow consumer): its participants of that space were closed with 1013.",
+		}),
 	}
 	in := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mew_gateway_envelopes_received_total", Help: "Envelopes accepted from participants, by kind.",
@@ -85,3 +101,43 @@ func counterFor(set map[string]prometheus.Counter, kind string) prometheus.Count
 
 func (m *metrics) received(kind string)         { counterFor(m.in, kind).Inc() }
 func (m *metrics) delivered(kind string, n int) { counterFor(m.out, kind).Add(float64(n)) }
+
+// registerCluster adds the metrics of a node of a cluster: its connection
+// to the fabric, read at each scrape, its counters when it keeps them, the
+// cross-node delivery latency and the divergences.
+func (m *metrics) registerCluster(node cluster.Node) {
+	state := func(want string) func() float64 {
+		return func() float64 {
+			got := "connected"
+			switch err := node.Err(); {
+			case err == nil:
+			case errors.Is(err, cluster.ErrClosed):
+				got = "closed"
+			default:
+				got = "unavailable"
+			}
+			if got == want {
+				return 1
+			}
+			return 0
+		}
+	}
+	for _, st := range []string{"connected", "unavailable", "closed"} {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mew_gateway_cluster_connection", Help: "1 for the state of this node's connection to the cluster (NATS): connected, unavailable or closed.",
+			ConstLabels: prometheus.Labels{"state": st},
+		}, state(st)))
+	}
+	if sr, ok := node.(cluster.StatsReporter); ok {
+		m.reg.MustRegister(
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "mew_gateway_cluster_reconnects_total", Help: "Reconnections of this node to the cluster (NATS).",
+			}, func() float64 { return float64(sr.Stats().Reconnects) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "mew_gateway_cluster_slow_consumer_events_total",
+				Help: "Times NATS dropped messages for this node because it did not read them fast enough.",
+			}, func() float64 { return float64(sr.Stats().SlowConsumers) }),
+		)
+	}
+	m.reg.MustRegister(m.clusterLag, m.clusterDiverged)
+}

@@ -52,10 +52,29 @@ type Node interface {
 	Close() error
 }
 
-// Message is an envelope published by another node.
+// Message is an envelope published by another node, or the notice that
+// some were lost.
 type Message struct {
-	Node string // the publishing node's id
-	Data []byte // the envelope's bytes, as published; the handler may keep them
+	Node string    // the publishing node's id
+	Data []byte    // the envelope's bytes, as published; the handler may keep them
+	Sent time.Time // when the publishing node published it, by its clock; zero if not known
+	// Lost, when set, is the only field: the fabric dropped messages of
+	// this subscription because the node did not take them fast enough (a
+	// slow consumer). The subscriber has missed envelopes others
+	// delivered: it has diverged. Reported once per subscription.
+	Lost bool
+}
+
+// Stats are counters a node keeps about its link to the fabric, for
+// monitoring.
+type Stats struct {
+	Reconnects    uint64 // reconnections to the fabric since the node started
+	SlowConsumers uint64 // times the fabric dropped messages for this node, which did not read them fast enough
+}
+
+// StatsReporter is implemented by nodes that keep Stats.
+type StatsReporter interface {
+	Stats() Stats
 }
 
 // Broker fans a space's envelopes out to the other nodes. A node delivers
@@ -68,7 +87,8 @@ type Broker interface {
 	// not wait for them.
 	Publish(ctx context.Context, space string, data []byte) error
 	// Subscribe calls h for each message published to space by another
-	// node, one at a time, in order. h must not block for long: it runs on
+	// node, one at a time, in order (and once with a Lost message if the
+	// fabric drops some for this subscription). h must not block for long: it runs on
 	// the subscription's delivery path. The subscription ends on
 	// Unsubscribe, when ctx is done, or when the node closes.
 	Subscribe(ctx context.Context, space string, h func(Message)) (Subscription, error)

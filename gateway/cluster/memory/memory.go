@@ -219,7 +219,7 @@ func (b broker) Publish(_ context.Context, space string, data []byte) error {
 	if err := n.Err(); err != nil {
 		return err
 	}
-	msg := cluster.Message{Node: n.id, Data: data}
+	msg := cluster.Message{Node: n.id, Data: data, Sent: time.Now()}
 	c := n.c
 	c.mu.Lock()
 	defer c.mu.Unlock()

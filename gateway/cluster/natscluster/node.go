@@ -53,6 +53,11 @@ type Options struct {
 	// LogRetention is how many records each space's Log keeps. 0 is
 	// DefaultLogRetention.
 	LogRetention int
+	// PendingMessages and PendingBytes bound what one Broker subscription
+	// buffers while the node is behind; past them NATS drops messages
+	// for the node (a slow consumer), which the subscription reports with
+	// a Lost message. 0 keeps nats.go's defaults (500 000 messages, 64 MiB).
+	PendingMessages, PendingBytes int
 }
 
 // Node is a gateway node of a NATS cluster. See the package doc.
@@ -80,7 +85,7 @@ type Node struct {
 	ready    bool // New has finished
 	closed   bool
 	joined   map[joinKey]*joined // presence entries this node keeps alive
-	subs     map[*nats.Subscription]struct{}
+	subs     map[*nats.Subscription]*subscription
 	watchers map[*watcher]struct{}
 	follows  map[*follow]struct{}
 	slow     uint64        // slow-consumer events: messages NATS dropped for this node
@@ -181,7 +186,7 @@ func New(ctx context.Context, o Options) (*Node, error) {
 	}
 	n := &Node{
 		id: o.NodeID, cluster: o.Cluster, subjPre: subjectPrefix(o.Cluster), ttl: ttl, timeout: o.RequestTimeout,
-		joined: make(map[joinKey]*joined), subs: make(map[*nats.Subscription]struct{}),
+		joined: make(map[joinKey]*joined), subs: make(map[*nats.Subscription]*subscription),
 		watchers: make(map[*watcher]struct{}), follows: make(map[*follow]struct{}), reconn: make(chan struct{}),
 	}
 	n.o = o
@@ -230,14 +235,28 @@ func New(ctx context.Context, o Options) (*Node, error) {
 	return n, nil
 }
 
-// asyncError counts what NATS reports asynchronously; a slow consumer means
-// messages were dropped for this node, which Err then reports.
-func (n *Node) asyncError(_ *nats.Conn, _ *nats.Subscription, err error) {
-	if errors.Is(err, nats.ErrSlowConsumer) {
-		n.mu.Lock()
-		n.slow++
-		n.mu.Unlock()
+// asyncError counts what NATS reports asynchronously. A slow consumer means
+// messages were dropped for this node: counted, and, on a Broker
+// subscription, reported to its handler as a Lost message.
+func (n *Node) asyncError(_ *nats.Conn, sub *nats.Subscription, err error) {
+	if !errors.Is(err, nats.ErrSlowConsumer) {
+		return
 	}
+	n.mu.Lock()
+	n.slow++
+	s := n.subs[sub]
+	n.mu.Unlock()
+	if s != nil {
+		s.lose()
+	}
+}
+
+// Stats implements cluster.StatsReporter.
+func (n *Node) Stats() cluster.Stats {
+	n.mu.Lock()
+	slow := n.slow
+	n.mu.Unlock()
+	return cluster.Stats{Reconnects: n.nc.Stats().Reconnects, SlowConsumers: slow}
 }
 
 // ID implements cluster.Node.
@@ -323,7 +342,7 @@ func (n *Node) Close() error {
 		}
 		cancel()
 	}
-	for s := range subs {
+	for _, s := range subs {
 		_ = s.Unsubscribe()
 	}
 	for w := range ws {
