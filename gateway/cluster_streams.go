@@ -66,6 +66,7 @@ type clusterStreams struct {
 	// Guarded by liveSpace.mu:
 	queue   []streamOp // changes to append and frames to publish, in order
 	emptied chan struct{}
+	closing bool                // set by closeStreams: frames from other nodes are ignored
 	applied uint64              // the Seq of the last log record applied here
 	held    []heldFrame         // frames from other nodes waiting for their record, in arrival order
 	timer   *time.Timer         // drops the frames held too long
@@ -119,7 +120,6 @@ func (cl *clusterSpace) startStreams() error {
 		after = recs[len(recs)-1].Seq
 	}
 	sp.mu.Lock()
-	cl.streams = cs
 	after = cs.applied
 	sp.mu.Unlock()
 	sub, err := log.Follow(cl.ctx, sp.id, after, cs.record)
@@ -127,6 +127,9 @@ func (cl *clusterSpace) startStreams() error {
 		return err
 	}
 	cs.follow = sub
+	sp.mu.Lock()
+	cl.streams = cs
+	sp.mu.Unlock()
 	cl.wg.Add(1)
 	go cs.appender()
 	return nil
@@ -140,6 +143,9 @@ func (cl *clusterSpace) closeStreams(ctx context.Context) {
 	sp.mu.Lock()
 	cs := cl.streams
 	var emptied chan struct{}
+	if cs != nil {
+		cs.closing = true
+	}
 	if cs != nil && len(cs.queue) > 0 {
 		if cs.emptied == nil {
 			cs.emptied = make(chan struct{})
@@ -162,6 +168,7 @@ func (cl *clusterSpace) closeStreams(ctx context.Context) {
 		cs.timer.Stop()
 		cs.timer = nil
 	}
+	cs.held = nil
 	sp.mu.Unlock()
 }
 
@@ -501,7 +508,7 @@ func (cl *clusterSpace) remoteFrame(msg cluster.Message) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	cs := cl.streams
-	if cs == nil {
+	if cs == nil || cs.closing {
 		return
 	}
 	if h.seq <= cs.applied {
@@ -572,7 +579,7 @@ func (cs *clusterStreams) releaseFramesLocked() {
 		cs.timer.Stop()
 		cs.timer = nil
 	}
-	if len(kept) > 0 && cs.cl.ctx.Err() == nil {
+	if len(kept) > 0 && !cs.closing && cs.cl.ctx.Err() == nil {
 		cs.timer = time.AfterFunc(frameHoldLimit-now.Sub(kept[0].since), cs.expireFrames)
 	}
 }
