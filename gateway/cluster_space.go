@@ -680,6 +680,7 @@ func (cl *clusterSpace) presenceChange(e cluster.Entry) {
 			return
 		}
 		delete(cl.remote, e.Key)
+		cl.streamsGoneLocked(m) // cluster_streams.go: as when a connection here ends
 		sp.broadcastLocked(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
 			Event: protocol.PresenceLeave, Participant: protocol.ParticipantInfo{ID: remoteInfo(m).ID},
 		}), nil)

@@ -369,6 +369,12 @@ func (cs *clusterStreams) changeLocked(c cluster.StreamChange, seq uint64, annou
 	t := &sp.streams
 	rec := c.Stream
 	st := t.byID[rec.ID]
+	if st == nil && c.Op != cluster.StreamOpOpen {
+		// Closed here already (its owner's presence left first), or
+		// never known: nothing to change, nothing to announce.
+		cs.noteCauseLocked(c.Cause)
+		return
+	}
 	switch c.Op {
 	case cluster.StreamOpOpen:
 		if st != nil {
@@ -388,26 +394,16 @@ func (cs *clusterStreams) changeLocked(c cluster.StreamChange, seq uint64, annou
 		t.last = max(t.last, st.seq)
 		t.add(st)
 	case cluster.StreamOpWriters:
-		if st != nil {
-			st.writers = slices.Clone(rec.Writers)
-		}
+		st.writers = slices.Clone(rec.Writers)
 	case cluster.StreamOpTransfer:
-		if st != nil {
-			t.setOwner(st, sp.members[rec.OwnerOf])
-			st.owner, st.ownerM, st.writers = rec.Owner, sp.members[rec.OwnerOf], slices.Clone(rec.Writers)
-		}
+		t.setOwner(st, sp.members[rec.OwnerOf])
+		st.owner, st.ownerM, st.writers = rec.Owner, sp.members[rec.OwnerOf], slices.Clone(rec.Writers)
 	case cluster.StreamOpLeft:
-		if st != nil {
-			st.writers = slices.DeleteFunc(st.writers, func(w string) bool { return w == c.Who || slices.Contains(rec.Writers, w) })
-		}
+		st.writers = slices.DeleteFunc(st.writers, func(w string) bool { return w == c.Who || slices.Contains(rec.Writers, w) })
 	case cluster.StreamOpClose:
-		if st != nil {
-			t.remove(st)
-		}
+		t.remove(st)
 	}
-	if st != nil {
-		st.logSeq = seq
-	}
+	st.logSeq = seq
 	cs.noteCauseLocked(c.Cause)
 	if announce && len(c.Announce) > 0 {
 		var head struct {
@@ -472,6 +468,36 @@ func (cl *clusterSpace) streamReady(env *protocol.Envelope) func() bool {
 			return true
 		}
 		return false
+	}
+}
+
+// streamsGoneLocked applies, here, what the end of a participant's
+// connection on another node does to streams (streamsLeaveLocked): the
+// streams it owns close, announced as owner_left, and it is no writer of
+// the others. Its node shares the same changes through the log, unless it
+// died; whichever comes first applies, and the later one finds nothing to
+// change and announces nothing. mu must be held.
+func (cl *clusterSpace) streamsGoneLocked(gone cluster.Member) {
+	sp := cl.sp
+	t := &sp.streams
+	m := sp.members[gone.Participant]
+	if cl.streams == nil || len(t.byID) == 0 || m == nil || m.sess != nil {
+		return // a connection here is its own (detachLocked)
+	}
+	for _, st := range t.sorted() {
+		if st.ownerM == m {
+			t.remove(st)
+			d, err := sp.streamEnvelope(protocol.KindStreamClose, nil, []string{st.openID}, protocol.StreamClose{
+				StreamID: st.id, Reason: StreamCloseOwnerLeft,
+			})
+			if err == nil { // a fixed payload type: it always encodes
+				sp.broadcastLocked(d, nil)
+			}
+			continue
+		}
+		st.writers = slices.DeleteFunc(st.writers, func(w string) bool {
+			return w == m.name || (gone.RuntimeID != "" && w == gone.RuntimeID)
+		})
 	}
 }
 

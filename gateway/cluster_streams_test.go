@@ -177,6 +177,13 @@ func testClusterStreams(t *testing.T, gs []*testutil.Gateway) {
 			return m.Payload()["stream_id"] == id2 && m.Payload()["reason"] == gateway.StreamCloseOwnerLeft
 		})
 	}
+	// Once: its node's record and its presence leaving the other nodes
+	// both end it there, whichever comes first; the second does nothing.
+	for _, p := range []*testutil.Peer{human, carol, agent} {
+		if m, ok := p.Quiet(quiet, func(m testutil.Msg) bool { return m.Kind() != "stream/close" }); !ok {
+			t.Fatalf("a second stream/close: %s", m.Raw)
+		}
+	}
 	refusedFrame(t, agent, id2, "#"+id2+"#orphan", human)
 
 	// Frames written the moment a stream opens reach the other nodes
@@ -332,5 +339,36 @@ func TestClusterStreamsHostile(t *testing.T) {
 	// The frame from the future is dropped once it waited its limit.
 	if m, ok := carol.Quiet(6*time.Second, func(m testutil.Msg) bool { return m.Env != nil }); !ok {
 		t.Fatalf("carol received %q", m.Raw)
+	}
+}
+
+// A node lost without closing (its cluster node gone, as when the process
+// is killed): its participants' presence leaves the others, which close the
+// streams they owned, announced as owner_left, as one gateway does when an
+// owner's connection ends.
+func TestClusterStreamsNodeLost(t *testing.T) {
+	for _, mem := range []bool{false, true} {
+		t.Run(map[bool]string{false: "nats", true: "memory"}[mem], func(t *testing.T) {
+			newNode := fabric(t, mem)
+			logger := slog.New(slog.NewTextHandler(tlog{t}, nil))
+			lost := newNode("n1")
+			a := testutil.StartGateway(t, clusterSpace, gateway.Options{Cluster: lost, ClusterName: "test", Logger: logger})
+			b := testutil.StartGateway(t, clusterSpace, gateway.Options{Cluster: newNode("n2"), ClusterName: "test", Logger: logger})
+			carol, _ := testutil.Join(t, b.WSURL, "carol-token")
+			human, _ := testutil.Join(t, a.WSURL, "human-token")
+			carol.ExpectFunc("system/presence", presence("join", "human"))
+			id := openStream(t, human, "r1", `{"direction":"upload"}`, carol)
+
+			_ = lost.Close()
+			m := carol.ExpectFunc("stream/close", func(m testutil.Msg) bool { return m.Payload()["stream_id"] == id })
+			if m.Payload()["reason"] != gateway.StreamCloseOwnerLeft {
+				t.Fatalf("stream/close on node 2: %s", m.Raw)
+			}
+			carol.ExpectFunc("system/presence", presence("leave", "human"))
+			_, w := testutil.Join(t, b.WSURL, "bob-token")
+			if active, _ := w.Payload()["active_streams"].([]any); len(active) != 0 {
+				t.Fatalf("node 2 still lists %v", active)
+			}
+		})
 	}
 }
