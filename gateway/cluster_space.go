@@ -101,6 +101,9 @@ type clusterOp struct {
 	leave [2]string       // presence leave: participant, conn
 	rev   uint64          // with del: delete the key only at this revision
 	del   bool            // a conditional delete of a key the node does not track as its own (a floor claim)
+	// create: create the key only if absent (an alias: the first binding in
+	// the cluster wins), not tracked as the node's own either.
+	create bool
 }
 
 // clusterStart links every space to opts.Cluster, if set: it subscribes to
@@ -288,7 +291,7 @@ func (cl *clusterSpace) write(op clusterOp) {
 	err := cl.node.Err() // unreachable: fail now rather than wait for the timeout
 	switch {
 	case err != nil:
-		if op.key != "" && !op.del {
+		if op.key != "" && !op.del && !op.create {
 			sp.mu.Lock()
 			if cl.pending[op.key]--; cl.pending[op.key] <= 0 {
 				delete(cl.pending, op.key)
@@ -299,6 +302,10 @@ func (cl *clusterSpace) write(op clusterOp) {
 		err = cl.node.Presence().Join(ctx, sp.id, *op.join)
 	case op.leave[0] != "":
 		err = cl.node.Presence().Leave(ctx, sp.id, op.leave[0], op.leave[1])
+	case op.create:
+		if _, err = cl.node.State().Put(ctx, sp.id, op.key, op.value, cluster.PutOptions{IfAbsent: true}); errors.Is(err, cluster.ErrConflict) {
+			err = nil // bound first elsewhere: the watch brings that binding
+		}
 	case op.del:
 		if err = cl.node.State().Delete(ctx, sp.id, op.key, op.rev); errors.Is(err, cluster.ErrConflict) || errors.Is(err, cluster.ErrNotFound) {
 			err = nil // changed or gone meanwhile: nothing of ours to remove
@@ -812,7 +819,7 @@ func (cl *clusterSpace) controlChange(e cluster.Entry) {
 // stateChange applies a change of the space's State made by another node.
 func (cl *clusterSpace) stateChange(e cluster.Entry) {
 	kind := cluster.KeyKind(e.Key)
-	if kind != "grant" && kind != "control" && kind != "invite" && kind != "floor" {
+	if kind != "grant" && kind != "control" && kind != "invite" && kind != "floor" && kind != "alias" {
 		return // streams have their own watcher
 	}
 	sp := cl.sp
@@ -838,6 +845,9 @@ func (cl *clusterSpace) stateChangeLocked(kind string, e cluster.Entry) {
 		return
 	case "floor":
 		cl.floorChangeLocked(e)
+		return
+	case "alias":
+		cl.aliasChangeLocked(e)
 		return
 	}
 	parts := strings.SplitN(e.Key, "/", 3)
@@ -1079,4 +1089,63 @@ func (cl *clusterSpace) orphanLocked(participant string, e cluster.Entry) {
 	}
 	cl.orphans[participant] = append(list, e)
 	cl.nOrphans++
+}
+
+// --- runtime aliases ---
+
+// aliasLocked shares the binding of runtime id to m, made here by its first
+// use; mu must be held. In the cluster the first binding stored wins
+// (aliasChangeLocked).
+func (cl *clusterSpace) aliasLocked(id string, m *member) {
+	b, err := cluster.Encode(cluster.Alias{ID: id, Participant: m.name})
+	if err != nil {
+		cl.sp.srv.opts.Logger.Error("cluster: encode alias", "space", cl.sp.id, "id", id, "err", err)
+		return
+	}
+	cl.enqueue(clusterOp{key: cluster.AliasKey(id), value: b, create: true})
+}
+
+// aliasChangeLocked applies a runtime id's binding from State: from now on
+// the id names that participant here too (a grant, a pause or a kick naming
+// it, envelopes addressed to it), and no one else may join under it. Two
+// nodes that bound one id to two participants at once both end with the
+// binding stored first; the other participant's connection under that id,
+// if here, is closed. mu must be held.
+func (cl *clusterSpace) aliasChangeLocked(e cluster.Entry) {
+	if e.Op != cluster.OpPut {
+		return // a binding lasts; a cleared key changes nothing until restart
+	}
+	sp := cl.sp
+	a, err := cluster.DecodeAlias(e.Value)
+	if err == nil && cluster.AliasKey(a.ID) != e.Key {
+		err = fmt.Errorf("%w: the key does not name runtime id %q", cluster.ErrInvalid, a.ID)
+	}
+	if err != nil {
+		sp.srv.opts.Logger.Warn("cluster: bad alias", "space", sp.id, "key", e.Key, "err", err)
+		return
+	}
+	m := sp.members[a.Participant]
+	if m == nil {
+		cl.orphanLocked(a.Participant, e) // invited, but the invitation is not here yet
+		return
+	}
+	if _, logical := sp.members[a.ID]; logical {
+		return // a logical name is nobody's alias
+	}
+	cur, bound := sp.aliases[a.ID]
+	switch {
+	case cur == m:
+		return
+	case m.aliases >= maxAliasesPerMember:
+		sp.srv.opts.Logger.Warn("cluster: alias over the limit", "space", sp.id, "id", a.ID, "participant", m.name)
+		return
+	case bound:
+		cur.aliases--
+		if s := sp.sessions[a.ID]; s != nil && s.m == cur {
+			s.kill(websocket.StatusPolicyViolation, fmt.Sprintf("participant id %q was used by another participant on another gateway node first", a.ID))
+			sp.detachLocked(s)
+		}
+	}
+	sp.aliases[a.ID] = m
+	m.aliases++
 }

@@ -1022,3 +1022,96 @@ func TestClusterSlowNode(t *testing.T) {
 		back.ExpectFunc("chat", func(m testutil.Msg) bool { return m.ID() == id })
 	}
 }
+
+// A runtime id (an alias of a logical participant) bound on node 2 is known
+// on node 1: a grant and a kick naming it made on node 1 reach the
+// participant on node 2, and no one else may join under it on node 1.
+func TestClusterAlias(t *testing.T) { onClusters(t, 2, clusterSpace, testAlias) }
+
+func testAlias(t *testing.T, c *testCluster) {
+	a, b := c.gs[0], c.gs[1]
+	human, _ := testutil.Join(t, a.WSURL, "human-token")
+	bob := testutil.Dial(t, b.WSURL, "")
+	bob.SendText(`{"type":"join","participantId":"bob-7","space":"shared","token":"bob-token"}`)
+	if w := bob.Expect("system/welcome"); w.Payload()["you"].(map[string]any)["id"] != "bob-7" {
+		t.Fatalf("bob's welcome: %s", w.Raw)
+	}
+	human.ExpectFunc("system/presence", presence("join", "bob-7"))
+
+	// A grant on node 1 naming the alias: accepted once node 1 knows it
+	// (its state watch may come a moment after the presence).
+	deadline := time.Now().Add(5 * time.Second)
+	for i := 0; ; i++ {
+		id := fmt.Sprintf("g%d", i)
+		e := outcome(t, human, id, `{"id":"`+id+`","kind":"capability/grant","payload":{"recipient":"bob-7","capabilities":[{"kind":"mcp/proposal"}]}}`)
+		if e == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a grant naming bob's alias on node 1: %v", e)
+		}
+		time.Sleep(10 * time.Millisecond) // polling node 1's view, with a deadline
+	}
+	bob.ExpectFunc("system/welcome", func(m testutil.Msg) bool { return strings.Contains(string(m.Raw), "mcp/proposal") })
+
+	// The alias is bob's in the whole cluster: carol cannot take it on
+	// node 1.
+	carol := testutil.Dial(t, a.WSURL, "")
+	carol.SendText(`{"type":"join","participantId":"bob-7","space":"shared","token":"carol-token"}`)
+	if m := carol.Next(); m.Kind() != "system/error" || m.Payload()["error"] != "identity_mismatch" {
+		t.Fatalf("carol joining node 1 as bob's alias: %s", m.Raw)
+	}
+
+	// A kick on node 1 naming the alias closes bob on node 2.
+	human.SendText(`{"id":"k1","kind":"space/kick","payload":{"participant_id":"bob-7","reason":"alias kick"}}`)
+	if code, reason := bob.Closed(5 * time.Second); code != gateway.CloseKicked || !strings.Contains(reason, "alias kick") {
+		t.Fatalf("bob on node 2 closed with %v %q, want %d", code, reason, gateway.CloseKicked)
+	}
+}
+
+// Two participants taking one runtime id at once on two nodes: the binding
+// stored first in the cluster wins, the other's connection under it ends,
+// and the winner goes on.
+func TestClusterAliasRace(t *testing.T) { onClusters(t, 2, clusterSpace, testAliasRace) }
+
+func testAliasRace(t *testing.T, c *testCluster) {
+	human, _ := testutil.Join(t, c.gs[0].WSURL, "human-token")
+	for round := range 5 {
+		alias := fmt.Sprintf("x-%d", round)
+		bob := testutil.Dial(t, c.gs[0].WSURL, "")
+		carol := testutil.Dial(t, c.gs[1].WSURL, "")
+		bob.SendText(`{"type":"join","participantId":"` + alias + `","space":"shared","token":"bob-token"}`)
+		carol.SendText(`{"type":"join","participantId":"` + alias + `","space":"shared","token":"carol-token"}`)
+		var e cluster.Entry
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			var err error
+			if e, err = c.nodes[0].State().Get(context.Background(), "shared", cluster.AliasKey(alias)); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: no binding of %s: %v", round, alias, err)
+			}
+			time.Sleep(5 * time.Millisecond) // polling the fabric, with a deadline
+		}
+		rec, err := cluster.DecodeAlias(e.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		winner, loser := bob, carol
+		if rec.Participant == "carol" {
+			winner, loser = carol, bob
+		}
+		// Refused at join (identity_mismatch), or closed once the binding
+		// stored first arrived: 1008 either way.
+		if code, reason := loser.Closed(5 * time.Second); code != websocket.StatusPolicyViolation {
+			t.Fatalf("round %d: the loser's connection under %s: %v %q", round, alias, code, reason)
+		}
+		id := fmt.Sprintf("w%d", round)
+		winner.SendText(`{"id":"` + id + `","kind":"chat","payload":{"text":"mine"}}`)
+		if m := human.ExpectFunc("chat", func(m testutil.Msg) bool { return m.ID() == id }); m.From() != alias {
+			t.Fatalf("round %d: %s", round, m.Raw)
+		}
+		winner.Conn.CloseNow()
+	}
+}

@@ -259,6 +259,9 @@ func (sp *liveSpace) attach(s *session) *refusal {
 		case !ok:
 			sp.aliases[s.id] = s.m
 			s.m.aliases++
+			if sp.cl != nil {
+				sp.cl.aliasLocked(s.id, s.m) // bound in the whole cluster
+			}
 		}
 	}
 	if old := s.m.sess; old != nil {

@@ -23,6 +23,7 @@ const (
 	prefixControl = "control"
 	prefixStream  = "stream"
 	prefixFloor   = "floor"
+	prefixAlias   = "alias"
 )
 
 // GrantKey is the key of a runtime grant to participant.
@@ -42,8 +43,12 @@ func StreamKey(streamID string) string { return prefixStream + "/" + streamID }
 // FloorKey is the key of the floor claim on a message.
 func FloorKey(messageID string) string { return prefixFloor + "/" + messageID }
 
+// AliasKey is the key of a runtime id bound to a participant (an id other
+// than its logical name).
+func AliasKey(runtimeID string) string { return prefixAlias + "/" + runtimeID }
+
 // KeyKind returns the first segment of key ("grant", "invite", "control",
-// "stream", "floor"), by which a watcher dispatches a change.
+// "stream", "floor", "alias"), by which a watcher dispatches a change.
 func KeyKind(key string) string {
 	kind, _, _ := strings.Cut(key, "/")
 	return kind
@@ -103,6 +108,13 @@ type Invite struct {
 	Reason       string            `json:"reason,omitempty"` // what the inviter said, for the presence event
 }
 
+// Alias binds a runtime id to the participant that used it first, in the
+// whole cluster.
+type Alias struct {
+	ID          string `json:"id"`          // the runtime id
+	Participant string `json:"participant"` // logical participant
+}
+
 // Control is a participant's pause, shutdown and kick state.
 type Control struct {
 	Participant string `json:"participant"`
@@ -145,7 +157,7 @@ func (c Claim) Beats(d Claim) bool {
 }
 
 // Encode returns v's encoded form. It fails on a value over MaxValueLen.
-func Encode[T Member | Grant | Invite | Control | Stream | Claim](v T) ([]byte, error) {
+func Encode[T Member | Grant | Invite | Control | Stream | Claim | Alias](v T) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: encode %T: %w", v, err)
@@ -216,6 +228,11 @@ func DecodeControl(b []byte) (Control, error) {
 // DecodeStream decodes a stream record.
 func DecodeStream(b []byte) (Stream, error) {
 	return decode(b, func(s *Stream) error { return names(s.ID, s.Owner, s.OwnerOf) })
+}
+
+// DecodeAlias decodes a runtime id's binding.
+func DecodeAlias(b []byte) (Alias, error) {
+	return decode(b, func(a *Alias) error { return names(a.ID, a.Participant) })
 }
 
 // DecodeClaim decodes a floor claim.

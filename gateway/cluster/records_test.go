@@ -9,7 +9,7 @@ import (
 )
 
 func TestKeys(t *testing.T) {
-	for _, k := range []string{GrantKey("a", "g"), InviteKey("p.q"), ControlKey("x y"), StreamKey("s*"), FloorKey("m>")} {
+	for _, k := range []string{GrantKey("a", "g"), InviteKey("p.q"), ControlKey("x y"), StreamKey("s*"), FloorKey("m>"), AliasKey("c 1")} {
 		if err := CheckKey(k); err != nil {
 			t.Errorf("%q: %v", k, err)
 		}
@@ -47,6 +47,15 @@ func TestRecordsRoundTrip(t *testing.T) {
 	b, _ = Encode(inv)
 	if _, err := DecodeInvite(b); !errors.Is(err, ErrInvalid) {
 		t.Errorf("a short token hash: %v", err)
+	}
+	if b, err = Encode(Alias{ID: "client-7", Participant: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := DecodeAlias(b); err != nil || a.ID != "client-7" || a.Participant != "alice" {
+		t.Fatalf("%+v %v", a, err)
+	}
+	if _, err := DecodeAlias([]byte(`{"id":"a/b","participant":"alice"}`)); !errors.Is(err, ErrInvalid) {
+		t.Errorf("an alias with a slash: %v", err)
 	}
 	c := Control{Participant: "p", PausedUntil: -1}
 	b, _ = Encode(c)
