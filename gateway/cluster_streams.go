@@ -30,6 +30,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"slices"
 	"time"
 
@@ -107,7 +109,7 @@ func (cl *clusterSpace) startStreams() error {
 		recs, err := log.Read(ctx, sp.id, after, cluster.MaxReadLen)
 		cancel()
 		if err != nil {
-			return err
+			return fmt.Errorf("read the log after %d: %w", after, err)
 		}
 		sp.mu.Lock()
 		for _, r := range recs {
@@ -124,7 +126,7 @@ func (cl *clusterSpace) startStreams() error {
 	sp.mu.Unlock()
 	sub, err := log.Follow(cl.ctx, sp.id, after, cs.record)
 	if err != nil {
-		return err
+		return fmt.Errorf("follow the log: %w", err)
 	}
 	cs.follow = sub
 	sp.mu.Lock()
@@ -181,7 +183,7 @@ func (cl *clusterSpace) streamNumber() (uint64, *refusal) {
 	n, err := cluster.NextStreamNumber(ctx, cl.node.State(), cl.sp.id)
 	if err != nil {
 		r := refuse(ErrorClusterUnavailable, "cannot number the stream in the cluster: "+err.Error())
-		r.status = 503
+		r.status = http.StatusServiceUnavailable
 		return 0, r
 	}
 	return n, nil
