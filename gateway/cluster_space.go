@@ -104,6 +104,7 @@ type clusterOp struct {
 	// create: create the key only if absent (an alias: the first binding in
 	// the cluster wins), not tracked as the node's own either.
 	create bool
+	done   chan struct{} // a barrier: closed when every write queued before it is made
 }
 
 // clusterStart links every space to opts.Cluster, if set: it subscribes to
@@ -285,6 +286,10 @@ func (cl *clusterSpace) writer() {
 }
 
 func (cl *clusterSpace) write(op clusterOp) {
+	if op.done != nil {
+		close(op.done)
+		return
+	}
 	ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
 	defer cancel()
 	sp := cl.sp
@@ -328,6 +333,19 @@ func (cl *clusterSpace) write(op clusterOp) {
 		// The other nodes miss this change: the node's Err says why, and
 		// envelopes of the space are refused until it is back (checkControl).
 		sp.srv.opts.Logger.Error("cluster write failed", "space", sp.id, "key", op.key, "err", err)
+	}
+}
+
+// flush waits until the writes queued so far are made (or ctx ends, or the
+// writer stops), so that what follows sees them in the fabric. Not called
+// with mu held.
+func (cl *clusterSpace) flush(ctx context.Context) {
+	done := make(chan struct{})
+	cl.enqueue(clusterOp{done: done})
+	select {
+	case <-done:
+	case <-ctx.Done():
+	case <-cl.wrote:
 	}
 }
 

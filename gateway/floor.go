@@ -222,6 +222,9 @@ func (cl *clusterSpace) floorClaim(o origin, msg string, startedAt int64, now ti
 	sp.srv.metrics.floor.WithLabelValues("claims").Inc()
 	ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
 	defer cancel()
+	// This node's earlier changes first: a claim its holder answered or
+	// left here is gone from the fabric before this one is judged.
+	cl.flush(ctx)
 	w, _, err := cluster.ClaimFloor(ctx, cl.node.State(), sp.id, msg,
 		cluster.Claim{Holder: o.m.name, ID: o.id, StartedAt: startedAt}, sp.floorTTL(), now)
 	if err != nil {
