@@ -202,29 +202,33 @@ func streamRecord(op string, st *stream) cluster.Stream {
 		}
 		fallthrough
 	case cluster.StreamOpTransfer:
-		rec.Owner, rec.Writers = st.owner, st.writers
+		rec.Owner = st.owner
 		if st.ownerM != nil {
 			rec.OwnerOf = st.ownerM.name
 		}
-	case cluster.StreamOpWriters:
-		rec.Writers = st.writers
 	}
 	return rec
 }
 
-// streamChangedLocked shares a change of st made here: op, the id of the
-// participant's envelope that made it (cause), and the gateway's
-// announcement of it, if any; mu must be held.
-func (cl *clusterSpace) streamChangedLocked(op string, st *stream, cause string, announce []byte) {
-	cl.streamChangeLocked(cluster.StreamChange{Op: op, Stream: streamRecord(op, st), Cause: cause, Announce: announce}, st)
-}
-
-// streamLeftLocked shares that s, which left, is no longer a writer of st;
-// mu must be held.
-func (cl *clusterSpace) streamLeftLocked(st *stream, s *session) {
-	cl.streamChangeLocked(cluster.StreamChange{
-		Op: cluster.StreamOpLeft, Stream: cluster.Stream{ID: st.id, Writers: []string{s.id}}, Who: s.m.name,
-	}, st)
+// streamChangedLocked shares a change of st made here: op, the writers
+// before it (for writers and transfer), the id of the participant's
+// envelope that made it (cause), and the gateway's announcement of it, if
+// any; mu must be held.
+func (cl *clusterSpace) streamChangedLocked(op string, st *stream, before []string, cause string, announce []byte) {
+	c := cluster.StreamChange{Op: op, Stream: streamRecord(op, st), Cause: cause, Announce: announce}
+	if op == cluster.StreamOpWriters || op == cluster.StreamOpTransfer {
+		for _, w := range before {
+			if !slices.Contains(st.writers, w) {
+				c.Remove = append(c.Remove, w)
+			}
+		}
+		for _, w := range st.writers {
+			if !slices.Contains(before, w) {
+				c.Add = append(c.Add, w)
+			}
+		}
+	}
+	cl.streamChangeLocked(c, st)
 }
 
 func (cl *clusterSpace) streamChangeLocked(c cluster.StreamChange, st *stream) {
@@ -395,13 +399,17 @@ func (cs *clusterStreams) changeLocked(c cluster.StreamChange, seq uint64, annou
 		}
 		t.last = max(t.last, st.seq)
 		t.add(st)
-	case cluster.StreamOpWriters:
-		st.writers = slices.Clone(rec.Writers)
-	case cluster.StreamOpTransfer:
-		t.setOwner(st, sp.members[rec.OwnerOf])
-		st.owner, st.ownerM, st.writers = rec.Owner, sp.members[rec.OwnerOf], slices.Clone(rec.Writers)
-	case cluster.StreamOpLeft:
-		st.writers = slices.DeleteFunc(st.writers, func(w string) bool { return w == c.Who || slices.Contains(rec.Writers, w) })
+	case cluster.StreamOpWriters, cluster.StreamOpTransfer:
+		if c.Op == cluster.StreamOpTransfer {
+			t.setOwner(st, sp.members[rec.OwnerOf])
+			st.owner, st.ownerM = rec.Owner, sp.members[rec.OwnerOf]
+		}
+		st.writers = slices.DeleteFunc(st.writers, func(w string) bool { return slices.Contains(c.Remove, w) })
+		for _, w := range c.Add {
+			if !slices.Contains(st.writers, w) {
+				st.writers = append(st.writers, w)
+			}
+		}
 	case cluster.StreamOpClose:
 		t.remove(st)
 	}

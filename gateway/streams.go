@@ -347,7 +347,7 @@ func (sp *liveSpace) streamRequest(o origin, env *protocol.Envelope, now time.Ti
 	t.add(st)
 	sp.broadcastLocked(d, nil)
 	if sp.cl != nil {
-		sp.cl.streamChangedLocked(cluster.StreamOpOpen, st, env.ID, d.data)
+		sp.cl.streamChangedLocked(cluster.StreamOpOpen, st, nil, env.ID, d.data)
 	}
 
 	return outcome{relay: true, status: http.StatusOK, body: streamAnswer{
@@ -397,7 +397,7 @@ func (sp *liveSpace) streamClose(o origin, env *protocol.Envelope, _ time.Time) 
 	}
 	t.remove(st)
 	if sp.cl != nil {
-		sp.cl.streamChangedLocked(cluster.StreamOpClose, st, env.ID, nil)
+		sp.cl.streamChangedLocked(cluster.StreamOpClose, st, nil, env.ID, nil)
 	}
 	return relayed, nil
 }
@@ -460,6 +460,10 @@ func (sp *liveSpace) streamOwnership(o origin, env *protocol.Envelope, _ time.Ti
 		ans streamAnswer
 	)
 	to, corr := sp.streamRecipientsLocked(), []string{env.ID}
+	var before []string // the writers before the change, for the cluster
+	if sp.cl != nil {
+		before = slices.Clone(st.writers)
+	}
 	switch env.Kind {
 	case protocol.KindStreamGrantWrite:
 		m := sp.streamMemberLocked(who)
@@ -531,7 +535,7 @@ func (sp *liveSpace) streamOwnership(o origin, env *protocol.Envelope, _ time.Ti
 		if env.Kind == protocol.KindStreamTransferOwnership {
 			op = cluster.StreamOpTransfer
 		}
-		sp.cl.streamChangedLocked(op, st, env.ID, d.data)
+		sp.cl.streamChangedLocked(op, st, before, env.ID, d.data)
 	}
 
 	ans.ID, ans.StreamID, ans.Timestamp = d.id, st.id, protocol.FormatTime(d.at)
@@ -585,16 +589,19 @@ func (sp *liveSpace) streamsLeaveLocked(s *session) {
 				sp.broadcastLocked(d, nil)
 			}
 			if sp.cl != nil {
-				sp.cl.streamChangedLocked(cluster.StreamOpClose, st, "", d.data)
+				sp.cl.streamChangedLocked(cluster.StreamOpClose, st, nil, "", d.data)
 			}
 			continue
 		}
-		n := len(st.writers)
+		var before []string
+		if sp.cl != nil {
+			before = slices.Clone(st.writers)
+		}
 		st.writers = slices.DeleteFunc(st.writers, func(w string) bool {
 			return w == s.id || w == s.m.name
 		})
-		if sp.cl != nil && len(st.writers) != n {
-			sp.cl.streamLeftLocked(st, s)
+		if sp.cl != nil && len(st.writers) != len(before) {
+			sp.cl.streamChangedLocked(cluster.StreamOpWriters, st, before, "", nil)
 		}
 	}
 }

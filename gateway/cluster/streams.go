@@ -20,14 +20,9 @@ import (
 // Stream change operations (StreamChange.Op).
 const (
 	StreamOpOpen     = "open"     // Stream holds the whole stream
-	StreamOpWriters  = "writers"  // Stream.Writers is the new list (a grant or a revoke)
-	StreamOpTransfer = "transfer" // Stream.Owner, OwnerOf and Writers are the new ones
-	// StreamOpLeft: the participant Who (logical) and the ids in
-	// Stream.Writers are no longer writers: its connection ended. A delta,
-	// not a list, because the writer's node makes it while the owner's node
-	// may be changing the list.
-	StreamOpLeft  = "left"
-	StreamOpClose = "close"
+	StreamOpWriters  = "writers"  // Remove, then Add (a grant, a revoke, a writer's connection ended)
+	StreamOpTransfer = "transfer" // Stream.Owner and OwnerOf are the new ones; Remove, then Add
+	StreamOpClose    = "close"
 )
 
 // streamChangeTag starts every encoded StreamChange, so that a log follower
@@ -43,7 +38,12 @@ type StreamChange struct {
 	// a restarted node replays its earlier records.
 	Origin string `json:"origin"`
 	Stream Stream `json:"stream"` // ID always; the rest as Op says
-	Who    string `json:"who,omitempty"`
+	// Remove and Add change the writers: deltas, not the new list, because
+	// two nodes may change one stream's writers at once (the owner's node
+	// grants while a writer's node sees it leave), and deltas of different
+	// writers give the same list in either order.
+	Remove []string `json:"remove,omitempty"`
+	Add    []string `json:"add,omitempty"`
 	// Cause is the id of the participant's envelope that made the change
 	// (the stream/request, the stream/close...): a node delivers another
 	// node's copy of that envelope only once it has applied the change.
@@ -91,8 +91,6 @@ func DecodeStreamChange(b []byte) (StreamChange, error) {
 		err = names(c.Origin, c.Stream.ID, c.Stream.Owner, c.Stream.OwnerOf)
 	case StreamOpWriters, StreamOpClose:
 		err = names(c.Origin, c.Stream.ID)
-	case StreamOpLeft:
-		err = names(c.Origin, c.Stream.ID, c.Who)
 	default:
 		err = fmt.Errorf("op %.20q", c.Op)
 	}

@@ -90,7 +90,7 @@ func testStreamChanges(t *testing.T, f Factory) {
 		`{"stream_change":"open","origin":"n1","stream":{"id":"stream-1"}}`,           // no owner
 		`{"stream_change":"explode","origin":"n1","stream":{"id":"s"}}`,               // unknown op
 		`{"stream_change":"close","origin":"n1","stream":{"id":"a/b"}}`,               // bad id
-		`{"stream_change":"left","origin":"n1","stream":{"id":"s"}}`,                  // left without who
+		`{"stream_change":"left","origin":"n1","stream":{"id":"s"}}`,                  // no such op
 		`{"stream_change":"close","origin":"n1","stream":{"id":"s"}} {}`,              // trailing data
 		`{"stream_change":"close","origin":"n1","stream":{"id":"s"},"announce":"!!"}`, // not base64
 		`{"stream_change":`,
