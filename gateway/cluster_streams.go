@@ -48,6 +48,9 @@ const (
 	frameHoldLimit = 5 * time.Second
 	// maxHeldFrames bounds the frames waiting; more are dropped.
 	maxHeldFrames = 4096
+	// maxQueuedFrames bounds the frames accepted here waiting for this
+	// node's changes to reach the log before they go to the other nodes.
+	maxQueuedFrames = 4096
 	// causeMemory is how many envelope ids of applied changes a node
 	// remembers, so that another node's copy of such an envelope arriving
 	// after its change is delivered at once.
@@ -231,6 +234,8 @@ func (cl *clusterSpace) streamChangedLocked(op string, st *stream, before []stri
 	cl.streamChangeLocked(c, st)
 }
 
+// streamChangeLocked queues change c of st for the appender; mu must be
+// held.
 func (cl *clusterSpace) streamChangeLocked(c cluster.StreamChange, st *stream) {
 	cs := cl.streams
 	if cs == nil {
@@ -259,7 +264,14 @@ func (cl *clusterSpace) streamFrameLocked(st *stream, writer string, frame []byt
 	if cs == nil {
 		return
 	}
-	if len(cs.queue) > 0 {
+	switch {
+	case len(cs.queue) >= maxQueuedFrames:
+		// The log has been slow for long (a failing append takes up to
+		// clusterOpTimeout): the other nodes miss this frame rather than
+		// this node hold frames without bound.
+		cl.sp.srv.opts.Logger.Warn("cluster: too many frames waiting for the log; dropped for the other nodes", "space", cl.sp.id, "stream", st.id)
+		return
+	case len(cs.queue) > 0:
 		cs.queue = append(cs.queue, streamOp{st: st, writer: writer, frame: frame})
 		return
 	}
