@@ -971,37 +971,37 @@ func (m *member) tokenKeys() [][32]byte {
 
 // shareInvite creates the invitation of participant id in State, unless
 // another node created one first (taken). Only the token's SHA-256 leaves
-// the node. Not called with mu held: it waits for the fabric. The caller
-// then calls invitedLocked.
-func (cl *clusterSpace) shareInvite(from, id, tok string, caps []json.RawMessage, reason string, now time.Time) (taken bool, err error) {
+// the node. Not called with mu held: it waits for the fabric. When it
+// started the creation (started), the caller then calls invitedLocked.
+func (cl *clusterSpace) shareInvite(from, id, tok string, caps []json.RawMessage, reason string, now time.Time) (taken, started bool, err error) {
 	sp := cl.sp
 	h := tokenKey([]byte(tok))
 	b, err := cluster.Encode(cluster.Invite{
 		Participant: id, From: from, At: now.Round(0), TokenHash: h[:], Capabilities: caps, Reason: reason,
 	})
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	sp.mu.Lock()
 	if _, busy := cl.inviting[id]; busy {
 		sp.mu.Unlock()
-		return true, nil // another invitation of id on this node is under way
+		return true, false, nil // another invitation of id on this node is under way
 	}
 	cl.inviting[id] = nil
 	sp.mu.Unlock()
 	if err := cl.node.Err(); err != nil {
-		return false, err
+		return false, true, err
 	}
 	ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
 	defer cancel()
 	_, err = cl.node.State().Put(ctx, sp.id, cluster.InviteKey(id), b, cluster.PutOptions{IfAbsent: true})
 	switch {
 	case err == nil:
-		return false, nil
+		return false, true, nil
 	case errors.Is(err, cluster.ErrConflict):
-		return true, nil
+		return true, true, nil
 	}
-	return false, err
+	return false, true, err
 }
 
 // invitedLocked ends the creation of id's invitation started by

@@ -334,20 +334,21 @@ func (sp *liveSpace) invite(o origin, env *protocol.Envelope, now time.Time) (ou
 		}
 	}
 	var clusterErr error
+	shared := false
 	if !exists && sp.cl != nil {
 		// Created in the cluster's State first, by create-if-absent: of two
 		// invitations of one id made on two nodes at once, one wins.
-		exists, clusterErr = sp.cl.shareInvite(o.id, id, tok, caps, p.Reason, now)
+		exists, shared, clusterErr = sp.cl.shareInvite(o.id, id, tok, caps, p.Reason, now)
 	}
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	if sp.cl != nil {
+	if shared {
 		sp.cl.invitedLocked(id, exists || clusterErr != nil)
-		if clusterErr != nil {
-			r := refuse(ErrorClusterUnavailable, "the invitation could not be shared with the other gateway nodes: "+clusterErr.Error())
-			r.status = http.StatusServiceUnavailable
-			return outcome{}, r
-		}
+	}
+	if clusterErr != nil {
+		r := refuse(ErrorClusterUnavailable, "the invitation could not be shared with the other gateway nodes: "+clusterErr.Error())
+		r.status = http.StatusServiceUnavailable
+		return outcome{}, r
 	}
 	if exists {
 		ack := sp.inviteAck(o, env, protocol.InviteAck{
