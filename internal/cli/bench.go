@@ -169,7 +169,7 @@ func addBenchFlags(cmd *cobra.Command, f *benchFlags) {
 
 // addTargetFlags defines the flags that configure the gateway target.
 func addTargetFlags(cmd *cobra.Command, f *benchFlags) {
-	cmd.Flags().StringVar(&f.audit, "audit", "full", "the gateway's audit log: full, received (no per-recipient delivered lines) or off")
+	cmd.Flags().StringVar(&f.audit, "audit", "full", "the gateway's audit log: full, received (no delivered lines) or off")
 	cmd.Flags().BoolVar(&f.limit, "rate-limit", false, "the gateway's default rate limits on (off by default: the benchmark sets the rate)")
 	cmd.Flags().IntVar(&f.nodes, "nodes", 1, "run the gateway as a cluster of this many nodes on an embedded NATS server, the participants spread round robin over them")
 }
