@@ -27,11 +27,15 @@ func TestLoneStringCorrelationID(t *testing.T) {
 	if st, body := post(t, g, "bob", "bob-token", `{"id":"http-1","kind":"chat","correlation_id":"q-2","payload":{"text":"over http"}}`); st != http.StatusOK {
 		t.Fatalf("post: %d %v", st, body)
 	}
-	for _, want := range []struct{ id, corr string }{{"ws-1", "q-1"}, {"http-1", "q-2"}} {
-		m := alice.ExpectFunc("chat", func(m testutil.Msg) bool { return m.ID() == want.id })
-		if !strings.Contains(string(m.Raw), `"correlation_id":["`+want.corr+`"]`) {
+	// The two arrive in either order: nothing orders a WebSocket message
+	// and an HTTP post of one sender.
+	want := map[string]string{"ws-1": "q-1", "http-1": "q-2"}
+	for len(want) > 0 {
+		m := alice.ExpectFunc("chat", func(m testutil.Msg) bool { _, ok := want[m.ID()]; return ok })
+		if !strings.Contains(string(m.Raw), `"correlation_id":["`+want[m.ID()]+`"]`) {
 			t.Errorf("relayed as %s", m.Raw)
 		}
+		delete(want, m.ID())
 	}
 	_ = g.Close(context.Background())
 	b := waitFile(t, g.LogPath("envelope-history.jsonl"), `"id":"http-1"`)

@@ -178,9 +178,14 @@ func (m *member) welcomeCount() int {
 	return len(m.welcomes)
 }
 
+// lastWelcome returns the newest welcome m's handler saw, or nil: Connect
+// returns before the OnWelcome handlers have run.
 func (m *member) lastWelcome() *protocol.Welcome {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if len(m.welcomes) == 0 {
+		return nil
+	}
 	return m.welcomes[len(m.welcomes)-1]
 }
 
@@ -193,6 +198,9 @@ func (m *member) left(id string) (time.Time, bool) {
 
 // lists reports whether w lists every one of ids among the others.
 func lists(w *protocol.Welcome, ids ...string) bool {
+	if w == nil {
+		return false
+	}
 	for _, id := range ids {
 		if !slices.ContainsFunc(w.Participants, func(p protocol.ParticipantInfo) bool { return p.ID == id }) {
 			return false
@@ -203,6 +211,9 @@ func lists(w *protocol.Welcome, ids ...string) bool {
 
 // hasKind reports whether w gives its participant a capability of kind.
 func hasKind(w *protocol.Welcome, kind string) bool {
+	if w == nil {
+		return false
+	}
 	return slices.ContainsFunc(w.You.Capabilities, func(c json.RawMessage) bool {
 		var cap struct{ Kind string }
 		return json.Unmarshal(c, &cap) == nil && cap.Kind == kind
