@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/client"
-	"github.com/mew-protocol/mew/gateway/cluster/natscluster"
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -236,16 +235,19 @@ func sendEnv(t *testing.T, m *member, kind string, payload any) *protocol.Envelo
 
 // TestClusterNodeKilled runs three `mew gateway start` nodes on the first one's embedded NATS
 // server and kills the second with SIGKILL. The others see its participants leave within the
-// presence TTL; a participant that was on it, given both URLs, reconnects to the third node, is
+// presence TTL (--presence-ttl); a participant that was on it, given both URLs, reconnects to the third node, is
 // welcomed with everyone, its chats reach a participant on the first node, and a grant it had
 // before still applies.
 func TestClusterNodeKilled(t *testing.T) {
 	cfgPath := writeSpace(t, failoverSpace)
 	natsPort := freeTCPPort(t)
-	n1 := startNode(t, cfgPath, "n1", "--nats", "embedded:"+strconv.Itoa(natsPort))
+	// A presence TTL shorter than the default: the leave below, due within
+	// it, shows the flag took (the default would come 6 s later).
+	const ttl = 4 * time.Second
+	n1 := startNode(t, cfgPath, "n1", "--nats", "embedded:"+strconv.Itoa(natsPort), "--presence-ttl", ttl.String())
 	natsURL := "nats://127.0.0.1:" + strconv.Itoa(natsPort)
-	n2 := startNode(t, cfgPath, "n2", "--nats", natsURL)
-	n3 := startNode(t, cfgPath, "n3", "--nats", natsURL)
+	n2 := startNode(t, cfgPath, "n2", "--nats", natsURL, "--presence-ttl", ttl.String())
+	n3 := startNode(t, cfgPath, "n3", "--nats", natsURL, "--presence-ttl", ttl.String())
 
 	admin := joinNodes(t, "admin-token", n1.url)
 	carol := joinNodes(t, "carol-token", n1.url)
@@ -295,7 +297,6 @@ func TestClusterNodeKilled(t *testing.T) {
 	}
 
 	// Dave, who had node 2 alone, leaves everyone's view within the presence TTL.
-	ttl := natscluster.DefaultPresenceTTL
 	var lags []string
 	for name, m := range map[string]*member{"carol (node 1)": carol, "bob (node 3)": bob} {
 		deadline := killed.Add(ttl + 5*time.Second) // the TTL, and slack for a loaded machine

@@ -58,6 +58,9 @@ type gatewayFlags struct {
 	nats              string // "" (a single node), nats://… or embedded[:PORT]
 	nodeID            string
 	clusterName       string
+	replicas          int           // JetStream replicas of the cluster's buckets and streams
+	presenceTTL       time.Duration // how long a dead node's participants stay listed
+	logRetention      int           // records kept per space in the cluster's ordered log
 }
 
 func newGatewayStartCmd() *cobra.Command {
@@ -103,6 +106,9 @@ exits with status 0.`,
 	fl.StringVar(&f.nats, "nats", "", "join a cluster of gateway nodes through NATS: nats://host:4222[,…], or embedded[:PORT] to run a NATS server in this process (see docs/cluster.md)")
 	fl.StringVar(&f.nodeID, "node-id", "", "this node's id in the cluster (default: host name and process id)")
 	fl.StringVar(&f.clusterName, "cluster", "", `the cluster's name, shared by its nodes (default "mew")`)
+	fl.IntVar(&f.replicas, "replicas", 1, "JetStream replicas of the cluster's buckets and streams, 1 to 5 (3 for a 3-server NATS cluster); the same on every node")
+	fl.DurationVar(&f.presenceTTL, "presence-ttl", natscluster.DefaultPresenceTTL, "how long the participants of a node that died stay listed, whole seconds from 1s to 1h")
+	fl.IntVar(&f.logRetention, "log-retention", natscluster.DefaultLogRetention, "records each space's cluster log keeps (stream changes), 100 to 1000000")
 	return cmd
 }
 
@@ -251,15 +257,39 @@ func runGateway(ctx context.Context, cmd *cobra.Command, f gatewayFlags, explici
 	return nil
 }
 
+// clusterTuned reports whether a cluster tuning flag differs from its default.
+func (f gatewayFlags) clusterTuned() bool {
+	return f.replicas != 1 || f.presenceTTL != natscluster.DefaultPresenceTTL || f.logRetention != natscluster.DefaultLogRetention
+}
+
+// checkClusterTuning refuses tuning values the cluster cannot honour, before
+// anything connects: JetStream replicates 1 to 5 times, presence entries
+// expire in whole seconds, and a log needs room for a space's stream changes.
+func (f gatewayFlags) checkClusterTuning() error {
+	if f.replicas < 1 || f.replicas > 5 {
+		return fmt.Errorf("--replicas: %d is not from 1 to 5", f.replicas)
+	}
+	if f.presenceTTL < time.Second || f.presenceTTL > time.Hour || f.presenceTTL%time.Second != 0 {
+		return fmt.Errorf("--presence-ttl: %v is not whole seconds from 1s to 1h", f.presenceTTL)
+	}
+	if f.logRetention < 100 || f.logRetention > 1_000_000 {
+		return fmt.Errorf("--log-retention: %d is not from 100 to 1000000", f.logRetention)
+	}
+	return nil
+}
+
 // joinCluster connects this node to its cluster when --nats is given, first
 // starting the embedded NATS server of --nats embedded[:PORT] (its store
 // under <space>/.mew/nats). leave closes the node, then the server.
 func joinCluster(ctx context.Context, f gatewayFlags, cfg *space.Config, logger *slog.Logger) (cluster.Node, func(), error) {
 	if f.nats == "" {
-		if f.nodeID != "" || f.clusterName != "" {
-			return nil, nil, errors.New("--node-id and --cluster need --nats")
+		if f.nodeID != "" || f.clusterName != "" || f.clusterTuned() {
+			return nil, nil, errors.New("--node-id, --cluster, --replicas, --presence-ttl and --log-retention need --nats")
 		}
 		return nil, func() {}, nil
+	}
+	if err := f.checkClusterTuning(); err != nil {
+		return nil, nil, err
 	}
 	url := f.nats
 	var ns *server.Server
@@ -293,7 +323,10 @@ func joinCluster(ctx context.Context, f gatewayFlags, cfg *space.Config, logger 
 	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	node, err := natscluster.New(cctx, natscluster.Options{NodeID: id, Cluster: f.clusterName, URL: url})
+	node, err := natscluster.New(cctx, natscluster.Options{
+		NodeID: id, Cluster: f.clusterName, URL: url,
+		Replicas: f.replicas, PresenceTTL: f.presenceTTL, LogRetention: f.logRetention,
+	})
 	if err != nil {
 		stopServer()
 		return nil, nil, fmt.Errorf("--nats %s: %w", natscluster.Redact(f.nats), err)

@@ -234,8 +234,21 @@ func TestGatewayStartClusterBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--node-id", "n1"}, "--node-id and --cluster need --nats"},
-		{[]string{"--cluster", "c"}, "--node-id and --cluster need --nats"},
+		{[]string{"--node-id", "n1"}, "need --nats"},
+		{[]string{"--cluster", "c"}, "need --nats"},
+		{[]string{"--replicas", "3"}, "need --nats"},
+		{[]string{"--presence-ttl", "30s"}, "need --nats"},
+		{[]string{"--log-retention", "500"}, "need --nats"},
+		{[]string{"--nats", "embedded:0", "--replicas", "0"}, "--replicas: 0 is not from 1 to 5"},
+		{[]string{"--nats", "embedded:0", "--replicas", "6"}, "--replicas: 6 is not from 1 to 5"},
+		{[]string{"--nats", "embedded:0", "--replicas", "x"}, "invalid argument"},
+		{[]string{"--nats", "embedded:0", "--presence-ttl", "1500ms"}, "is not whole seconds"},
+		{[]string{"--nats", "embedded:0", "--presence-ttl", "0s"}, "is not whole seconds"},
+		{[]string{"--nats", "embedded:0", "--presence-ttl", "-5s"}, "is not whole seconds"},
+		{[]string{"--nats", "embedded:0", "--presence-ttl", "2h"}, "is not whole seconds"},
+		{[]string{"--nats", "embedded:0", "--log-retention", "99"}, "is not from 100 to 1000000"},
+		{[]string{"--nats", "embedded:0", "--log-retention", "99999999999"}, "is not from 100"},
+		{[]string{"--nats", "embedded:0", "--replicas", "3"}, "replicas"},
 		{[]string{"--nats", "embedded:x"}, "is not embedded or embedded:PORT"},
 		{[]string{"--nats", "embedded:99999"}, "is not embedded or embedded:PORT"},
 		{[]string{"--nats", "embeddedx"}, "is not embedded or embedded:PORT"},
