@@ -86,6 +86,9 @@ type clusterSpace struct {
 	// streams is the space's share of the cluster's streams
 	// (cluster_streams.go), set before the node serves.
 	streams *clusterStreams
+	// hist appends the space's envelopes to the cluster's history
+	// (cluster_history.go); shared by the node's spaces.
+	hist *historyWriter
 }
 
 // maxOrphans bounds the changes kept for participants not known yet, so that
@@ -116,10 +119,12 @@ func (srv *Server) clusterStart() error {
 		return nil
 	}
 	srv.metrics.registerCluster(node)
+	hw := newHistoryWriter(srv, node) // cluster_history.go: one per node
 	for _, sp := range srv.order {
-		cl, err := newClusterSpace(sp, node)
+		cl, err := newClusterSpace(sp, node, hw)
 		if err != nil {
 			srv.clusterStop(context.Background())
+			hw.close(context.Background())
 			return fmt.Errorf("gateway: space %s: cluster: %w", sp.id, err)
 		}
 		sp.cl = cl
@@ -130,17 +135,22 @@ func (srv *Server) clusterStart() error {
 // clusterStop writes what is still queued (presence leaves of the
 // connections Close ended) and stops every space's cluster goroutines.
 func (srv *Server) clusterStop(ctx context.Context) {
+	var hw *historyWriter
 	for _, sp := range srv.order {
 		if sp.cl != nil {
 			sp.cl.close(ctx)
+			hw = sp.cl.hist
 		}
+	}
+	if hw != nil {
+		hw.close(ctx) // after the spaces: what their closing broadcast is appended too
 	}
 }
 
-func newClusterSpace(sp *liveSpace, node cluster.Node) (*clusterSpace, error) {
+func newClusterSpace(sp *liveSpace, node cluster.Node, hw *historyWriter) (*clusterSpace, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cl := &clusterSpace{
-		sp: sp, node: node, ctx: ctx, stop: cancel,
+		sp: sp, node: node, ctx: ctx, stop: cancel, hist: hw,
 		wake: make(chan struct{}, 1), drain: make(chan struct{}), wrote: make(chan struct{}),
 		conns: make(map[*session]cluster.Member), remote: make(map[string]cluster.Member),
 		pending: make(map[string]int), ownRev: make(map[string]uint64),
@@ -499,7 +509,7 @@ func (cl *clusterSpace) remoteEnvelope(dec *protocol.Decoder, gen uint64, msg cl
 		return
 	}
 	sp := cl.sp
-	h := heldEnvelope{d: delivery{data: msg.Data, id: env.ID, kind: env.Kind, at: sp.srv.now()}, sent: msg.Sent, ready: cl.readyFunc(&env)}
+	h := heldEnvelope{d: delivery{data: msg.Data, id: env.ID, kind: env.Kind, at: sp.srv.now(), remote: true}, sent: msg.Sent, ready: cl.readyFunc(&env)}
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	if gen != cl.subGen {
@@ -706,9 +716,9 @@ func (cl *clusterSpace) presenceChange(e cluster.Entry) {
 		}
 		delete(cl.remote, e.Key)
 		cl.streamsGoneLocked(m) // cluster_streams.go: as when a connection here ends
-		sp.broadcastLocked(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
+		sp.broadcastLocked(remote(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
 			Event: protocol.PresenceLeave, Participant: protocol.ParticipantInfo{ID: remoteInfo(m).ID},
-		}), nil)
+		})), nil)
 		return
 	}
 	m, err := cluster.DecodeMember(e.Value)
@@ -739,9 +749,9 @@ func (cl *clusterSpace) presenceChange(e cluster.Entry) {
 	if had && prev.Conn == m.Conn {
 		return // a refresh
 	}
-	sp.broadcastLocked(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
+	sp.broadcastLocked(remote(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
 		Event: protocol.PresenceJoin, Participant: remoteInfo(m),
-	}), nil)
+	})), nil)
 }
 
 // --- runtime grants ---
@@ -1076,10 +1086,10 @@ func (cl *clusterSpace) inviteChangeLocked(e cluster.Entry) {
 	}
 	sp.members[id] = m
 	sp.order = append(sp.order, m)
-	sp.broadcastLocked(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
+	sp.broadcastLocked(remote(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
 		Event: protocol.PresenceInvited, Participant: protocol.ParticipantInfo{ID: id, Capabilities: m.view().list},
 		InvitedBy: inv.From, Reason: inv.Reason,
-	}), nil)
+	})), nil)
 	orphans := cl.orphans[id]
 	delete(cl.orphans, id)
 	cl.nOrphans -= len(orphans)

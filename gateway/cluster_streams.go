@@ -436,7 +436,7 @@ func (cs *clusterStreams) changeLocked(c cluster.StreamChange, seq uint64, annou
 			sp.srv.opts.Logger.Warn("cluster: bad stream announcement", "space", sp.id, "stream", rec.ID, "err", err)
 			return
 		}
-		sp.broadcastLocked(delivery{data: c.Announce, id: head.ID, kind: head.Kind, at: sp.srv.now()}, nil)
+		sp.broadcastLocked(delivery{data: c.Announce, id: head.ID, kind: head.Kind, at: sp.srv.now(), remote: true}, nil)
 	}
 }
 
@@ -513,7 +513,7 @@ func (cl *clusterSpace) streamsGoneLocked(gone cluster.Member) {
 				StreamID: st.id, Reason: StreamCloseOwnerLeft,
 			})
 			if err == nil { // a fixed payload type: it always encodes
-				sp.broadcastLocked(d, nil)
+				sp.broadcastLocked(remote(d), nil)
 			}
 			continue
 		}

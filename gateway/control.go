@@ -504,7 +504,14 @@ func (sp *liveSpace) expirePauses(now time.Time) {
 		if m.ctl.pauseID != "" {
 			corr = []string{m.ctl.pauseID}
 		}
-		sp.broadcastLocked(sp.systemEnvelope(protocol.KindParticipantResume, []string{to}, protocol.Resume{Reason: "timeout"}, corr...), nil)
+		d := sp.systemEnvelope(protocol.KindParticipantResume, []string{to}, protocol.Resume{Reason: "timeout"}, corr...)
+		if sp.cl != nil && m.sess == nil {
+			// Every node of a cluster ends the pause for its own
+			// participants; the node the paused participant is on puts the
+			// resume in the cluster's history, once.
+			d = remote(d)
+		}
+		sp.broadcastLocked(d, nil)
 	}
 }
 

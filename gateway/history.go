@@ -60,16 +60,22 @@ func (h *history) since(after time.Time, from uint64, limit int, m *member) []en
 	var out []entry
 	for seq := max(h.first, from); seq < h.next && len(out) < limit; seq++ {
 		e := h.buf[seq%uint64(len(h.buf))]
-		if e.data == nil {
-			continue
+		if e.visible(after, m) {
+			out = append(out, e)
 		}
-		if !after.IsZero() && !e.at.After(after) {
-			continue
-		}
-		if e.owner != nil && e.owner != m {
-			continue
-		}
-		out = append(out, e)
 	}
 	return out
+}
+
+// visible reports whether a poll by m for the entries recorded after the
+// time after (when set) returns e. It is the one rule of what a poller
+// sees, for the node's history and for the cluster's (cluster_history.go).
+func (e *entry) visible(after time.Time, m *member) bool {
+	if e.data == nil {
+		return false
+	}
+	if !after.IsZero() && !e.at.After(after) {
+		return false
+	}
+	return e.owner == nil || e.owner == m
 }

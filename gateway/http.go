@@ -200,7 +200,8 @@ func writeRefusal(w http.ResponseWriter, rf *refusal) {
 }
 
 // poll returns the envelopes a participant could see since a time or a
-// cursor, from the space's history (spec 5.3).
+// cursor, from the space's history (spec 5.3); on a node of a cluster, from
+// the cluster's.
 func (srv *Server) poll(w http.ResponseWriter, r *http.Request) {
 	sp, m, _, ok := srv.authorize(w, r)
 	if !ok {
@@ -216,11 +217,6 @@ func (srv *Server) poll(w http.ResponseWriter, r *http.Request) {
 		}
 		after = t
 	}
-	from, err := parseUint(q.Get("cursor"))
-	if err != nil {
-		writeJSON(w, http.StatusBadRequest, errorBody{Error: "invalid_request", Message: "cursor must be a non-negative integer"})
-		return
-	}
 	limit, err := parseUint(q.Get("limit"))
 	if err != nil || limit > 1000 {
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: "invalid_request", Message: "limit must be an integer from 1 to 1000"})
@@ -228,6 +224,16 @@ func (srv *Server) poll(w http.ResponseWriter, r *http.Request) {
 	}
 	if limit == 0 {
 		limit = 100
+	}
+	if sp.cl != nil {
+		// A node of a cluster: the cluster's history (cluster_history.go).
+		sp.cl.poll(w, r, m, after, q.Get("cursor"), int(limit))
+		return
+	}
+	from, err := parseUint(q.Get("cursor"))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: "invalid_request", Message: "cursor must be a non-negative integer"})
+		return
 	}
 	sp.mu.Lock()
 	entries := sp.history.since(after, from, int(limit), m)

@@ -27,6 +27,7 @@ type metrics struct {
 	// Registered only on a node of a cluster (registerCluster):
 	clusterLag      prometheus.Histogram
 	clusterDiverged prometheus.Counter
+	historyDropped  prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -70,6 +71,10 @@ func newMetrics() *metrics {
 		clusterDiverged: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "mew_gateway_cluster_divergences_total",
 			Help: "Times the cluster dropped a space's envelopes for this node (a NATS slow consumer): its participants of that space were closed with 1013.",
+		}),
+		historyDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mew_gateway_cluster_history_dropped_total",
+			Help: "Envelopes this node accepted but did not append to the cluster's polling history: its queue was full, or the append failed.",
 		}),
 	}
 	in := prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -139,5 +144,5 @@ func (m *metrics) registerCluster(node cluster.Node) {
 			}, func() float64 { return float64(sr.Stats().SlowConsumers) }),
 		)
 	}
-	m.reg.MustRegister(m.clusterLag, m.clusterDiverged)
+	m.reg.MustRegister(m.clusterLag, m.clusterDiverged, m.historyDropped)
 }

@@ -144,29 +144,35 @@ type Options struct {
 	// server. ClusterName is what /health reports as the cluster's name.
 	Cluster     cluster.Node
 	ClusterName string
+	// ClusterHistoryQueue bounds the envelopes a node of a cluster has
+	// accepted and not yet appended to the cluster's polling history
+	// (default 8192, and 64 MiB); past it they are delivered but left out
+	// of the history, and counted.
+	ClusterHistoryQueue int
 }
 
 const (
-	defaultMaxMessageSize = 1 << 20
-	defaultMaxDiscardSize = 64 << 20
-	defaultSendQueue      = 1024
-	defaultVirtualQueue   = 1 << 16
-	defaultSendQueueBytes = 16 << 20
-	defaultRate           = 500
-	defaultBurst          = 1000
-	defaultByteRate       = 8 << 20
-	defaultByteBurst      = 16 << 20
-	defaultPingInterval   = 30 * time.Second
-	defaultPongTimeout    = 15 * time.Second
-	defaultWriteTimeout   = 10 * time.Second
-	defaultJoinTimeout    = 5 * time.Second
-	defaultHistorySize    = 1024
-	defaultHistoryBytes   = 32 << 20
-	defaultMaxPending     = 256
-	defaultPendingPerAddr = 64
-	defaultMaxJoinSize    = 16 << 10
-	defaultRequestTimeout = 30 * time.Second
-	defaultIdleTimeout    = 60 * time.Second
+	defaultMaxMessageSize      = 1 << 20
+	defaultMaxDiscardSize      = 64 << 20
+	defaultSendQueue           = 1024
+	defaultVirtualQueue        = 1 << 16
+	defaultSendQueueBytes      = 16 << 20
+	defaultRate                = 500
+	defaultBurst               = 1000
+	defaultByteRate            = 8 << 20
+	defaultByteBurst           = 16 << 20
+	defaultPingInterval        = 30 * time.Second
+	defaultPongTimeout         = 15 * time.Second
+	defaultWriteTimeout        = 10 * time.Second
+	defaultJoinTimeout         = 5 * time.Second
+	defaultHistorySize         = 1024
+	defaultHistoryBytes        = 32 << 20
+	defaultClusterHistoryQueue = 8192
+	defaultMaxPending          = 256
+	defaultPendingPerAddr      = 64
+	defaultMaxJoinSize         = 16 << 10
+	defaultRequestTimeout      = 30 * time.Second
+	defaultIdleTimeout         = 60 * time.Second
 )
 
 // withDefaults returns o with every zero field set to its default.
@@ -191,6 +197,7 @@ func (o Options) withDefaults() Options {
 	setDefault(&o.JoinTimeout, defaultJoinTimeout)
 	setDefault(&o.HistorySize, defaultHistorySize)
 	setDefault(&o.HistoryBytes, defaultHistoryBytes)
+	setDefault(&o.ClusterHistoryQueue, defaultClusterHistoryQueue)
 	setDefault(&o.MaxConnections, defaultMaxConnections())
 	setDefault(&o.ConnectionHeadroom, max(o.MaxConnections/10, 1))
 	o.ConnectionHeadroom = min(o.ConnectionHeadroom, o.MaxConnections-1)

@@ -357,11 +357,19 @@ type delivery struct {
 	// (data with a secret blanked out).
 	logged []byte
 	src    *member // the participant that sent it; nil for the gateway's own
+	// remote: another node accepted or made it (its envelope from the
+	// Broker, or what this node derives from its presence, invitation or
+	// stream change); that node put it in the cluster's history.
+	remote bool
 }
 
 // broadcastLocked queues data for every session but exclude. mu must be held.
 func (sp *liveSpace) broadcastLocked(d delivery, exclude *session) {
-	sp.history.add(d.at, d.data, nil)
+	if sp.cl == nil {
+		sp.history.add(d.at, d.data, nil)
+	} else if !d.remote {
+		sp.cl.historyLocked(d) // cluster_history.go: the cluster's history, once
+	}
 	rcpts := sp.recipients
 	if exclude != nil {
 		rcpts = make([]audit.Recipient, 0, len(sp.recipients))

@@ -46,6 +46,10 @@ type Node interface {
 	Presence() Presence
 	State() State
 	Log() Log
+	// History is the log of the envelopes HTTP pollers read, the same on
+	// every node: a Log of its own, with its own retention, so that chat
+	// traffic never evicts the stream changes Log keeps.
+	History() Log
 	// Err is nil while the node can reach the fabric; otherwise an error
 	// wrapping ErrUnavailable (or ErrClosed) that says why.
 	Err() error
@@ -220,4 +224,19 @@ type Log interface {
 	// one at a time, then with each record appended later, until
 	// Unsubscribe, ctx, or the node's Close.
 	Follow(ctx context.Context, space string, after uint64, h func(Record)) (Subscription, error)
+}
+
+// Pending is one record to append with AppendBatch.
+type Pending struct {
+	Space string
+	Data  []byte
+}
+
+// BatchAppender is implemented by Logs that append many records without a
+// round trip each.
+type BatchAppender interface {
+	// AppendBatch appends each record to its space's log, in the order
+	// given, and returns how many were not appended (with the first error
+	// met): those that were keep their order among themselves.
+	AppendBatch(ctx context.Context, recs []Pending) (failed int, err error)
 }

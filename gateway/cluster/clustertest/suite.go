@@ -40,8 +40,11 @@ func Run(t *testing.T, f Factory) {
 	t.Run("PresenceReplace", func(t *testing.T) { testPresenceReplace(t, f) })
 	t.Run("PresenceCrash", func(t *testing.T) { testPresenceCrash(t, f) })
 	t.Run("FloorContest", func(t *testing.T) { testFloorContest(t, f) })
-	t.Run("LogOrder", func(t *testing.T) { testLogOrder(t, f) })
-	t.Run("LargeRecords", func(t *testing.T) { testLarge(t, f) })
+	t.Run("LogOrder", func(t *testing.T) { testLogOrder(t, f, stateLog) })
+	t.Run("LargeRecords", func(t *testing.T) { testLarge(t, f, stateLog) })
+	t.Run("HistoryOrder", func(t *testing.T) { testLogOrder(t, f, historyLog) })
+	t.Run("HistoryLarge", func(t *testing.T) { testLarge(t, f, historyLog) })
+	t.Run("HistorySeparate", func(t *testing.T) { testHistorySeparate(t, f) })
 	t.Run("Close", func(t *testing.T) { testClose(t, f) })
 	t.Run("StreamNumbers", func(t *testing.T) { testStreamNumbers(t, f) }) // streams.go
 	t.Run("StreamChanges", func(t *testing.T) { testStreamChanges(t, f) })
@@ -762,7 +765,11 @@ func (c *collector) wait(t *testing.T, n int) []cluster.Record {
 	}
 }
 
-func testLogOrder(t *testing.T, f Factory) {
+// The two logs of a node, which the log tests run on alike.
+func stateLog(n cluster.Node) cluster.Log   { return n.Log() }
+func historyLog(n cluster.Node) cluster.Log { return n.History() }
+
+func testLogOrder(t *testing.T, f Factory, lg func(cluster.Node) cluster.Log) {
 	h := f(t, 3)
 	ctx := ctxT(t)
 	const per = 50
@@ -770,18 +777,18 @@ func testLogOrder(t *testing.T, f Factory) {
 	cols := make([]*collector, len(h.Nodes))
 	for i, n := range h.Nodes {
 		cols[i] = &collector{}
-		if _, err := n.Log().Follow(ctx, "sp", 0, cols[i].add); err != nil {
+		if _, err := lg(n).Follow(ctx, "sp", 0, cols[i].add); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := h.Nodes[0].Log().Append(ctx, "other", []byte("elsewhere")); err != nil {
+	if _, err := lg(h.Nodes[0]).Append(ctx, "other", []byte("elsewhere")); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	for _, n := range h.Nodes {
 		wg.Go(func() {
 			for k := range per {
-				if _, err := n.Log().Append(ctx, "sp", fmt.Appendf(nil, "%d", k)); err != nil {
+				if _, err := lg(n).Append(ctx, "sp", fmt.Appendf(nil, "%d", k)); err != nil {
 					t.Error(err)
 					return
 				}
@@ -818,7 +825,7 @@ func testLogOrder(t *testing.T, f Factory) {
 	// Reading pages through the same order, on any node.
 	var read []cluster.Record
 	for after := uint64(0); ; {
-		page, err := h.Nodes[1].Log().Read(ctx, "sp", after, 40)
+		page, err := lg(h.Nodes[1]).Read(ctx, "sp", after, 40)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -841,7 +848,7 @@ func testLogOrder(t *testing.T, f Factory) {
 	}
 	// Following from the middle gets the rest.
 	mid := &collector{}
-	sub, err := h.Nodes[2].Log().Follow(ctx, "sp", first[total-10].Seq, mid.add)
+	sub, err := lg(h.Nodes[2]).Follow(ctx, "sp", first[total-10].Seq, mid.add)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -851,14 +858,14 @@ func testLogOrder(t *testing.T, f Factory) {
 	if err := sub.Unsubscribe(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Nodes[0].Log().Append(ctx, "sp", make([]byte, cluster.MaxRecordLen+1)); !errors.Is(err, cluster.ErrInvalid) {
+	if _, err := lg(h.Nodes[0]).Append(ctx, "sp", make([]byte, cluster.MaxRecordLen+1)); !errors.Is(err, cluster.ErrInvalid) {
 		t.Errorf("oversized record: %v, want ErrInvalid", err)
 	}
 }
 
 // testLarge sends an envelope and a log record of the largest size allowed
 // (MaxRecordLen, the gateway's default envelope limit).
-func testLarge(t *testing.T, f Factory) {
+func testLarge(t *testing.T, f Factory, lg func(cluster.Node) cluster.Log) {
 	h := f(t, 2)
 	ctx := ctxT(t)
 	big := make([]byte, cluster.MaxRecordLen)
@@ -885,7 +892,7 @@ func testLarge(t *testing.T, f Factory) {
 			t.Fatal("no large message")
 		}
 	}
-	seq, err := h.Nodes[0].Log().Append(ctx, "sp", big)
+	seq, err := lg(h.Nodes[0]).Append(ctx, "sp", big)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -893,7 +900,7 @@ func testLarge(t *testing.T, f Factory) {
 	// with replicas, a read that goes to a replica may come a moment early.
 	readBy := time.Now().Add(wait)
 	for {
-		recs, err := h.Nodes[1].Log().Read(ctx, "sp", seq-1, 1)
+		recs, err := lg(h.Nodes[1]).Read(ctx, "sp", seq-1, 1)
 		if err == nil && len(recs) == 1 {
 			if string(recs[0].Data) != string(big) {
 				t.Fatalf("a record of %d bytes read back as %d", len(big), len(recs[0].Data))
@@ -904,6 +911,66 @@ func testLarge(t *testing.T, f Factory) {
 			t.Fatalf("read back %d records, %v", len(recs), err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// testHistorySeparate checks that History and Log are two logs: what one
+// holds the other does not, and appending to one evicts nothing of the
+// other.
+func testHistorySeparate(t *testing.T, f Factory) {
+	h := f(t, 2)
+	ctx := ctxT(t)
+	a, b := h.Nodes[0], h.Nodes[1]
+	if _, err := a.Log().Append(ctx, "sp", []byte("change")); err != nil {
+		t.Fatal(err)
+	}
+	recs := make([]cluster.Pending, 0, 50)
+	for k := range 50 {
+		recs = append(recs, cluster.Pending{Space: "sp", Data: fmt.Appendf(nil, "chat %d", k)})
+	}
+	if ba, ok := a.History().(cluster.BatchAppender); ok {
+		if failed, err := ba.AppendBatch(ctx, recs); failed != 0 || err != nil {
+			t.Fatalf("AppendBatch: %d failed, %v", failed, err)
+		}
+		if failed, err := ba.AppendBatch(ctx, []cluster.Pending{{Space: "", Data: []byte("x")}, {Space: "sp", Data: make([]byte, cluster.MaxRecordLen+1)}}); failed != 2 || err == nil {
+			t.Fatalf("AppendBatch of a bad space and an oversized record: %d failed, %v", failed, err)
+		}
+	} else {
+		for _, r := range recs {
+			if _, err := a.History().Append(ctx, r.Space, r.Data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var hist []cluster.Record
+	deadline := time.Now().Add(wait)
+	for len(hist) < len(recs) {
+		page, err := b.History().Read(ctx, "sp", 0, cluster.MaxReadLen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hist = page
+		if time.Now().After(deadline) {
+			t.Fatalf("history holds %d records, want %d", len(hist), len(recs))
+		}
+		if len(hist) < len(recs) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for k, r := range hist {
+		if want := fmt.Sprintf("chat %d", k); string(r.Data) != want || r.Node != a.ID() {
+			t.Fatalf("history record %d is %q from %s, want %q from %s", k, r.Data, r.Node, want, a.ID())
+		}
+	}
+	changes, err := b.Log().Read(ctx, "sp", 0, cluster.MaxReadLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) != 1 || string(changes[0].Data) != "change" {
+		t.Fatalf("the log holds %d records (%v): the history's went into it", len(changes), changes)
+	}
+	if recs, err := b.History().Read(ctx, "sp", ^uint64(0), 10); err != nil || len(recs) != 0 {
+		t.Fatalf("reading after the last sequence number: %d records, %v", len(recs), err)
 	}
 }
 

@@ -10,9 +10,16 @@ import (
 	"github.com/mew-protocol/mew/gateway/cluster"
 )
 
-// DefaultLogRetention is how many records a space's log keeps when Options
-// leave it 0.
-const DefaultLogRetention = 10000
+// Defaults of Options.
+const (
+	// DefaultLogRetention is how many records a space's log keeps.
+	DefaultLogRetention = 10000
+	// DefaultHistoryRetention and DefaultHistoryBytes bound a space's
+	// history log: as many records as a gateway keeps for polling by
+	// default, and at most that many bytes.
+	DefaultHistoryRetention = 1024
+	DefaultHistoryBytes     = 32 << 20
+)
 
 // spaceLogs is every space's log. Sequence numbers are counted across
 // spaces, as a JetStream stream does, so they increase along each log
@@ -20,14 +27,20 @@ const DefaultLogRetention = 10000
 //
 // Lock order: spaceLogs.mu, then queue.mu (push).
 type spaceLogs struct {
-	mu     sync.Mutex
-	keep   int
-	seq    uint64
-	spaces map[string]*spaceLog
+	mu       sync.Mutex
+	keep     int
+	maxBytes int // 0: no bound but keep
+	seq      uint64
+	spaces   map[string]*spaceLog
+}
+
+func newSpaceLogs(keep, maxBytes int) *spaceLogs {
+	return &spaceLogs{keep: keep, maxBytes: maxBytes, spaces: make(map[string]*spaceLog)}
 }
 
 type spaceLog struct {
 	recs      []cluster.Record // oldest first, at most keep
+	bytes     int              // the size of recs' data
 	followers map[*follower]struct{}
 }
 
@@ -48,9 +61,17 @@ func (l *spaceLogs) space(name string) *spaceLog {
 	return sl
 }
 
-type logView struct{ n *Node }
+// logView is a node's view of one of the Cluster's logs: the stream
+// changes' (Log) or the polling history's (History).
+type logView struct {
+	n *Node
+	l *spaceLogs
+}
 
-var _ cluster.Log = logView{}
+var (
+	_ cluster.Log           = logView{}
+	_ cluster.BatchAppender = logView{}
+)
 
 func (v logView) Append(_ context.Context, space string, data []byte) (uint64, error) {
 	if err := cluster.CheckName(space); err != nil {
@@ -62,16 +83,26 @@ func (v logView) Append(_ context.Context, space string, data []byte) (uint64, e
 	if err := v.n.Err(); err != nil {
 		return 0, err
 	}
-	l := v.n.c.logs
+	l := v.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.seq++
 	r := cluster.Record{Seq: l.seq, Node: v.n.id, At: time.Now(), Data: clone(data)}
 	sl := l.space(space)
-	if len(sl.recs) >= l.keep {
-		sl.recs = append(sl.recs[:0:0], sl.recs[len(sl.recs)-l.keep+1:]...)
+	drop := max(len(sl.recs)+1-l.keep, 0)
+	if l.maxBytes > 0 {
+		for b := sl.bytes + len(data); drop < len(sl.recs) && b > l.maxBytes; drop++ {
+			b -= len(sl.recs[drop].Data)
+		}
+	}
+	if drop > 0 {
+		for _, old := range sl.recs[:drop] {
+			sl.bytes -= len(old.Data)
+		}
+		sl.recs = append(sl.recs[:0:0], sl.recs[drop:]...)
 	}
 	sl.recs = append(sl.recs, r)
+	sl.bytes += len(data)
 	for f := range sl.followers {
 		f.q.push(r)
 	}
@@ -92,7 +123,7 @@ func (v logView) Read(_ context.Context, space string, after uint64, limit int) 
 		return nil, err
 	}
 	limit = min(max(limit, 0), cluster.MaxReadLen)
-	l := v.n.c.logs
+	l := v.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	sl := l.spaces[space]
@@ -114,7 +145,7 @@ func (v logView) Follow(ctx context.Context, space string, after uint64, h func(
 		return nil, err
 	}
 	n := v.n
-	l := n.c.logs
+	l := v.l
 	f := &follower{n: n, logs: l, space: space}
 	f.q = newQueue(func(r cluster.Record) {
 		r.Data = clone(r.Data)
@@ -152,4 +183,20 @@ func (f *follower) Unsubscribe() error {
 	})
 	f.q.wait()
 	return nil
+}
+
+// AppendBatch implements cluster.BatchAppender: one Append after the other,
+// as they cost no round trip here.
+func (v logView) AppendBatch(ctx context.Context, recs []cluster.Pending) (int, error) {
+	failed := 0
+	var first error
+	for _, r := range recs {
+		if _, err := v.Append(ctx, r.Space, r.Data); err != nil {
+			failed++
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	return failed, first
 }

@@ -21,6 +21,10 @@ type Options struct {
 	// LogRetention is how many records each space's Log keeps. 0:
 	// DefaultLogRetention.
 	LogRetention int
+	// HistoryRetention and HistoryBytes bound each space's History: that
+	// many records, and that many bytes of them. 0: DefaultHistoryRetention
+	// and DefaultHistoryBytes.
+	HistoryRetention, HistoryBytes int
 }
 
 // Cluster is the shared memory of the nodes created from it, as a NATS
@@ -31,6 +35,7 @@ type Cluster struct {
 	state    *kv
 	presence *kv
 	logs     *spaceLogs
+	history  *spaceLogs
 
 	mu    sync.Mutex
 	subs  map[string]map[*subscription]struct{} // by space
@@ -47,9 +52,16 @@ func New(o Options) *Cluster {
 	if keep <= 0 {
 		keep = DefaultLogRetention
 	}
+	hkeep, hbytes := o.HistoryRetention, o.HistoryBytes
+	if hkeep <= 0 {
+		hkeep = DefaultHistoryRetention
+	}
+	if hbytes <= 0 {
+		hbytes = DefaultHistoryBytes
+	}
 	return &Cluster{
 		ttl: ttlRound(ttl), state: newKV(), presence: newKV(),
-		logs: &spaceLogs{keep: keep, spaces: make(map[string]*spaceLog)},
+		logs: newSpaceLogs(keep, 0), history: newSpaceLogs(hkeep, hbytes),
 		subs: make(map[string]map[*subscription]struct{}), nodes: make(map[string]*Node),
 	}
 }
@@ -129,7 +141,10 @@ func (n *Node) Broker() cluster.Broker { return broker{n} }
 func (n *Node) State() cluster.State { return state{n} }
 
 // Log implements cluster.Node.
-func (n *Node) Log() cluster.Log { return logView{n} }
+func (n *Node) Log() cluster.Log { return logView{n, n.c.logs} }
+
+// History implements cluster.Node.
+func (n *Node) History() cluster.Log { return logView{n, n.c.history} }
 
 // Presence implements cluster.Node.
 func (n *Node) Presence() cluster.Presence { return presence{n} }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -13,9 +14,16 @@ import (
 	"github.com/mew-protocol/mew/gateway/cluster"
 )
 
-// DefaultLogRetention is how many records each space's log keeps when
-// Options leave it 0.
-const DefaultLogRetention = 10000
+// Defaults of Options.
+const (
+	// DefaultLogRetention is how many records each space's log keeps.
+	DefaultLogRetention = 10000
+	// DefaultHistoryRetention is how many records each space's history
+	// keeps: as many as a gateway keeps for polling by default.
+	DefaultHistoryRetention = 1024
+	// DefaultHistoryBytes bounds the history stream of all spaces.
+	DefaultHistoryBytes = 256 << 20
+)
 
 // The logs of all spaces are one JetStream stream, mew_<cluster>_log, with
 // one subject per space, mew.<cluster>.log.<space>, and a per-subject limit:
@@ -28,6 +36,12 @@ func logSubject(cluster, space string) string {
 	return "mew." + cluster + ".log." + escape(space)
 }
 
+// The polling history of all spaces is another stream, mew_<cluster>_history,
+// on subjects mew.<cluster>.history.<space>: chat traffic fills it, and must
+// not evict the stream changes of the log.
+func historyStream(cluster string) string { return "mew_" + cluster + "_history" }
+func historyPrefix(cluster string) string { return "mew." + cluster + ".history." }
+
 func (n *Node) createLog(ctx context.Context, o Options) error {
 	keep := o.LogRetention
 	if keep <= 0 {
@@ -39,12 +53,39 @@ func (n *Node) createLog(ctx context.Context, o Options) error {
 		MaxMsgSize: MinMaxPayload, Discard: jetstream.DiscardOld,
 		Storage: jetstream.FileStorage, Replicas: o.Replicas,
 	})
+	if err != nil {
+		return err
+	}
+	hkeep, hbytes := o.HistoryRetention, o.HistoryBytes
+	if hkeep <= 0 {
+		hkeep = DefaultHistoryRetention
+	}
+	if hbytes <= 0 {
+		hbytes = DefaultHistoryBytes
+	}
+	_, err = n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: historyStream(o.Cluster), Description: "mew: the polling history of spaces",
+		Subjects: []string{historyPrefix(o.Cluster) + ">"}, MaxMsgsPerSubject: int64(hkeep), MaxBytes: hbytes,
+		MaxMsgSize: MinMaxPayload, Discard: jetstream.DiscardOld,
+		Storage: jetstream.FileStorage, Replicas: o.Replicas,
+	})
 	return err
 }
 
-type logView struct{ n *Node }
+// logView is a node's view of one of the cluster's log streams: the stream
+// changes' (Log) or the polling history's (History).
+type logView struct {
+	n      *Node
+	stream string
+	prefix string // of the subjects; the escaped space follows
+}
 
-var _ cluster.Log = logView{}
+var (
+	_ cluster.Log           = logView{}
+	_ cluster.BatchAppender = logView{}
+)
+
+func (v logView) subject(space string) string { return v.prefix + escape(space) }
 
 func (v logView) Append(ctx context.Context, space string, data []byte) (uint64, error) {
 	if err := cluster.CheckName(space); err != nil {
@@ -57,7 +98,7 @@ func (v logView) Append(ctx context.Context, space string, data []byte) (uint64,
 	if err := n.Err(); err != nil {
 		return 0, err
 	}
-	msg := &nats.Msg{Subject: logSubject(n.cluster, space), Data: data, Header: nats.Header{headerNode: []string{n.id}}}
+	msg := &nats.Msg{Subject: v.subject(space), Data: data, Header: nats.Header{headerNode: []string{n.id}}}
 	ack, err := n.js.PublishMsg(ctx, msg)
 	if err != nil {
 		return 0, fmt.Errorf("natscluster: append to %s: %w", space, n.unavailable(err))
@@ -68,13 +109,13 @@ func (v logView) Append(ctx context.Context, space string, data []byte) (uint64,
 // consumer makes an ordered consumer of space's log from after+1.
 func (v logView) consumer(ctx context.Context, space string, after uint64) (jetstream.Consumer, error) {
 	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{logSubject(v.n.cluster, space)},
+		FilterSubjects: []string{v.subject(space)},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	}
 	if after > 0 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
 	}
-	return v.n.js.OrderedConsumer(ctx, logStream(v.n.cluster), cfg)
+	return v.n.js.OrderedConsumer(ctx, v.stream, cfg)
 }
 
 // record converts a log message; one another node wrote wrongly is
@@ -100,8 +141,8 @@ func (v logView) Read(ctx context.Context, space string, after uint64, limit int
 		return nil, err
 	}
 	limit = min(max(limit, 0), cluster.MaxReadLen)
-	if limit == 0 {
-		return nil, nil
+	if limit == 0 || after == math.MaxUint64 {
+		return nil, nil // nothing can come after the last sequence number
 	}
 	cons, err := v.consumer(ctx, space, after)
 	if err != nil {
@@ -175,4 +216,53 @@ func (f *follow) Unsubscribe() error {
 	case <-time.After(5 * time.Second):
 	}
 	return nil
+}
+
+// AppendBatch implements cluster.BatchAppender: it publishes every record
+// without waiting (JetStream stores what one connection publishes in the
+// order published), then waits for the acknowledgements.
+func (v logView) AppendBatch(ctx context.Context, recs []cluster.Pending) (int, error) {
+	n := v.n
+	if err := n.Err(); err != nil {
+		return len(recs), err
+	}
+	failed := 0
+	var first error
+	fail := func(err error) {
+		failed++
+		if first == nil {
+			first = err
+		}
+	}
+	futures := make([]jetstream.PubAckFuture, 0, len(recs))
+	for _, r := range recs {
+		if err := cluster.CheckName(r.Space); err != nil {
+			fail(err)
+			continue
+		}
+		if len(r.Data) > cluster.MaxRecordLen {
+			fail(fmt.Errorf("natscluster: record of %d bytes: %w", len(r.Data), cluster.ErrInvalid))
+			continue
+		}
+		msg := &nats.Msg{Subject: v.subject(r.Space), Data: r.Data, Header: nats.Header{headerNode: []string{n.id}}}
+		f, err := n.js.PublishMsgAsync(msg)
+		if err != nil {
+			fail(fmt.Errorf("natscluster: append to %s: %w", r.Space, n.unavailable(err)))
+			continue
+		}
+		futures = append(futures, f)
+	}
+	for i, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			fail(fmt.Errorf("natscluster: append: %w", n.unavailable(err)))
+		case <-ctx.Done():
+			for range futures[i:] {
+				fail(fmt.Errorf("natscluster: append: %w: %w", cluster.ErrUnavailable, ctx.Err()))
+			}
+			return failed, first
+		}
+	}
+	return failed, first
 }

@@ -53,6 +53,12 @@ type Options struct {
 	// LogRetention is how many records each space's Log keeps. 0 is
 	// DefaultLogRetention.
 	LogRetention int
+	// HistoryRetention is how many records each space's History keeps, and
+	// HistoryBytes bounds the history stream of all spaces, in bytes (the
+	// oldest records go first). 0 is DefaultHistoryRetention and
+	// DefaultHistoryBytes.
+	HistoryRetention int
+	HistoryBytes     int64
 	// PendingMessages and PendingBytes bound what one Broker subscription
 	// buffers while the node is behind; past them NATS drops messages
 	// for the node (a slow consumer), which the subscription reports with
@@ -145,7 +151,7 @@ func (n *Node) ensure(ctx context.Context) (state, pres jetstream.KeyValue, err 
 		return nil, nil, fmt.Errorf("natscluster: presence bucket: %w", n.unavailable(err))
 	}
 	if err := n.createLog(ctx, o); err != nil {
-		return nil, nil, fmt.Errorf("natscluster: log stream: %w", n.unavailable(err))
+		return nil, nil, fmt.Errorf("natscluster: log streams: %w", n.unavailable(err))
 	}
 	return state, pres, nil
 }
@@ -220,7 +226,9 @@ func New(ctx context.Context, o Options) (*Node, error) {
 		return fail(fmt.Errorf("natscluster: the NATS server's max_payload is %d bytes, below the %d a record needs (set max_payload: 2MB): %w",
 			mp, MinMaxPayload, cluster.ErrInvalid))
 	}
-	js, err := jetstream.New(n.nc, jetstream.WithDefaultTimeout(o.RequestTimeout))
+	// Async publishes (History's AppendBatch) time out as requests do, so
+	// that an ack that never comes does not stay pending.
+	js, err := jetstream.New(n.nc, jetstream.WithDefaultTimeout(o.RequestTimeout), jetstream.WithPublishAsyncTimeout(o.RequestTimeout))
 	if err != nil {
 		return fail(fmt.Errorf("natscluster: jetstream: %w", err))
 	}
@@ -269,7 +277,14 @@ func (n *Node) Broker() cluster.Broker { return broker{n} }
 func (n *Node) State() cluster.State { return state{n} }
 
 // Log implements cluster.Node.
-func (n *Node) Log() cluster.Log { return logView{n} }
+func (n *Node) Log() cluster.Log {
+	return logView{n: n, stream: logStream(n.cluster), prefix: "mew." + n.cluster + ".log."}
+}
+
+// History implements cluster.Node.
+func (n *Node) History() cluster.Log {
+	return logView{n: n, stream: historyStream(n.cluster), prefix: historyPrefix(n.cluster)}
+}
 
 // Presence implements cluster.Node.
 func (n *Node) Presence() cluster.Presence { return presence{n} }
