@@ -420,8 +420,8 @@ func (cl *clusterSpace) readHistory(ctx context.Context, from uint64, after time
 // historyEntry decodes a record of the cluster's history: a public entry.
 // A record another node wrote wrongly is left out.
 func historyEntry(rec cluster.Record) (entry, bool) {
-	if len(rec.Data) <= historyStamp {
-		return entry{}, false
+	if len(rec.Data) <= historyStamp || !json.Valid(rec.Data[historyStamp:]) {
+		return entry{}, false // the answer's messages must stay JSON
 	}
 	at := time.Unix(0, int64(binary.BigEndian.Uint64(rec.Data)))
 	return entry{seq: rec.Seq, at: at, data: rec.Data[historyStamp:]}, true

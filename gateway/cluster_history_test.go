@@ -612,3 +612,41 @@ func TestClusterHistoryPauseTimeoutOnce(t *testing.T) {
 		}
 	})
 }
+
+// Records another node wrote wrongly (too short for their time stamp, or
+// not JSON) are left out of a poll's answer, which stays JSON.
+func TestClusterHistoryGarbageRecords(t *testing.T) {
+	onHistoryBackends(t, func(t *testing.T, c *histCluster) {
+		a := c.add(t, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		stamp := []byte{0, 0, 0, 0, 0, 0, 0, 1}
+		for _, rec := range [][]byte{
+			{1, 2, 3},
+			stamp,
+			append(slices.Clone(stamp), "not json"...),
+			append(slices.Clone(stamp), `{"kind":"chat","payload":`...),
+			append(slices.Clone(stamp), 0xff, 0xfe),
+		} {
+			if _, err := c.nodes[0].History().Append(ctx, "shared", rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if code, _ := post(t, a, "human", "human-token", chatBody("after the garbage")); code != 200 {
+			t.Fatalf("post: %d", code)
+		}
+		code, msgs, _, _ := pollPage(t, a, "carol", "carol-token", "?limit=1000")
+		if code != 200 {
+			t.Fatalf("poll: %d", code)
+		}
+		var texts []string
+		for _, m := range msgs {
+			if m["kind"] == "chat" {
+				texts = append(texts, chatText(m))
+			}
+		}
+		if !slices.Equal(texts, []string{"after the garbage"}) {
+			t.Fatalf("chats polled: %q (all: %v)", texts, msgs)
+		}
+	})
+}
