@@ -134,15 +134,8 @@ func TestPolling(t *testing.T) {
 	bob.Expect("system/error")
 
 	poll := func(id, token, query string) (int, []map[string]any, string) {
-		code, body := get(t, g, "/participants/"+id+"/messages"+query, token)
-		var out []map[string]any
-		if msgs, ok := body["messages"].([]any); ok {
-			for _, m := range msgs {
-				out = append(out, m.(map[string]any))
-			}
-		}
-		c, _ := body["cursor"].(string)
-		return code, out, c
+		code, msgs, c, _ := pollPage(t, g, id, token, query)
+		return code, msgs, c
 	}
 	code, msgs, cursor := poll("carol", g.Token(t, "carol"), "")
 	if code != 200 {
