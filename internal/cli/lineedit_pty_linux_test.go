@@ -12,6 +12,7 @@ import (
 
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
+	"go.uber.org/goleak"
 )
 
 // openPTY opens a pseudo-terminal: the side a test types into and reads
@@ -39,9 +40,17 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	return master, slave
 }
 
+// ioctl leaves f in the mode it is in (f.Fd would make it blocking, and a
+// blocked read would then outlive the test).
 func ioctl(f *os.File, req uintptr, arg unsafe.Pointer) error {
-	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), req, uintptr(arg)); e != 0 {
-		return e
+	var errno syscall.Errno
+	if err := withFd(f, func(fd int) {
+		_, _, errno = syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), req, uintptr(arg))
+	}); err != nil {
+		return err
+	}
+	if errno != 0 {
+		return errno
 	}
 	return nil
 }
@@ -52,7 +61,8 @@ func ioctl(f *os.File, req uintptr, arg unsafe.Pointer) error {
 type ptyRun struct {
 	t             *testing.T
 	master, slave *os.File
-	before        syscall.Termios
+	mode          syscall.Termios // the terminal's mode before the command
+	before        goleak.Option   // the goroutines before the command
 	done          chan error
 
 	mu     sync.Mutex
@@ -60,12 +70,16 @@ type ptyRun struct {
 }
 
 // runOnPTY starts mew with args on a new pseudo-terminal of the given size
-// (rows, columns; zero leaves it unset), with env as its environment.
+// (rows, columns; zero leaves it unset), with env as its environment. Once
+// the test and its cleanups are done, no goroutine the command started may
+// be left, the one reading the terminal included.
 func runOnPTY(t *testing.T, env map[string]string, rows, cols uint16, args ...string) *ptyRun {
 	t.Helper()
 	r := &ptyRun{t: t, done: make(chan error, 1)}
+	unstarted := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, unstarted) }) // the reader below included
 	r.master, r.slave = openPTY(t)
-	if err := ioctl(r.slave, syscall.TCGETS, unsafe.Pointer(&r.before)); err != nil {
+	if err := ioctl(r.slave, syscall.TCGETS, unsafe.Pointer(&r.mode)); err != nil {
 		t.Fatal(err)
 	}
 	if rows > 0 {
@@ -86,6 +100,7 @@ func runOnPTY(t *testing.T, env map[string]string, rows, cols uint16, args ...st
 			}
 		}
 	}()
+	r.before = goleak.IgnoreCurrent()
 	root := NewRoot(Options{Stdout: r.slave, Stderr: r.slave, Getenv: func(k string) string { return env[k] }})
 	root.SetIn(r.slave)
 	root.SetArgs(args)
@@ -119,7 +134,8 @@ func (r *ptyRun) typeIn(s string) {
 }
 
 // end types the command that leaves, waits for the program to end without
-// an error, and checks that the terminal's mode is what it was.
+// an error, and checks that the terminal's mode is what it was and that the
+// program left no goroutine behind, while the terminal is still open.
 func (r *ptyRun) end(leave string) {
 	r.t.Helper()
 	r.typeIn(leave + "\r")
@@ -135,9 +151,10 @@ func (r *ptyRun) end(leave string) {
 	if err := ioctl(r.slave, syscall.TCGETS, unsafe.Pointer(&end)); err != nil {
 		r.t.Fatal(err)
 	}
-	if end.Lflag != r.before.Lflag || end.Iflag != r.before.Iflag || end.Oflag != r.before.Oflag {
-		r.t.Errorf("the terminal's mode is not restored: %+v, was %+v", end, r.before)
+	if end.Lflag != r.mode.Lflag || end.Iflag != r.mode.Iflag || end.Oflag != r.mode.Oflag {
+		r.t.Errorf("the terminal's mode is not restored: %+v, was %+v", end, r.mode)
 	}
+	goleak.VerifyNone(r.t, r.before)
 }
 
 // TestClientConnectTerminal runs the client on a pseudo-terminal: a chat

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/term"
 )
@@ -37,10 +38,26 @@ func (d *plainDisplay) status(string) {}
 // isTerminal reports whether f is a terminal (and so an *os.File).
 func isTerminal(f any) (*os.File, bool) {
 	file, ok := f.(*os.File)
-	if !ok || !term.IsTerminal(int(file.Fd())) {
+	if !ok {
+		return nil, false
+	}
+	var tty bool
+	if withFd(file, func(fd int) { tty = term.IsTerminal(fd) }) != nil || !tty {
 		return nil, false
 	}
 	return file, true
+}
+
+// withFd runs fn on f's descriptor. Unlike f.Fd it leaves the descriptor in
+// the mode it is in: Fd puts it in blocking mode for good, and a blocked
+// read of such a file then survives its Close and any read deadline, so
+// the goroutine reading the terminal could not be stopped.
+func withFd(f *os.File, fn func(fd int)) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return rc.Control(func(fd uintptr) { fn(int(fd)) })
 }
 
 // lineScreen draws on a terminal: output scrolls up above a bottom region
@@ -67,7 +84,10 @@ func newLineScreen(out *os.File, ed *lineEditor) *lineScreen {
 	return &lineScreen{
 		out: out, ed: ed, prompt: "> ",
 		width: func() int {
-			w, _, err := term.GetSize(int(out.Fd()))
+			w, err := 0, error(nil)
+			if cerr := withFd(out, func(fd int) { w, _, err = term.GetSize(fd) }); cerr != nil {
+				err = cerr
+			}
 			if err != nil || w < 10 {
 				return 80
 			}
@@ -204,11 +224,15 @@ func fitWidth(s string, w int) string {
 // on an empty line, Ctrl-C, or ctx ends. The terminal is restored at the
 // end.
 func (lc *lineClient) readTerminal(ctx context.Context, in *os.File, scr *lineScreen) error {
-	old, err := term.MakeRaw(int(in.Fd()))
+	var old *term.State
+	var err error
+	if cerr := withFd(in, func(fd int) { old, err = term.MakeRaw(fd) }); cerr != nil {
+		err = cerr
+	}
 	if err != nil {
 		return fmt.Errorf("client connect: %w", err)
 	}
-	defer func() { _ = term.Restore(int(in.Fd()), old) }()
+	defer func() { _ = withFd(in, func(fd int) { _ = term.Restore(fd, old) }) }()
 	defer scr.close()
 	scr.mu.Lock()
 	var b strings.Builder
@@ -216,22 +240,8 @@ func (lc *lineClient) readTerminal(ctx context.Context, in *os.File, scr *lineSc
 	scr.draw(&b)
 	scr.write(&b)
 	scr.mu.Unlock()
-	chunks := make(chan []byte)
-	errc := make(chan error, 1)
-	go func() { // ends with the input (a blocked read ends when the process does)
-		defer close(chunks)
-		buf := make([]byte, 4096)
-		for {
-			n, err := in.Read(buf)
-			if n > 0 {
-				chunks <- append([]byte(nil), buf[:n]...)
-			}
-			if err != nil {
-				errc <- err
-				return
-			}
-		}
-	}()
+	chunks, errc := readChunks(in)
+	defer stopReading(in, chunks)
 	for {
 		select {
 		case <-ctx.Done():
@@ -256,4 +266,46 @@ func (lc *lineClient) readTerminal(ctx context.Context, in *os.File, scr *lineSc
 			}
 		}
 	}
+}
+
+// readChunks reads in on a goroutine, delivering what each read returns
+// until one fails; its error then goes to the second channel and the first
+// is closed. stopReading ends it.
+func readChunks(in *os.File) (<-chan []byte, <-chan error) {
+	chunks := make(chan []byte)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(chunks)
+		buf := make([]byte, 4096)
+		for {
+			n, err := in.Read(buf)
+			if n > 0 {
+				chunks <- append([]byte(nil), buf[:n]...)
+			}
+			if err != nil {
+				errc <- err
+				return
+			}
+		}
+	}()
+	return chunks, errc
+}
+
+// stopReading ends readChunks' goroutine and waits for it, so that nothing
+// reads the terminal once the client is done with it. A read deadline
+// interrupts a read of a terminal the runtime polls (one opened by a
+// program, as tests and embedders do). A process's own standard input is
+// most often in blocking mode, which no deadline reaches: its reader is
+// left blocked and ends when the process does, moments later.
+func stopReading(in *os.File, chunks <-chan []byte) {
+	if in.SetReadDeadline(time.Now()) != nil {
+		go func() { // the reader must not block on a send for ever
+			for range chunks {
+			}
+		}()
+		return
+	}
+	for range chunks {
+	}
+	_ = in.SetReadDeadline(time.Time{})
 }
