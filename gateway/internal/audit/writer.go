@@ -295,6 +295,7 @@ func (w *writer) flushSink(s *sink) bool {
 		return false
 	}
 	s.size += int64(n)
+	w.stats.writes.Add(1)
 	w.stats.lines.Add(s.pendLines)
 	w.stats.bytes.Add(s.pendBytes)
 	s.pendLines, s.pendBytes = 0, 0
