@@ -85,6 +85,14 @@ type Options struct {
 	PongTimeout  time.Duration
 	// WriteTimeout bounds one write to a peer (default 10 s).
 	WriteTimeout time.Duration
+	// KeepFreeMemory leaves the process's free memory to the Go runtime.
+	// By default, once at least 64 joins and leaves have been followed by a
+	// second without any, the gateway runs a garbage collection and returns
+	// the free memory to the operating system (debug.FreeOSMemory), at most
+	// every 30 s: the heap grown for a burst of joins is otherwise kept for
+	// good. A program that embeds the gateway and manages memory itself
+	// sets this.
+	KeepFreeMemory bool
 	// JoinTimeout is how long a connection without a bearer header has to
 	// send its join message (default 5 s).
 	JoinTimeout time.Duration

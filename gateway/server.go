@@ -31,6 +31,7 @@ type Server struct {
 	owner    map[*member]*liveSpace // guarded by tokMu
 	audit    *audit.Log
 	metrics  *metrics
+	trim     *memTrim // nil with Options.KeepFreeMemory
 	mux      *http.ServeMux
 	handler  http.Handler // mux behind the connection limits
 	started  time.Time
@@ -50,11 +51,12 @@ type Server struct {
 }
 
 // watchdog cancels sessions whose current write has taken longer than
-// WriteTimeout, and ends pauses whose timeout has passed. It is the server's
-// only goroutine of its own.
+// WriteTimeout, ends pauses whose timeout has passed, and trims memory after
+// a burst of joins or leaves (memTrim). It is the server's only goroutine of
+// its own.
 func (srv *Server) watchdog() {
 	defer close(srv.watchDone)
-	period := max(srv.opts.WriteTimeout/4, 10*time.Millisecond)
+	period := min(max(srv.opts.WriteTimeout/4, 10*time.Millisecond), time.Second)
 	t := time.NewTicker(period)
 	defer t.Stop()
 	limit := int64(srv.opts.WriteTimeout)
@@ -64,6 +66,7 @@ func (srv *Server) watchdog() {
 			return
 		case <-t.C:
 		}
+		srv.trimMemory()
 		now := nanotime()
 		for _, sp := range srv.order {
 			sp.expirePauses(srv.now())
@@ -78,6 +81,19 @@ func (srv *Server) watchdog() {
 				}
 			}
 		}
+	}
+}
+
+// trimMemory gives free memory back to the operating system when memTrim
+// says a burst of joins or leaves is over.
+func (srv *Server) trimMemory() {
+	if srv.trim == nil {
+		return
+	}
+	if srv.trim.tick(time.Now()) {
+		before, start := releasedBytes(), time.Now()
+		srv.trim.free()
+		srv.opts.Logger.Debug("returned free memory to the operating system", "bytes", releasedBytes()-before, "took", time.Since(start))
 	}
 }
 
@@ -96,6 +112,9 @@ func New(opts Options) (*Server, error) {
 		owner:   make(map[*member]*liveSpace),
 		metrics: newMetrics(),
 		started: opts.Now(),
+	}
+	if !opts.KeepFreeMemory {
+		srv.trim = newMemTrim()
 	}
 	srv.conns = connTable{max: int64(opts.MaxConnections), soft: int64(opts.MaxConnections - opts.ConnectionHeadroom),
 		refused: srv.metrics.connRefused.WithLabelValues("full")}

@@ -273,6 +273,7 @@ func (sp *liveSpace) attach(s *session) *refusal {
 	sp.sessions[s.id] = s
 	sp.rebuildLocked()
 	sp.srv.metrics.connections.WithLabelValues(s.transport).Inc()
+	sp.srv.trim.moved()
 	if sp.cl != nil {
 		sp.cl.joinLocked(s)
 	}
@@ -297,6 +298,7 @@ func (sp *liveSpace) detachLocked(s *session) {
 		return
 	}
 	delete(sp.sessions, s.id)
+	sp.srv.trim.moved()
 	if s.m.sess == s {
 		s.m.sess = nil
 	}

@@ -215,7 +215,7 @@ func newBenchRPCCmd(opts Options, gatewayTarget func() bench.Target) *cobra.Comm
 
 func newBenchIdleCmd(opts Options, gatewayTarget func() bench.Target) *cobra.Command {
 	var f benchFlags
-	o := bench.IdleOptions{Connections: 1000, Settle: 2 * time.Second}
+	o := bench.IdleOptions{Connections: 1000, Settle: 5 * time.Second}
 	cmd := &cobra.Command{
 		Use:   "idle",
 		Short: "Memory and goroutines per idle connection",
@@ -225,7 +225,7 @@ func newBenchIdleCmd(opts Options, gatewayTarget func() bench.Target) *cobra.Com
 	addBenchFlags(cmd, &f)
 	fl := cmd.Flags()
 	fl.IntVar(&o.Connections, "connections", o.Connections, "idle connections to open")
-	fl.DurationVar(&o.Settle, "settle", o.Settle, "how long the connections sit still before the measurement")
+	fl.DurationVar(&o.Settle, "settle", o.Settle, "how long the connections sit still before the measurement (long enough for the gateway to trim the memory the joins left free, about 2 s)")
 	return cmd
 }
 
