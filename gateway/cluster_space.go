@@ -509,7 +509,7 @@ func (cl *clusterSpace) remoteEnvelope(dec *protocol.Decoder, gen uint64, msg cl
 		return
 	}
 	sp := cl.sp
-	h := heldEnvelope{d: delivery{data: msg.Data, id: env.ID, kind: env.Kind, at: sp.srv.now(), remote: true}, sent: msg.Sent, ready: cl.readyFunc(&env)}
+	h := heldEnvelope{d: delivery{data: msg.Data, id: env.ID, kind: env.Kind, at: sp.srv.now(), to: env.To, remote: true}, sent: msg.Sent, ready: cl.readyFunc(&env)}
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	if gen != cl.subGen {

@@ -85,6 +85,13 @@ type Options struct {
 	PongTimeout  time.Duration
 	// WriteTimeout bounds one write to a peer (default 10 s).
 	WriteTimeout time.Duration
+	// WriteCoalesce is how long a connection's writer, having written,
+	// gathers what comes next before it writes again (default 2 ms;
+	// negative: never). A frame to a connection that was sent nothing for
+	// that long leaves at once; under steady traffic the frames leave in
+	// fewer, fuller writes, which is most of what a delivery costs. A
+	// deployment that counts every millisecond of latency turns it off.
+	WriteCoalesce time.Duration
 	// KeepFreeMemory leaves the process's free memory to the Go runtime.
 	// By default, once at least 64 joins and leaves have been followed by a
 	// second without any, the gateway runs a garbage collection and returns
@@ -172,6 +179,7 @@ const (
 	defaultPingInterval        = 30 * time.Second
 	defaultPongTimeout         = 15 * time.Second
 	defaultWriteTimeout        = 10 * time.Second
+	defaultWriteCoalesce       = 2 * time.Millisecond
 	defaultJoinTimeout         = 5 * time.Second
 	defaultHistorySize         = 1024
 	defaultHistoryBytes        = 32 << 20
@@ -202,6 +210,7 @@ func (o Options) withDefaults() Options {
 	setDefault(&o.PingInterval, defaultPingInterval)
 	setDefault(&o.PongTimeout, defaultPongTimeout)
 	setDefault(&o.WriteTimeout, defaultWriteTimeout)
+	setDefault(&o.WriteCoalesce, defaultWriteCoalesce)
 	setDefault(&o.JoinTimeout, defaultJoinTimeout)
 	setDefault(&o.HistorySize, defaultHistorySize)
 	setDefault(&o.HistoryBytes, defaultHistoryBytes)

@@ -123,7 +123,7 @@ func (sp *liveSpace) inbound(o origin, data []byte, st *inState) (result, *refus
 		return fail(rf)
 	}
 	out := env.AppendJSON(make([]byte, 0, len(data)+96))
-	d := delivery{data: out, id: env.ID, kind: env.Kind, at: now, src: o.m}
+	d := delivery{data: out, id: env.ID, kind: env.Kind, at: now, src: o.m, to: env.To}
 	srv.audit.Envelope(audit.EnvelopeRecord{
 		Time: now, Event: "received", ID: env.ID, Envelope: out,
 		Participant: o.id, Space: sp.id, Transport: o.transport,

@@ -35,6 +35,10 @@ type frame struct {
 	data   []byte
 	binary bool
 	src    *member // the participant that sent it; nil for the gateway's own
+	// addressed: the recipient is among the envelope's addressees, or it is
+	// a private answer; someone may be waiting on it, so it ends the
+	// writer's gathering (Options.WriteCoalesce).
+	addressed bool
 }
 
 // sink is where a session's frames end up: a WebSocket or an output_log file.
@@ -98,7 +102,7 @@ func newSession(sp *liveSpace, m *member, id, transport string, queue, queueByte
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &session{
 		sp: sp, m: m, id: id, transport: transport,
-		q:        outq{limit: queue, maxBytes: queueBytes, wake: make(chan struct{}, 1)},
+		q:        outq{limit: queue, maxBytes: queueBytes, wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1)},
 		done:     make(chan struct{}),
 		sink:     sk,
 		ctx:      ctx,
@@ -157,6 +161,9 @@ type outq struct {
 	maxBytes int
 	shares   map[*member]share // what each sender has queued
 	wake     chan struct{}
+	// hurry (capacity 1) is signalled by each push of an addressed frame,
+	// to end the writer's gathering.
+	hurry chan struct{}
 }
 
 // share is what one sender has in a queue.
@@ -189,6 +196,12 @@ func (q *outq) push(f frame) (shed *member, ok bool) {
 	select {
 	case q.wake <- struct{}{}:
 	default:
+	}
+	if f.addressed {
+		select {
+		case q.hurry <- struct{}{}:
+		default:
+		}
 	}
 	return shed, true
 }
@@ -294,53 +307,78 @@ func (s *session) wakeWriter() {
 
 // write is the writer goroutine, the only one while writerOn is set: it
 // drains the queue into the sink and exits when nothing came for
-// writerLinger. Once the session is killed it closes the sink, stops the
-// pings and closes finished, and no writer starts again.
+// writerLinger. Having written, it gathers for Options.WriteCoalesce before
+// it looks at the queue again, so that under steady traffic the frames leave
+// in fewer, fuller writes, while a frame after a quiet spell, and one
+// addressed to this participant (a request, a response, a private answer),
+// leave at once: only what it sees as a bystander waits.
+// Once the session is killed it closes the sink, stops the pings and closes
+// finished, and no writer starts again.
 func (s *session) write() {
 	var batch []frame
-	var linger *time.Timer
+	var linger, gather *time.Timer
 	defer func() {
 		if linger != nil {
 			linger.Stop()
 		}
+		if gather != nil {
+			gather.Stop()
+		}
 	}()
+	coalesce := s.sp.srv.opts.WriteCoalesce
 	for {
-		var ok bool
 		select {
 		case <-s.done:
 			s.end()
 			return
 		case <-s.q.wake:
-			if batch, ok = s.drain(batch); !ok {
+		default:
+			linger = restart(linger, writerLinger)
+			select {
+			case <-s.done:
 				s.end()
 				return
+			case <-s.q.wake:
+			case <-linger.C:
+				s.writerOn.Store(false)
+				// A push or kill since the last look found the writer on
+				// and started none: carry on if so, unless one has started
+				// since.
+				if len(s.q.wake) == 0 && !s.killed() || !s.writerOn.CompareAndSwap(false, true) {
+					return
+				}
+				continue
 			}
-			continue
+		}
+		select { // what is taken now needs no hurry
+		case <-s.q.hurry:
 		default:
 		}
-		if linger == nil {
-			linger = time.NewTimer(writerLinger)
-		} else {
-			linger.Reset(writerLinger)
-		}
-		select {
-		case <-s.done:
+		var ok bool
+		if batch, ok = s.drain(batch); !ok {
 			s.end()
 			return
-		case <-s.q.wake:
-			if batch, ok = s.drain(batch); !ok {
+		}
+		if coalesce > 0 {
+			gather = restart(gather, coalesce)
+			select {
+			case <-s.done:
 				s.end()
 				return
-			}
-		case <-linger.C:
-			s.writerOn.Store(false)
-			// A push or kill since the last look found the writer on and
-			// started none: carry on if so, unless one has started since.
-			if len(s.q.wake) == 0 && !s.killed() || !s.writerOn.CompareAndSwap(false, true) {
-				return
+			case <-gather.C:
+			case <-s.q.hurry: // an addressed frame leaves at once
 			}
 		}
 	}
+}
+
+// restart returns t, or a new timer if it is nil, set to fire after d.
+func restart(t *time.Timer, d time.Duration) *time.Timer {
+	if t == nil {
+		return time.NewTimer(d)
+	}
+	t.Reset(d)
+	return t
 }
 
 // killed reports whether kill has been called.

@@ -346,7 +346,7 @@ func (sp *liveSpace) systemEnvelope(kind string, to []string, payload any, corr 
 	env.From = protocol.GatewayID
 	env.To = to
 	env.CorrelationID = corr
-	return delivery{data: env.AppendJSON(nil), id: env.ID, kind: kind, at: now}
+	return delivery{data: env.AppendJSON(nil), id: env.ID, kind: kind, at: now, to: to}
 }
 
 // delivery describes one envelope for history, metrics and the audit log.
@@ -358,7 +358,8 @@ type delivery struct {
 	// logged, when set, is what the audit log records instead of data
 	// (data with a secret blanked out).
 	logged []byte
-	src    *member // the participant that sent it; nil for the gateway's own
+	src    *member  // the participant that sent it; nil for the gateway's own
+	to     []string // the envelope's addressees: their copies are not held back (frame.addressed)
 	// remote: another node accepted or made it (its envelope from the
 	// Broker, or what this node derives from its presence, invitation or
 	// stream change); that node put it in the cluster's history.
@@ -382,6 +383,7 @@ func (sp *liveSpace) broadcastLocked(d delivery, exclude *session) {
 		if s == exclude {
 			continue
 		}
+		f.addressed = len(d.to) > 0 && (slices.Contains(d.to, s.id) || slices.Contains(d.to, s.m.name))
 		if !s.enqueue(f) {
 			missed = append(missed, i)
 			continue
@@ -413,7 +415,7 @@ func (sp *liveSpace) unicastLocked(s *session, d delivery) {
 		// poller gets its current state from GET /participants.
 		sp.history.add(d.at, d.data, s.m)
 	}
-	f := frame{data: d.data, src: d.src}
+	f := frame{data: d.data, src: d.src, addressed: true}
 	if d.logged != nil && s.transport == transportVirtual {
 		f.data = d.logged // a file gets what the audit log gets: no secrets
 	}

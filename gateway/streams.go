@@ -195,7 +195,7 @@ func (sp *liveSpace) streamEnvelope(kind string, to, corr []string, payload any)
 	env.From = protocol.GatewayID
 	env.To = to
 	env.CorrelationID = corr
-	return delivery{data: env.AppendJSON(nil), id: env.ID, kind: kind, at: now}, nil
+	return delivery{data: env.AppendJSON(nil), id: env.ID, kind: kind, at: now, to: to}, nil
 }
 
 // streamEncodeFailed is the refusal when the gateway cannot encode its own

@@ -43,6 +43,7 @@ type gatewayFlags struct {
 	rate              float64
 	burst             int
 	sendQueue         int
+	writeCoalesce     time.Duration
 	noAudit           bool
 	auditReceivedOnly bool
 	auditMaxSize      int64
@@ -91,6 +92,7 @@ exits with status 0.`,
 	fl.Float64Var(&f.rate, "rate", 500, "per-participant rate limit in envelopes per second (negative: none)")
 	fl.IntVar(&f.burst, "burst", 1000, "per-participant burst size of the rate limit")
 	fl.IntVar(&f.sendQueue, "send-queue", 1024, "outbound queue length per connection; a reader that lets it fill is disconnected")
+	fl.DurationVar(&f.writeCoalesce, "write-coalesce", 2*time.Millisecond, "how long a connection's writer, having written, gathers what comes next (0: off; at most 100ms): fewer writes under load for that much latency")
 	fl.BoolVar(&f.noAudit, "no-audit", false, "do not write the audit logs")
 	fl.BoolVar(&f.auditReceivedOnly, "audit-received-only", false, "write only received lines, not one delivered line per recipient")
 	fl.Int64Var(&f.auditMaxSize, "audit-max-size", 256<<20, "size in bytes at which an audit log file is rotated (negative: never)")
@@ -164,6 +166,8 @@ func (f gatewayFlags) check() error {
 		return fmt.Errorf("--burst: must be at least 1")
 	case f.sendQueue < 1:
 		return fmt.Errorf("--send-queue: must be at least 1")
+	case f.writeCoalesce < 0 || f.writeCoalesce > 100*time.Millisecond:
+		return fmt.Errorf("--write-coalesce: %v is not from 0 (off) to 100ms", f.writeCoalesce)
 	case f.rate == 0:
 		return fmt.Errorf("--rate: 0 would refuse everything; use a negative rate for no limit")
 	}
@@ -214,6 +218,7 @@ func runGateway(ctx context.Context, cmd *cobra.Command, f gatewayFlags, explici
 		Rate:              f.rate,
 		Burst:             f.burst,
 		SendQueue:         f.sendQueue,
+		WriteCoalesce:     cmp.Or(f.writeCoalesce, -1), // the flag's 0 is off
 		AuditMaxFileSize:  f.auditMaxSize,
 		AuditMaxFiles:     f.auditMaxFiles,
 		AuditFormat:       f.auditFormat,

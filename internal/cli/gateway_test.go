@@ -226,7 +226,7 @@ func TestGatewayStartCluster(t *testing.T) {
 	}
 }
 
-// TestGatewayStartClusterBadInput: cluster flags that cannot work are
+// TestGatewayStartClusterBadInput: cluster flags (and --write-coalesce) that cannot work are
 // refused before the gateway serves.
 func TestGatewayStartClusterBadInput(t *testing.T) {
 	good := writeSpace(t, "space: {id: x}\nparticipants:\n  a: {capabilities: [{kind: chat}]}\n")
@@ -253,6 +253,9 @@ func TestGatewayStartClusterBadInput(t *testing.T) {
 		{[]string{"--nats", "embedded:99999"}, "is not embedded or embedded:PORT"},
 		{[]string{"--nats", "embeddedx"}, "is not embedded or embedded:PORT"},
 		{[]string{"--nats", "nats://mew:sekret@127.0.0.1:1"}, "nats://mew:xxxxx@127.0.0.1:1"},
+		{[]string{"--write-coalesce", "-1ms"}, "--write-coalesce: -1ms is not from 0 (off) to 100ms"},
+		{[]string{"--write-coalesce", "1s"}, "--write-coalesce: 1s is not from 0 (off) to 100ms"},
+		{[]string{"--write-coalesce", "fast"}, "invalid argument"},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			_, stderr, err := run(t, Options{}, append([]string{"gateway", "start", "-p", "0", "-s", good}, c.args...)...)
