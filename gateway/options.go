@@ -88,9 +88,11 @@ type Options struct {
 	// WriteCoalesce is how long a connection's writer, having written,
 	// gathers what comes next before it writes again (default 2 ms;
 	// negative: never). A frame to a connection that was sent nothing for
-	// that long leaves at once; under steady traffic the frames leave in
-	// fewer, fuller writes, which is most of what a delivery costs. A
-	// deployment that counts every millisecond of latency turns it off.
+	// that long leaves at once, and so does one addressed to the participant
+	// (in the envelope's to, or a private answer); under steady traffic the
+	// rest leave in fewer, fuller writes, which is most of what a delivery
+	// costs. A deployment that counts every millisecond of latency turns it
+	// off.
 	WriteCoalesce time.Duration
 	// KeepFreeMemory leaves the process's free memory to the Go runtime.
 	// By default, once at least 64 joins and leaves have been followed by a
