@@ -115,8 +115,28 @@ func (v logView) consumer(ctx context.Context, space string, after uint64) (jets
 	if after > 0 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
 	}
-	return v.n.js.OrderedConsumer(ctx, v.stream, cfg)
+	// "No responders" means that no JetStream server answered the request,
+	// which in a NATS cluster happens for a moment while its servers elect
+	// a leader: ask again for up to noResponderWait before giving up.
+	wait := 25 * time.Millisecond
+	deadline := time.Now().Add(noResponderWait)
+	for {
+		cons, err := v.n.js.OrderedConsumer(ctx, v.stream, cfg)
+		if !errors.Is(err, nats.ErrNoResponders) || time.Now().Add(wait).After(deadline) {
+			return cons, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
 }
+
+// noResponderWait is how long a read or follow of a log asks again while no
+// JetStream server answers.
+const noResponderWait = 2 * time.Second
 
 // record converts a log message; one another node wrote wrongly is
 // skipped.
