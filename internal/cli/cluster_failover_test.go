@@ -195,6 +195,26 @@ func (m *member) left(id string) (time.Time, bool) {
 	return at, ok
 }
 
+// sees reports whether each of ids is in m's last welcome or joined in a
+// presence envelope m received.
+func (m *member) sees(ids ...string) bool {
+	w := m.lastWelcome()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, id := range ids {
+		if lists(w, id) {
+			continue
+		}
+		if !slices.ContainsFunc(m.envs, func(e *protocol.Envelope) bool {
+			var p protocol.Presence
+			return e.Kind == protocol.KindSystemPresence && e.DecodePayload(&p) == nil && p.Event == protocol.PresenceJoin && p.Participant.ID == id
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
 // lists reports whether w lists every one of ids among the others.
 func lists(w *protocol.Welcome, ids ...string) bool {
 	if w == nil {
@@ -254,9 +274,9 @@ func TestClusterNodeKilled(t *testing.T) {
 	bob := joinNodes(t, "bob-token", n3.url)
 	dave := joinNodes(t, "dave-token", n2.url) // one URL: it stays down with its node
 	alice := joinNodes(t, "alice-token", n2.url, n3.url)
-	waitUntil(t, "alice's welcome to list everyone", func() bool {
-		return lists(alice.lastWelcome(), "admin", "carol", "bob", "dave")
-	})
+	// Her node may welcome her before another node's join has reached it; the
+	// presence that follows completes her view.
+	waitUntil(t, "alice to see everyone", func() bool { return alice.sees("admin", "carol", "bob", "dave") })
 
 	// A grant made on node 1 reaches alice on node 2; her proposal goes through.
 	sendEnv(t, admin, protocol.KindCapabilityGrant, protocol.Grant{
