@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,12 +35,7 @@ func benchServer(b *testing.B, n int, audit, limit bool) (*liveSpace, origin) {
 		y.WriteString("      - {kind: \"reasoning/*\"}\n      - {kind: mcp/proposal}\n      - {kind: mcp/request, payload: {method: \"tools/list\"}}\n")
 		y.WriteString("      - {kind: mcp/request, payload: {method: tools/call, params: {name: \"read_*\"}}}\n      - {kind: chat}\n")
 	}
-	dir := b.TempDir()
-	path := filepath.Join(dir, "space.yaml")
-	if err := os.WriteFile(path, []byte(y.String()), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	cfg, err := space.Load(path)
+	cfg, err := space.Parse([]byte(y.String()), filepath.Join(b.TempDir(), "space.yaml"))
 	if err != nil {
 		b.Fatal(err)
 	}

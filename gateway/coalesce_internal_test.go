@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -53,12 +52,8 @@ func TestWriteCoalesce(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				dir := t.TempDir()
-				path := filepath.Join(dir, "space.yaml")
-				if err := os.WriteFile(path, []byte("space: {id: w}\nparticipants:\n  p: {tokens: [tok], capabilities: [{kind: chat}]}\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				cfg, err := space.Load(path)
+				cfg, err := space.Parse([]byte("space: {id: w}\nparticipants:\n  p: {tokens: [tok], capabilities: [{kind: chat}]}\n"),
+					filepath.Join(t.TempDir(), "space.yaml"))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,33 +14,8 @@ import (
 	"github.com/mew-protocol/mew/internal/testutil"
 )
 
-// trimLog records the gateway's log messages, debug ones included.
-type trimLog struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (l *trimLog) Enabled(context.Context, slog.Level) bool { return true }
-func (l *trimLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
-func (l *trimLog) WithGroup(string) slog.Handler            { return l }
-func (l *trimLog) Handle(_ context.Context, r slog.Record) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.msgs = append(l.msgs, r.Message)
-	return nil
-}
-
-func (l *trimLog) count(msg string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, m := range l.msgs {
-		if m == msg {
-			n++
-		}
-	}
-	return n
-}
+// trims counts the trims in the gateway's log.
+func trims(logs *testutil.Buffer) int { return strings.Count(logs.String(), trimMsg) }
 
 const trimMsg = "returned free memory to the operating system"
 
@@ -76,26 +50,27 @@ participants:
 func TestMemoryTrimmedAfterChurn(t *testing.T) {
 	for _, keep := range []bool{false, true} {
 		t.Run(map[bool]string{false: "default", true: "keep"}[keep], func(t *testing.T) {
-			log := &trimLog{}
-			g := testutil.StartGateway(t, trimSpace, gateway.Options{Logger: slog.New(log), KeepFreeMemory: keep})
+			var logs testutil.Buffer
+			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			g := testutil.StartGateway(t, trimSpace, gateway.Options{Logger: logger, KeepFreeMemory: keep})
 			churn(t, g, 40) // 80 joins and leaves
 			deadline := time.Now().Add(4 * time.Second)
-			for log.count(trimMsg) == 0 && time.Now().Before(deadline) {
+			for trims(&logs) == 0 && time.Now().Before(deadline) {
 				time.Sleep(50 * time.Millisecond)
 			}
 			if keep {
-				if n := log.count(trimMsg); n != 0 {
+				if n := trims(&logs); n != 0 {
 					t.Fatalf("%d trims with KeepFreeMemory", n)
 				}
 				return
 			}
-			if n := log.count(trimMsg); n != 1 {
+			if n := trims(&logs); n != 1 {
 				t.Fatalf("%d trims after the churn, want 1", n)
 			}
 			// More churn within 30 s of the trim waits for the interval.
 			churn(t, g, 40)
 			time.Sleep(2500 * time.Millisecond)
-			if n := log.count(trimMsg); n != 1 {
+			if n := trims(&logs); n != 1 {
 				t.Errorf("%d trims: a second came within 30 s of the first", n)
 			}
 		})
