@@ -119,6 +119,7 @@ func (srv *Server) clusterStart() error {
 		return nil
 	}
 	srv.metrics.registerCluster(node)
+	srv.outage.reconnects = clusterReconnects(node)
 	hw := newHistoryWriter(srv, node) // cluster_history.go: one per node
 	for _, sp := range srv.order {
 		cl, err := newClusterSpace(sp, node, hw)

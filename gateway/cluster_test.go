@@ -426,6 +426,8 @@ func TestClusterUnavailable(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling the node's state, with a deadline
 	}
+	// Told without asking, then refused when it sends.
+	waitMsg(t, human, 5*time.Second, "the notice that the cluster is gone", outageNotice)
 	e := outcome(t, human, "c1", `{"id":"c1","kind":"chat","payload":{"text":"alone"}}`)
 	if e == nil || e["error"] != gateway.ErrorClusterUnavailable {
 		t.Fatalf("with NATS down: %v, want %s", e, gateway.ErrorClusterUnavailable)
@@ -439,6 +441,8 @@ func TestClusterUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ns2.Shutdown(); ns2.WaitForShutdown() })
+	// A fresh welcome says it is back.
+	waitMsg(t, human, 10*time.Second, "the welcome after the reconnection", func(m testutil.Msg) bool { return m.Kind() == "system/welcome" })
 	deadline = time.Now().Add(10 * time.Second)
 	for i := 0; ; i++ {
 		id := fmt.Sprintf("r%d", i)
@@ -458,6 +462,110 @@ func TestClusterUnavailable(t *testing.T) {
 	for _, g := range gs {
 		g.Stop(t) // while NATS is up, not after ns2's cleanup
 	}
+}
+
+// outageNotice matches the gateway's unprompted notice that its node lost
+// the cluster.
+func outageNotice(m testutil.Msg) bool {
+	_, corr := m.Env["correlation_id"]
+	return m.Kind() == "system/error" && !corr && m.Payload()["error"] == gateway.ErrorClusterUnavailable
+}
+
+// waitMsg skips p's messages until one satisfies ok, for at most d.
+func waitMsg(t *testing.T, p *testutil.Peer, d time.Duration, what string, ok func(testutil.Msg) bool) testutil.Msg {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		m, err := p.Read(time.Until(deadline))
+		if err != nil {
+			t.Fatalf("waiting %v for %s: %v", d, what, err)
+		}
+		if ok(m) {
+			return m
+		}
+	}
+}
+
+// TestClusterPartition cuts the network between node 2 and NATS silently
+// (no reset: only missed pings tell), then heals it. Node 2's participant
+// is told, and refused rather than diverge; node 1 keeps serving and sees
+// it leave within the presence TTL; after the heal, node 2's participant
+// gets a fresh welcome, node 1 sees it again, and envelopes cross both
+// ways.
+func TestClusterPartition(t *testing.T) {
+	var proxy *testutil.Proxy
+	c := newTestCluster(t, 2, false, clusterSpace, func(i int, o *natscluster.Options) {
+		if i == 1 {
+			proxy = testutil.StartProxy(t, strings.TrimPrefix(o.URL, "nats://"))
+			o.URL = "nats://" + proxy.Addr
+		}
+	})
+	a, b := c.gs[0], c.gs[1]
+	human, _ := testutil.Join(t, a.WSURL, "human-token")
+	bob, _ := testutil.Join(t, b.WSURL, "bob-token")
+	human.ExpectFunc("system/presence", presence("join", "bob"))
+
+	proxy.Cut()
+	cut := time.Now()
+	// Detection takes the client's missed pings (2 s apart, 2 outstanding).
+	waitMsg(t, bob, 15*time.Second, "bob's notice that node 2 lost the cluster", outageNotice)
+	told := time.Since(cut)
+	if e := outcome(t, bob, "b1", `{"id":"b1","kind":"chat","payload":{"text":"into the void"}}`); e == nil || e["error"] != gateway.ErrorClusterUnavailable {
+		t.Fatalf("bob's chat on the cut-off node: %v, want %s", e, gateway.ErrorClusterUnavailable)
+	}
+	if code, h := get(t, b, "/health", ""); code != http.StatusServiceUnavailable || h["nats"] != "unavailable" {
+		t.Fatalf("/health of the cut-off node: %d %v", code, h)
+	}
+	// Node 1 goes on; bob's presence expires there within the TTL of his
+	// last refresh.
+	m := waitMsg(t, human, 10*time.Second, "bob leaving node 1's view", func(m testutil.Msg) bool {
+		return m.Kind() == "system/presence" && presence("leave", "bob")(m)
+	})
+	ts, _ := m.Env["ts"].(string)
+	at, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		t.Fatalf("presence leave ts %q: %v", ts, err)
+	}
+	// A refresh may have landed just before the cut: TTL plus a margin.
+	if left := at.Sub(cut); left > 2*time.Second+time.Second {
+		t.Errorf("bob left node 1's view %v after the cut, want within the 2 s TTL", left)
+	}
+	left := at.Sub(cut)
+	if code, _ := get(t, a, "/health", ""); code != http.StatusOK {
+		t.Fatalf("/health of node 1 during the partition: %d", code)
+	}
+	if e := outcome(t, human, "h1", `{"id":"h1","kind":"chat","payload":{"text":"still here"}}`); e != nil {
+		t.Fatalf("node 1 during the partition refused: %v", e)
+	}
+
+	proxy.Heal()
+	healed := time.Now()
+	w := waitMsg(t, bob, 15*time.Second, "bob's welcome after the heal", func(m testutil.Msg) bool { return m.Kind() == "system/welcome" })
+	back := time.Since(healed)
+	if got := ids(w.Payload()["participants"]); !slices.Contains(got, "human") {
+		t.Errorf("bob's welcome after the heal lists %v, want human among them", got)
+	}
+	waitMsg(t, human, 10*time.Second, "bob back in node 1's view", func(m testutil.Msg) bool {
+		return m.Kind() == "system/presence" && presence("join", "bob")(m)
+	})
+	if e := outcome(t, bob, "b2", `{"id":"b2","kind":"chat","payload":{"text":"back"}}`); e != nil {
+		t.Fatalf("bob after the heal: %v", e)
+	}
+	human.ExpectFunc("chat", func(m testutil.Msg) bool { return m.ID() == "b2" })
+	human.SendText(`{"id":"h2","kind":"chat","payload":{"text":"welcome back"}}`)
+	bob.ExpectFunc("chat", func(m testutil.Msg) bool { return m.ID() == "h2" })
+	// One outage, one notice: the reconnection is not announced again.
+	if m, quiet := bob.Quiet(1500*time.Millisecond, func(m testutil.Msg) bool { return !outageNotice(m) }); !quiet {
+		t.Errorf("a second notice after the heal: %s", m.Raw)
+	}
+	t.Logf("cut: bob told after %v, gone from node 1 after %v; healed: bob welcomed again after %v",
+		told.Round(time.Millisecond), left.Round(time.Millisecond), back.Round(time.Millisecond))
+
+	// A reset: node 2 reconnects at once, most likely between two looks of
+	// its watchdog; bob is still told, after the fact, and welcomed.
+	proxy.Reset()
+	waitMsg(t, bob, 5*time.Second, "bob's notice of the short outage", outageNotice)
+	waitMsg(t, bob, 5*time.Second, "bob's welcome after the short outage", func(m testutil.Msg) bool { return m.Kind() == "system/welcome" })
 }
 
 // A kick on node 1 disconnects the participant on node 2, and its token

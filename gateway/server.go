@@ -32,6 +32,7 @@ type Server struct {
 	audit    *audit.Log
 	metrics  *metrics
 	trim     *memTrim // nil with Options.KeepFreeMemory
+	outage   outage   // the cluster connection as the watchdog last saw it (cluster_outage.go)
 	mux      *http.ServeMux
 	handler  http.Handler // mux behind the connection limits
 	started  time.Time
@@ -51,9 +52,10 @@ type Server struct {
 }
 
 // watchdog cancels sessions whose current write has taken longer than
-// WriteTimeout, ends pauses whose timeout has passed, and trims memory after
-// a burst of joins or leaves (memTrim). It is the server's only goroutine of
-// its own.
+// WriteTimeout, ends pauses whose timeout has passed, trims memory after a
+// burst of joins or leaves (memTrim), and tells participants when the node
+// loses and regains its cluster (clusterOutage). It is the server's only
+// goroutine of its own.
 func (srv *Server) watchdog() {
 	defer close(srv.watchDone)
 	period := min(max(srv.opts.WriteTimeout/4, 10*time.Millisecond), time.Second)
@@ -67,6 +69,7 @@ func (srv *Server) watchdog() {
 		case <-t.C:
 		}
 		srv.trimMemory()
+		srv.clusterOutage()
 		now := nanotime()
 		for _, sp := range srv.order {
 			sp.expirePauses(srv.now())

@@ -1,0 +1,93 @@
+package gateway
+
+import (
+	"errors"
+
+	"github.com/mew-protocol/mew/gateway/cluster"
+)
+
+// A node cut off from its cluster refuses what its participants send
+// (clusterSpace.refusal), but a participant that only listens would not
+// learn that envelopes from the other nodes no longer reach it. So the
+// watchdog tells them when the connection goes, and sends a fresh welcome
+// when it is back (the roster may have changed meanwhile). An outage
+// shorter than the watchdog's period is seen through the node's reconnect
+// counter (cluster.StatsReporter) and announced afterwards.
+
+// Messages of the notices, sent as system/error cluster_unavailable.
+const (
+	outageNotice = "this gateway node lost its connection to the cluster: envelopes sent on other nodes do not reach you, " +
+		"and this node accepts nothing for the space until the connection is back (a new system/welcome will say so); " +
+		"reconnecting to another node ends the wait: "
+	blipNotice = "this gateway node was cut off from the cluster for a moment and is back: " +
+		"envelopes sent on other nodes meanwhile did not reach you (GET /participants/{id}/messages has them)"
+)
+
+// outage is the cluster connection as the watchdog last saw it. Only the
+// watchdog goroutine (and clusterStart, before it runs) touches it.
+type outage struct {
+	down       bool   // the node's Err was set at the last look, and announced
+	reconnects uint64 // the node's reconnect counter at the last look
+	// settling is set at the look that saw the connection back: the
+	// counter may move just after the status does (the node counts in
+	// its reconnect callback), which is the same outage, not a new one.
+	settling bool
+}
+
+// clusterReconnects reads the node's reconnect counter, 0 when it keeps none.
+func clusterReconnects(node cluster.Node) uint64 {
+	if sr, ok := node.(cluster.StatsReporter); ok {
+		return sr.Stats().Reconnects
+	}
+	return 0
+}
+
+// clusterOutage compares the node's connection with the last look and tells
+// the participants of every space what changed.
+func (srv *Server) clusterOutage() {
+	node := srv.opts.Cluster
+	if node == nil {
+		return
+	}
+	err := node.Err()
+	if errors.Is(err, cluster.ErrClosed) {
+		return // the server is closing: its connections end anyway
+	}
+	o := &srv.outage
+	rc := clusterReconnects(node)
+	blip := err == nil && !o.down && !o.settling && rc != o.reconnects
+	o.reconnects, o.settling = rc, false
+	switch {
+	case err != nil && !o.down:
+		o.down = true
+		srv.opts.Logger.Warn("cluster: connection lost; refusing envelopes of the shared spaces until it is back", "err", err)
+		srv.tellLocal(refuse(ErrorClusterUnavailable, outageNotice+err.Error()), false)
+	case err == nil && o.down:
+		o.down, o.settling = false, true
+		srv.opts.Logger.Info("cluster: connection back")
+		srv.tellLocal(nil, true)
+	case blip:
+		srv.opts.Logger.Info("cluster: reconnected after a short outage")
+		srv.tellLocal(refuse(ErrorClusterUnavailable, blipNotice), true)
+	}
+}
+
+// tellLocal sends every participant connected to this node, in every
+// space, the notice (if any) and then, with welcome, a fresh system/welcome.
+func (srv *Server) tellLocal(notice *refusal, welcome bool) {
+	for _, sp := range srv.order {
+		if sp.cl == nil {
+			continue
+		}
+		sp.mu.Lock()
+		for _, s := range sp.roster {
+			if notice != nil {
+				sp.unicastLocked(s, sp.errorEnvelope(s.id, notice))
+			}
+			if welcome {
+				sp.unicastLocked(s, sp.welcomeLocked(s))
+			}
+		}
+		sp.mu.Unlock()
+	}
+}
