@@ -12,13 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/gateway/cluster"
-	"github.com/mew-protocol/mew/gateway/cluster/memory"
 	"github.com/mew-protocol/mew/gateway/cluster/natscluster"
 	"github.com/mew-protocol/mew/internal/testutil"
 )
@@ -26,48 +24,22 @@ import (
 // histCluster is a cluster whose gateway nodes are started one at a time,
 // so that a test can start one after envelopes were sent.
 type histCluster struct {
-	mem   *memory.Cluster
-	ns    *server.Server // nil on memory
-	store string
+	*fabric
 	nodes []cluster.Node
 	gs    []*testutil.Gateway
 	opts  gateway.Options // of the gateways add starts, before their cluster
 }
 
-func newHistCluster(t *testing.T, mem bool) *histCluster {
+func newHistCluster(t *testing.T, b backend) *histCluster {
 	t.Helper()
-	c := &histCluster{store: t.TempDir()}
-	if mem {
-		c.mem = memory.New(memory.Options{PresenceTTL: 2 * time.Second})
-		t.Cleanup(func() { _ = c.mem.Close() })
-		return c
-	}
-	var err error
-	if c.ns, err = natscluster.StartServer(natscluster.ServerOptions{StoreDir: c.store}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.ns.Shutdown(); c.ns.WaitForShutdown() })
-	return c
+	return &histCluster{fabric: newFabric(t, b)}
 }
 
 // add starts one more gateway node serving clusterSpace; wrap, if set,
 // wraps its cluster node.
 func (c *histCluster) add(t *testing.T, wrap func(cluster.Node) cluster.Node) *testutil.Gateway {
 	t.Helper()
-	id := fmt.Sprintf("n%d", len(c.nodes)+1)
-	var node cluster.Node
-	var err error
-	if c.mem != nil {
-		node, err = c.mem.Node(id)
-	} else {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		node, err = natscluster.New(ctx, natscluster.Options{NodeID: id, Cluster: "test", URL: c.ns.ClientURL(), PresenceTTL: 2 * time.Second})
-		cancel()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = node.Close() })
+	node := c.node(t, len(c.nodes), fmt.Sprintf("n%d", len(c.nodes)+1), nil)
 	c.nodes = append(c.nodes, node)
 	if wrap != nil {
 		node = wrap(node)
@@ -79,10 +51,10 @@ func (c *histCluster) add(t *testing.T, wrap func(cluster.Node) cluster.Node) *t
 	return g
 }
 
-// onHistoryBackends runs f over NATS, then over memory.
+// onHistoryBackends runs f on each backend.
 func onHistoryBackends(t *testing.T, f func(*testing.T, *histCluster)) {
-	for _, mem := range []bool{false, true} {
-		t.Run(map[bool]string{false: "nats", true: "memory"}[mem], func(t *testing.T) { f(t, newHistCluster(t, mem)) })
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) { f(t, newHistCluster(t, b)) })
 	}
 }
 
@@ -330,7 +302,7 @@ func historyRaw(t *testing.T, c *histCluster) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var b strings.Builder
-	if c.ns == nil {
+	if len(c.urls) == 0 {
 		recs, err := c.nodes[0].History().Read(ctx, "shared", 0, cluster.MaxReadLen)
 		if err != nil {
 			t.Fatal(err)
@@ -341,7 +313,7 @@ func historyRaw(t *testing.T, c *histCluster) string {
 		}
 		return b.String()
 	}
-	nc, err := nats.Connect(c.ns.ClientURL())
+	nc, err := nats.Connect(c.urls[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +322,7 @@ func historyRaw(t *testing.T, c *histCluster) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cons, err := js.OrderedConsumer(ctx, "mew_test_history", jetstream.OrderedConsumerConfig{})
+	cons, err := js.OrderedConsumer(ctx, "mew_"+c.name+"_history", jetstream.OrderedConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,7 +435,7 @@ func (l *gatedLog) Append(ctx context.Context, space string, data []byte) (uint6
 // A full queue drops envelopes from the history and counts them; routing
 // goes on meanwhile.
 func TestClusterHistoryQueueFull(t *testing.T) {
-	c := newHistCluster(t, true)
+	c := newHistCluster(t, onMemory)
 	c.opts.ClusterHistoryQueue = 4
 	gl := &gatedLog{open: make(chan struct{})}
 	a := c.add(t, func(n cluster.Node) cluster.Node {
@@ -516,7 +488,7 @@ func TestClusterHistoryQueueFull(t *testing.T) {
 // A node cut off from NATS answers polls with 503 cluster_unavailable
 // rather than a partial history.
 func TestClusterHistoryUnavailable(t *testing.T) {
-	c := newHistCluster(t, false)
+	c := newHistCluster(t, onNATS)
 	a := c.add(t, nil)
 	post(t, a, "human", "human-token", chatBody("before"))
 	port := c.ns.Addr().(*net.TCPAddr).Port

@@ -11,7 +11,6 @@ import (
 
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/gateway/cluster"
-	"github.com/mew-protocol/mew/gateway/cluster/memory"
 	"github.com/mew-protocol/mew/gateway/cluster/natscluster"
 	"github.com/mew-protocol/mew/internal/testutil"
 )
@@ -213,9 +212,9 @@ func anyStrings(v any) []string {
 // A node started after streams were opened and closed knows the open
 // ones from its first welcome, and delivers their frames.
 func TestClusterStreamsLateNode(t *testing.T) {
-	for _, mem := range []bool{false, true} {
-		t.Run(map[bool]string{false: "nats", true: "memory"}[mem], func(t *testing.T) {
-			newNode := fabric(t, mem)
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			newNode := nodeMaker(t, b)
 			start := func(id string) *testutil.Gateway {
 				return testutil.StartGateway(t, clusterSpace, gateway.Options{Cluster: newNode(id), ClusterName: "test", Logger: slog.New(slog.NewTextHandler(tlog{t}, nil))})
 			}
@@ -251,37 +250,15 @@ func TestClusterStreamsLateNode(t *testing.T) {
 	}
 }
 
-// fabric returns a maker of nodes of one fresh cluster: on an embedded
-// NATS server, or on a memory.Cluster. (startClusterOn starts its nodes
-// all at once; this test adds one later.)
-func fabric(t *testing.T, mem bool) func(id string) cluster.Node {
+// nodeMaker returns a maker of nodes of one fresh cluster on b, for tests
+// that start a node later (startClusterOn starts its nodes all at once).
+func nodeMaker(t *testing.T, b backend) func(id string) cluster.Node {
 	t.Helper()
-	if mem {
-		mc := memory.New(memory.Options{PresenceTTL: 2 * time.Second})
-		t.Cleanup(func() { _ = mc.Close() })
-		return func(id string) cluster.Node {
-			n, err := mc.Node(id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = n.Close() })
-			return n
-		}
-	}
-	ns, err := natscluster.StartServer(natscluster.ServerOptions{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	f := newFabric(t, b)
+	i := 0
 	return func(id string) cluster.Node {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		n, err := natscluster.New(ctx, natscluster.Options{NodeID: id, Cluster: "test", URL: ns.ClientURL(), PresenceTTL: 2 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = n.Close() })
-		return n
+		i++
+		return f.node(t, i-1, id, nil)
 	}
 }
 
@@ -291,7 +268,8 @@ func fabric(t *testing.T, mem bool) func(id string) cluster.Node {
 // stream change in the log. None is delivered, none stops the stream's
 // real frames, none panics.
 func TestClusterStreamsHostile(t *testing.T) {
-	gs, ns, _ := startClusterOn(t, 2, false)
+	c := startClusterOn(t, 2, onNATS)
+	gs, ns := c.gs, c.ns
 	human, _ := testutil.Join(t, gs[0].WSURL, "human-token")
 	carol, _ := testutil.Join(t, gs[1].WSURL, "carol-token")
 	human.ExpectFunc("system/presence", presence("join", "carol"))
@@ -347,9 +325,9 @@ func TestClusterStreamsHostile(t *testing.T) {
 // streams they owned, announced as owner_left, as one gateway does when an
 // owner's connection ends.
 func TestClusterStreamsNodeLost(t *testing.T) {
-	for _, mem := range []bool{false, true} {
-		t.Run(map[bool]string{false: "nats", true: "memory"}[mem], func(t *testing.T) {
-			newNode := fabric(t, mem)
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			newNode := nodeMaker(t, b)
 			logger := slog.New(slog.NewTextHandler(tlog{t}, nil))
 			lost := newNode("n1")
 			a := testutil.StartGateway(t, clusterSpace, gateway.Options{Cluster: lost, ClusterName: "test", Logger: logger})

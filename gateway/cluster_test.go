@@ -21,13 +21,11 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/gateway/cluster"
-	"github.com/mew-protocol/mew/gateway/cluster/memory"
 	"github.com/mew-protocol/mew/gateway/cluster/natscluster"
 	"github.com/mew-protocol/mew/internal/testutil"
 )
@@ -51,85 +49,47 @@ participants:
     capabilities: [{kind: chat}]
 `
 
-// startClusterOn starts n gateway nodes serving clusterSpace, each with its
-// own cluster node: on an embedded NATS server (returned with its store
-// directory), or with mem on one memory.Cluster.
-func startClusterOn(t *testing.T, n int, mem bool) ([]*testutil.Gateway, *server.Server, string) {
+// startClusterOn starts n gateway nodes serving clusterSpace on b.
+func startClusterOn(t *testing.T, n int, b backend) *testCluster {
 	t.Helper()
-	c := newTestCluster(t, n, mem, clusterSpace, nil)
-	return c.gs, c.ns, c.store
+	return newTestCluster(t, n, b, clusterSpace, nil)
 }
 
 // testCluster is n gateway nodes serving one space, with their cluster
 // nodes.
 type testCluster struct {
+	*fabric
 	gs    []*testutil.Gateway
 	nodes []cluster.Node
-	ns    *server.Server // nil on memory
-	store string
 }
 
-// newTestCluster starts n gateway nodes serving spaceYAML; tune, if set,
-// adjusts the options of each NATS node (by index).
-func newTestCluster(t *testing.T, n int, mem bool, spaceYAML string, tune func(int, *natscluster.Options)) *testCluster {
+// newTestCluster starts n gateway nodes serving spaceYAML on b; tune, if
+// set, adjusts the options of each NATS node (by index).
+func newTestCluster(t *testing.T, n int, b backend, spaceYAML string, tune func(int, *natscluster.Options)) *testCluster {
 	t.Helper()
-	c := &testCluster{store: t.TempDir()}
-	var mc *memory.Cluster
-	if mem {
-		mc = memory.New(memory.Options{PresenceTTL: 2 * time.Second})
-		t.Cleanup(func() { _ = mc.Close() })
-	} else {
-		var err error
-		c.ns, err = natscluster.StartServer(natscluster.ServerOptions{StoreDir: c.store})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.ns.Shutdown(); c.ns.WaitForShutdown() })
-	}
+	c := &testCluster{fabric: newFabric(t, b)}
 	for i := range n {
-		var node cluster.Node
-		var err error
-		if mem {
-			node, err = mc.Node(fmt.Sprintf("n%d", i+1))
-		} else {
-			o := natscluster.Options{
-				NodeID: fmt.Sprintf("n%d", i+1), Cluster: "test", URL: c.ns.ClientURL(), PresenceTTL: 2 * time.Second,
-			}
-			if tune != nil {
-				tune(i, &o)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			node, err = natscluster.New(ctx, o)
-			cancel()
+		var tuneI func(*natscluster.Options)
+		if tune != nil {
+			tuneI = func(o *natscluster.Options) { tune(i, o) }
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = node.Close() }) // after the gateway's own cleanup
+		node := c.node(t, i, fmt.Sprintf("n%d", i+1), tuneI)
 		c.nodes = append(c.nodes, node)
 		c.gs = append(c.gs, testutil.StartGateway(t, spaceYAML, gateway.Options{Cluster: node, ClusterName: "test", Logger: slog.New(slog.NewTextHandler(tlog{t}, nil))}))
 	}
 	return c
 }
 
-// onClusters runs f on n nodes serving spaceYAML over NATS, then over
-// memory.
+// onClusters runs f on n nodes serving spaceYAML on each backend.
 func onClusters(t *testing.T, n int, spaceYAML string, f func(*testing.T, *testCluster)) {
-	for _, mem := range []bool{false, true} {
-		t.Run(map[bool]string{false: "nats", true: "memory"}[mem], func(t *testing.T) {
-			f(t, newTestCluster(t, n, mem, spaceYAML, nil))
-		})
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) { f(t, newTestCluster(t, n, b, spaceYAML, nil)) })
 	}
 }
 
-// onBackends runs f on n nodes over NATS, then over memory.
+// onBackends runs f on n nodes serving clusterSpace on each backend.
 func onBackends(t *testing.T, n int, f func(*testing.T, []*testutil.Gateway)) {
-	for _, mem := range []bool{false, true} {
-		t.Run(map[bool]string{false: "nats", true: "memory"}[mem], func(t *testing.T) {
-			gs, _, _ := startClusterOn(t, n, mem)
-			f(t, gs)
-		})
-	}
+	onClusters(t, n, clusterSpace, func(t *testing.T, c *testCluster) { f(t, c.gs) })
 }
 
 func presence(event, id string) func(testutil.Msg) bool {
@@ -410,7 +370,8 @@ func testSimultaneousJoins(t *testing.T, gs []*testutil.Gateway) {
 // says so, rather than diverge; /health answers 503. Once NATS is back,
 // envelopes go through again.
 func TestClusterUnavailable(t *testing.T) {
-	gs, ns, store := startClusterOn(t, 2, false)
+	c := startClusterOn(t, 2, onNATS)
+	gs, ns, store := c.gs, c.ns, c.store
 	port := ns.Addr().(*net.TCPAddr).Port
 	human, _ := testutil.Join(t, gs[0].WSURL, "human-token")
 	ns.Shutdown()
@@ -494,7 +455,7 @@ func waitMsg(t *testing.T, p *testutil.Peer, d time.Duration, what string, ok fu
 // ways.
 func TestClusterPartition(t *testing.T) {
 	var proxy *testutil.Proxy
-	c := newTestCluster(t, 2, false, clusterSpace, func(i int, o *natscluster.Options) {
+	c := newTestCluster(t, 2, onNATS, clusterSpace, func(i int, o *natscluster.Options) {
 		if i == 1 {
 			proxy = testutil.StartProxy(t, strings.TrimPrefix(o.URL, "nats://"))
 			o.URL = "nats://" + proxy.Addr
@@ -705,8 +666,8 @@ func testInvite(t *testing.T, c *testCluster) {
 		values["state:"+e.Key] = e.Value
 	}
 	w.Stop()
-	if c.ns != nil {
-		for k, v := range natsBucket(t, c.ns.ClientURL(), "mew_test_state") {
+	if len(c.urls) > 0 {
+		for k, v := range natsBucket(t, c.urls[0], "mew_"+c.name+"_state") {
 			values["bucket:"+k] = v
 		}
 	}
@@ -1061,7 +1022,7 @@ func testMetrics(t *testing.T, c *testCluster) {
 		}
 		_, hasReconnects := metricValue(t, g, "mew_gateway_cluster_reconnects_total")
 		_, hasSlow := metricValue(t, g, "mew_gateway_cluster_slow_consumer_events_total")
-		if nats := c.ns != nil; hasReconnects != nats || hasSlow != nats {
+		if nats := len(c.urls) > 0; hasReconnects != nats || hasSlow != nats {
 			t.Fatalf("node %d: reconnects %v, slow consumers %v, want them on NATS only", i+1, hasReconnects, hasSlow)
 		}
 	}
@@ -1073,7 +1034,7 @@ func testMetrics(t *testing.T, c *testCluster) {
 // reconnect (elsewhere, behind a load balancer); the others see them leave;
 // the node subscribes again and serves them once more when they come back.
 func TestClusterSlowNode(t *testing.T) {
-	c := newTestCluster(t, 2, false, clusterSpace, func(i int, o *natscluster.Options) {
+	c := newTestCluster(t, 2, onNATS, clusterSpace, func(i int, o *natscluster.Options) {
 		if i == 1 {
 			o.PendingMessages = 2
 		}

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/mew-protocol/mew/gateway/cluster"
 	"github.com/mew-protocol/mew/gateway/cluster/clustertest"
@@ -251,50 +252,17 @@ func TestThreeServers(t *testing.T) {
 // returns their client URLs.
 func threeServers(t testing.TB) []string {
 	t.Helper()
-	// Cluster ports are fixed before start, so that each route list names
-	// all three servers: pick three free ones.
-	ports := make([]int, 3)
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-		l.Close()
-	}
-	var routes []string
-	for _, p := range ports {
-		routes = append(routes, "nats-route://127.0.0.1:"+strconv.Itoa(p))
-	}
-	type started struct {
-		url string
-		err error
-	}
-	ch := make(chan started, 3)
-	for i := range 3 {
-		go func() {
-			s, err := StartServer(ServerOptions{
-				Name: fmt.Sprintf("s%d", i), StoreDir: t.TempDir(),
-				ClusterName: "mewtest", ClusterPort: ports[i], Routes: routes,
-			})
-			if err != nil {
-				ch <- started{err: err}
-				return
-			}
-			t.Cleanup(func() {
-				s.Shutdown()
-				s.WaitForShutdown()
-			})
-			ch <- started{url: s.ClientURL()}
-		}()
+	servers, err := StartServers(3, ServerOptions{StoreDir: t.TempDir(), ClusterName: "mewtest"})
+	if err != nil {
+		t.Fatal(err)
 	}
 	var urls []string
-	for range 3 {
-		r := <-ch
-		if r.err != nil {
-			t.Fatal(r.err)
-		}
-		urls = append(urls, r.url)
+	for _, s := range servers {
+		t.Cleanup(func() {
+			s.Shutdown()
+			s.WaitForShutdown()
+		})
+		urls = append(urls, s.ClientURL())
 	}
 	return urls
 }
@@ -449,4 +417,37 @@ func TestSmallMaxPayload(t *testing.T) {
 		t.Fatalf("New on a 1 MB max_payload: %v, want ErrInvalid", err)
 	}
 	t.Log(err)
+}
+
+// askAgain retries "no responders" (a NATS cluster electing a leader) within
+// its bound and the context, and nothing else.
+func TestAskAgain(t *testing.T) {
+	ctx := context.Background()
+	calls := 0
+	got, err := askAgain(ctx, func() (int, error) {
+		calls++
+		if calls < 3 {
+			return 0, fmt.Errorf("create consumer: %w", nats.ErrNoResponders)
+		}
+		return 7, nil
+	})
+	if got != 7 || err != nil || calls != 3 {
+		t.Fatalf("after two refusals: %d, %v in %d calls", got, err, calls)
+	}
+	calls = 0
+	other := errors.New("stream not found")
+	if _, err := askAgain(ctx, func() (int, error) { calls++; return 0, other }); err != other || calls != 1 {
+		t.Fatalf("another error: %v in %d calls, want it at once", err, calls)
+	}
+	calls = 0
+	start := time.Now()
+	if _, err := askAgain(ctx, func() (int, error) { calls++; return 0, nats.ErrNoResponders }); !errors.Is(err, nats.ErrNoResponders) || time.Since(start) > noResponderWait+time.Second {
+		t.Fatalf("no answer ever: %v after %v", err, time.Since(start))
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	if _, err := askAgain(cctx, func() (int, error) { return 0, nats.ErrNoResponders }); err == nil || time.Since(start) > noResponderWait/2 {
+		t.Fatalf("a context ending: %v after %v", err, time.Since(start))
+	}
 }

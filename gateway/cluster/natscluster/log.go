@@ -115,19 +115,25 @@ func (v logView) consumer(ctx context.Context, space string, after uint64) (jets
 	if after > 0 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
 	}
-	// "No responders" means that no JetStream server answered the request,
-	// which in a NATS cluster happens for a moment while its servers elect
-	// a leader: ask again for up to noResponderWait before giving up.
+	return v.n.js.OrderedConsumer(ctx, v.stream, cfg)
+}
+
+// askAgain calls f until it answers something other than "no responders",
+// for up to noResponderWait. No responders means that no JetStream server
+// answered a request (here: the creation of an ordered consumer, made by
+// its first fetch or consume), which in a NATS cluster happens for a moment
+// while its servers elect a leader.
+func askAgain[T any](ctx context.Context, f func() (T, error)) (T, error) {
 	wait := 25 * time.Millisecond
 	deadline := time.Now().Add(noResponderWait)
 	for {
-		cons, err := v.n.js.OrderedConsumer(ctx, v.stream, cfg)
+		got, err := f()
 		if !errors.Is(err, nats.ErrNoResponders) || time.Now().Add(wait).After(deadline) {
-			return cons, err
+			return got, err
 		}
 		select {
 		case <-ctx.Done():
-			return nil, err
+			return got, err
 		case <-time.After(wait):
 		}
 		wait *= 2
@@ -164,21 +170,30 @@ func (v logView) Read(ctx context.Context, space string, after uint64, limit int
 	if limit == 0 || after == math.MaxUint64 {
 		return nil, nil // nothing can come after the last sequence number
 	}
-	cons, err := v.consumer(ctx, space, after)
-	if err != nil {
-		return nil, fmt.Errorf("natscluster: read %s: %w", space, n.unavailable(err))
-	}
-	batch, err := cons.FetchNoWait(limit)
-	if err != nil {
-		return nil, fmt.Errorf("natscluster: read %s: %w", space, n.unavailable(err))
-	}
-	var out []cluster.Record
-	for m := range batch.Messages() {
-		if r, ok := record(m); ok {
-			out = append(out, r)
+	// Asked again as a whole: the pull request may find no responder too,
+	// when the consumer was made on another server of a NATS cluster whose
+	// routes have not carried its interest to ours yet.
+	out, err := askAgain(ctx, func() ([]cluster.Record, error) {
+		cons, err := v.consumer(ctx, space, after)
+		if err != nil {
+			return nil, err
 		}
-	}
-	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
+		batch, err := cons.FetchNoWait(limit)
+		if err != nil {
+			return nil, err
+		}
+		var out []cluster.Record
+		for m := range batch.Messages() {
+			if r, ok := record(m); ok {
+				out = append(out, r)
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
+			return nil, err
+		}
+		return out, nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("natscluster: read %s: %w", space, n.unavailable(err))
 	}
 	return out, nil
@@ -198,14 +213,16 @@ func (v logView) Follow(ctx context.Context, space string, after uint64, h func(
 	if err := n.Err(); err != nil {
 		return nil, err
 	}
-	cons, err := v.consumer(ctx, space, after)
-	if err != nil {
-		return nil, fmt.Errorf("natscluster: follow %s: %w", space, n.unavailable(err))
-	}
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		if r, ok := record(m); ok {
-			h(r)
+	cc, err := askAgain(ctx, func() (jetstream.ConsumeContext, error) {
+		cons, err := v.consumer(ctx, space, after)
+		if err != nil {
+			return nil, err
 		}
+		return cons.Consume(func(m jetstream.Msg) {
+			if r, ok := record(m); ok {
+				h(r)
+			}
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("natscluster: follow %s: %w", space, n.unavailable(err))

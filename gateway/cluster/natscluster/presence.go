@@ -60,12 +60,26 @@ func (p presence) Leave(ctx context.Context, space, participant, conn string) er
 		return err
 	}
 	k := joinKey{space, participant}
+	var rev uint64
 	n.mu.Lock()
 	if j := n.joined[k]; j != nil && j.conn == conn {
+		rev = j.rev
 		delete(n.joined, k)
 	}
 	n.mu.Unlock()
 	key := kvKey(space, participant)
+	if rev != 0 {
+		// Purge at the revision of our last write: a Get may be answered
+		// by a replica that has not seen it (and would show an older
+		// entry, or none), so it decides only when this fails.
+		err := n.pres.Purge(ctx, key, jetstream.LastRevision(rev))
+		if err == nil {
+			return nil
+		}
+		if !isConflict(err) {
+			return fmt.Errorf("natscluster: leave %s: %w", participant, n.unavailable(err))
+		}
+	}
 	e, err := n.pres.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil

@@ -3,7 +3,10 @@ package natscluster
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
+	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -95,4 +98,74 @@ func StartServer(o ServerOptions) (*server.Server, error) {
 		return nil, errors.New("natscluster: embedded server not ready after 10s")
 	}
 	return s, nil
+}
+
+// StartServers starts n embedded NATS servers that form one NATS cluster
+// with JetStream (buckets and streams may then have up to n replicas): a
+// cluster on one machine, for tests and trials. Each server is named sI and
+// stores under StoreDir/sI; o.ClusterName "" is "mew"; the routes are
+// chosen here, so o.ClusterPort and o.Routes are ignored. The caller owns
+// the servers. JetStream elects its leaders after they return: a node's
+// first requests may fail for a few seconds (retry natscluster.New).
+func StartServers(n int, o ServerOptions) ([]*server.Server, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("natscluster: %d servers", n)
+	}
+	if o.StoreDir == "" {
+		return nil, errors.New("natscluster: embedded servers: no store dir")
+	}
+	if o.ClusterName == "" {
+		o.ClusterName = "mew"
+	}
+	host := o.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	// Every route list names all servers, so the route ports are fixed
+	// before any starts: free ones, taken back from the system.
+	ports := make([]int, n)
+	var routes []string
+	for i := range ports {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("natscluster: a route port: %w", err)
+		}
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		routes = append(routes, "nats-route://"+net.JoinHostPort(host, strconv.Itoa(ports[i])))
+	}
+	// Started together: each waits for the others' routes to be ready.
+	type started struct {
+		i   int
+		s   *server.Server
+		err error
+	}
+	ch := make(chan started, n)
+	for i := range n {
+		go func() {
+			so := o
+			so.Name = "s" + strconv.Itoa(i)
+			so.StoreDir = filepath.Join(o.StoreDir, so.Name)
+			so.ClusterPort, so.Routes = ports[i], routes
+			s, err := StartServer(so)
+			ch <- started{i, s, err}
+		}()
+	}
+	servers := make([]*server.Server, n)
+	var errs []error
+	for range n {
+		r := <-ch
+		servers[r.i] = r.s
+		errs = append(errs, r.err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		for _, s := range servers {
+			if s != nil {
+				s.Shutdown()
+				s.WaitForShutdown()
+			}
+		}
+		return nil, err
+	}
+	return servers, nil
 }

@@ -111,6 +111,10 @@ func (s state) Put(ctx context.Context, space, key string, value []byte, o clust
 
 // Delete purges the key and lets its marker expire after markerTTL, so
 // that deleted grants and claims do not pile up as tombstones.
+//
+// Reads (Get) may be served by any replica (JetStream's direct get), so
+// nothing here decides a write from a read: conditions are compare-and-swap,
+// checked by the stream's leader.
 func (s state) Delete(ctx context.Context, space, key string, ifRevision uint64) error {
 	if err := check(space, key); err != nil {
 		return err
@@ -120,12 +124,10 @@ func (s state) Delete(ctx context.Context, space, key string, ifRevision uint64)
 		return err
 	}
 	k := kvKey(space, key)
-	if ifRevision == 0 {
-		// Deleting a missing key is no error and writes nothing.
-		if _, err := n.state.Get(ctx, k); errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil
-		}
-	}
+	// No Get first to skip a missing key: on replicated buckets a Get may
+	// be answered by a follower that has not seen the key yet, and the
+	// delete would be lost. Purging a missing key leaves a marker that
+	// expires like the others.
 	opts := []jetstream.KVDeleteOpt{jetstream.PurgeTTL(markerTTL)}
 	if ifRevision != 0 {
 		opts = append(opts, jetstream.LastRevision(ifRevision))
