@@ -34,11 +34,13 @@ func Run(t *testing.T, f Factory) {
 	t.Run("BrokerSpaces", func(t *testing.T) { testBrokerSpaces(t, f) })
 	t.Run("StateWatch", func(t *testing.T) { testStateWatch(t, f) })
 	t.Run("StateCAS", func(t *testing.T) { testStateCAS(t, f) })
+	t.Run("StateDeleteAtOnce", func(t *testing.T) { testDeleteAtOnce(t, f) })
 	t.Run("StatePropagation", func(t *testing.T) { testStatePropagation(t, f) })
 	t.Run("StateTTL", func(t *testing.T) { testStateTTL(t, f) })
 	t.Run("StateHostile", func(t *testing.T) { testStateHostile(t, f) })
 	t.Run("PresenceReplace", func(t *testing.T) { testPresenceReplace(t, f) })
 	t.Run("PresenceCrash", func(t *testing.T) { testPresenceCrash(t, f) })
+	t.Run("PresenceLeaveAtOnce", func(t *testing.T) { testLeaveAtOnce(t, f) })
 	t.Run("FloorContest", func(t *testing.T) { testFloorContest(t, f) })
 	t.Run("LogOrder", func(t *testing.T) { testLogOrder(t, f, stateLog) })
 	t.Run("LargeRecords", func(t *testing.T) { testLarge(t, f, stateLog) })
@@ -345,6 +347,59 @@ func testStateWatch(t *testing.T, f Factory) {
 	}
 }
 
+// testDeleteAtOnce deletes keys on another node the moment they are
+// written (a grant revoked at once): no delete may be lost, even where
+// that node's reads lag behind the writes (a replica of a NATS cluster).
+func testDeleteAtOnce(t *testing.T, f Factory) {
+	h := f(t, 3)
+	ctx := ctxT(t)
+	a, c := h.Nodes[0].State(), h.Nodes[2].State()
+	const n = 60
+	for i := range n {
+		key := cluster.GrantKey("p", fmt.Sprintf("g%d", i))
+		if _, err := a.Put(ctx, "s", key, []byte("x"), cluster.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Delete(ctx, "s", key, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A lost delete is lost for good; a replica that lags catches up: so
+	// each node's snapshot must be empty within a moment.
+	for i, n := range h.Nodes {
+		var left []string
+		for deadline := time.Now().Add(2 * time.Second); ; {
+			left = snapshotKeys(ctx, t, n.State(), "s")
+			if len(left) == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond) // a replica catching up
+		}
+		if len(left) > 0 {
+			t.Errorf("node %d: %d keys survived their delete: %v", i, len(left), left)
+		}
+	}
+}
+
+// snapshotKeys returns the keys a fresh watch of space delivers before
+// OpSynced.
+func snapshotKeys(ctx context.Context, t *testing.T, st cluster.State, space string) []string {
+	t.Helper()
+	w, err := st.Watch(ctx, space)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var keys []string
+	for {
+		e := next(t, w)
+		if e.Op == cluster.OpSynced {
+			return keys
+		}
+		keys = append(keys, e.Key)
+	}
+}
+
 func testStateCAS(t *testing.T, f Factory) {
 	h := f(t, 3)
 	ctx := ctxT(t)
@@ -537,6 +592,31 @@ func testPresenceReplace(t *testing.T, f Factory) {
 	}
 	if e := next(t, w); e.Op != cluster.OpDelete || e.Key != "agent" {
 		t.Fatalf("%+v, want agent's leave", e)
+	}
+}
+
+// testLeaveAtOnce leaves the moment it has joined, 60 times, on nodes
+// whose reads may lag behind their writes: no entry may be left behind.
+func testLeaveAtOnce(t *testing.T, f Factory) {
+	h := f(t, 3)
+	ctx := ctxT(t)
+	p := h.Nodes[2].Presence()
+	for i := range 60 {
+		id := fmt.Sprintf("p%d", i%6)
+		conn := fmt.Sprintf("c-%d", i)
+		if err := p.Join(ctx, "s", member(id, conn)); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Leave(ctx, "s", id, conn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := h.Nodes[0].Presence().List(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 0 {
+		t.Fatalf("after every leave, %d entries stay: %+v", len(list), list)
 	}
 }
 
