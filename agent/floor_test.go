@@ -117,14 +117,22 @@ type floorRun struct {
 }
 
 // simulate asks n broadcast questions, one every interval, of a space of 5
-// agents, and counts the answers once the space is quiet.
-func simulate(t *testing.T, floorOn, mention bool, n int, interval time.Duration) floorRun {
+// agents, and counts the answers once the space is quiet. With nodes > 1
+// the space is served by that many gateway nodes of a cluster, the human on
+// the first and the agents spread round robin.
+func simulate(t *testing.T, floorOn, mention bool, n int, interval time.Duration, nodes int) floorRun {
 	const agents = 5
-	g := testutil.StartGateway(t, floorSpace(agents, floorOn), gateway.Options{Rate: 5000, Burst: 5000})
+	opts := gateway.Options{Rate: 5000, Burst: 5000}
+	gs := []*testutil.Gateway{}
+	if nodes > 1 {
+		gs = testutil.StartCluster(t, nodes, floorSpace(agents, floorOn), opts)
+	} else {
+		gs = append(gs, testutil.StartGateway(t, floorSpace(agents, floorOn), opts))
+	}
 	srv := floorModel(t, 20*time.Millisecond, 100*time.Millisecond)
-	human := join(t, g, "human")
+	human := join(t, gs[0], "human")
 	for i := 1; i <= agents; i++ {
-		startFloorAgent(t, g, fmt.Sprintf("agent-%d", i), srv, agent.Config{
+		startFloorAgent(t, gs[i%len(gs)], fmt.Sprintf("agent-%d", i), srv, agent.Config{
 			QueueSize:    2 * n,
 			ChatResponse: agent.ChatResponse{AnswersPerMinute: -1},
 			FloorControl: agent.FloorControl{Disabled: !floorOn, MinDelay: 10 * time.Millisecond, MaxDelay: 60 * time.Millisecond},
@@ -199,13 +207,14 @@ func simulate(t *testing.T, floorOn, mention bool, n int, interval time.Duration
 // docs/floor-control.md (go test -run FloorSimulation -v ./agent).
 func TestFloorSimulation(t *testing.T) {
 	const n = 100
-	off := simulate(t, false, false, n, 60*time.Millisecond)
-	on := simulate(t, true, false, n, 60*time.Millisecond)
-	mentioned := simulate(t, true, true, n, 60*time.Millisecond)
+	off := simulate(t, false, false, n, 60*time.Millisecond, 1)
+	on := simulate(t, true, false, n, 60*time.Millisecond, 1)
+	mentioned := simulate(t, true, true, n, 60*time.Millisecond, 1)
+	nodes := simulate(t, true, false, n, 60*time.Millisecond, 3)
 	for _, row := range []struct {
 		name string
 		r    floorRun
-	}{{"floor control off", off}, {"floor control on", on}, {"on, with @mentions", mentioned}} {
+	}{{"floor control off", off}, {"floor control on", on}, {"on, with @mentions", mentioned}, {"on, on 3 nodes", nodes}} {
 		t.Logf("%-20s answers/question %.2f  unanswered %d  median first answer %v  claim collisions %d  mentioned agent missing %d",
 			row.name, row.r.perQuestion, row.r.unanswered, row.r.median.Round(time.Millisecond), row.r.collisions, row.r.wrong)
 	}
@@ -215,10 +224,13 @@ func TestFloorSimulation(t *testing.T) {
 	if on.perQuestion > 1.05 {
 		t.Errorf("on: %.2f answers per question, want at most 1.05", on.perQuestion)
 	}
+	if nodes.perQuestion > 1.05 {
+		t.Errorf("on 3 nodes: %.2f answers per question, want at most 1.05", nodes.perQuestion)
+	}
 	if mentioned.perQuestion > 1.05 || mentioned.wrong > 0 {
 		t.Errorf("mentions: %.2f answers per question, %d questions the mentioned agent did not answer", mentioned.perQuestion, mentioned.wrong)
 	}
-	for _, r := range []floorRun{off, on, mentioned} {
+	for _, r := range []floorRun{off, on, mentioned, nodes} {
 		if r.unanswered > 0 {
 			t.Errorf("%d questions unanswered", r.unanswered)
 		}
@@ -266,15 +278,30 @@ func barrierModel(t *testing.T) *testutil.LLMServer {
 // other's claim before making its own skips the question instead; such a
 // round still must have exactly one answer, and the test asks again until
 // a round has both claims.
+//
+// It runs on one gateway, then on three gateway nodes of a cluster with the
+// human and each agent on a different node, where the claims are arbitrated
+// by compare-and-swap in the cluster's state.
 func TestFloorRace(t *testing.T) {
-	g := testutil.StartGateway(t, floorSpace(2, true), gateway.Options{})
+	t.Run("one-gateway", func(t *testing.T) {
+		floorRace(t, []*testutil.Gateway{testutil.StartGateway(t, floorSpace(2, true), gateway.Options{})})
+	})
+	t.Run("three-nodes", func(t *testing.T) {
+		floorRace(t, testutil.StartCluster(t, 3, floorSpace(2, true), gateway.Options{}))
+	})
+}
+
+// floorRace runs TestFloorRace with the human on gs[0] and agent i on
+// gs[i%len(gs)].
+func floorRace(t *testing.T, gs []*testutil.Gateway) {
+	at := func(i int) *testutil.Gateway { return gs[i%len(gs)] }
 	srv := barrierModel(t)
-	human := join(t, g, "human")
+	human := join(t, at(0), "human")
 	fixed := time.UnixMilli(1_800_000_000_000)
 	clock := func() time.Time { return fixed }
 	cfg := agent.Config{ReasoningEnabled: true, FloorControl: agent.FloorControl{MinDelay: time.Millisecond, MaxDelay: time.Millisecond}}
-	startFloorAgent(t, g, "agent-1", srv, cfg, clock)
-	loser := startFloorAgent(t, g, "agent-2", srv, cfg, clock)
+	startFloorAgent(t, at(1), "agent-1", srv, cfg, clock)
+	loser := startFloorAgent(t, at(2), "agent-2", srv, cfg, clock)
 	rec := record(t, human)
 	loserRec := record(t, loser.Participant())
 	ans := watchAnswers(human)

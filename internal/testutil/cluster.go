@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -90,4 +91,30 @@ func (f *fabric) close() {
 			_ = os.RemoveAll(f.store)
 		}
 	})
+}
+
+// StartCluster starts n gateway nodes serving spaceYAML as one cluster, on
+// an embedded NATS server of their own (presence TTL 2 s), each as
+// StartGateway starts one; all of it stops when the test ends.
+func StartCluster(t testing.TB, n int, spaceYAML string, opts gateway.Options) []*Gateway {
+	t.Helper()
+	ns, err := natscluster.StartServer(natscluster.ServerOptions{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() }) // last: after the nodes and gateways
+	var gs []*Gateway
+	for i := range n {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		node, err := natscluster.New(ctx, natscluster.Options{NodeID: fmt.Sprintf("n%d", i+1), Cluster: "test", URL: ns.ClientURL(), PresenceTTL: 2 * time.Second})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = node.Close() })
+		o := opts
+		o.Cluster, o.ClusterName = node, "test"
+		gs = append(gs, StartGateway(t, spaceYAML, o))
+	}
+	return gs
 }
