@@ -1,6 +1,9 @@
 // Package testutil holds helpers shared by mew's tests: a real gateway on
 // 127.0.0.1:0 built from a space.yaml written to a temporary directory
-// (StartGateway, and Serve for Examples), a small WebSocket peer that speaks
-// the wire protocol directly, and LLMServer, a scripted OpenAI-compatible
-// HTTP server that stands in for the model and nothing else.
+// (StartGateway, and Serve for Examples), several gateway nodes of a
+// cluster on an embedded NATS server (StartCluster), a small WebSocket peer
+// that speaks the wire protocol directly, a TCP proxy that cuts a
+// connection as a network partition does (Proxy), and LLMServer, a scripted
+// OpenAI-compatible HTTP server that stands in for the model and nothing
+// else.
 package testutil
