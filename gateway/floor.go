@@ -208,8 +208,11 @@ func (m *member) yielded(msg string) bool {
 // on; a holder displaced by a claim made on another node is told by its own
 // node, when the watch shows the key changing to a claim that is not its.
 
-// floorClaim arbitrates a claim with the whole cluster. Not called with mu
-// held: it waits for the fabric.
+// floorClaim has a claim arbitrated with the whole cluster once it is
+// relayed. The arbitration takes a few round trips to the fabric; relayed
+// first, the claim reaches the agents on other nodes at once, and they
+// give way to an earlier one themselves (the agents' side of the rule)
+// before any yield could reach them.
 func (cl *clusterSpace) floorClaim(o origin, msg string, startedAt int64, now time.Time) (outcome, *refusal) {
 	sp := cl.sp
 	sp.mu.Lock()
@@ -220,6 +223,13 @@ func (cl *clusterSpace) floorClaim(o origin, msg string, startedAt int64, now ti
 		return relayed, nil
 	}
 	sp.srv.metrics.floor.WithLabelValues("claims").Inc()
+	return outcome{relay: true, then: func() { cl.arbitrate(o, msg, startedAt, now) }}, nil
+}
+
+// arbitrate settles a claim by compare-and-swap and tells the loser, if
+// here, to yield. Not called with mu held: it waits for the fabric.
+func (cl *clusterSpace) arbitrate(o origin, msg string, startedAt int64, now time.Time) {
+	sp := cl.sp
 	ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
 	defer cancel()
 	// This node's earlier changes first: a claim its holder answered or
@@ -231,7 +241,7 @@ func (cl *clusterSpace) floorClaim(o origin, msg string, startedAt int64, now ti
 		// Advisory: the claim is relayed all the same, but no one is told
 		// to yield. The node's Err, if set, refuses what comes next.
 		sp.srv.opts.Logger.Warn("cluster: floor claim not arbitrated", "space", sp.id, "message", msg, "err", err)
-		return relayed, nil
+		return
 	}
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
@@ -239,7 +249,6 @@ func (cl *clusterSpace) floorClaim(o origin, msg string, startedAt int64, now ti
 		sp.yieldLocked(&claim{holder: o.m, id: o.id, startedAt: startedAt}, &claim{id: w.ID, startedAt: w.StartedAt}, msg)
 	}
 	cl.floorSetLocked(msg, w)
-	return relayed, nil
 }
 
 // floorSetLocked records that c holds the floor of msg in the cluster, as

@@ -134,6 +134,9 @@ func (sp *liveSpace) inbound(o origin, data []byte, st *inState) (result, *refus
 		sp.broadcastLocked(d, nil)
 		sp.mu.Unlock()
 	}
+	if oc.then != nil {
+		oc.then()
+	}
 	srv.metrics.routing.Observe(float64(nanotime()-start) / 1e9)
 	return result{id: env.ID, ts: now, status: oc.status, body: oc.body}, nil
 }

@@ -9,6 +9,10 @@ import (
 // outcome is what a kind's handler decided about an accepted envelope.
 type outcome struct {
 	relay bool // deliver the envelope to the space as usual
+	// then, when set, runs after the relay, without the space's lock: a
+	// floor claim in a cluster is arbitrated after its relay, so that the
+	// agents on other nodes see it at once (floor.go: clusterSpace.floorClaim).
+	then func()
 	// status and body, when set, replace the HTTP API's usual
 	// {"id","status":"accepted","timestamp"} answer.
 	status int

@@ -419,7 +419,7 @@ func TestSmallMaxPayload(t *testing.T) {
 	t.Log(err)
 }
 
-// askAgain retries "no responders" (a NATS cluster electing a leader) within
+// TestAskAgain: askAgain retries "no responders" (a NATS cluster electing a leader) within
 // its bound and the context, and nothing else.
 func TestAskAgain(t *testing.T) {
 	ctx := context.Background()
