@@ -62,6 +62,8 @@ type gatewayFlags struct {
 	replicas          int           // JetStream replicas of the cluster's buckets and streams
 	presenceTTL       time.Duration // how long a dead node's participants stay listed
 	logRetention      int           // records kept per space in the cluster's ordered log
+	historyRetention  int           // envelopes kept per space in the cluster's polling history
+	historyMiB        int64         // MiB the cluster's polling history keeps for all spaces
 }
 
 func newGatewayStartCmd() *cobra.Command {
@@ -111,6 +113,8 @@ exits with status 0.`,
 	fl.IntVar(&f.replicas, "replicas", 1, "JetStream replicas of the cluster's buckets and streams, 1 to 5 (3 for a 3-server NATS cluster); the same on every node")
 	fl.DurationVar(&f.presenceTTL, "presence-ttl", natscluster.DefaultPresenceTTL, "how long the participants of a node that died stay listed, whole seconds from 1s to 1h")
 	fl.IntVar(&f.logRetention, "log-retention", natscluster.DefaultLogRetention, "records each space's cluster log keeps (stream changes), 100 to 1000000")
+	fl.IntVar(&f.historyRetention, "history-retention", natscluster.DefaultHistoryRetention, "envelopes each space's polling history keeps in the cluster, 16 to 1000000; the same on every node")
+	fl.Int64Var(&f.historyMiB, "history-mb", natscluster.DefaultHistoryBytes>>20, "MiB the cluster's polling history keeps for all spaces together (the oldest go first), 1 to 1048576; the same on every node")
 	return cmd
 }
 
@@ -264,12 +268,14 @@ func runGateway(ctx context.Context, cmd *cobra.Command, f gatewayFlags, explici
 
 // clusterTuned reports whether a cluster tuning flag differs from its default.
 func (f gatewayFlags) clusterTuned() bool {
-	return f.replicas != 1 || f.presenceTTL != natscluster.DefaultPresenceTTL || f.logRetention != natscluster.DefaultLogRetention
+	return f.replicas != 1 || f.presenceTTL != natscluster.DefaultPresenceTTL || f.logRetention != natscluster.DefaultLogRetention ||
+		f.historyRetention != natscluster.DefaultHistoryRetention || f.historyMiB != natscluster.DefaultHistoryBytes>>20
 }
 
 // checkClusterTuning refuses tuning values the cluster cannot honour, before
 // anything connects: JetStream replicates 1 to 5 times, presence entries
-// expire in whole seconds, and a log needs room for a space's stream changes.
+// expire in whole seconds, a log needs room for a space's stream changes, and
+// a history for a page of polls.
 func (f gatewayFlags) checkClusterTuning() error {
 	if f.replicas < 1 || f.replicas > 5 {
 		return fmt.Errorf("--replicas: %d is not from 1 to 5", f.replicas)
@@ -280,6 +286,12 @@ func (f gatewayFlags) checkClusterTuning() error {
 	if f.logRetention < 100 || f.logRetention > 1_000_000 {
 		return fmt.Errorf("--log-retention: %d is not from 100 to 1000000", f.logRetention)
 	}
+	if f.historyRetention < 16 || f.historyRetention > 1_000_000 {
+		return fmt.Errorf("--history-retention: %d is not from 16 to 1000000", f.historyRetention)
+	}
+	if f.historyMiB < 1 || f.historyMiB > 1<<20 {
+		return fmt.Errorf("--history-mb: %d is not from 1 to 1048576", f.historyMiB)
+	}
 	return nil
 }
 
@@ -289,7 +301,7 @@ func (f gatewayFlags) checkClusterTuning() error {
 func joinCluster(ctx context.Context, f gatewayFlags, cfg *space.Config, logger *slog.Logger) (cluster.Node, func(), error) {
 	if f.nats == "" {
 		if f.nodeID != "" || f.clusterName != "" || f.clusterTuned() {
-			return nil, nil, errors.New("--node-id, --cluster, --replicas, --presence-ttl and --log-retention need --nats")
+			return nil, nil, errors.New("--node-id, --cluster, --replicas, --presence-ttl, --log-retention, --history-retention and --history-mb need --nats")
 		}
 		return nil, func() {}, nil
 	}
@@ -331,6 +343,7 @@ func joinCluster(ctx context.Context, f gatewayFlags, cfg *space.Config, logger 
 	node, err := natscluster.New(cctx, natscluster.Options{
 		NodeID: id, Cluster: f.clusterName, URL: url,
 		Replicas: f.replicas, PresenceTTL: f.presenceTTL, LogRetention: f.logRetention,
+		HistoryRetention: f.historyRetention, HistoryBytes: f.historyMiB << 20,
 	})
 	if err != nil {
 		stopServer()

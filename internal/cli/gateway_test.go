@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/space"
 )
@@ -194,13 +197,34 @@ func TestFloorFromEnv(t *testing.T) {
 // /health names each node and its cluster.
 func TestGatewayStartCluster(t *testing.T) {
 	path := writeSpace(t, "space: {id: duo}\nparticipants:\n  ann: {tokens: [ann-token], capabilities: [{kind: chat}]}\n  bob: {tokens: [bob-token], capabilities: [{kind: chat}]}\n")
-	a := startGatewayCmd(t, "-s", path, "-l", "info", "--nats", "embedded:0", "--node-id", "node-a", "--cluster", "duo-cluster", "--log-dir", t.TempDir())
+	// The history's bounds must be the same on every node: each sets the
+	// stream to its own when it starts.
+	bounds := []string{"--history-retention", "50", "--history-mb", "8"}
+	a := startGatewayCmd(t, append([]string{"-s", path, "-l", "info", "--nats", "embedded:0", "--node-id", "node-a", "--cluster", "duo-cluster", "--log-dir", t.TempDir()}, bounds...)...)
 	m := regexp.MustCompile(`msg="embedded NATS server started" url=(nats://\S+)`).FindStringSubmatch(a.stderr.String())
 	if m == nil {
 		t.Fatalf("no NATS URL in the first node's log:\n%s", a.stderr.String())
 	}
 	natsURL := m[1]
-	b := startGatewayCmd(t, "-s", path, "--nats", natsURL, "--node-id", "node-b", "--cluster", "duo-cluster", "--log-dir", t.TempDir())
+	b := startGatewayCmd(t, append([]string{"-s", path, "--nats", natsURL, "--node-id", "node-b", "--cluster", "duo-cluster", "--log-dir", t.TempDir()}, bounds...)...)
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, "mew_duo-cluster_history")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := st.CachedInfo().Config; c.MaxMsgsPerSubject != 50 || c.MaxBytes != 8<<20 {
+		t.Errorf("the history stream keeps %d per space and %d bytes, want 50 and 8 MiB", c.MaxMsgsPerSubject, c.MaxBytes)
+	}
 
 	for _, n := range []struct {
 		g  *gatewayCmd
@@ -239,6 +263,14 @@ func TestGatewayStartClusterBadInput(t *testing.T) {
 		{[]string{"--replicas", "3"}, "need --nats"},
 		{[]string{"--presence-ttl", "30s"}, "need --nats"},
 		{[]string{"--log-retention", "500"}, "need --nats"},
+		{[]string{"--history-retention", "500"}, "need --nats"},
+		{[]string{"--history-mb", "16"}, "need --nats"},
+		{[]string{"--nats", "embedded:0", "--history-retention", "15"}, "--history-retention: 15 is not from 16 to 1000000"},
+		{[]string{"--nats", "embedded:0", "--history-retention", "1000001"}, "is not from 16"},
+		{[]string{"--nats", "embedded:0", "--history-retention", "-1"}, "is not from 16"},
+		{[]string{"--nats", "embedded:0", "--history-mb", "0"}, "--history-mb: 0 is not from 1 to 1048576"},
+		{[]string{"--nats", "embedded:0", "--history-mb", "99999999999999"}, "is not from 1 to"},
+		{[]string{"--nats", "embedded:0", "--history-mb", "1e3"}, "invalid argument"},
 		{[]string{"--nats", "embedded:0", "--replicas", "0"}, "--replicas: 0 is not from 1 to 5"},
 		{[]string{"--nats", "embedded:0", "--replicas", "6"}, "--replicas: 6 is not from 1 to 5"},
 		{[]string{"--nats", "embedded:0", "--replicas", "x"}, "invalid argument"},
