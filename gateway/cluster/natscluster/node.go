@@ -353,7 +353,7 @@ func (n *Node) Close() error {
 	if n.nc.IsConnected() {
 		ctx, cancel := context.WithTimeout(context.Background(), n.timeout)
 		for k, j := range joined {
-			_ = presence{n}.Leave(ctx, k.space, k.participant, j.conn)
+			_ = n.leave(ctx, k.space, k.participant, j.conn, j.rev)
 		}
 		cancel()
 	}

@@ -67,6 +67,12 @@ func (p presence) Leave(ctx context.Context, space, participant, conn string) er
 		delete(n.joined, k)
 	}
 	n.mu.Unlock()
+	return n.leave(ctx, space, participant, conn, rev)
+}
+
+// leave removes the presence entry of conn, written by this node at
+// revision rev (0: not known).
+func (n *Node) leave(ctx context.Context, space, participant, conn string, rev uint64) error {
 	key := kvKey(space, participant)
 	if rev != 0 {
 		// Purge at the revision of our last write: a Get may be answered
