@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mew-protocol/mew/gateway"
@@ -313,15 +312,7 @@ func historyRaw(t *testing.T, c *histCluster) string {
 		}
 		return b.String()
 	}
-	nc, err := nats.Connect(c.urls[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testutil.JetStream(t, c.urls[0])
 	cons, err := js.OrderedConsumer(ctx, "mew_"+c.name+"_history", jetstream.OrderedConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)

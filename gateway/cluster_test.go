@@ -21,8 +21,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/gateway/cluster"
@@ -702,18 +700,9 @@ func testInvite(t *testing.T, c *testCluster) {
 // natsBucket reads every key and value of a JetStream KV bucket.
 func natsBucket(t *testing.T, url, bucket string) map[string][]byte {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(ctx, bucket)
+	kv, err := testutil.JetStream(t, url).KeyValue(ctx, bucket)
 	if err != nil {
 		t.Fatal(err)
 	}

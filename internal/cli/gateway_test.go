@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/space"
 )
@@ -207,15 +204,7 @@ func TestGatewayStartCluster(t *testing.T) {
 	}
 	natsURL := m[1]
 	b := startGatewayCmd(t, append([]string{"-s", path, "--nats", natsURL, "--node-id", "node-b", "--cluster", "duo-cluster", "--log-dir", t.TempDir()}, bounds...)...)
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testutil.JetStream(t, natsURL)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	st, err := js.Stream(ctx, "mew_duo-cluster_history")

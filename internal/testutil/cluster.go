@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/gateway/cluster"
@@ -117,4 +119,21 @@ func StartCluster(t testing.TB, n int, spaceYAML string, opts gateway.Options) [
 		gs = append(gs, StartGateway(t, spaceYAML, o))
 	}
 	return gs
+}
+
+// JetStream connects to the NATS server at url, for a test that reads what
+// the nodes stored with a client of its own; the connection closes when
+// the test ends.
+func JetStream(t testing.TB, url string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }
