@@ -513,6 +513,11 @@ func TestClusterPartition(t *testing.T) {
 	human.ExpectFunc("chat", func(m testutil.Msg) bool { return m.ID() == "b2" })
 	human.SendText(`{"id":"h2","kind":"chat","payload":{"text":"welcome back"}}`)
 	bob.ExpectFunc("chat", func(m testutil.Msg) bool { return m.ID() == "h2" })
+	// What bob missed is in the history, polled on his node.
+	code, msgs, _, _ := pollPage(t, b, "bob", "bob-token", "?limit=1000")
+	if !slices.ContainsFunc(msgs, func(m map[string]any) bool { return m["id"] == "h1" }) {
+		t.Errorf("the chat bob missed is not in the history polled on his node (%d, %d envelopes)", code, len(msgs))
+	}
 	// One outage, one notice: the reconnection is not announced again.
 	if m, quiet := bob.Quiet(1500*time.Millisecond, func(m testutil.Msg) bool { return !outageNotice(m) }); !quiet {
 		t.Errorf("a second notice after the heal: %s", m.Raw)
