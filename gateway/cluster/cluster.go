@@ -165,6 +165,9 @@ type PutOptions struct {
 // segment is 1 to MaxNameLen bytes of any UTF-8 but '/'.
 type State interface {
 	// Get returns the key's current entry, or an error wrapping ErrNotFound.
+	// On a replicated fabric it may lag a moment behind a write or an
+	// expiry (a replica may answer): decide a write by IfRevision, never
+	// by what Get returned.
 	Get(ctx context.Context, space, key string) (Entry, error)
 	// Put writes value under key and returns the new revision. A condition
 	// in o that fails gives an error wrapping ErrConflict.

@@ -272,6 +272,22 @@ func syncedWatch(ctx context.Context, t *testing.T, src interface {
 	return w
 }
 
+// settled reads key with st until ok holds for what Get answers, for up to
+// 2 s, and returns the last answer: on a replicated fabric a Get may lag a
+// moment behind a write or an expiry (cluster.State.Get).
+func settled(ctx context.Context, st cluster.State, space, key string, ok func(cluster.Entry, error) bool) (cluster.Entry, error) {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		e, err := st.Get(ctx, space, key)
+		if ok(e, err) || time.Now().After(deadline) {
+			return e, err
+		}
+		time.Sleep(20 * time.Millisecond) // a replica catching up
+	}
+}
+
+func notFound(_ cluster.Entry, err error) bool { return errors.Is(err, cluster.ErrNotFound) }
+
 func next(t *testing.T, w cluster.Watcher) cluster.Entry {
 	t.Helper()
 	select {
@@ -332,13 +348,13 @@ func testStateWatch(t *testing.T, f Factory) {
 	if e.Op != cluster.OpDelete || e.Key != key || e.Revision <= r1 {
 		t.Fatalf("change %+v, want the delete", e)
 	}
-	if _, err := b.Get(ctx, "s1", key); !errors.Is(err, cluster.ErrNotFound) {
+	if _, err := settled(ctx, b, "s1", key, notFound); !errors.Is(err, cluster.ErrNotFound) {
 		t.Fatalf("get after delete: %v", err)
 	}
 	if err := a.Delete(ctx, "s1", key, 0); err != nil {
 		t.Errorf("deleting a missing key: %v", err)
 	}
-	e, err = b.Get(ctx, "s2", key)
+	e, err = settled(ctx, b, "s2", key, func(e cluster.Entry, err error) bool { return err == nil && string(e.Value) == "elsewhere" })
 	if err != nil || string(e.Value) != "elsewhere" {
 		t.Fatalf("get s2: %+v %v", e, err)
 	}
@@ -467,11 +483,12 @@ func testStateCAS(t *testing.T, f Factory) {
 		}
 	}
 	wg.Wait()
-	e, err := a.Get(ctx, "s", ckey)
+	want := fmt.Sprint(len(h.Nodes) * 2 * per)
+	e, err := settled(ctx, a, "s", ckey, func(e cluster.Entry, err error) bool { return err == nil && string(e.Value) == want })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprint(len(h.Nodes) * 2 * per); string(e.Value) != want {
+	if string(e.Value) != want {
 		t.Fatalf("counter %s, want %s", e.Value, want)
 	}
 }
@@ -502,8 +519,8 @@ func testStateTTL(t *testing.T, f Factory) {
 	if d := time.Since(start); d < 900*time.Millisecond || d > 3*time.Second {
 		t.Errorf("a 1s TTL expired after %v", d)
 	}
-	if _, err := b.Get(ctx, "s", g); !errors.Is(err, cluster.ErrNotFound) {
-		t.Errorf("expired key: %v", err)
+	if _, err := settled(ctx, b, "s", g, notFound); !errors.Is(err, cluster.ErrNotFound) {
+		t.Errorf("expired key, 2s after its expiry was watched: %v", err)
 	}
 	if _, err := b.Get(ctx, "s", keep); err != nil {
 		t.Errorf("kept key: %v", err)
@@ -701,7 +718,10 @@ func testFloorContest(t *testing.T, f Factory) {
 	close(results)
 	// The winner is the earliest start, tie by the smallest id: 1000 is
 	// the start of ids 0, 4, 8, 12 → agent-0-0.
-	final, err := h.Nodes[2].State().Get(ctx, "s", cluster.FloorKey("msg-1"))
+	final, err := settled(ctx, h.Nodes[2].State(), "s", cluster.FloorKey("msg-1"), func(e cluster.Entry, err error) bool {
+		c, derr := cluster.DecodeClaim(e.Value)
+		return err == nil && derr == nil && c.ID == "agent-0-0"
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -748,7 +768,7 @@ func testFloorContest(t *testing.T, f Factory) {
 		t.Fatalf("claim after expiry: %+v %+v %v", w, displaced, err)
 	}
 	// The winner carries its key's revision; a losing claim learns it too.
-	e, err := h.Nodes[1].State().Get(ctx, "s", cluster.FloorKey("msg-1"))
+	e, err := settled(ctx, h.Nodes[1].State(), "s", cluster.FloorKey("msg-1"), func(e cluster.Entry, err error) bool { return err == nil && e.Revision == w.Revision })
 	if err != nil || w.Revision == 0 || w.Revision != e.Revision {
 		t.Fatalf("the winner's revision %d, the key's %d (%v)", w.Revision, e.Revision, err)
 	}
