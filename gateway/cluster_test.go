@@ -386,7 +386,7 @@ func TestClusterUnavailable(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // polling the node's state, with a deadline
 	}
 	// Told without asking, then refused when it sends.
-	waitMsg(t, human, 5*time.Second, "the notice that the cluster is gone", outageNotice)
+	human.Within(5*time.Second, "the notice that the cluster is gone", outageNotice)
 	e := outcome(t, human, "c1", `{"id":"c1","kind":"chat","payload":{"text":"alone"}}`)
 	if e == nil || e["error"] != gateway.ErrorClusterUnavailable {
 		t.Fatalf("with NATS down: %v, want %s", e, gateway.ErrorClusterUnavailable)
@@ -401,7 +401,7 @@ func TestClusterUnavailable(t *testing.T) {
 	}
 	t.Cleanup(func() { ns2.Shutdown(); ns2.WaitForShutdown() })
 	// A fresh welcome says it is back.
-	waitMsg(t, human, 10*time.Second, "the welcome after the reconnection", func(m testutil.Msg) bool { return m.Kind() == "system/welcome" })
+	human.Within(10*time.Second, "the welcome after the reconnection", func(m testutil.Msg) bool { return m.Kind() == "system/welcome" })
 	deadline = time.Now().Add(10 * time.Second)
 	for i := 0; ; i++ {
 		id := fmt.Sprintf("r%d", i)
@@ -430,21 +430,6 @@ func outageNotice(m testutil.Msg) bool {
 	return m.Kind() == "system/error" && !corr && m.Payload()["error"] == gateway.ErrorClusterUnavailable
 }
 
-// waitMsg skips p's messages until one satisfies ok, for at most d.
-func waitMsg(t *testing.T, p *testutil.Peer, d time.Duration, what string, ok func(testutil.Msg) bool) testutil.Msg {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		m, err := p.Read(time.Until(deadline))
-		if err != nil {
-			t.Fatalf("waiting %v for %s: %v", d, what, err)
-		}
-		if ok(m) {
-			return m
-		}
-	}
-}
-
 // TestClusterPartition cuts the network between node 2 and NATS silently
 // (no reset: only missed pings tell), then heals it. Node 2's participant
 // is told, and refused rather than diverge; node 1 keeps serving and sees
@@ -467,7 +452,7 @@ func TestClusterPartition(t *testing.T) {
 	proxy.Cut()
 	cut := time.Now()
 	// Detection takes the client's missed pings (2 s apart, 2 outstanding).
-	waitMsg(t, bob, 15*time.Second, "bob's notice that node 2 lost the cluster", outageNotice)
+	bob.Within(15*time.Second, "bob's notice that node 2 lost the cluster", outageNotice)
 	told := time.Since(cut)
 	if e := outcome(t, bob, "b1", `{"id":"b1","kind":"chat","payload":{"text":"into the void"}}`); e == nil || e["error"] != gateway.ErrorClusterUnavailable {
 		t.Fatalf("bob's chat on the cut-off node: %v, want %s", e, gateway.ErrorClusterUnavailable)
@@ -477,7 +462,7 @@ func TestClusterPartition(t *testing.T) {
 	}
 	// Node 1 goes on; bob's presence expires there within the TTL of his
 	// last refresh.
-	m := waitMsg(t, human, 10*time.Second, "bob leaving node 1's view", func(m testutil.Msg) bool {
+	m := human.Within(10*time.Second, "bob leaving node 1's view", func(m testutil.Msg) bool {
 		return m.Kind() == "system/presence" && presence("leave", "bob")(m)
 	})
 	ts, _ := m.Env["ts"].(string)
@@ -499,12 +484,12 @@ func TestClusterPartition(t *testing.T) {
 
 	proxy.Heal()
 	healed := time.Now()
-	w := waitMsg(t, bob, 15*time.Second, "bob's welcome after the heal", func(m testutil.Msg) bool { return m.Kind() == "system/welcome" })
+	w := bob.Within(15*time.Second, "bob's welcome after the heal", func(m testutil.Msg) bool { return m.Kind() == "system/welcome" })
 	back := time.Since(healed)
 	if got := ids(w.Payload()["participants"]); !slices.Contains(got, "human") {
 		t.Errorf("bob's welcome after the heal lists %v, want human among them", got)
 	}
-	waitMsg(t, human, 10*time.Second, "bob back in node 1's view", func(m testutil.Msg) bool {
+	human.Within(10*time.Second, "bob back in node 1's view", func(m testutil.Msg) bool {
 		return m.Kind() == "system/presence" && presence("join", "bob")(m)
 	})
 	if e := outcome(t, bob, "b2", `{"id":"b2","kind":"chat","payload":{"text":"back"}}`); e != nil {
@@ -528,8 +513,8 @@ func TestClusterPartition(t *testing.T) {
 	// A reset: node 2 reconnects at once, most likely between two looks of
 	// its watchdog; bob is still told, after the fact, and welcomed.
 	proxy.Reset()
-	waitMsg(t, bob, 5*time.Second, "bob's notice of the short outage", outageNotice)
-	waitMsg(t, bob, 5*time.Second, "bob's welcome after the short outage", func(m testutil.Msg) bool { return m.Kind() == "system/welcome" })
+	bob.Within(5*time.Second, "bob's notice of the short outage", outageNotice)
+	bob.Within(5*time.Second, "bob's welcome after the short outage", func(m testutil.Msg) bool { return m.Kind() == "system/welcome" })
 }
 
 // A kick on node 1 disconnects the participant on node 2, and its token

@@ -187,17 +187,25 @@ func (p *Peer) Expect(kind string) Msg {
 	return p.ExpectFunc(kind, func(Msg) bool { return true })
 }
 
-// ExpectFunc skips messages until one of the given kind satisfies ok.
+// ExpectFunc skips messages until one of the given kind satisfies ok (5 s
+// at most).
 func (p *Peer) ExpectFunc(kind string, ok func(Msg) bool) Msg {
 	p.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	return p.Within(5*time.Second, kind, func(m Msg) bool { return m.Kind() == kind && ok(m) })
+}
+
+// Within skips messages until one satisfies ok, for at most d; what names
+// the awaited message when the test fails.
+func (p *Peer) Within(d time.Duration, what string, ok func(Msg) bool) Msg {
+	p.t.Helper()
+	deadline := time.Now().Add(d)
 	var seen []string
 	for {
 		m, err := p.Read(time.Until(deadline))
 		if err != nil {
-			p.t.Fatalf("waiting for %s: %v (seen: %s)", kind, err, strings.Join(seen, " | "))
+			p.t.Fatalf("waiting for %s: %v (seen: %s)", what, err, strings.Join(seen, " | "))
 		}
-		if m.Kind() == kind && ok(m) {
+		if ok(m) {
 			return m
 		}
 		if len(seen) < 20 {

@@ -272,18 +272,28 @@ func syncedWatch(ctx context.Context, t *testing.T, src interface {
 	return w
 }
 
-// settled reads key with st until ok holds for what Get answers, for up to
-// 2 s, and returns the last answer: on a replicated fabric a Get may lag a
-// moment behind a write or an expiry (cluster.State.Get).
-func settled(ctx context.Context, st cluster.State, space, key string, ok func(cluster.Entry, error) bool) (cluster.Entry, error) {
+// eventually calls cond until it holds, for up to 2 s, and reports whether
+// it did: on a replicated fabric a read may lag a moment behind a write or
+// an expiry (cluster.State.Get), and a replica catches up within that.
+func eventually(cond func() bool) bool {
 	deadline := time.Now().Add(2 * time.Second)
-	for {
-		e, err := st.Get(ctx, space, key)
-		if ok(e, err) || time.Now().After(deadline) {
-			return e, err
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
 		}
 		time.Sleep(20 * time.Millisecond) // a replica catching up
 	}
+	return true
+}
+
+// settled reads key with st until ok holds for what Get answers (see
+// eventually), and returns the last answer.
+func settled(ctx context.Context, st cluster.State, space, key string, ok func(cluster.Entry, error) bool) (e cluster.Entry, err error) {
+	eventually(func() bool {
+		e, err = st.Get(ctx, space, key)
+		return ok(e, err)
+	})
+	return e, err
 }
 
 func notFound(_ cluster.Entry, err error) bool { return errors.Is(err, cluster.ErrNotFound) }
@@ -382,16 +392,12 @@ func testDeleteAtOnce(t *testing.T, f Factory) {
 	}
 	// A lost delete is lost for good; a replica that lags catches up: so
 	// each node's snapshot must be empty within a moment.
-	for i, n := range h.Nodes {
+	for i, node := range h.Nodes {
 		var left []string
-		for deadline := time.Now().Add(2 * time.Second); ; {
-			left = snapshotKeys(ctx, t, n.State(), "s")
-			if len(left) == 0 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(50 * time.Millisecond) // a replica catching up
-		}
-		if len(left) > 0 {
+		if !eventually(func() bool {
+			left = snapshotKeys(ctx, t, node.State(), "s")
+			return len(left) == 0
+		}) {
 			t.Errorf("node %d: %d keys survived their delete: %v", i, len(left), left)
 		}
 	}
