@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
+	"time"
 )
 
 // Streams across nodes. A stream's changes (open, writers granted or
@@ -107,13 +109,29 @@ func StreamCounterKey() string { return "streams/next" }
 // each lost round means another node took a number meanwhile.
 const maxCounterRounds = 32
 
+// lostRound waits after a lost round of NextStreamNumber: a random while,
+// up to a millisecond doubled each round and at most 16 ms, so that nodes
+// taking numbers at once spread out. Without it, a node that has just won
+// reads again before the loser, and under load one node lost 32 rounds in
+// a row.
+func lostRound(ctx context.Context, round int) error {
+	t := time.NewTimer(rand.N(time.Millisecond << min(round, 4)))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 // NextStreamNumber takes the next stream number of space, unique in the
 // cluster (1, 2, 3... as long as every node takes them here), by
 // compare-and-swap on StreamCounterKey. A value that does not parse counts
 // as 0, so that garbage under the key does not stop a space's streams.
 func NextStreamNumber(ctx context.Context, st State, space string) (uint64, error) {
 	key := StreamCounterKey()
-	for range maxCounterRounds {
+	for round := range maxCounterRounds {
 		cur, err := st.Get(ctx, space, key)
 		var n uint64
 		var opts PutOptions
@@ -132,6 +150,9 @@ func NextStreamNumber(ctx context.Context, st State, space string) (uint64, erro
 			return n, nil
 		}
 		if !errors.Is(err, ErrConflict) {
+			return 0, err
+		}
+		if err := lostRound(ctx, round); err != nil {
 			return 0, err
 		}
 	}
