@@ -1,0 +1,821 @@
+package a2a
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxTasks            = 10000
+	DefaultMaxActivePerCaller  = 32
+	DefaultMaxStreamsPerCaller = 16
+	DefaultMaxHistory          = 100
+	DefaultMaxArtifacts        = 64
+	DefaultMaxParts            = 64
+	DefaultRetention           = time.Hour
+	DefaultStreamBuffer        = 256
+	DefaultKeepAlive           = 15 * time.Second
+)
+
+// Anonymous is the caller of every request when Options.Authenticate is
+// nil: all such callers share their tasks.
+const Anonymous = "anonymous"
+
+// Executor runs the turns of tasks.
+type Executor interface {
+	// Execute runs one turn of run's task: the message that created it,
+	// or one that continues it after input-required or auth-required. It
+	// reports through run and ends the turn by setting a final or
+	// interrupted state; returning first ends it completed (nil) or
+	// failed (an error, whose text the client sees). ctx ends when the
+	// task is canceled or the server closes.
+	Execute(ctx context.Context, run *Run) error
+}
+
+// ExecutorFunc is a function that is an Executor.
+type ExecutorFunc func(ctx context.Context, run *Run) error
+
+// Execute calls f.
+func (f ExecutorFunc) Execute(ctx context.Context, run *Run) error { return f(ctx, run) }
+
+// Options configures a Server. Zero values take the defaults.
+type Options struct {
+	// Card is the agent card, served at CardPath; required. Its
+	// Capabilities.Streaming decides whether SendStreamingMessage and
+	// SubscribeToTask are served.
+	Card *AgentCard
+	// Executor runs the tasks; required.
+	Executor Executor
+	// Authenticate names the caller of a request, or fails (the request
+	// is answered 401 with CodeUnauthenticated; the error's text is not
+	// shown). Nil means every caller is Anonymous.
+	Authenticate func(*http.Request) (string, error)
+	// MaxBodyBytes bounds a request body (default 1 MiB).
+	MaxBodyBytes int64
+	// MaxTasks bounds the tasks kept; finished ones are forgotten oldest
+	// first to make room (default DefaultMaxTasks).
+	MaxTasks int
+	// MaxActivePerCaller bounds the unfinished tasks of one caller
+	// (default DefaultMaxActivePerCaller).
+	MaxActivePerCaller int
+	// MaxStreamsPerCaller bounds one caller's open streams (default
+	// DefaultMaxStreamsPerCaller).
+	MaxStreamsPerCaller int
+	// MaxHistory bounds the messages kept per task, the oldest dropped
+	// (default DefaultMaxHistory).
+	MaxHistory int
+	// MaxArtifacts bounds the artifacts of a task (default
+	// DefaultMaxArtifacts).
+	MaxArtifacts int
+	// Retention is how long a finished task stays readable (default
+	// DefaultRetention).
+	Retention time.Duration
+	// StreamBuffer is how many events a stream may fall behind before it
+	// is closed (default DefaultStreamBuffer).
+	StreamBuffer int
+	// KeepAlive is the interval of SSE comments on an idle stream
+	// (default DefaultKeepAlive).
+	KeepAlive time.Duration
+	// Logger receives diagnostics; nil means none. Credentials are never
+	// logged.
+	Logger *slog.Logger
+}
+
+// Server serves an agent over A2A's JSON-RPC binding: POST / is the
+// JSON-RPC endpoint and GET CardPath the card. It is an http.Handler.
+type Server struct {
+	opts Options
+	log  *slog.Logger
+	card []byte
+
+	ctx    context.Context // parent of the turns; cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the turns
+
+	mu      sync.Mutex
+	closed  bool
+	tasks   map[string]*task
+	streams map[string]int // open streams per caller
+}
+
+// NewServer checks the options and returns a Server.
+func NewServer(opts Options) (*Server, error) {
+	if opts.Card == nil {
+		return nil, errors.New("a2a: no agent card")
+	}
+	if opts.Executor == nil {
+		return nil, errors.New("a2a: no executor")
+	}
+	card, err := json.Marshal(opts.Card)
+	if err != nil {
+		return nil, fmt.Errorf("a2a: agent card: %w", err)
+	}
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&opts.MaxTasks, DefaultMaxTasks)
+	def(&opts.MaxActivePerCaller, DefaultMaxActivePerCaller)
+	def(&opts.MaxStreamsPerCaller, DefaultMaxStreamsPerCaller)
+	def(&opts.MaxHistory, DefaultMaxHistory)
+	def(&opts.MaxArtifacts, DefaultMaxArtifacts)
+	def(&opts.StreamBuffer, DefaultStreamBuffer)
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultRetention
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = DefaultKeepAlive
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{opts: opts, log: log, card: card, ctx: ctx, cancel: cancel,
+		tasks: map[string]*task{}, streams: map[string]int{}}, nil
+}
+
+// Close cancels the running turns (their tasks end canceled) and waits for
+// them. Requests that arrive later are refused.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+// Serve serves s on l until ctx ends, then shuts the HTTP server down and
+// closes s.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return s.ctx }}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(l) }()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	// Streams end with the server's context; then the listener closes.
+	s.cancel()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	if err == nil {
+		<-errc
+	}
+	_ = s.Close()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// ServeHTTP serves the card and the JSON-RPC endpoint.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path == CardPath:
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", contentTypeJSON)
+		w.Header().Set("Cache-Control", "max-age=300")
+		_, _ = w.Write(s.card)
+	case r.URL.Path == "/" || r.URL.Path == "":
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			writeRPC(w, http.StatusMethodNotAllowed, rpcResponse{JSONRPC: jsonrpcVersion, ID: json.RawMessage("null"),
+				Error: errorf(ErrInvalidRequest, "the JSON-RPC endpoint takes POST")})
+			return
+		}
+		s.serveRPC(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// writeRPC writes one JSON-RPC response.
+func writeRPC(w http.ResponseWriter, status int, resp rpcResponse) {
+	b, err := json.Marshal(resp)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(rpcResponse{JSONRPC: jsonrpcVersion, ID: resp.ID, Error: errorf(ErrInternal, "the response could not be encoded")})
+	}
+	w.Header().Set("Content-Type", contentTypeJSON)
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// serveRPC reads, checks and dispatches one JSON-RPC request.
+func (s *Server) serveRPC(w http.ResponseWriter, r *http.Request) {
+	fail := func(status int, id json.RawMessage, e *Error) {
+		if id == nil {
+			id = json.RawMessage("null")
+		}
+		writeRPC(w, status, rpcResponse{JSONRPC: jsonrpcVersion, ID: id, Error: e})
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != contentTypeJSON && mt != contentTypeA2AJSON) {
+			fail(http.StatusUnsupportedMediaType, nil, errorf(ErrInvalidRequest, "the body must be application/json"))
+			return
+		}
+	}
+	caller := Anonymous
+	if s.opts.Authenticate != nil {
+		c, err := s.opts.Authenticate(r)
+		if err != nil || c == "" {
+			// The reason stays here: it may say which credential was wrong.
+			s.log.Info("a2a: unauthenticated request", "remote", r.RemoteAddr)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="a2a"`)
+			fail(http.StatusUnauthorized, nil, errorf(ErrUnauthenticated, "send a valid credential as the agent card's securitySchemes say"))
+			return
+		}
+		caller = c
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			fail(http.StatusRequestEntityTooLarge, nil, errorf(ErrInvalidRequest, "the body is larger than %d bytes", s.opts.MaxBodyBytes))
+			return
+		}
+		fail(http.StatusBadRequest, nil, errorf(ErrInvalidRequest, "the body could not be read"))
+		return
+	}
+	req, rpcErr := parseRequest(body)
+	if rpcErr != nil {
+		fail(http.StatusOK, req.ID, rpcErr)
+		return
+	}
+	if e := checkVersion(r); e != nil {
+		fail(http.StatusOK, req.ID, e)
+		return
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		fail(http.StatusServiceUnavailable, req.ID, errorf(ErrInternal, "the agent is shutting down"))
+		return
+	}
+	c := &call{s: s, caller: caller, req: req}
+	switch req.Method {
+	case MethodSendStreamingMessage, MethodSubscribeToTask:
+		if s.opts.Card.Capabilities.Streaming == nil || !*s.opts.Card.Capabilities.Streaming {
+			fail(http.StatusOK, req.ID, errorf(ErrUnsupportedOperation, "this agent does not stream"))
+			return
+		}
+		c.stream(w, r)
+		return
+	}
+	result, e := c.unary(r.Context())
+	if e != nil {
+		fail(http.StatusOK, req.ID, e)
+		return
+	}
+	writeRPC(w, http.StatusOK, rpcResponse{JSONRPC: jsonrpcVersion, ID: req.ID, Result: result})
+}
+
+// checkVersion checks the A2A-Version service parameter (header or query
+// parameter): 1.0 is served; absent means 0.3 (specification 3.6.2),
+// which is not.
+func checkVersion(r *http.Request) *Error {
+	v := strings.TrimSpace(r.Header.Get(HeaderVersion))
+	if v == "" {
+		v = strings.TrimSpace(r.URL.Query().Get(HeaderVersion))
+	}
+	if v == ProtocolVersion {
+		return nil
+	}
+	if v == "" {
+		return errorf(ErrVersionNotSupported, "no %s header, which means 0.3; this agent serves %s: send %s: %s",
+			HeaderVersion, ProtocolVersion, HeaderVersion, ProtocolVersion)
+	}
+	return errorf(ErrVersionNotSupported, "version %q is not served; this agent serves %s", clip(v), ProtocolVersion)
+}
+
+// call is one JSON-RPC request being served.
+type call struct {
+	s      *Server
+	caller string
+	req    rpcRequest
+}
+
+// unary serves the methods that answer with one response.
+func (c *call) unary(ctx context.Context) (any, *Error) {
+	s := c.s
+	switch c.req.Method {
+	case MethodSendMessage:
+		var p SendMessageRequest
+		if e := decodeParams(c.req.Params, &p); e != nil {
+			return nil, e
+		}
+		t, _, e := s.send(c.caller, p, nil)
+		if e != nil {
+			return nil, e
+		}
+		blocking := p.Configuration == nil || !p.Configuration.ReturnImmediately
+		if blocking {
+			select {
+			case <-t.settledCh(s):
+			case <-ctx.Done():
+			}
+		}
+		var hl *int32
+		if p.Configuration != nil {
+			hl = p.Configuration.HistoryLength
+		}
+		s.mu.Lock()
+		snap := t.snapshot(hl, true)
+		s.mu.Unlock()
+		return SendMessageResponse{Task: &snap}, nil
+	case MethodGetTask:
+		var p GetTaskRequest
+		if e := decodeParams(c.req.Params, &p); e != nil {
+			return nil, e
+		}
+		if p.HistoryLength != nil && *p.HistoryLength < 0 {
+			return nil, errorf(ErrInvalidParams, "historyLength must not be negative")
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		t, e := s.owned(c.caller, p.ID)
+		if e != nil {
+			return nil, e
+		}
+		return t.snapshot(p.HistoryLength, true), nil
+	case MethodListTasks:
+		var p ListTasksRequest
+		if e := decodeParams(c.req.Params, &p); e != nil {
+			return nil, e
+		}
+		return s.list(c.caller, p)
+	case MethodCancelTask:
+		var p CancelTaskRequest
+		if e := decodeParams(c.req.Params, &p); e != nil {
+			return nil, e
+		}
+		return s.cancelTask(c.caller, p.ID)
+	case MethodCreateTaskPushNotificationConfig, MethodGetTaskPushNotificationConfig,
+		MethodListTaskPushNotificationConfigs, MethodDeleteTaskPushNotificationConfig:
+		return nil, errorf(ErrPushNotificationNotSupported, "this agent does not push notifications")
+	case MethodGetExtendedAgentCard:
+		return nil, errorf(ErrUnsupportedOperation, "this agent has no extended card")
+	}
+	return nil, errorf(ErrMethodNotFound, "%q is not an A2A %s method", clip(c.req.Method), ProtocolVersion)
+}
+
+// settledCh returns the channel closed when t's running turn ends (a
+// closed one when none runs).
+func (t *task) settledCh(s *Server) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return t.settled
+}
+
+// owned returns the caller's task id; another caller's is not found.
+// Called with s.mu held.
+func (s *Server) owned(caller, id string) (*task, *Error) {
+	if id == "" {
+		return nil, errorf(ErrInvalidParams, "id is required")
+	}
+	t, ok := s.tasks[id]
+	if !ok || t.owner != caller {
+		return nil, errorf(ErrTaskNotFound, "no task %q", clip(id))
+	}
+	return t, nil
+}
+
+// checkMessage checks a client's message.
+func (s *Server) checkMessage(m *Message) *Error {
+	switch {
+	case m == nil:
+		return errorf(ErrInvalidParams, "message is required")
+	case m.MessageID == "":
+		return errorf(ErrInvalidParams, "message.messageId is required")
+	case len(m.MessageID) > maxIDBytes || len(m.ContextID) > maxIDBytes || len(m.TaskID) > maxIDBytes:
+		return errorf(ErrInvalidParams, "message ids are at most %d bytes", maxIDBytes)
+	case m.Role != RoleUser:
+		return errorf(ErrInvalidParams, "message.role must be %s, got %q", RoleUser, clip(string(m.Role)))
+	case len(m.Parts) == 0:
+		return errorf(ErrInvalidParams, "message.parts needs at least one part")
+	case len(m.Parts) > DefaultMaxParts:
+		return errorf(ErrInvalidParams, "message.parts has more than %d parts", DefaultMaxParts)
+	case !isObject(m.Metadata):
+		return errorf(ErrInvalidParams, "message.metadata must be an object")
+	}
+	return nil
+}
+
+// send creates a task for a message, or continues the caller's task it
+// names, subscribes sub (when not nil) and starts a turn. It returns the
+// task as it was before the turn, a stream's first event.
+func (s *Server) send(caller string, p SendMessageRequest, sub *subscriber) (*task, Task, *Error) {
+	if e := s.checkMessage(p.Message); e != nil {
+		return nil, Task{}, e
+	}
+	if p.Configuration != nil && len(p.Configuration.TaskPushNotificationConfig) > 0 &&
+		!bytes.Equal(bytes.TrimSpace(p.Configuration.TaskPushNotificationConfig), []byte("null")) {
+		return nil, Task{}, errorf(ErrPushNotificationNotSupported, "this agent does not push notifications")
+	}
+	if e := s.checkOutputModes(p.Configuration); e != nil {
+		return nil, Task{}, e
+	}
+	m := *p.Message
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, Task{}, errorf(ErrInternal, "the agent is shutting down")
+	}
+	var t *task
+	if m.TaskID != "" {
+		var e *Error
+		if t, e = s.owned(caller, m.TaskID); e != nil {
+			return nil, Task{}, e
+		}
+		switch st := t.t.Status.State; {
+		case st.Terminal():
+			return nil, Task{}, errorf(ErrUnsupportedOperation, "task %s is %s and takes no more messages", t.t.ID, st)
+		case t.running():
+			return nil, Task{}, errorf(ErrUnsupportedOperation, "task %s is still working; send again when it asks for input", t.t.ID)
+		}
+		if m.ContextID != "" && m.ContextID != t.t.ContextID {
+			return nil, Task{}, errorf(ErrInvalidParams, "message.contextId %q is not the task's context", clip(m.ContextID))
+		}
+		m.ContextID = t.t.ContextID
+	} else {
+		if !s.evict(now) {
+			return nil, Task{}, errorf(ErrInternal, "the agent has too many tasks; try again later")
+		}
+		if s.activeTasks(caller) >= s.opts.MaxActivePerCaller {
+			return nil, Task{}, errorf(ErrInternal, "you have %d unfinished tasks, the most this agent runs for one caller; wait for one to finish", s.opts.MaxActivePerCaller)
+		}
+		if m.ContextID == "" {
+			m.ContextID = uuid.NewString()
+		}
+		t = &task{owner: caller, subs: map[*subscriber]struct{}{},
+			t: Task{ID: uuid.NewString(), ContextID: m.ContextID, Status: TaskStatus{State: TaskStateSubmitted, Timestamp: Timestamp(now)}}}
+		s.tasks[t.t.ID] = t
+	}
+	m.TaskID = t.t.ID
+	s.addHistory(t, m)
+	first := t.snapshot(nil, true)
+	if sub != nil {
+		sub.t = t
+		t.subs[sub] = struct{}{}
+	}
+	s.startTurn(t, m)
+	return t, first, nil
+}
+
+// checkOutputModes refuses a request that accepts none of the modes the
+// agent answers in.
+func (s *Server) checkOutputModes(cfg *SendMessageConfiguration) *Error {
+	if cfg == nil || len(cfg.AcceptedOutputModes) == 0 || len(s.opts.Card.DefaultOutputModes) == 0 {
+		return nil
+	}
+	for _, want := range cfg.AcceptedOutputModes {
+		for _, have := range s.opts.Card.DefaultOutputModes {
+			if strings.EqualFold(want, have) || want == "*/*" {
+				return nil
+			}
+		}
+	}
+	return errorf(ErrContentTypeNotSupported, "this agent answers in %s", strings.Join(s.opts.Card.DefaultOutputModes, ", "))
+}
+
+// addHistory appends m to t's history, dropping the oldest past
+// MaxHistory. Called with s.mu held.
+func (s *Server) addHistory(t *task, m Message) {
+	t.t.History = append(t.t.History, m)
+	if over := len(t.t.History) - s.opts.MaxHistory; over > 0 {
+		t.t.History = append(t.t.History[:0:0], t.t.History[over:]...)
+	}
+}
+
+// startTurn runs the executor on m for t, on a goroutine of s. Called
+// with s.mu held.
+func (s *Server) startTurn(t *task, m Message) {
+	t.turn++
+	ctx, cancel := context.WithCancel(s.ctx)
+	t.cancel = cancel
+	t.settled = make(chan struct{})
+	run := &Run{s: s, t: t, turn: t.turn, Caller: t.owner, TaskID: t.t.ID, ContextID: t.t.ContextID,
+		Message: m, History: append([]Message(nil), t.t.History[:len(t.t.History)-1]...)}
+	s.setStatus(t, TaskStatus{State: TaskStateWorking}, false)
+	s.wg.Go(func() {
+		defer cancel()
+		err := s.execute(ctx, run)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if t.turn != run.turn || !t.running() {
+			return
+		}
+		switch {
+		case ctx.Err() != nil:
+			s.endTurn(t, TaskStatus{State: TaskStateCanceled, Message: agentMessage(t, "The agent was stopped.")})
+		case err != nil:
+			s.endTurn(t, TaskStatus{State: TaskStateFailed, Message: agentMessage(t, err.Error())})
+		default:
+			s.endTurn(t, TaskStatus{State: TaskStateCompleted})
+		}
+	})
+}
+
+// execute runs the executor, turning a panic into an error: a bad input
+// must not take the agent down.
+func (s *Server) execute(ctx context.Context, run *Run) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("a2a: the executor panicked", "task", run.TaskID, "panic", v)
+			err = errors.New("the agent failed")
+		}
+	}()
+	return s.opts.Executor.Execute(ctx, run)
+}
+
+// setStatus records a status and publishes it; with end, the streams
+// close after it. Called with s.mu held.
+func (s *Server) setStatus(t *task, st TaskStatus, end bool) {
+	now := time.Now()
+	if st.Timestamp == "" {
+		st.Timestamp = Timestamp(now)
+	}
+	t.t.Status = st
+	t.updated = now
+	if st.Message != nil {
+		s.addHistory(t, *st.Message)
+	}
+	ev := TaskStatusUpdateEvent{TaskID: t.t.ID, ContextID: t.t.ContextID, Status: st}
+	ev.Status.Message = cloneMessage(st.Message)
+	t.publish(StreamResponse{StatusUpdate: &ev}, end)
+}
+
+// endTurn ends t's running turn in st. Called with s.mu held.
+func (s *Server) endTurn(t *task, st TaskStatus) {
+	if t.cancel != nil {
+		t.cancel()
+		t.cancel = nil
+		close(t.settled)
+	}
+	s.setStatus(t, st, true)
+}
+
+// agentMessage is a status message of the agent with text.
+func agentMessage(t *task, text string) *Message {
+	return &Message{MessageID: uuid.NewString(), ContextID: t.t.ContextID, TaskID: t.t.ID, Role: RoleAgent,
+		Parts: []Part{TextPart(text)}}
+}
+
+// cancelTask cancels the caller's task id.
+func (s *Server) cancelTask(caller, id string) (*Task, *Error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, e := s.owned(caller, id)
+	if e != nil {
+		return nil, e
+	}
+	if st := t.t.Status.State; st.Terminal() {
+		return nil, errorf(ErrTaskNotCancelable, "task %s is already %s", t.t.ID, st)
+	}
+	s.endTurn(t, TaskStatus{State: TaskStateCanceled, Message: agentMessage(t, "Canceled by the client.")})
+	snap := t.snapshot(nil, true)
+	return &snap, nil
+}
+
+// stream serves SendStreamingMessage and SubscribeToTask over SSE: the
+// task first, then its events until it ends or waits for input.
+func (c *call) stream(w http.ResponseWriter, r *http.Request) {
+	s := c.s
+	fail := func(e *Error) {
+		writeRPC(w, http.StatusOK, rpcResponse{JSONRPC: jsonrpcVersion, ID: c.req.ID, Error: e})
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		fail(errorf(ErrInternal, "this connection cannot stream"))
+		return
+	}
+	s.mu.Lock()
+	if s.streams[c.caller] >= s.opts.MaxStreamsPerCaller {
+		s.mu.Unlock()
+		fail(errorf(ErrInternal, "you have %d open streams, the most this agent serves one caller", s.opts.MaxStreamsPerCaller))
+		return
+	}
+	s.streams[c.caller]++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.streams[c.caller]--; s.streams[c.caller] <= 0 {
+			delete(s.streams, c.caller)
+		}
+		s.mu.Unlock()
+	}()
+
+	sub := &subscriber{ch: make(chan StreamResponse, s.opts.StreamBuffer)}
+	var first StreamResponse
+	switch c.req.Method {
+	case MethodSendStreamingMessage:
+		var p SendMessageRequest
+		if e := decodeParams(c.req.Params, &p); e != nil {
+			fail(e)
+			return
+		}
+		// Subscribe before the turn starts, so that no event is missed.
+		_, t, e := s.send(c.caller, p, sub)
+		if e != nil {
+			fail(e)
+			return
+		}
+		first = StreamResponse{Task: &t}
+	default:
+		var p SubscribeToTaskRequest
+		if e := decodeParams(c.req.Params, &p); e != nil {
+			fail(e)
+			return
+		}
+		s.mu.Lock()
+		t, e := s.owned(c.caller, p.ID)
+		if e == nil && t.t.Status.State.Terminal() {
+			e = errorf(ErrUnsupportedOperation, "task %s is %s: there is nothing to subscribe to", t.t.ID, t.t.Status.State)
+		}
+		if e != nil {
+			s.mu.Unlock()
+			fail(e)
+			return
+		}
+		snap := t.snapshot(nil, true)
+		first = StreamResponse{Task: &snap}
+		if t.running() {
+			sub.t = t
+			t.subs[sub] = struct{}{}
+		} else {
+			close(sub.ch) // waiting for input: the task is all there is
+		}
+		s.mu.Unlock()
+	}
+	defer s.unsubscribe(sub)
+
+	h := w.Header()
+	h.Set("Content-Type", contentTypeSSE)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	write := func(ev StreamResponse) bool {
+		b, err := json.Marshal(rpcResponse{JSONRPC: jsonrpcVersion, ID: c.req.ID, Result: ev})
+		if err != nil {
+			return false
+		}
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return false
+		}
+		flusher.Flush()
+		return true
+	}
+	if !write(first) {
+		return
+	}
+	tick := time.NewTicker(s.opts.KeepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case ev, ok := <-sub.ch:
+			if !ok {
+				if sub.isDropped(s) {
+					s.log.Info("a2a: closed a stream that fell behind", "caller", c.caller)
+				}
+				return
+			}
+			if !write(ev) {
+				return
+			}
+		case <-tick.C:
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			flusher.Flush()
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+func (sub *subscriber) isDropped(s *Server) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return sub.dropped
+}
+
+// unsubscribe forgets sub, wherever it is subscribed.
+func (s *Server) unsubscribe(sub *subscriber) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sub.t == nil {
+		return
+	}
+	if _, ok := sub.t.subs[sub]; ok {
+		delete(sub.t.subs, sub)
+		close(sub.ch)
+	}
+}
+
+// Run is one turn of a task, as an Executor sees it.
+type Run struct {
+	s    *Server
+	t    *task
+	turn int
+
+	// Caller is who sent the message (Options.Authenticate).
+	Caller string
+	// TaskID and ContextID name the task and its context.
+	TaskID, ContextID string
+	// Message is the message of this turn.
+	Message Message
+	// History is the task's messages before Message (the kept ones).
+	History []Message
+}
+
+// ErrTurnOver: the turn already ended (in a final or interrupted state,
+// or canceled); the update was not recorded.
+var ErrTurnOver = errors.New("a2a: the turn is over")
+
+// update applies f to the task while this turn is the running one.
+func (r *Run) update(f func(t *task)) error {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	if r.t.turn != r.turn || !r.t.running() {
+		return ErrTurnOver
+	}
+	f(r.t)
+	return nil
+}
+
+// Working reports progress: the task stays working, with text as its
+// status message.
+func (r *Run) Working(text string) error {
+	return r.update(func(t *task) {
+		r.s.setStatus(t, TaskStatus{State: TaskStateWorking, Message: agentMessage(t, text)}, false)
+	})
+}
+
+// AddArtifact adds an artifact to the task (an id is made when it has
+// none) and streams it.
+func (r *Run) AddArtifact(a Artifact) error {
+	if a.ArtifactID == "" {
+		a.ArtifactID = uuid.NewString()
+	}
+	var full bool
+	err := r.update(func(t *task) {
+		if len(t.t.Artifacts) >= r.s.opts.MaxArtifacts {
+			full = true
+			return
+		}
+		t.t.Artifacts = append(t.t.Artifacts, a)
+		t.updated = time.Now()
+		t.publish(StreamResponse{ArtifactUpdate: &TaskArtifactUpdateEvent{TaskID: t.t.ID, ContextID: t.t.ContextID, Artifact: a, LastChunk: true}}, false)
+	})
+	if full {
+		return fmt.Errorf("a2a: a task has at most %d artifacts", r.s.opts.MaxArtifacts)
+	}
+	return err
+}
+
+// End ends the turn in state, which must be final (completed, failed,
+// rejected) or interrupted (input-required, auth-required), with the
+// agent's message saying why (parts may be none).
+func (r *Run) End(state TaskState, parts ...Part) error {
+	if !state.Interrupted() && (!state.Terminal() || state == TaskStateCanceled) {
+		return fmt.Errorf("a2a: a turn cannot end in %s", state)
+	}
+	return r.update(func(t *task) {
+		st := TaskStatus{State: state}
+		if len(parts) > 0 {
+			st.Message = agentMessage(t, "")
+			st.Message.Parts = parts
+		}
+		r.s.endTurn(t, st)
+	})
+}
