@@ -35,6 +35,10 @@ type Options struct {
 	// URL is the NATS server (or comma-separated servers) to connect to,
 	// when Conn is nil.
 	URL string
+	// Auth is how the node proves itself to the server at URL and checks
+	// it (credentials, TLS); New checks it before connecting. It cannot go
+	// with Conn, nor with credentials in URL.
+	Auth Auth
 	// Conn is a connection to use instead of dialing URL. The Node does not
 	// close it. It should be made with nats.NoEcho(); otherwise the Node
 	// filters its own messages out itself. The Node cannot hook its
@@ -195,11 +199,23 @@ func New(ctx context.Context, o Options) (*Node, error) {
 		joined: make(map[joinKey]*joined), subs: make(map[*nats.Subscription]*subscription),
 		watchers: make(map[*watcher]struct{}), follows: make(map[*follow]struct{}), reconn: make(chan struct{}),
 	}
+	if o.Conn != nil && !o.Auth.IsZero() {
+		return nil, fmt.Errorf("natscluster: Auth applies to the connection New makes, not to Conn: %w", cluster.ErrInvalid)
+	}
 	n.o = o
 	n.ctx, n.stop = context.WithCancel(context.Background())
 	n.nc = o.Conn
 	if n.nc == nil {
-		nc, err := nats.Connect(o.URL,
+		auth, err := o.Auth.options()
+		if err != nil {
+			n.stop()
+			return nil, err
+		}
+		if len(o.Auth.identities()) > 0 && urlHasCredentials(o.URL) {
+			n.stop()
+			return nil, fmt.Errorf("natscluster: %s carries credentials and Auth gives others: give one: %w", Redact(o.URL), cluster.ErrInvalid)
+		}
+		nc, err := nats.Connect(o.URL, append(auth,
 			nats.Name("mew-gateway "+o.NodeID), nats.NoEcho(),
 			nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
 			// A silent partition (no reset from the peer) is noticed by
@@ -208,9 +224,12 @@ func New(ctx context.Context, o Options) (*Node, error) {
 			nats.PingInterval(2*time.Second), nats.MaxPingsOutstanding(2),
 			nats.ErrorHandler(n.asyncError), nats.ReconnectHandler(n.onReconnect),
 			nats.DisconnectErrHandler(func(*nats.Conn, error) { n.down.Store(true) }),
-			nats.ClosedHandler(func(*nats.Conn) { n.down.Store(true) }))
+			nats.ClosedHandler(func(*nats.Conn) { n.down.Store(true) }))...)
 		if err != nil {
 			n.stop()
+			if refused(err) {
+				return nil, fmt.Errorf("natscluster: connect %s: %w: %w", Redact(o.URL), ErrAuth, err)
+			}
 			return nil, fmt.Errorf("natscluster: connect %s: %w: %w", Redact(o.URL), cluster.ErrUnavailable, err)
 		}
 		n.nc, n.ownConn = nc, true

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
 
 	"github.com/mew-protocol/mew/gateway/cluster"
 )
@@ -41,6 +43,13 @@ type ServerOptions struct {
 	MaxPayload int32
 	// Logs turns the server's log on (to stderr).
 	Logs bool
+	// Nkeys are the public keys ("U…") of the nkey users allowed to
+	// connect: with any, a client must sign the server's challenge with a
+	// listed key's seed (Auth.NkeyFile). None lets anyone who reaches the
+	// port in, and write grants every node enforces: only for a test's
+	// server in its own process. `mew gateway start --nats embedded`
+	// always sets one.
+	Nkeys []string
 }
 
 // MinMaxPayload is the smallest max_payload a NATS server must allow for a
@@ -68,11 +77,24 @@ func StartServer(o ServerOptions) (*server.Server, error) {
 	if o.MaxPayload == 0 {
 		o.MaxPayload = embeddedMaxPayload
 	}
+	var users []*server.NkeyUser
+	for _, k := range o.Nkeys {
+		if !nkeys.IsValidPublicUserKey(k) {
+			return nil, fmt.Errorf("natscluster: embedded server: %q is not an nkey user's public key: %w", k, cluster.ErrInvalid)
+		}
+		users = append(users, &server.NkeyUser{Nkey: k})
+	}
+	// JetStream's files hold the spaces' state: the store's directory is
+	// the owner's alone (JetStream makes its own subdirectories 0750).
+	if err := os.MkdirAll(o.StoreDir, 0o700); err != nil {
+		return nil, fmt.Errorf("natscluster: embedded server: store dir: %w", err)
+	}
 	opts := &server.Options{
 		ServerName: o.Name, Host: o.Host, Port: o.Port,
 		JetStream: true, StoreDir: o.StoreDir,
 		JetStreamMaxMemory: o.MaxMemory, JetStreamMaxStore: o.MaxStore,
 		NoLog: !o.Logs, NoSigs: true, MaxPayload: o.MaxPayload,
+		Nkeys: users,
 	}
 	if o.ClusterPort != 0 {
 		opts.Cluster = server.ClusterOpts{Name: o.ClusterName, Host: o.Host, Port: o.ClusterPort}

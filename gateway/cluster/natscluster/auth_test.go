@@ -1,0 +1,468 @@
+package natscluster
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+
+	"github.com/mew-protocol/mew/gateway/cluster"
+)
+
+// writeFile writes data to name in dir with mode, and returns its path.
+func writeFile(t *testing.T, dir, name string, data []byte, mode os.FileMode) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, data, mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	return p
+}
+
+// newSeed returns a new nkey pair's seed and public key; prefix picks user,
+// account or operator.
+func newSeed(t *testing.T, prefix nkeys.PrefixByte) ([]byte, string, nkeys.KeyPair) {
+	t.Helper()
+	kp, err := nkeys.CreatePair(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, _ := kp.Seed()
+	pub, _ := kp.PublicKey()
+	return seed, pub, kp
+}
+
+// startCustomServer starts a NATS server with JetStream on a random port of
+// 127.0.0.1, configured by tune (authentication, TLS), stopped when the test
+// ends: a NATS server run by an operator, as a node meets it.
+func startCustomServer(t *testing.T, tune func(*server.Options)) *server.Server {
+	t.Helper()
+	o := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true, MaxPayload: embeddedMaxPayload}
+	tune(o)
+	s, err := server.NewServer(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	return s
+}
+
+// connectNode makes a node on url with auth; the node is closed when the
+// test ends.
+func connectNode(t *testing.T, url string, auth Auth) (*Node, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := New(ctx, Options{NodeID: "n1", URL: url, Auth: auth, RequestTimeout: 3 * time.Second})
+	if err == nil {
+		t.Cleanup(func() { _ = n.Close() })
+	}
+	return n, err
+}
+
+// mustWork checks that the node reaches JetStream: a state write read back.
+func mustWork(t *testing.T, n *Node, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := n.State().Put(ctx, "s", "k", []byte("v"), cluster.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := n.State().Get(ctx, "s", "k"); err != nil || string(e.Value) != "v" {
+		t.Fatalf("get: %v %q", err, e.Value)
+	}
+}
+
+// TestEmbeddedServerRequiresNkey: an embedded server given a public nkey
+// refuses a client without credentials and one signing with another seed
+// (neither can reach the state bucket), and serves a node with the seed.
+func TestEmbeddedServerRequiresNkey(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "nodes.nk")
+	pub, err := EnsureNkeyFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, ServerOptions{Nkeys: []string{pub}})
+	if u := s.ClientURL(); !strings.HasPrefix(u, "nats://127.0.0.1:") {
+		t.Errorf("the embedded server listens at %s, not on loopback only", u)
+	}
+
+	// A plain client, as any local process could make.
+	if nc, err := nats.Connect(s.ClientURL()); err == nil {
+		nc.Close()
+		t.Fatal("a client without credentials connected")
+	} else if !errors.Is(err, nats.ErrAuthorization) {
+		t.Errorf("no credentials: %v, want an authorization violation", err)
+	}
+	// A client with a seed of its own.
+	wrong := writeFile(t, dir, "wrong.nk", must(newSeed(t, nkeys.PrefixByteUser)), 0o600)
+	opt, err := nats.NkeyOptionFromSeed(wrong)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nc, err := nats.Connect(s.ClientURL(), opt); err == nil {
+		nc.Close()
+		t.Fatal("a client with another seed connected")
+	}
+	// A client naming the right public key without its seed cannot sign.
+	if nc, err := nats.Connect(s.ClientURL(), nats.Nkey(pub, func(nonce []byte) ([]byte, error) {
+		_, _, kp := newSeed(t, nkeys.PrefixByteUser)
+		return kp.Sign(nonce)
+	})); err == nil {
+		nc.Close()
+		t.Fatal("a client with the public key and a forged signature connected")
+	}
+
+	// Nodes: without credentials refused with ErrAuth, with the wrong seed
+	// too, with the seed served.
+	if _, err := connectNode(t, s.ClientURL(), Auth{}); !errors.Is(err, ErrAuth) {
+		t.Errorf("node without credentials: %v, want ErrAuth", err)
+	}
+	if _, err := connectNode(t, s.ClientURL(), Auth{NkeyFile: wrong}); !errors.Is(err, ErrAuth) {
+		t.Errorf("node with another seed: %v, want ErrAuth", err)
+	}
+	n, err := connectNode(t, s.ClientURL(), Auth{NkeyFile: path})
+	mustWork(t, n, err)
+
+	if _, err := StartServer(ServerOptions{StoreDir: t.TempDir(), Nkeys: []string{"SUAFAKE"}}); !errors.Is(err, cluster.ErrInvalid) {
+		t.Errorf("a server given a malformed public key: %v", err)
+	}
+	fi, err := os.Stat(s.StoreDir())
+	if err != nil || fi.Mode().Perm()&0o077 != 0 {
+		t.Errorf("the store directory: %v, mode %v", err, fi.Mode())
+	}
+}
+
+func must(seed []byte, _ string, _ nkeys.KeyPair) []byte { return seed }
+
+// TestEnsureNkeyFile: the seed file is made 0600 once and reused; a file
+// others may read, or that holds no user seed, is refused; callers at once
+// agree on one seed.
+func TestEnsureNkeyFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "nodes.nk")
+	var wg sync.WaitGroup
+	pubs := make([]string, 8)
+	errs := make([]error, 8)
+	for i := range pubs {
+		wg.Go(func() { pubs[i], errs[i] = EnsureNkeyFile(path) })
+	}
+	wg.Wait()
+	for i := range pubs {
+		if errs[i] != nil || pubs[i] != pubs[0] || !nkeys.IsValidPublicUserKey(pubs[i]) {
+			t.Fatalf("caller %d: %q %v (first %q)", i, pubs[i], errs[i], pubs[0])
+		}
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("seed file: %v mode %v", err, fi.Mode())
+	}
+	if again, err := EnsureNkeyFile(path); err != nil || again != pubs[0] {
+		t.Errorf("reuse: %q %v, want %q", again, err, pubs[0])
+	}
+	seed, _ := os.ReadFile(path)
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EnsureNkeyFile(path); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("a world-readable seed: %v", err)
+	} else if strings.Contains(err.Error(), strings.TrimSpace(string(seed))) {
+		t.Errorf("the error holds the seed: %v", err)
+	}
+	garbage := writeFile(t, dir, "garbage.nk", []byte("SUnot-a-seed\n"), 0o600)
+	if _, err := EnsureNkeyFile(garbage); !errors.Is(err, cluster.ErrInvalid) {
+		t.Errorf("garbage: %v", err)
+	}
+	if _, err := EnsureNkeyFile(filepath.Join(dir, "no", "such", "dir.nk")); err == nil {
+		t.Error("a seed file in a missing directory was made")
+	}
+}
+
+// TestAuthCheckRefuses: combinations that cannot work and files that are
+// missing, too open, too large or malformed are refused before connecting,
+// naming the file and never its contents.
+func TestAuthCheckRefuses(t *testing.T) {
+	dir := t.TempDir()
+	userSeed, _, _ := newSeed(t, nkeys.PrefixByteUser)
+	acctSeed, _, _ := newSeed(t, nkeys.PrefixByteAccount)
+	seed := writeFile(t, dir, "user.nk", userSeed, 0o600)
+	open := writeFile(t, dir, "open.nk", userSeed, 0o644)
+	groupWritable := writeFile(t, dir, "gw.nk", userSeed, 0o620)
+	account := writeFile(t, dir, "account.nk", acctSeed, 0o600)
+	pubOnly := writeFile(t, dir, "pub.nk", []byte("UABCDEF\n"), 0o600)
+	big := writeFile(t, dir, "big.nk", append(userSeed, make([]byte, maxSecretFile)...), 0o600)
+	empty := writeFile(t, dir, "empty", []byte(" \n"), 0o600)
+	pw := writeFile(t, dir, "pw", []byte("s3cr3t-pass\n"), 0o600)
+	noPw := writeFile(t, dir, "nopw", []byte("\nsecond-line\n"), 0o600)
+	undecorated := writeFile(t, dir, "plain.creds", userSeed, 0o600)
+	fakeJWT := writeFile(t, dir, "fake.creds", []byte("-----BEGIN NATS USER JWT-----\nnot-a-jwt\n------END NATS USER JWT------\n"), 0o600)
+	pki := newTestPKI(t, dir)
+	otherKey := writeFile(t, dir, "other-key.pem", newTestPKI(t, t.TempDir()).clientKeyPEM, 0o600)
+	notPEM := writeFile(t, dir, "ca.txt", []byte("hello"), 0o644)
+	missing := filepath.Join(dir, "missing")
+
+	for _, c := range []struct {
+		name string
+		a    Auth
+		want string
+	}{
+		{"creds and nkey", Auth{CredsFile: seed, NkeyFile: seed}, "2 ways"},
+		{"nkey and user", Auth{NkeyFile: seed, User: "u", PasswordFile: pw}, "2 ways"},
+		{"user without password", Auth{User: "u"}, "needs a password file"},
+		{"password without user", Auth{PasswordFile: pw}, "needs a password file"},
+		{"cert without key", Auth{CertFile: pki.clientCert}, "needs its key file"},
+		{"key without cert", Auth{KeyFile: pki.clientKey}, "needs its key file"},
+		{"missing nkey", Auth{NkeyFile: missing}, "no such file"},
+		{"nkey a directory", Auth{NkeyFile: dir}, "not a regular file"},
+		{"world-readable nkey", Auth{NkeyFile: open}, "mode 0644"},
+		{"group-writable nkey", Auth{NkeyFile: groupWritable}, "mode 0620"},
+		{"account seed", Auth{NkeyFile: account}, "not an nkey user seed"},
+		{"public key for a seed", Auth{NkeyFile: pubOnly}, "not an nkey user seed"},
+		{"oversized nkey", Auth{NkeyFile: big}, "larger than"},
+		{"empty nkey", Auth{NkeyFile: empty}, "empty"},
+		{"missing creds", Auth{CredsFile: missing}, "no such file"},
+		{"seed for creds", Auth{CredsFile: undecorated}, "no user JWT"},
+		{"creds without a JWT", Auth{CredsFile: fakeJWT}, "no user JWT"},
+		{"world-readable password", Auth{User: "u", PasswordFile: writeFile(t, dir, "pw-open", []byte("x\n"), 0o604)}, "mode 0604"},
+		{"empty password", Auth{User: "u", PasswordFile: noPw}, "no password on its first line"},
+		{"missing CA", Auth{CAFile: missing}, "no such file"},
+		{"CA not PEM", Auth{CAFile: notPEM}, "no PEM certificate"},
+		{"missing cert", Auth{CertFile: missing, KeyFile: pki.clientKey}, "no such file"},
+		{"world-readable key", Auth{CertFile: pki.clientCert, KeyFile: writeFile(t, dir, "key-open.pem", pki.clientKeyPEM, 0o644)}, "mode 0644"},
+		{"key of another cert", Auth{CertFile: pki.clientCert, KeyFile: otherKey}, "does not match"},
+		{"cert for key", Auth{CertFile: pki.clientKey, KeyFile: pki.clientKey}, "client certificate"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.a.Check()
+			if !errors.Is(err, cluster.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Check: %v, want ErrInvalid mentioning %q", err, c.want)
+			}
+			// New refuses the same before dialing (nothing listens there).
+			_, nerr := connectNode(t, "nats://127.0.0.1:1", c.a)
+			if !errors.Is(nerr, cluster.ErrInvalid) {
+				t.Fatalf("New: %v", nerr)
+			}
+			for _, secret := range [][]byte{userSeed, acctSeed, []byte("s3cr3t-pass"), pki.clientKeyPEM[40:80]} {
+				if strings.Contains(err.Error()+nerr.Error(), string(secret)) {
+					t.Fatalf("a secret reached the error: %v", err)
+				}
+			}
+		})
+	}
+	if err := (Auth{NkeyFile: seed, CAFile: pki.caCert, CertFile: pki.clientCert, KeyFile: pki.clientKey}).Check(); err != nil {
+		t.Errorf("a good Auth: %v", err)
+	}
+	ctx := context.Background()
+	if _, err := New(ctx, Options{NodeID: "n", URL: "nats://u:p@127.0.0.1:1", Auth: Auth{NkeyFile: seed}}); !errors.Is(err, cluster.ErrInvalid) || strings.Contains(err.Error(), ":p@") {
+		t.Errorf("credentials in the URL and in Auth: %v", err)
+	}
+	if _, err := New(ctx, Options{NodeID: "n", Conn: &nats.Conn{}, Auth: Auth{NkeyFile: seed}}); !errors.Is(err, cluster.ErrInvalid) {
+		t.Errorf("Auth with a Conn: %v", err)
+	}
+}
+
+// TestExternalServerNkeyAndPassword: a NATS server run by an operator with
+// an nkey user and a password user serves nodes with the matching Auth, and
+// refuses them with ErrAuth without it or with a wrong password.
+func TestExternalServerNkeyAndPassword(t *testing.T) {
+	dir := t.TempDir()
+	userSeed, pub, _ := newSeed(t, nkeys.PrefixByteUser)
+	seed := writeFile(t, dir, "user.nk", userSeed, 0o600)
+	s := startCustomServer(t, func(o *server.Options) {
+		o.Nkeys = []*server.NkeyUser{{Nkey: pub}}
+		o.Users = []*server.User{{Username: "mew", Password: "right-password"}}
+	})
+	n, err := connectNode(t, s.ClientURL(), Auth{NkeyFile: seed})
+	mustWork(t, n, err)
+	n2, err := connectNode(t, s.ClientURL(), Auth{User: "mew", PasswordFile: writeFile(t, dir, "pw", []byte("right-password\n"), 0o400)})
+	mustWork(t, n2, err)
+	for name, a := range map[string]Auth{
+		"nothing":        {},
+		"wrong password": {User: "mew", PasswordFile: writeFile(t, dir, "bad", []byte("wrong-password"), 0o600)},
+	} {
+		if _, err := connectNode(t, s.ClientURL(), a); !errors.Is(err, ErrAuth) {
+			t.Errorf("%s: %v, want ErrAuth", name, err)
+		} else if strings.Contains(err.Error(), "password") && strings.Contains(err.Error(), "wrong-password") {
+			t.Errorf("%s: the password reached the error: %v", name, err)
+		}
+	}
+}
+
+// TestExternalServerCreds: a server in operator (JWT) mode, with JetStream
+// for the account, serves a node given the user's .creds file and refuses
+// one without it, or with a user of an account it does not trust.
+func TestExternalServerCreds(t *testing.T) {
+	dir := t.TempDir()
+	_, opub, okp := newSeed(t, nkeys.PrefixByteOperator)
+	_, apub, akp := newSeed(t, nkeys.PrefixByteAccount)
+	_, syspub, _ := newSeed(t, nkeys.PrefixByteAccount)
+	oc := jwt.NewOperatorClaims(opub)
+	oc.SystemAccount = syspub
+	ac := jwt.NewAccountClaims(apub)
+	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+	ajwt, err := ac.Encode(okp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sysjwt, err := jwt.NewAccountClaims(syspub).Encode(okp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := func(name string, signer nkeys.KeyPair) string {
+		useed, upub, _ := newSeed(t, nkeys.PrefixByteUser)
+		uj, err := jwt.NewUserClaims(upub).Encode(signer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := jwt.FormatUserConfig(uj, useed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return writeFile(t, dir, name, data, 0o600)
+	}
+	resolver := &server.MemAccResolver{}
+	for k, v := range map[string]string{apub: ajwt, syspub: sysjwt} {
+		if err := resolver.Store(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := startCustomServer(t, func(o *server.Options) {
+		o.TrustedOperators = []*jwt.OperatorClaims{oc}
+		o.AccountResolver = resolver
+		o.SystemAccount = syspub
+	})
+	n, err := connectNode(t, s.ClientURL(), Auth{CredsFile: creds("good.creds", akp)})
+	mustWork(t, n, err)
+	_, _, strangerAcct := newSeed(t, nkeys.PrefixByteAccount)
+	for name, a := range map[string]Auth{"nothing": {}, "untrusted account": {CredsFile: creds("stranger.creds", strangerAcct)}} {
+		if _, err := connectNode(t, s.ClientURL(), a); !errors.Is(err, ErrAuth) {
+			t.Errorf("%s: %v, want ErrAuth", name, err)
+		}
+	}
+}
+
+// TestExternalServerTLS: a server that requires TLS and verifies client
+// certificates serves a node given the CA and a client certificate; a node
+// without the CA, without a certificate or with one from another CA fails.
+func TestExternalServerTLS(t *testing.T) {
+	dir := t.TempDir()
+	pki := newTestPKI(t, dir)
+	stranger := newTestPKI(t, t.TempDir())
+	s := startCustomServer(t, func(o *server.Options) {
+		o.TLS, o.TLSVerify, o.TLSTimeout = true, true, 2
+		o.TLSConfig = pki.serverTLS(t)
+	})
+	url := s.ClientURL()
+	n, err := connectNode(t, url, Auth{CAFile: pki.caCert, CertFile: pki.clientCert, KeyFile: pki.clientKey})
+	mustWork(t, n, err)
+	for name, c := range map[string]struct {
+		a    Auth
+		want string
+	}{
+		"no TLS files": {Auth{}, "unknown authority"},
+		// The server ends the handshake: the client reads the alert, or a
+		// closed connection, as timing decides.
+		"no client cert":      {Auth{CAFile: pki.caCert}, "tls"},
+		"system CAs":          {Auth{CertFile: pki.clientCert, KeyFile: pki.clientKey}, "unknown authority"},
+		"another CA's client": {Auth{CAFile: pki.caCert, CertFile: stranger.clientCert, KeyFile: stranger.clientKey}, "tls"},
+	} {
+		if _, err := connectNode(t, url, c.a); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want a failure mentioning %q", name, err, c.want)
+		}
+	}
+}
+
+// testPKI is a CA, a server certificate for 127.0.0.1 and a client
+// certificate, made for one test, with their files (keys 0600).
+type testPKI struct {
+	caCert, serverCert, serverKey, clientCert, clientKey string
+	clientKeyPEM                                         []byte
+}
+
+func newTestPKI(t *testing.T, dir string) *testPKI {
+	t.Helper()
+	key := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	now := time.Now()
+	caKey := key()
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "mew test CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	issue := func(name string, serial int64, usage x509.ExtKeyUsage) (string, string, []byte) {
+		k := key()
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
+			ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &k.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kder, err := x509.MarshalECPrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+		return writeFile(t, dir, name+".pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644),
+			writeFile(t, dir, name+"-key.pem", keyPEM, 0o600), keyPEM
+	}
+	p := &testPKI{caCert: writeFile(t, dir, "ca.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o644)}
+	p.serverCert, p.serverKey, _ = issue("server", 2, x509.ExtKeyUsageServerAuth)
+	p.clientCert, p.clientKey, p.clientKeyPEM = issue("client", 3, x509.ExtKeyUsageClientAuth)
+	return p
+}
+
+// serverTLS is the server's TLS configuration: its certificate, and client
+// certificates required and checked against the CA.
+func (p *testPKI) serverTLS(t *testing.T) *tls.Config {
+	t.Helper()
+	cert, err := tls.LoadX509KeyPair(p.serverCert, p.serverKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(p.caCert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}
+}
