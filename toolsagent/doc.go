@@ -10,7 +10,8 @@
 // settings with the agent package's keys (model, systemPrompt,
 // maxIterations, mockLLM, apiKey, baseURL, ...), the MCP servers and
 // space participants the agent may use, each with a permission flag, and
-// the tools, each {name, description, parameters, prompt}. Parameters are
+// the tools, each {name, description, parameters, prompt} (and, for A2A
+// skills, tags, examples, inputModes and outputModes). Parameters are
 // the spec's JSON Schema subset as Go types: Schema is a union
 // discriminated by type (*StringSchema, *NumberSchema, *BooleanSchema,
 // *ArraySchema, *ObjectSchema), and the root is an object. Loading checks

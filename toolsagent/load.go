@@ -668,7 +668,7 @@ func (l *loader) participants(n *yaml.Node, path string) []ParticipantConfig {
 	return out
 }
 
-var toolKeys = []string{"name", "description", "parameters", "prompt"}
+var toolKeys = []string{"name", "description", "parameters", "prompt", "tags", "examples", "inputModes", "outputModes"}
 
 // toolProperties are the tool's own members a prompt may name.
 var toolProperties = []string{"name", "description"}
@@ -735,6 +735,14 @@ func (l *loader) tool(n *yaml.Node, path string) *Tool {
 		case "prompt":
 			promptNode = f.Value
 			t.Prompt, err = yamlx.StrictString(f.Value, fp)
+		case "tags":
+			t.Tags, err = yamlx.StrictStringList(f.Value, fp)
+		case "examples":
+			t.Examples, err = yamlx.StrictStringList(f.Value, fp)
+		case "inputModes":
+			t.InputModes, err = yamlx.StrictStringList(f.Value, fp)
+		case "outputModes":
+			t.OutputModes, err = yamlx.StrictStringList(f.Value, fp)
 		default:
 			l.unknown(f, path, "a tool", toolKeys)
 		}

@@ -109,7 +109,7 @@ func TestToolsAgentLoadErrors(t *testing.T) {
 		{"bad tool name", head + "tools:\n  - {name: \"book flight\", description: d, prompt: p}\n", "tools[0].name",
 			`"book flight": a tool name is letters, digits`},
 		{"unknown tool key", head + "tools:\n  - {name: t, description: d, prompt: p, promt: q}\n", "tools[0].promt",
-			"unknown key in a tool (allowed: name, description, parameters, prompt)"},
+			"unknown key in a tool (allowed: name, description, parameters, prompt, tags, examples, inputModes, outputModes)"},
 		{"no tools", head + "tools: []\n", "tools", "no tools"},
 		{"tools missing", head, "tools", "required"},
 		{"name missing", strings.Replace(head, "name: desk\n", "", 1) + tool, "name", "required"},

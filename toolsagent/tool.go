@@ -25,6 +25,11 @@ type Tool struct {
 	// Prompt is the template: {name} and {description} are the tool's,
 	// {param} a call argument; "{{" and "}}" are literal braces.
 	Prompt string
+	// Tags, Examples, InputModes and OutputModes describe the tool as an
+	// A2A skill (an agent served with ServeA2A); MCP does not show them.
+	// Examples are requests a client might send; the modes are media
+	// types, the agent card's defaults when empty.
+	Tags, Examples, InputModes, OutputModes []string
 
 	tmpl     *template        // parsed Prompt, set by the loader
 	compiled *argcheck.Schema // compiled Parameters, set by the loader
