@@ -35,6 +35,7 @@ func newAgentCmd(opts Options) *cobra.Command {
 	}
 	cmd.AddCommand(newAgentRunCmd(opts))
 	cmd.AddCommand(newAgentMCPCmd(opts), newAgentToolTestCmd(opts))
+	cmd.AddCommand(newAgentA2ACmd(opts))
 	cmd.AddCommand(newAgentStudioCmd(opts))
 	return cmd
 }
