@@ -45,6 +45,9 @@ type Index struct {
 	context map[string][]*Entry // by their context
 	grants  map[string]*Grant
 	last    time.Time // the latest record's time
+	space   string    // IndexOptions.Space
+	budget  int64     // IndexOptions.MaxBytes, or its default
+	held    int64     // bytes of the bodies held
 	// Envelopes and Decisions are what the scans of the two logs read.
 	Envelopes, Decisions ScanStats
 }
@@ -69,84 +72,108 @@ var ErrTooLarge = errors.New("the audit log is larger than the index budget")
 
 // BuildIndex reads both logs of dir into an Index.
 func BuildIndex(ctx context.Context, dir string, opts IndexOptions) (*Index, error) {
-	budget := opts.MaxBytes
-	if budget <= 0 {
-		budget = DefaultIndexBytes
-	}
-	ix := &Index{byID: map[string][]*Entry{}, replies: map[string][]*Entry{}, context: map[string][]*Entry{}, grants: map[string]*Grant{}}
-	var held int64
+	ix := newIndex(opts)
 	var err error
 	ix.Envelopes, err = Scan(ctx, dir, EnvelopeHistory, opts.ReadOptions, func(r *Record) error {
-		if opts.Space != "" && r.Space != opts.Space {
-			return nil
-		}
-		ix.last = maxTime(ix.last, r.Time)
-		if r.Event == Delivered && !r.Origin {
-			if es := ix.byID[r.ID]; len(es) > 0 {
-				e := es[len(es)-1]
-				e.Recipients = append(e.Recipients, r.Participant)
-			}
-			return nil
-		}
-		env := r.Decoded()
-		if env == nil {
-			return nil // a rejected line without a body (not decodable)
-		}
-		if held += int64(len(r.Envelope)); held > budget {
-			return fmt.Errorf("%w (%d bytes of bodies)", ErrTooLarge, budget)
-		}
-		e := &Entry{Record: r, Env: env, seq: len(ix.order)}
-		if r.Origin {
-			e.Recipients = []string{r.Participant}
-		}
-		ix.byID[r.ID] = append(ix.byID[r.ID], e)
-		ix.order = append(ix.order, e)
-		for _, c := range env.CorrelationID {
-			ix.replies[c] = append(ix.replies[c], e)
-		}
-		if env.Context != "" {
-			ix.context[env.Context] = append(ix.context[env.Context], e)
-		}
-		if env.Kind == protocol.KindCapabilityGrant && r.Event == Received {
-			ix.grantEnvelope(e)
-		}
-		if env.Kind == protocol.KindCapabilityRevoke && r.Event == Received {
-			var p protocol.Revoke
-			if env.DecodePayload(&p) == nil && p.GrantID != "" {
-				g := ix.grant(p.GrantID)
-				g.Revoked = append(g.Revoked, e)
-			}
-		}
-		return nil
+		_, err := ix.addEnvelope(r)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	ix.Decisions, err = Scan(ctx, dir, CapabilityDecisions, opts.ReadOptions, func(r *Record) error {
-		if opts.Space != "" && r.Space != opts.Space {
-			return nil
-		}
-		ix.last = maxTime(ix.last, r.Time)
-		switch r.Meta("source") {
-		case "capability/grant":
-			g := ix.grant(r.ID)
-			g.Patterns = append(g.Patterns, r)
-			g.By, g.To = r.Meta("granted_by"), r.Participant
-			return nil
-		case "expiry":
-			g := ix.grant(r.Meta("grant_id"))
-			g.Expired = r
-			return nil
-		}
-		if e := ix.sentBy(r.ID, r.Participant, r.Time); e != nil {
-			e.Decisions = append(e.Decisions, r)
-		}
+		ix.addDecision(r)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return ix, nil
+}
+
+func newIndex(opts IndexOptions) *Index {
+	budget := opts.MaxBytes
+	if budget <= 0 {
+		budget = DefaultIndexBytes
+	}
+	return &Index{byID: map[string][]*Entry{}, replies: map[string][]*Entry{}, context: map[string][]*Entry{}, grants: map[string]*Grant{},
+		space: opts.Space, budget: budget}
+}
+
+// addEnvelope adds a record of the envelope history, and returns the entry
+// it made, if any.
+func (ix *Index) addEnvelope(r *Record) (*Entry, error) {
+	if ix.space != "" && r.Space != ix.space {
+		return nil, nil
+	}
+	ix.last = maxTime(ix.last, r.Time)
+	if r.Event == Delivered && !r.Origin {
+		if es := ix.byID[r.ID]; len(es) > 0 {
+			e := es[len(es)-1]
+			e.Recipients = append(e.Recipients, r.Participant)
+		}
+		return nil, nil
+	}
+	env := r.Decoded()
+	if env == nil {
+		return nil, nil // a rejected line without a body (not decodable)
+	}
+	if ix.held += int64(len(r.Envelope)); ix.held > ix.budget {
+		return nil, fmt.Errorf("%w (%d bytes of bodies)", ErrTooLarge, ix.budget)
+	}
+	e := &Entry{Record: r, Env: env, seq: len(ix.order)}
+	if r.Origin {
+		e.Recipients = []string{r.Participant}
+	}
+	ix.byID[r.ID] = append(ix.byID[r.ID], e)
+	ix.order = append(ix.order, e)
+	for _, c := range env.CorrelationID {
+		ix.replies[c] = append(ix.replies[c], e)
+	}
+	if env.Context != "" {
+		ix.context[env.Context] = append(ix.context[env.Context], e)
+	}
+	if env.Kind == protocol.KindCapabilityGrant && r.Event == Received {
+		ix.grantEnvelope(e)
+	}
+	if env.Kind == protocol.KindCapabilityRevoke && r.Event == Received {
+		var p protocol.Revoke
+		if env.DecodePayload(&p) == nil && p.GrantID != "" {
+			g := ix.grant(p.GrantID)
+			g.Revoked = append(g.Revoked, e)
+		}
+	}
+	return e, nil
+}
+
+// addDecision adds a record of the capability decisions, and reports
+// whether it is a capability check of an envelope (not of a grant or an
+// expiry).
+func (ix *Index) addDecision(r *Record) (check bool) {
+	if ix.space != "" && r.Space != ix.space {
+		return false
+	}
+	ix.last = maxTime(ix.last, r.Time)
+	switch r.Meta("source") {
+	case "capability/grant":
+		g := ix.grant(r.ID)
+		g.Patterns = append(g.Patterns, r)
+		g.By, g.To = r.Meta("granted_by"), r.Participant
+		return false
+	case "expiry":
+		g := ix.grant(r.Meta("grant_id"))
+		g.Expired = r
+		return false
+	}
+	ix.attach(r)
+	return true
+}
+
+// attach adds check r to the envelope it is about, if the index holds it.
+func (ix *Index) attach(r *Record) {
+	if e := ix.sentBy(r.ID, r.Participant, r.Time); e != nil {
+		e.Decisions = append(e.Decisions, r)
+	}
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -168,12 +195,18 @@ func (ix *Index) grant(id string) *Grant {
 // grantEnvelope records a capability/grant's sender, recipient and end.
 func (ix *Index) grantEnvelope(e *Entry) {
 	g := ix.grant(e.Env.ID)
-	g.Entry, g.By = e, e.Env.From
+	g.Entry = e
+	// A grant's decision lines name its granter; BuildIndex reads them
+	// after every envelope, and a Follower may have read them before this
+	// one: they win either way.
+	if len(g.Patterns) == 0 {
+		g.By = e.Env.From
+	}
 	var p protocol.Grant
 	if e.Env.DecodePayload(&p) != nil {
 		return
 	}
-	if g.To == "" {
+	if g.To == "" && len(g.Patterns) == 0 {
 		g.To = p.Recipient
 	}
 	switch {

@@ -32,6 +32,7 @@ type line struct {
 	b        []byte // without '\n'; nil when tooLong
 	complete bool   // it ended in '\n'
 	tooLong  bool   // it was longer than the bound and was dropped
+	n        int64  // bytes of the input it took, the '\n' included
 }
 
 // next reads the next line; ok is false at the end of the input.
@@ -39,6 +40,7 @@ func (lr *lineReader) next() (l line, ok bool, err error) {
 	lr.buf = lr.buf[:0]
 	for {
 		chunk, err := lr.r.ReadSlice('\n')
+		l.n += int64(len(chunk))
 		if !l.tooLong {
 			if len(lr.buf)+len(chunk) > lr.max+1 { // +1: the '\n'
 				l.tooLong, lr.buf = true, lr.buf[:0]

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -120,9 +121,10 @@ const DefaultMaxBodies = 65536
 
 // ScanStats counts what [Scan] read.
 type ScanStats struct {
-	Files   int // files read
-	Lines   int // lines read
-	Records int // records handed to the callback
+	Files   int   // files read
+	Lines   int   // lines read
+	Bytes   int64 // bytes of those lines
+	Records int   // records handed to the callback
 	// Skipped counts lines that were not records: too long, cut off, not
 	// JSON, or without an event; Problems holds the first few of them.
 	Skipped  int
@@ -191,62 +193,89 @@ func scanFile(ctx context.Context, path string, opts ReadOptions, bodies *bodyWi
 		return err
 	}
 	defer f.Close()
+	_, err = scanFrom(ctx, f, path, filePos{}, false, opts, bodies, st, fn)
+	return err
+}
+
+// filePos is where a read of a file stopped: the bytes and the lines before
+// the first line it did not take.
+type filePos struct {
+	off  int64
+	line int
+}
+
+// scanFrom reads the lines of f, which is at path, from pos to its end. A
+// follower (follow) leaves a last line without its '\n' unread, to take it
+// once the writer has finished it; a plain scan reads it as cut off. It
+// returns where it stopped.
+func scanFrom(ctx context.Context, f *os.File, path string, pos filePos, follow bool, opts ReadOptions, bodies *bodyWindow, st *ScanStats, fn func(*Record) error) (filePos, error) {
+	if pos.off > 0 {
+		if _, err := f.Seek(pos.off, io.SeekStart); err != nil {
+			return pos, fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	lr := newLineReader(f, opts.MaxLineSize)
-	for n := 1; ; n++ {
+	for {
+		n := pos.line + 1
 		if n%4096 == 0 && ctx.Err() != nil {
-			return ctx.Err()
+			return pos, ctx.Err()
 		}
 		l, ok, err := lr.next()
 		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return pos, fmt.Errorf("%s: %w", path, err)
 		}
-		if !ok {
-			return nil
+		if !ok || (follow && !l.complete) {
+			return pos, nil
 		}
+		pos.off += l.n
+		pos.line = n
 		st.Lines++
-		switch {
-		case l.tooLong:
-			st.skip(path, n, fmt.Sprintf("longer than %d bytes", cmpMax(opts.MaxLineSize)))
-			continue
-		case !l.complete:
-			st.skip(path, n, "cut off: the file ends inside it")
-			continue
-		}
-		var w wireRecord
-		if err := json.Unmarshal(l.b, &w); err != nil {
-			st.skip(path, n, "not a JSON object: "+err.Error())
-			continue
-		}
-		if w.Event == "" {
-			st.skip(path, n, "no event")
-			continue
-		}
-		if w.Event == Delivered && w.Recipients != nil && len(w.Recipients) == 0 {
-			st.skip(path, n, "a delivered line with an empty recipients list")
-			continue
-		}
-		r := &Record{
-			File: path, Line: n, Event: w.Event, ID: w.ID, Participant: w.Participant,
-			Space: w.Space, Direction: w.Direction, Transport: w.Transport,
-			Result: w.Result, RequiredCapability: w.RequiredCapability, MatchedSource: w.MatchedSource,
-			MatchedCapability: w.MatchedCapability, Granted: w.Granted, Metadata: w.Metadata,
-		}
-		r.Time, _ = time.Parse(time.RFC3339Nano, w.Timestamp)
-		if w.Event == CapabilityCheck {
-			r.ID = w.EnvelopeID
-		} else if w.Event == Delivered && len(w.Recipients) > 0 {
-			if err := expand(r, &w, bodies, st, fn); err != nil {
-				return err
-			}
-			continue
-		} else {
-			bodies.fill(r, w.Envelope)
-		}
-		st.Records++
-		if err := fn(r); err != nil {
-			return err
+		st.Bytes += l.n
+		if err := scanLine(path, n, l, opts, bodies, st, fn); err != nil {
+			return pos, err
 		}
 	}
+}
+
+// scanLine hands fn the records of line n of path.
+func scanLine(path string, n int, l line, opts ReadOptions, bodies *bodyWindow, st *ScanStats, fn func(*Record) error) error {
+	switch {
+	case l.tooLong:
+		st.skip(path, n, fmt.Sprintf("longer than %d bytes", cmpMax(opts.MaxLineSize)))
+		return nil
+	case !l.complete:
+		st.skip(path, n, "cut off: the file ends inside it")
+		return nil
+	}
+	var w wireRecord
+	if err := json.Unmarshal(l.b, &w); err != nil {
+		st.skip(path, n, "not a JSON object: "+err.Error())
+		return nil
+	}
+	if w.Event == "" {
+		st.skip(path, n, "no event")
+		return nil
+	}
+	if w.Event == Delivered && w.Recipients != nil && len(w.Recipients) == 0 {
+		st.skip(path, n, "a delivered line with an empty recipients list")
+		return nil
+	}
+	r := &Record{
+		File: path, Line: n, Event: w.Event, ID: w.ID, Participant: w.Participant,
+		Space: w.Space, Direction: w.Direction, Transport: w.Transport,
+		Result: w.Result, RequiredCapability: w.RequiredCapability, MatchedSource: w.MatchedSource,
+		MatchedCapability: w.MatchedCapability, Granted: w.Granted, Metadata: w.Metadata,
+	}
+	r.Time, _ = time.Parse(time.RFC3339Nano, w.Timestamp)
+	if w.Event == CapabilityCheck {
+		r.ID = w.EnvelopeID
+	} else if w.Event == Delivered && len(w.Recipients) > 0 {
+		return expand(r, &w, bodies, st, fn)
+	} else {
+		bodies.fill(r, w.Envelope)
+	}
+	st.Records++
+	return fn(r)
 }
 
 // expand hands fn the records of a grouped delivered line (the compact
