@@ -41,7 +41,13 @@ func (t gatewayBench) startCluster(ctx context.Context, cfg *space.Config, dir s
 	fail := func(err error) (*bench.Endpoint, error) {
 		return nil, errors.Join(fmt.Errorf("bench gateway cluster: %w", err), c.close(dir))
 	}
-	ns, err := natscluster.StartServer(natscluster.ServerOptions{StoreDir: filepath.Join(dir, "nats")})
+	// Even for a bench, the server admits only its nodes: the run's seed
+	// lives in dir, removed with it.
+	auth, pub, err := natsAuthFlags{}.embeddedAuth(dir)
+	if err != nil {
+		return fail(err)
+	}
+	ns, err := natscluster.StartServer(natscluster.ServerOptions{StoreDir: filepath.Join(dir, "nats"), Nkeys: []string{pub}})
 	if err != nil {
 		return fail(err)
 	}
@@ -50,7 +56,7 @@ func (t gatewayBench) startCluster(ctx context.Context, cfg *space.Config, dir s
 	for i := range t.nodes {
 		id := "bench-node-" + strconv.Itoa(i+1)
 		nctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		node, err := natscluster.New(nctx, natscluster.Options{NodeID: id, URL: ns.ClientURL()})
+		node, err := natscluster.New(nctx, natscluster.Options{NodeID: id, URL: ns.ClientURL(), Auth: auth})
 		cancel()
 		if err != nil {
 			return fail(fmt.Errorf("node %s: %w", id, err))

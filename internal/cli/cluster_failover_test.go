@@ -266,8 +266,10 @@ func TestClusterNodeKilled(t *testing.T) {
 	const ttl = 4 * time.Second
 	n1 := startNode(t, cfgPath, "n1", "--nats", "embedded:"+strconv.Itoa(natsPort), "--presence-ttl", ttl.String())
 	natsURL := "nats://127.0.0.1:" + strconv.Itoa(natsPort)
-	n2 := startNode(t, cfgPath, "n2", "--nats", natsURL, "--presence-ttl", ttl.String())
-	n3 := startNode(t, cfgPath, "n3", "--nats", natsURL, "--presence-ttl", ttl.String())
+	// The others hold the seed the first node's embedded server admits.
+	seed := filepath.Join(filepath.Dir(cfgPath), "nats-auth", "nodes.nk")
+	n2 := startNode(t, cfgPath, "n2", "--nats", natsURL, "--nats-nkey", seed, "--presence-ttl", ttl.String())
+	n3 := startNode(t, cfgPath, "n3", "--nats", natsURL, "--nats-nkey", seed, "--presence-ttl", ttl.String())
 
 	admin := joinNodes(t, "admin-token", n1.url)
 	carol := joinNodes(t, "carol-token", n1.url)

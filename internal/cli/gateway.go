@@ -64,6 +64,7 @@ type gatewayFlags struct {
 	logRetention      int           // records kept per space in the cluster's ordered log
 	historyRetention  int           // envelopes kept per space in the cluster's polling history
 	historyMiB        int64         // MiB the cluster's polling history keeps for all spaces
+	natsAuth          natsAuthFlags // the node's NATS credentials and TLS files
 }
 
 func newGatewayStartCmd() *cobra.Command {
@@ -115,6 +116,7 @@ exits with status 0.`,
 	fl.IntVar(&f.logRetention, "log-retention", natscluster.DefaultLogRetention, "records each space's cluster log keeps (stream changes), 100 to 1000000")
 	fl.IntVar(&f.historyRetention, "history-retention", natscluster.DefaultHistoryRetention, "envelopes each space's polling history keeps in the cluster, 16 to 1000000; the same on every node")
 	fl.Int64Var(&f.historyMiB, "history-mb", natscluster.DefaultHistoryBytes>>20, "MiB the cluster's polling history keeps for all spaces together (the oldest go first), 1 to 1048576; the same on every node")
+	addNATSAuthFlags(fl, &f.natsAuth)
 	return cmd
 }
 
@@ -303,12 +305,15 @@ func joinCluster(ctx context.Context, f gatewayFlags, cfg *space.Config, logger 
 		if f.nodeID != "" || f.clusterName != "" || f.clusterTuned() {
 			return nil, nil, errors.New("--node-id, --cluster, --replicas, --presence-ttl, --log-retention, --history-retention and --history-mb need --nats")
 		}
+		if (f.natsAuth != natsAuthFlags{}) {
+			return nil, nil, errNATSAuthAlone
+		}
 		return nil, func() {}, nil
 	}
 	if err := f.checkClusterTuning(); err != nil {
 		return nil, nil, err
 	}
-	url := f.nats
+	url, auth := f.nats, f.natsAuth.auth()
 	var ns *server.Server
 	if rest, ok := strings.CutPrefix(f.nats, "embedded"); ok {
 		port := 4222
@@ -319,13 +324,23 @@ func joinCluster(ctx context.Context, f gatewayFlags, cfg *space.Config, logger 
 			}
 			port = p
 		}
+		// The server admits only the nodes holding the space's seed: any
+		// local process could otherwise write grants every node enforces.
+		var pub string
 		var err error
-		ns, err = natscluster.StartServer(natscluster.ServerOptions{Port: port, StoreDir: filepath.Join(cfg.MewDir, "nats")})
+		if auth, pub, err = f.natsAuth.embeddedAuth(cfg.MewDir); err != nil {
+			return nil, nil, err
+		}
+		ns, err = natscluster.StartServer(natscluster.ServerOptions{Port: port, StoreDir: filepath.Join(cfg.MewDir, "nats"), Nkeys: []string{pub}})
 		if err != nil {
 			return nil, nil, fmt.Errorf("--nats %s: %w", natscluster.Redact(f.nats), err)
 		}
 		url = ns.ClientURL()
-		logger.Info("embedded NATS server started", "url", url)
+		logger.Info("embedded NATS server started; other nodes join with --nats URL --nats-nkey NKEY_FILE", "url", url, "nkey_file", auth.NkeyFile)
+	} else if err := auth.Check(); err != nil {
+		return nil, nil, err
+	} else if natscluster.URLHasCredentials(f.nats) {
+		logger.Warn("the --nats URL carries a password or token, which other local users can read in the process list: prefer --nats-user with --nats-password-file, --nats-nkey or --nats-creds")
 	}
 	stopServer := func() {
 		if ns != nil {
@@ -341,12 +356,15 @@ func joinCluster(ctx context.Context, f gatewayFlags, cfg *space.Config, logger 
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	node, err := natscluster.New(cctx, natscluster.Options{
-		NodeID: id, Cluster: f.clusterName, URL: url,
+		NodeID: id, Cluster: f.clusterName, URL: url, Auth: auth,
 		Replicas: f.replicas, PresenceTTL: f.presenceTTL, LogRetention: f.logRetention,
 		HistoryRetention: f.historyRetention, HistoryBytes: f.historyMiB << 20,
 	})
 	if err != nil {
 		stopServer()
+		if errors.Is(err, natscluster.ErrAuth) {
+			err = fmt.Errorf("%w; give the node's credentials with --nats-nkey, --nats-creds or --nats-user and --nats-password-file (a node of another node's --nats embedded: --nats-nkey <its mew dir>/nats-auth/nodes.nk)", err)
+		}
 		return nil, nil, fmt.Errorf("--nats %s: %w", natscluster.Redact(f.nats), err)
 	}
 	logger.Info("joined the cluster", "node", id, "cluster", cmp.Or(f.clusterName, natscluster.DefaultCluster), "nats", natscluster.Redact(url))

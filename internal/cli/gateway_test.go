@@ -6,11 +6,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/space"
@@ -198,13 +199,21 @@ func TestGatewayStartCluster(t *testing.T) {
 	// stream to its own when it starts.
 	bounds := []string{"--history-retention", "50", "--history-mb", "8"}
 	a := startGatewayCmd(t, append([]string{"-s", path, "-l", "info", "--nats", "embedded:0", "--node-id", "node-a", "--cluster", "duo-cluster", "--log-dir", t.TempDir()}, bounds...)...)
-	m := regexp.MustCompile(`msg="embedded NATS server started" url=(nats://\S+)`).FindStringSubmatch(a.stderr.String())
+	m := embeddedNATSLine.FindStringSubmatch(a.stderr.String())
 	if m == nil {
 		t.Fatalf("no NATS URL in the first node's log:\n%s", a.stderr.String())
 	}
-	natsURL := m[1]
-	b := startGatewayCmd(t, append([]string{"-s", path, "--nats", natsURL, "--node-id", "node-b", "--cluster", "duo-cluster", "--log-dir", t.TempDir()}, bounds...)...)
-	js := testutil.JetStream(t, natsURL)
+	natsURL, seed := m[1], m[2]
+	if want := filepath.Join(filepath.Dir(path), "nats-auth", "nodes.nk"); seed != want {
+		t.Errorf("the embedded server's seed is %s, want %s", seed, want)
+	}
+	checkNATSLocked(t, natsURL, seed)
+	b := startGatewayCmd(t, append([]string{"-s", path, "--nats", natsURL, "--nats-nkey", seed, "--node-id", "node-b", "--cluster", "duo-cluster", "--log-dir", t.TempDir()}, bounds...)...)
+	nkey, err := nats.NkeyOptionFromSeed(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := testutil.JetStream(t, natsURL, nkey)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	st, err := js.Stream(ctx, "mew_duo-cluster_history")

@@ -35,7 +35,7 @@ func nodeProcName(id string) string {
 
 // startNodes starts n gateway nodes of the space, one after the other, each once the one
 // before answers /health: the first on the launch's port with an embedded NATS server, the
-// others on the next free ports, joined to it. Each node but the first keeps its audit log
+// others on the next free ports, joined to it, all with the space's NATS seed (spaceNATSKey). Each node but the first keeps its audit log
 // under .mew/logs/<node id>, so that two nodes never write one file. The nodes are recorded in
 // the state as they start.
 func (rs *runningSpace) startNodes(ctx context.Context, n int) error {
@@ -44,6 +44,12 @@ func (rs *runningSpace) startNodes(ctx context.Context, n int) error {
 		return fmt.Errorf("space up: the NATS port: %w", err)
 	}
 	natsAddr := "127.0.0.1:" + strconv.Itoa(natsPort)
+	// Every node, the first (whose embedded server admits it) included,
+	// gets the space's NATS seed by its path: never the secret in argv.
+	seed, err := spaceNATSKey(rs.cfg.MewDir)
+	if err != nil {
+		return fmt.Errorf("space up: %w", err)
+	}
 	port := rs.launch.Port
 	for i := range n {
 		if i > 0 {
@@ -62,7 +68,7 @@ func (rs *runningSpace) startNodes(ctx context.Context, n int) error {
 			g.Args = append(g.Args, "--nats", "nats://"+natsAddr, "--log-dir", filepath.Join(rs.cfg.MewDir, "logs", id))
 			g.Log = filepath.Join(l.LogDir(), g.Name+".log")
 		}
-		g.Args = append(g.Args, "--node-id", id)
+		g.Args = append(g.Args, "--node-id", id, "--nats-nkey", seed)
 		rs.mu.Lock()
 		rs.state.Nodes = append(rs.state.Nodes, space.RunNode{ID: id, Port: port})
 		rs.mu.Unlock()

@@ -122,11 +122,11 @@ func StartCluster(t testing.TB, n int, spaceYAML string, opts gateway.Options) [
 }
 
 // JetStream connects to the NATS server at url, for a test that reads what
-// the nodes stored with a client of its own; the connection closes when
-// the test ends.
-func JetStream(t testing.TB, url string) jetstream.JetStream {
+// the nodes stored with a client of its own (opts: its credentials); the
+// connection closes when the test ends.
+func JetStream(t testing.TB, url string, opts ...nats.Option) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect(url)
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -279,9 +279,9 @@ func readFile(path string, secret bool, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-// urlHasCredentials reports whether a URL list (as Options.URL takes it)
+// URLHasCredentials reports whether a URL list (as Options.URL takes it)
 // carries a user, password or token in one of its URLs.
-func urlHasCredentials(list string) bool {
+func URLHasCredentials(list string) bool {
 	for p := range strings.SplitSeq(list, ",") {
 		u, err := url.Parse(strings.TrimSpace(p))
 		if (err == nil && u.User != nil) || (err != nil && strings.Contains(p, "@")) {

@@ -2,16 +2,7 @@ package natscluster
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +16,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/internal/testpki"
 )
 
 // writeFile writes data to name in dir with mode, and returns its path.
@@ -225,8 +217,8 @@ func TestAuthCheckRefuses(t *testing.T) {
 	noPw := writeFile(t, dir, "nopw", []byte("\nsecond-line\n"), 0o600)
 	undecorated := writeFile(t, dir, "plain.creds", userSeed, 0o600)
 	fakeJWT := writeFile(t, dir, "fake.creds", []byte("-----BEGIN NATS USER JWT-----\nnot-a-jwt\n------END NATS USER JWT------\n"), 0o600)
-	pki := newTestPKI(t, dir)
-	otherKey := writeFile(t, dir, "other-key.pem", newTestPKI(t, t.TempDir()).clientKeyPEM, 0o600)
+	pki := testpki.New(t, dir)
+	otherKey := writeFile(t, dir, "other-key.pem", testpki.New(t, t.TempDir()).ClientKeyPEM, 0o600)
 	notPEM := writeFile(t, dir, "ca.txt", []byte("hello"), 0o644)
 	missing := filepath.Join(dir, "missing")
 
@@ -239,8 +231,8 @@ func TestAuthCheckRefuses(t *testing.T) {
 		{"nkey and user", Auth{NkeyFile: seed, User: "u", PasswordFile: pw}, "2 ways"},
 		{"user without password", Auth{User: "u"}, "needs a password file"},
 		{"password without user", Auth{PasswordFile: pw}, "needs a password file"},
-		{"cert without key", Auth{CertFile: pki.clientCert}, "needs its key file"},
-		{"key without cert", Auth{KeyFile: pki.clientKey}, "needs its key file"},
+		{"cert without key", Auth{CertFile: pki.ClientCert}, "needs its key file"},
+		{"key without cert", Auth{KeyFile: pki.ClientKey}, "needs its key file"},
 		{"missing nkey", Auth{NkeyFile: missing}, "no such file"},
 		{"nkey a directory", Auth{NkeyFile: dir}, "not a regular file"},
 		{"world-readable nkey", Auth{NkeyFile: open}, "mode 0644"},
@@ -256,10 +248,10 @@ func TestAuthCheckRefuses(t *testing.T) {
 		{"empty password", Auth{User: "u", PasswordFile: noPw}, "no password on its first line"},
 		{"missing CA", Auth{CAFile: missing}, "no such file"},
 		{"CA not PEM", Auth{CAFile: notPEM}, "no PEM certificate"},
-		{"missing cert", Auth{CertFile: missing, KeyFile: pki.clientKey}, "no such file"},
-		{"world-readable key", Auth{CertFile: pki.clientCert, KeyFile: writeFile(t, dir, "key-open.pem", pki.clientKeyPEM, 0o644)}, "mode 0644"},
-		{"key of another cert", Auth{CertFile: pki.clientCert, KeyFile: otherKey}, "does not match"},
-		{"cert for key", Auth{CertFile: pki.clientKey, KeyFile: pki.clientKey}, "client certificate"},
+		{"missing cert", Auth{CertFile: missing, KeyFile: pki.ClientKey}, "no such file"},
+		{"world-readable key", Auth{CertFile: pki.ClientCert, KeyFile: writeFile(t, dir, "key-open.pem", pki.ClientKeyPEM, 0o644)}, "mode 0644"},
+		{"key of another cert", Auth{CertFile: pki.ClientCert, KeyFile: otherKey}, "does not match"},
+		{"cert for key", Auth{CertFile: pki.ClientKey, KeyFile: pki.ClientKey}, "client certificate"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.a.Check()
@@ -271,14 +263,14 @@ func TestAuthCheckRefuses(t *testing.T) {
 			if !errors.Is(nerr, cluster.ErrInvalid) {
 				t.Fatalf("New: %v", nerr)
 			}
-			for _, secret := range [][]byte{userSeed, acctSeed, []byte("s3cr3t-pass"), pki.clientKeyPEM[40:80]} {
+			for _, secret := range [][]byte{userSeed, acctSeed, []byte("s3cr3t-pass"), pki.ClientKeyPEM[40:80]} {
 				if strings.Contains(err.Error()+nerr.Error(), string(secret)) {
 					t.Fatalf("a secret reached the error: %v", err)
 				}
 			}
 		})
 	}
-	if err := (Auth{NkeyFile: seed, CAFile: pki.caCert, CertFile: pki.clientCert, KeyFile: pki.clientKey}).Check(); err != nil {
+	if err := (Auth{NkeyFile: seed, CAFile: pki.CACert, CertFile: pki.ClientCert, KeyFile: pki.ClientKey}).Check(); err != nil {
 		t.Errorf("a good Auth: %v", err)
 	}
 	ctx := context.Background()
@@ -375,14 +367,14 @@ func TestExternalServerCreds(t *testing.T) {
 // without the CA, without a certificate or with one from another CA fails.
 func TestExternalServerTLS(t *testing.T) {
 	dir := t.TempDir()
-	pki := newTestPKI(t, dir)
-	stranger := newTestPKI(t, t.TempDir())
+	pki := testpki.New(t, dir)
+	stranger := testpki.New(t, t.TempDir())
 	s := startCustomServer(t, func(o *server.Options) {
 		o.TLS, o.TLSVerify, o.TLSTimeout = true, true, 2
-		o.TLSConfig = pki.serverTLS(t)
+		o.TLSConfig = pki.ServerTLS(t)
 	})
 	url := s.ClientURL()
-	n, err := connectNode(t, url, Auth{CAFile: pki.caCert, CertFile: pki.clientCert, KeyFile: pki.clientKey})
+	n, err := connectNode(t, url, Auth{CAFile: pki.CACert, CertFile: pki.ClientCert, KeyFile: pki.ClientKey})
 	mustWork(t, n, err)
 	for name, c := range map[string]struct {
 		a    Auth
@@ -391,78 +383,12 @@ func TestExternalServerTLS(t *testing.T) {
 		"no TLS files": {Auth{}, "unknown authority"},
 		// The server ends the handshake: the client reads the alert, or a
 		// closed connection, as timing decides.
-		"no client cert":      {Auth{CAFile: pki.caCert}, "tls"},
-		"system CAs":          {Auth{CertFile: pki.clientCert, KeyFile: pki.clientKey}, "unknown authority"},
-		"another CA's client": {Auth{CAFile: pki.caCert, CertFile: stranger.clientCert, KeyFile: stranger.clientKey}, "tls"},
+		"no client cert":      {Auth{CAFile: pki.CACert}, "tls"},
+		"system CAs":          {Auth{CertFile: pki.ClientCert, KeyFile: pki.ClientKey}, "unknown authority"},
+		"another CA's client": {Auth{CAFile: pki.CACert, CertFile: stranger.ClientCert, KeyFile: stranger.ClientKey}, "tls"},
 	} {
 		if _, err := connectNode(t, url, c.a); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want a failure mentioning %q", name, err, c.want)
 		}
 	}
-}
-
-// testPKI is a CA, a server certificate for 127.0.0.1 and a client
-// certificate, made for one test, with their files (keys 0600).
-type testPKI struct {
-	caCert, serverCert, serverKey, clientCert, clientKey string
-	clientKeyPEM                                         []byte
-}
-
-func newTestPKI(t *testing.T, dir string) *testPKI {
-	t.Helper()
-	key := func() *ecdsa.PrivateKey {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	now := time.Now()
-	caKey := key()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "mew test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	issue := func(name string, serial int64, usage x509.ExtKeyUsage) (string, string, []byte) {
-		k := key()
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
-			ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &k.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kder, err := x509.MarshalECPrivateKey(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-		return writeFile(t, dir, name+".pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644),
-			writeFile(t, dir, name+"-key.pem", keyPEM, 0o600), keyPEM
-	}
-	p := &testPKI{caCert: writeFile(t, dir, "ca.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o644)}
-	p.serverCert, p.serverKey, _ = issue("server", 2, x509.ExtKeyUsageServerAuth)
-	p.clientCert, p.clientKey, p.clientKeyPEM = issue("client", 3, x509.ExtKeyUsageClientAuth)
-	return p
-}
-
-// serverTLS is the server's TLS configuration: its certificate, and client
-// certificates required and checked against the CA.
-func (p *testPKI) serverTLS(t *testing.T) *tls.Config {
-	t.Helper()
-	cert, err := tls.LoadX509KeyPair(p.serverCert, p.serverKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caPEM, err := os.ReadFile(p.caCert)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}
 }

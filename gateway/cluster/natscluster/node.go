@@ -211,7 +211,7 @@ func New(ctx context.Context, o Options) (*Node, error) {
 			n.stop()
 			return nil, err
 		}
-		if len(o.Auth.identities()) > 0 && urlHasCredentials(o.URL) {
+		if len(o.Auth.identities()) > 0 && URLHasCredentials(o.URL) {
 			n.stop()
 			return nil, fmt.Errorf("natscluster: %s carries credentials and Auth gives others: give one: %w", Redact(o.URL), cluster.ErrInvalid)
 		}
