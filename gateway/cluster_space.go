@@ -716,6 +716,9 @@ func (cl *clusterSpace) presenceChange(e cluster.Entry) {
 			return
 		}
 		delete(cl.remote, e.Key)
+		if lm := sp.members[e.Key]; lm != nil && lm.sess == nil {
+			sp.presenceChangedLocked(lm, false, sp.srv.now())
+		}
 		cl.streamsGoneLocked(m) // cluster_streams.go: as when a connection here ends
 		sp.broadcastLocked(remote(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
 			Event: protocol.PresenceLeave, Participant: protocol.ParticipantInfo{ID: remoteInfo(m).ID},
@@ -747,6 +750,9 @@ func (cl *clusterSpace) presenceChange(e cluster.Entry) {
 	}
 	prev, had := cl.remote[m.Participant]
 	cl.remote[m.Participant] = m
+	if lm := sp.members[m.Participant]; lm != nil {
+		sp.presenceChangedLocked(lm, true, sp.srv.now())
+	}
 	if had && prev.Conn == m.Conn {
 		return // a refresh
 	}
@@ -768,12 +774,30 @@ func grantTTL(g grant, now time.Time) time.Duration {
 
 // grantLocked shares a grant made here; mu must be held.
 func (cl *clusterSpace) grantLocked(m *member, g grant) {
-	b, err := cluster.Encode(cluster.Grant{ID: g.id, To: m.name, From: g.from, At: g.at, Expires: g.expires, Capabilities: g.caps})
+	links := make([]cluster.GrantLink, len(g.links))
+	for i, l := range g.links {
+		links[i] = cluster.GrantLink{Pattern: l.pattern, Grant: l.grantID, Entry: l.entry}
+	}
+	b, err := cluster.Encode(cluster.Grant{ID: g.id, To: m.name, From: g.from, At: g.at, Expires: g.expires, Capabilities: g.caps, Session: g.session, Links: links})
 	if err != nil {
 		cl.sp.srv.opts.Logger.Error("cluster: encode grant", "space", cl.sp.id, "grant", g.id, "err", err)
 		return
 	}
 	cl.putLocked(cluster.GrantKey(m.name, g.id), b, grantTTL(g, cl.sp.srv.now()))
+}
+
+// grantGoneLocked removes a grant that ended here by its own rule (expiry,
+// a broken link): every node settles the same way, and deleting twice is
+// harmless. mu must be held.
+func (cl *clusterSpace) grantGoneLocked(m *member, g grant) {
+	cl.putLocked(cluster.GrantKey(m.name, g.id), nil, 0)
+}
+
+// connectedElsewhereLocked reports whether m is connected on another node;
+// mu must be held.
+func (cl *clusterSpace) connectedElsewhereLocked(m *member) bool {
+	_, ok := cl.remote[m.name]
+	return ok
 }
 
 // grantsChangedLocked shares a revoke made here: grants gone are deleted,
@@ -834,15 +858,14 @@ func (cl *clusterSpace) controlChange(e cluster.Entry) {
 	if c.Shutdown && m.sess != nil {
 		m.ctl.shutdown.Store(true)
 	}
+	if c.Shutdown {
+		sp.srv.creds.end(m, standingGood, credCode, credSession) // as on the node that shut it down
+	}
 	if !c.Kicked || m.ctl.kicked {
 		return
 	}
 	m.ctl.kicked = true
-	sp.srv.dropTokens(m)
-	if s := m.sess; s != nil {
-		s.kill(CloseKicked, closeReason(c.Reason))
-		sp.detachLocked(s)
-	}
+	sp.endParticipantLocked(m, standingKicked, CloseKicked, c.Reason)
 }
 
 // stateChange applies a change of the space's State made by another node.
@@ -910,7 +933,14 @@ func (cl *clusterSpace) stateChangeLocked(kind string, e cluster.Entry) {
 			sp.srv.opts.Logger.Warn("cluster: bad grant", "space", sp.id, "key", e.Key, "err", rf.message)
 			return
 		}
-		g := grant{id: id, from: rec.From, at: rec.At, expires: rec.Expires, caps: caps, set: set}
+		links, err := sp.checkLinksLocked(rec, set)
+		if err != nil {
+			// Whoever wrote it, it is not a grant this node would have
+			// accepted: refused, never enforced.
+			sp.srv.opts.Logger.Warn("cluster: grant refused", "space", sp.id, "key", e.Key, "err", err)
+			return
+		}
+		g := grant{id: id, from: rec.From, at: rec.At, expires: rec.Expires, session: rec.Session, links: links, caps: caps, set: set}
 		m.grants = slices.Clone(m.grants)
 		if i < 0 {
 			m.grants = append(m.grants, g)
@@ -924,6 +954,7 @@ func (cl *clusterSpace) stateChangeLocked(kind string, e cluster.Entry) {
 		return
 	}
 	sp.welcomeUpdateLocked(m)
+	sp.settleGrantsLocked(sp.srv.now()) // its links checked, and what leaned on a deleted grant ends
 	cl.releaseLocked(false)
 }
 
@@ -1081,7 +1112,7 @@ func (cl *clusterSpace) inviteChangeLocked(e cluster.Entry) {
 	if sp.srv.opts.Rate > 0 {
 		m.limiter = newLimiter(sp.srv.opts)
 	}
-	if err := sp.srv.addTokens(sp, m); err != nil {
+	if err := sp.srv.creds.addTokens(sp, m); err != nil {
 		sp.srv.opts.Logger.Warn("cluster: invitation not registered", "space", sp.id, "participant", id, "err", err)
 		return
 	}

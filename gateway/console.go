@@ -1,15 +1,12 @@
 package gateway
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
 	"path"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mew-protocol/mew/console"
@@ -18,11 +15,6 @@ import (
 
 // Console limits.
 const (
-	// maxConsoleLinks bounds the one-time codes outstanding, and
-	// maxConsoleSessions the sessions they were exchanged for: the oldest
-	// go first, so a participant asking for many cannot grow the tables.
-	maxConsoleLinks    = 256
-	maxConsoleSessions = 1024
 	// maxExchangeBody bounds the body of POST /console/session.
 	maxExchangeBody = 1 << 10
 	// consoleHeader is the custom header the page sends with its POSTs: a
@@ -33,45 +25,6 @@ const (
 	sessionPrefix = "mcs_"
 )
 
-// consoleState holds the one-time codes and the sessions of the console.
-// Both tables are keyed by the SHA-256 of the secret, so that the secrets
-// themselves are not kept.
-type consoleState struct {
-	mu       sync.Mutex
-	links    map[[32]byte]consoleGrant
-	sessions map[[32]byte]consoleGrant
-}
-
-// consoleGrant is what a code or a session stands for: one participant of
-// one space, until a time.
-type consoleGrant struct {
-	sp      *liveSpace
-	m       *member
-	expires time.Time
-	made    time.Time
-}
-
-// put adds g under key to tab, removing expired entries and, past limit,
-// the oldest.
-func (cs *consoleState) put(tab map[[32]byte]consoleGrant, key [32]byte, g consoleGrant, limit int, now time.Time) {
-	for k, v := range tab {
-		if !now.Before(v.expires) {
-			delete(tab, k)
-		}
-	}
-	for len(tab) >= limit {
-		var oldest [32]byte
-		first := true
-		for k, v := range tab {
-			if first || v.made.Before(tab[oldest].made) {
-				oldest, first = k, false
-			}
-		}
-		delete(tab, oldest)
-	}
-	tab[key] = g
-}
-
 // consoleRoutes adds the web console at /console/ (see docs/console.md):
 // the page, the one-time links that open it, their exchange for a session,
 // and the grants ledger and the lineage API under a session.
@@ -79,7 +32,6 @@ func (srv *Server) consoleRoutes(mux *http.ServeMux) {
 	if srv.opts.NoConsole {
 		return
 	}
-	srv.console = &consoleState{links: map[[32]byte]consoleGrant{}, sessions: map[[32]byte]consoleGrant{}}
 	page := http.StripPrefix("/console", console.Handler(console.Options{}))
 	mux.Handle("GET /console/", page)
 	mux.HandleFunc("GET /console", func(w http.ResponseWriter, r *http.Request) {
@@ -92,36 +44,30 @@ func (srv *Server) consoleRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /console/lineage/{envelope}", srv.consoleLineage)
 }
 
-// newSecret returns a random secret with prefix and the key it is kept
-// under.
-func newSecret(prefix string) (string, [32]byte) {
-	s := prefix + rand.Text() // 130 random bits
-	return s, sha256.Sum256([]byte(s))
-}
-
 // consoleLink makes a one-time code for the participant whose token the
 // request carries. The code is good for one exchange within ConsoleLinkTTL.
+// A participant has at most maxCodesPerMember codes outstanding: past
+// that it is refused (429), and nobody else's codes are touched.
 func (srv *Server) consoleLink(w http.ResponseWriter, r *http.Request) {
-	sp, m := srv.lookup(bearer(r), spaceParam(r))
+	sp, m := srv.creds.token(bearer(r), spaceParam(r))
 	if m == nil {
 		srv.metrics.refusals.WithLabelValues(ErrorUnauthorized).Inc()
 		writeJSON(w, http.StatusUnauthorized, errorBody{Error: ErrorUnauthorized, Message: "a participant's token of this space is needed (Authorization: Bearer)"})
 		return
 	}
-	now := srv.now()
-	code, key := newSecret("")
-	g := consoleGrant{sp: sp, m: m, made: now, expires: now.Add(srv.opts.ConsoleLinkTTL)}
-	cs := srv.console
-	cs.mu.Lock()
-	cs.put(cs.links, key, g, maxConsoleLinks, now)
-	cs.mu.Unlock()
+	code, expires, err := srv.creds.mint(sp, m, credCode, "", srv.now(), srv.opts.ConsoleLinkTTL)
+	if err != nil {
+		srv.metrics.refusals.WithLabelValues(ErrorLimitExceeded).Inc()
+		writeJSON(w, http.StatusTooManyRequests, errorBody{Error: ErrorLimitExceeded, Message: err.Error()})
+		return
+	}
 	q := url.Values{"code": {code}, "space": {sp.id}}
 	writeJSON(w, http.StatusCreated, struct {
 		Code      string `json:"code"`
 		Path      string `json:"path"` // to append to the gateway's http(s) base URL
 		Space     string `json:"space"`
 		ExpiresAt string `json:"expires_at"`
-	}{code, "/console/#" + q.Encode(), sp.id, protocol.FormatTime(g.expires)})
+	}{code, "/console/#" + q.Encode(), sp.id, protocol.FormatTime(expires)})
 }
 
 // spaceParam is the space a request names in ?space=, "" for any.
@@ -194,20 +140,14 @@ func (srv *Server) consoleExchange(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := srv.now()
-	key := sha256.Sum256([]byte(in.Code))
-	cs := srv.console
-	cs.mu.Lock()
-	g, ok := cs.links[key]
-	delete(cs.links, key)
-	ok = ok && now.Before(g.expires)
+	g, ok := srv.creds.take(in.Code, now)
 	var cred string
+	var expires time.Time
 	if ok {
-		var skey [32]byte
-		cred, skey = newSecret(sessionPrefix)
-		g = consoleGrant{sp: g.sp, m: g.m, made: now, expires: now.Add(srv.opts.ConsoleSessionTTL)}
-		cs.put(cs.sessions, skey, g, maxConsoleSessions, now)
+		var err error
+		cred, expires, err = srv.creds.mint(g.sp, g.m, credSession, sessionPrefix, now, srv.opts.ConsoleSessionTTL)
+		ok = err == nil
 	}
-	cs.mu.Unlock()
 	if !ok {
 		srv.metrics.refusals.WithLabelValues(ErrorUnauthorized).Inc()
 		writeJSON(w, http.StatusUnauthorized, errorBody{Error: ErrorUnauthorized, Message: "unknown, used or expired code"})
@@ -219,7 +159,7 @@ func (srv *Server) consoleExchange(w http.ResponseWriter, r *http.Request) {
 		Space       string `json:"space"`
 		Participant string `json:"participant"`
 		ExpiresAt   string `json:"expires_at"`
-	}{cred, g.sp.id, g.m.name, protocol.FormatTime(g.expires)})
+	}{cred, g.sp.id, g.m.name, protocol.FormatTime(expires)})
 }
 
 // consoleLogout ends the session the request carries.
@@ -232,38 +172,20 @@ func (srv *Server) consoleLogout(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, errorBody{Error: ErrorUnauthorized, Message: "a console session is needed"})
 		return
 	}
-	key := sha256.Sum256([]byte(cred))
-	cs := srv.console
-	cs.mu.Lock()
-	delete(cs.sessions, key)
-	cs.mu.Unlock()
+	srv.creds.drop(cred)
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// consoleSession returns the participant a session credential stands for.
-func (srv *Server) consoleSession(cred, spaceID string) (*liveSpace, *member) {
-	cs := srv.console
-	if cs == nil || !strings.HasPrefix(cred, sessionPrefix) {
-		return nil, nil
-	}
-	key := sha256.Sum256([]byte(cred))
-	cs.mu.Lock()
-	g, ok := cs.sessions[key]
-	cs.mu.Unlock()
-	if !ok || !srv.now().Before(g.expires) || (spaceID != "" && spaceID != g.sp.id) {
-		return nil, nil
-	}
-	return g.sp, g.m
-}
-
-// joinLookup resolves the credential of a WebSocket join: a participant's
-// token, or a console session, which browsers send in the join message
-// since they cannot set an Authorization header on a WebSocket.
+// joinLookup resolves the credential of a WebSocket join or a console
+// request: a participant's token, or a console session, which browsers send
+// in the join message since they cannot set an Authorization header on a
+// WebSocket.
 func (srv *Server) joinLookup(cred, spaceID string) (*liveSpace, *member) {
-	if sp, m := srv.lookup(cred, spaceID); m != nil {
-		return sp, m
+	kinds := []credKind{credToken, credInvite}
+	if !srv.opts.NoConsole {
+		kinds = append(kinds, credSession)
 	}
-	return srv.consoleSession(cred, spaceID)
+	return srv.creds.resolve(cred, spaceID, srv.now(), kinds...)
 }
 
 // consoleGrants is GET /participants/{id}/grants for the page, which holds

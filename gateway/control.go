@@ -43,9 +43,12 @@ type grant struct {
 	id      string    // the grant envelope's id
 	from    string    // granter's logical name
 	at      time.Time // when the gateway accepted it
-	expires time.Time // zero: until revoked
+	expires time.Time // its own end; zero: until revoked
+	session bool      // ends when its granter has been gone from the space SessionGrantGrace
+	links   []link    // per pattern of caps: what covered it in the granter's capabilities (provenance.go)
 	caps    []json.RawMessage
 	set     *capability.Set // caps, compiled once
+	until   time.Time       // effective end: expires, its parents' ends, its granter's departure; set by settleGrantsLocked
 }
 
 // control is a member's pause and shutdown state. The atomics are read on
@@ -78,6 +81,9 @@ func (sp *liveSpace) checkControl(o origin, kind string, now time.Time) *refusal
 			return rf
 		}
 	}
+	if st := o.m.standingOf(); st != standingGood {
+		return refuse(ErrorUnauthorized, o.m.name+" is "+st.String())
+	}
 	c := &o.m.ctl
 	if c.shutdown.Load() && kind != protocol.KindParticipantStatus {
 		return refuse(ErrorShutdown, o.id+" was shut down; reconnect to take part again")
@@ -104,6 +110,9 @@ func (sp *liveSpace) grant(o origin, env *protocol.Envelope, now time.Time) (out
 	if rf != nil {
 		return outcome{}, rf
 	}
+	if p.Session && o.s == nil {
+		return outcome{}, refuse(ErrorInvalidRequest, "capability/grant: a grant for this session needs a connection to last as long as; send it over your WebSocket")
+	}
 	caps, set, rf := compactPatterns(p.Capabilities)
 	if rf != nil {
 		return outcome{}, rf
@@ -118,6 +127,11 @@ func (sp *liveSpace) grant(o origin, env *protocol.Envelope, now time.Time) (out
 	case rm == nil || rm.ctl.kicked:
 		sp.mu.Unlock()
 		return outcome{}, notFound(p.Recipient)
+	case rm == o.m:
+		// What one holds, one holds already: a grant to oneself could only
+		// outlive the grant it leans on.
+		sp.mu.Unlock()
+		return outcome{}, refuse(ErrorInvalidRequest, "a participant cannot grant capabilities to itself")
 	case len(rm.grants) >= maxGrantsPerMember:
 		sp.mu.Unlock()
 		return outcome{}, refuse(ErrorLimitExceeded, fmt.Sprintf("%s already holds %d grants", rm.name, maxGrantsPerMember))
@@ -125,16 +139,14 @@ func (sp *liveSpace) grant(o origin, env *protocol.Envelope, now time.Time) (out
 		sp.mu.Unlock()
 		return outcome{}, refuse(ErrorInvalidEnvelope, "a grant with id "+env.ID+" is already in force")
 	}
-	rm.grants = append(rm.grants, grant{id: env.ID, from: o.m.name, at: now, expires: expires, caps: caps, set: set})
-	if err := rm.rebuildCaps(); err != nil {
-		rm.grants = rm.grants[:len(rm.grants)-1]
+	g := grant{id: env.ID, from: o.m.name, at: now, expires: expires, session: p.Session, links: chain, caps: caps, set: set}
+	if rf := sp.addGrantLocked(rm, g, now); rf != nil {
 		sp.mu.Unlock()
-		return outcome{}, refuse(ErrorInvalidEnvelope, err.Error())
+		return outcome{}, rf
 	}
 	if sp.cl != nil {
 		sp.cl.grantLocked(rm, rm.grants[len(rm.grants)-1])
 	}
-	sp.welcomeUpdateLocked(rm)
 	sp.mu.Unlock()
 
 	// The grant chain: for each pattern granted, which of the granter's
@@ -163,7 +175,7 @@ func (sp *liveSpace) grant(o origin, env *protocol.Envelope, now time.Time) (out
 // revoking takes: it only ever removes grants, never a participant's static
 // capabilities from the space config. By pattern, it removes every granted
 // pattern that one of the given patterns covers, or that is identical to one.
-func (sp *liveSpace) revoke(o origin, env *protocol.Envelope, _ time.Time) (outcome, *refusal) {
+func (sp *liveSpace) revoke(o origin, env *protocol.Envelope, now time.Time) (outcome, *refusal) {
 	var p protocol.Revoke
 	if err := env.DecodePayload(&p); err != nil || p.Recipient == "" || (p.GrantID == "" && len(p.Capabilities) == 0) {
 		return outcome{}, refuse(ErrorInvalidEnvelope, "capability/revoke needs a recipient and a grant_id or capabilities")
@@ -202,10 +214,11 @@ func (sp *liveSpace) revoke(o origin, env *protocol.Envelope, _ time.Time) (outc
 			}
 			if len(left) < len(g.caps) {
 				caps := make([]json.RawMessage, len(left))
+				links := make([]link, len(left))
 				for k, i := range left {
-					caps[k] = g.caps[i]
+					caps[k], links[k] = g.caps[i], g.links[i]
 				}
-				g.caps, g.set = caps, g.set.Select(left)
+				g.caps, g.links, g.set = caps, links, g.set.Select(left)
 			}
 		}
 		kept = append(kept, g)
@@ -223,6 +236,7 @@ func (sp *liveSpace) revoke(o origin, env *protocol.Envelope, _ time.Time) (outc
 		sp.cl.grantsChangedLocked(rm, old)
 	}
 	sp.welcomeUpdateLocked(rm)
+	sp.settleGrantsLocked(now) // what leaned on the revoked patterns goes with them
 	return relayed, nil
 }
 
@@ -250,37 +264,18 @@ func grantExpiry(p protocol.Grant, now time.Time) (time.Time, *refusal) {
 	return time.Time{}, nil
 }
 
-// expireGrants removes the grants whose time has come, sends each holder
-// its new capabilities and records the expiry. The watchdog calls it.
-func (sp *liveSpace) expireGrants(now time.Time) {
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	for _, m := range sp.order {
-		if !slices.ContainsFunc(m.grants, func(g grant) bool { return !g.expires.IsZero() && !now.Before(g.expires) }) {
-			continue
-		}
-		var gone []grant
-		m.grants = slices.DeleteFunc(m.grants, func(g grant) bool {
-			if !g.expires.IsZero() && !now.Before(g.expires) {
-				gone = append(gone, g)
-				return true
-			}
-			return false
-		})
-		if err := m.rebuildCaps(); err != nil {
-			// Removing compiled sets cannot fail to compile; keep going.
-			sp.srv.opts.Logger.Error("grant expiry", "space", sp.id, "participant", m.name, "err", err)
-		}
-		sp.welcomeUpdateLocked(m)
-		for _, g := range gone {
-			sp.srv.opts.Logger.Info("grant expired", "space", sp.id, "participant", m.name, "grant", g.id)
-			sp.srv.audit.Decision(audit.DecisionRecord{
-				Time: now, EnvelopeID: g.id, Participant: m.name, Space: sp.id, Allowed: false,
-				Kind: protocol.KindCapabilityRevoke, Source: "dynamic",
-				Metadata: append(protocol.AppendString([]byte(`{"source":"expiry","grant_id":`), g.id), '}'),
-			})
-		}
+// addGrantLocked adds g to rm's grants and settles them, which gives g its
+// effective end (no later than its parents'). mu must be held.
+func (sp *liveSpace) addGrantLocked(rm *member, g grant, now time.Time) *refusal {
+	before := rm.grants
+	rm.grants = append(slices.Clone(rm.grants), g)
+	if err := rm.rebuildCaps(); err != nil {
+		rm.grants = before
+		return refuse(ErrorInvalidEnvelope, err.Error())
 	}
+	sp.welcomeUpdateLocked(rm)
+	sp.settleGrantsLocked(now)
+	return nil
 }
 
 // welcomeUpdateLocked sends m's connection, if any, a welcome with its new
@@ -369,7 +364,8 @@ func (sp *liveSpace) invite(o origin, env *protocol.Envelope, now time.Time) (ou
 	if sp.srv.opts.Rate > 0 {
 		m.limiter = newLimiter(sp.srv.opts)
 	}
-	if err := sp.srv.addTokens(sp, m); err != nil {
+	m.tokenFile, m.fileToken = true, tok
+	if err := sp.srv.creds.addTokens(sp, m); err != nil {
 		return outcome{}, refuse(ErrorInvalidRequest, "could not register the new participant")
 	}
 	sp.members[id] = m
@@ -417,15 +413,11 @@ func (sp *liveSpace) kick(o origin, env *protocol.Envelope, _ time.Time) (outcom
 		return outcome{}, refuse(ErrorInvalidRequest, "a participant cannot kick itself")
 	}
 	km.ctl.kicked = true
-	sp.srv.dropTokens(km)
 	reason := "kicked by " + o.id
 	if p.Reason != "" {
 		reason += ": " + p.Reason
 	}
-	if s := km.sess; s != nil {
-		s.kill(CloseKicked, closeReason(reason))
-		sp.detachLocked(s)
-	}
+	sp.endParticipantLocked(km, standingKicked, CloseKicked, reason)
 	if sp.cl != nil {
 		sp.cl.controlLocked(km, reason)
 	}
@@ -478,6 +470,10 @@ func (sp *liveSpace) control(o origin, env *protocol.Envelope, now time.Time) (o
 			m.ctl.pausedUntil.Store(0)
 		case protocol.KindParticipantShutdown:
 			m.ctl.shutdown.Store(true)
+			// A shut-down participant takes part again by reconnecting
+			// with its token; the console codes and sessions made from
+			// that token end now.
+			sp.srv.creds.end(m, standingGood, credCode, credSession)
 		}
 		if sp.cl != nil {
 			sp.cl.controlLocked(m, "")
@@ -571,7 +567,7 @@ type link struct {
 // covered, in order, or a refusal that says why one is not, undecidable
 // cases included.
 func (sp *liveSpace) delegable(o origin, caps []json.RawMessage, set *capability.Set, verb string) ([]link, *refusal) {
-	v := o.m.view()
+	v := sp.viewAt(o.m, sp.srv.now())
 	chain := make([]link, set.Len())
 	var entry *capability.Set
 	for i := range chain {

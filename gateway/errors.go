@@ -33,6 +33,10 @@ const (
 	// time. The peer is not reading, so it is dropped without a close
 	// handshake; the code keeps it apart from 1008 (refused) in logs.
 	CloseUnresponsive = 4002
+
+	// CloseRevoked closes the connection of a participant whose token was
+	// revoked (its token file removed or rewritten) while it was connected.
+	CloseRevoked = 4003
 )
 
 // ErrClosed is returned by a Server's methods after Close.

@@ -42,47 +42,8 @@ participants:
 // its line, stamped with the bubble's time.
 func TestGrantExpirySynctest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		path := filepath.Join(dir, "space.yaml")
-		if err := os.WriteFile(path, []byte(strings.TrimLeft(expirySpace, "\n")), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := space.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var logs testutil.Buffer
-		srv, err := gateway.New(gateway.Options{
-			Spaces: []*space.Config{cfg}, LogDir: filepath.Join(dir, "logs"),
-			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln := newPipeListener()
-		hs := srv.HTTPServer()
-		served := make(chan error, 1)
-		go func() { served <- hs.Serve(ln) }()
-		transport := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ln.dial(ctx) }}
-		// Everything the bubble started ends before it does, a failed
-		// test included.
-		var once sync.Once
-		shutdown := func() {
-			once.Do(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-				defer cancel()
-				_ = hs.Shutdown(ctx)
-				if err := srv.Close(ctx); err != nil {
-					t.Error(err)
-				}
-				ln.Close()
-				<-served
-				transport.CloseIdleConnections()
-				synctest.Wait()
-			})
-		}
-		t.Cleanup(shutdown)
-
+		b := startBubble(t, expirySpace, gateway.Options{})
+		dir, logs, transport, shutdown := b.dir, b.logs, b.tr, b.shutdown
 		you := pipeJoin(t, transport, "you-token")
 		agent := pipeJoin(t, transport, "agent-token")
 		start := time.Now()
@@ -161,6 +122,61 @@ func TestGrantExpirySynctest(t *testing.T) {
 	})
 }
 
+// bubble is a gateway running in a synctest bubble: its clock is the
+// bubble's, its connections in-memory pipes.
+type bubble struct {
+	dir      string
+	logs     *testutil.Buffer // the gateway's log, at Info
+	tr       *http.Transport  // dials the gateway
+	shutdown func()           // stops it; idempotent, also run at cleanup
+}
+
+// startBubble serves spaceYAML from a gateway inside the calling test's
+// synctest bubble. opts.Spaces, LogDir and Logger are set here.
+func startBubble(t *testing.T, spaceYAML string, opts gateway.Options) *bubble {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "space.yaml")
+	if err := os.WriteFile(path, []byte(strings.TrimLeft(spaceYAML, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := space.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &testutil.Buffer{}
+	opts.Spaces, opts.LogDir = []*space.Config{cfg}, filepath.Join(dir, "logs")
+	opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	srv, err := gateway.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := newPipeListener()
+	hs := srv.HTTPServer()
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	transport := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ln.dial(ctx) }}
+	// Everything the bubble started ends before it does, a failed test
+	// included.
+	var once sync.Once
+	shutdown := func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			_ = hs.Shutdown(ctx)
+			if err := srv.Close(ctx); err != nil {
+				t.Error(err)
+			}
+			ln.Close()
+			<-served
+			transport.CloseIdleConnections()
+			synctest.Wait()
+		})
+	}
+	t.Cleanup(shutdown)
+	return &bubble{dir: dir, logs: logs, tr: transport, shutdown: shutdown}
+}
+
 // pipeListener is a net.Listener of in-memory connections (net.Pipe), which
 // a synctest bubble can wait on, unlike sockets.
 type pipeListener struct {
@@ -227,7 +243,7 @@ type pipeMsg struct {
 // pipeJoin connects with token and waits for the welcome.
 func pipeJoin(t *testing.T, tr *http.Transport, token string) *pipePeer {
 	t.Helper()
-	c, _, err := websocket.Dial(t.Context(), "ws://gateway/ws?space=expiry", &websocket.DialOptions{
+	c, _, err := websocket.Dial(t.Context(), "ws://localhost/ws", &websocket.DialOptions{
 		HTTPClient: &http.Client{Transport: tr},
 		HTTPHeader: http.Header{"Authorization": {"Bearer " + token}},
 	})

@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -15,7 +16,9 @@ type grantView struct {
 	To           string            `json:"to"`   // the holder's logical name
 	Capabilities []json.RawMessage `json:"capabilities"`
 	GrantedAt    string            `json:"granted_at"`
-	ExpiresAt    string            `json:"expires_at,omitempty"` // absent: until revoked
+	ExpiresAt    string            `json:"expires_at,omitempty"` // absent: until revoked; else the earliest of its own end and its parents'
+	Session      bool              `json:"session,omitempty"`    // ends when its granter leaves the space
+	Parents      []string          `json:"parents,omitempty"`    // the grants it leans on: it ends with any of them
 }
 
 // ledger lists the runtime grants in force in the caller's space, oldest
@@ -44,12 +47,17 @@ func (srv *Server) writeLedger(w http.ResponseWriter, sp *liveSpace, m *member) 
 			if !all && h != m && g.from != m.name {
 				continue
 			}
-			if !g.expires.IsZero() && !now.Before(g.expires) {
-				continue // due; the watchdog removes it at its next tick
+			if !g.until.IsZero() && !now.Before(g.until) {
+				continue // due; settled at the next envelope or tick
 			}
-			v := grantView{ID: g.id, From: g.from, To: h.name, Capabilities: g.caps, GrantedAt: protocol.FormatTime(g.at)}
-			if !g.expires.IsZero() {
-				v.ExpiresAt = protocol.FormatTime(g.expires)
+			v := grantView{ID: g.id, From: g.from, To: h.name, Capabilities: g.caps, GrantedAt: protocol.FormatTime(g.at), Session: g.session}
+			if !g.until.IsZero() {
+				v.ExpiresAt = protocol.FormatTime(g.until)
+			}
+			for _, l := range g.links {
+				if l.grantID != "" && !slices.Contains(v.Parents, l.grantID) {
+					v.Parents = append(v.Parents, l.grantID)
+				}
 			}
 			list = append(list, v)
 		}

@@ -103,7 +103,7 @@ func (sp *liveSpace) inbound(o origin, data []byte, st *inState) (result, *refus
 	if rf := sp.checkControl(o, env.Kind, now); rf != nil {
 		return fail(rf)
 	}
-	view := o.m.view()
+	view := sp.viewAt(o.m, now)
 	idx, ok := view.set.Match(env.Kind, env.Payload)
 	sp.decide(o, env, now, view, idx, ok)
 	if !ok {

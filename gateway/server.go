@@ -26,9 +26,7 @@ type Server struct {
 	opts     Options
 	spaces   map[string]*liveSpace
 	order    []*liveSpace
-	tokMu    sync.RWMutex
-	tokens   map[[32]byte]*member   // by SHA-256 of the token; guarded by tokMu
-	owner    map[*member]*liveSpace // guarded by tokMu
+	creds    *credentials // who each token, code and session stands for
 	audit    *audit.Log
 	metrics  *metrics
 	trim     *memTrim // nil with Options.KeepFreeMemory
@@ -39,7 +37,8 @@ type Server struct {
 	conns    connTable
 	pending  pendingTable
 	errorLog *log.Logger
-	console  *consoleState // the web console's codes and sessions; nil when NoConsole
+	hosts    *hostGuard   // the Host allow-list (hosts.go)
+	lineages *lineageGate // the lineage API's limits and indexes (lineage.go)
 
 	lazyMu sync.Mutex // serialises lazy connects of output_log participants
 
@@ -73,7 +72,8 @@ func (srv *Server) watchdog() {
 		now := nanotime()
 		for _, sp := range srv.order {
 			sp.expirePauses(srv.now())
-			sp.expireGrants(srv.now())
+			sp.settleDue(srv.now())
+			sp.watchTokens(srv.now())
 			sp.expireClaims(srv.now())
 			sp.mu.Lock()
 			roster := sp.roster
@@ -108,14 +108,18 @@ func New(opts Options) (*Server, error) {
 	if len(opts.Spaces) == 0 {
 		return nil, fmt.Errorf("gateway: no space to serve")
 	}
+	hosts, err := newHostGuard(opts.AllowedHosts)
+	if err != nil {
+		return nil, err
+	}
 	srv := &Server{
 		opts:    opts,
 		spaces:  make(map[string]*liveSpace),
-		tokens:  make(map[[32]byte]*member),
-		owner:   make(map[*member]*liveSpace),
+		creds:   newCredentials(),
 		metrics: newMetrics(),
 		started: opts.Now(),
 	}
+	srv.hosts = hosts
 	if !opts.KeepFreeMemory {
 		srv.trim = newMemTrim()
 	}
@@ -135,7 +139,7 @@ func New(opts Options) (*Server, error) {
 		srv.spaces[sp.id] = sp
 		srv.order = append(srv.order, sp)
 		for _, m := range sp.order {
-			if err := srv.addTokens(sp, m); err != nil {
+			if err := srv.creds.addTokens(sp, m); err != nil {
 				return nil, err
 			}
 		}
@@ -271,54 +275,6 @@ func (srv *Server) delivered(sp *liveSpace, d delivery, rcpts []audit.Recipient)
 		Time: d.at, Event: "delivered", ID: d.id, Envelope: logged,
 		Recipients: rcpts, Space: sp.id, Metadata: nil,
 	})
-}
-
-// lookup finds the participant a token belongs to. A non-empty spaceID must
-// be that participant's space.
-func (srv *Server) lookup(token, spaceID string) (*liveSpace, *member) {
-	if token == "" {
-		return nil, nil
-	}
-	tok := []byte(token)
-	srv.tokMu.RLock()
-	m, ok := srv.tokens[tokenKey(tok)]
-	sp := srv.owner[m]
-	srv.tokMu.RUnlock()
-	if !ok || !m.ownsToken(tok) {
-		return nil, nil
-	}
-	if spaceID != "" && spaceID != sp.id {
-		return nil, nil
-	}
-	return sp, m
-}
-
-// addTokens makes m's tokens identify it.
-func (srv *Server) addTokens(sp *liveSpace, m *member) error {
-	srv.tokMu.Lock()
-	defer srv.tokMu.Unlock()
-	keys := m.tokenKeys()
-	for _, k := range keys {
-		if prev, dup := srv.tokens[k]; dup {
-			return fmt.Errorf("gateway: participants %s and %s share a token", prev.name, m.name)
-		}
-	}
-	for _, k := range keys {
-		srv.tokens[k] = m
-	}
-	srv.owner[m] = sp
-	return nil
-}
-
-// dropTokens makes m's tokens identify nobody, for the rest of this run.
-func (srv *Server) dropTokens(m *member) {
-	srv.tokMu.Lock()
-	defer srv.tokMu.Unlock()
-	for _, k := range m.tokenKeys() {
-		if srv.tokens[k] == m {
-			delete(srv.tokens, k)
-		}
-	}
 }
 
 // connectVirtual joins an output_log participant: everything delivered to it

@@ -33,17 +33,25 @@ type member struct {
 	tokens  [][]byte
 	hashes  [][32]byte // SHA-256 of tokens known by hash only: an invitation made on another node
 	limiter *limiter   // nil when rate limiting is off
+	// standing is what its credentials are worth (credentials.go); read
+	// without locks, changed under credentials.mu.
+	standing atomic.Int32
+	// tokenFile: its token was read from, or written to, the space's token
+	// store, which the watchdog re-reads to notice a revocation.
+	tokenFile bool
+	fileToken string // the token last read from that file; the watchdog's alone
 
 	static    []json.RawMessage       // own ∪ defaults ∪ baseline, compacted; fixed
 	staticSet *capability.Set         // static, compiled once
 	caps      atomic.Pointer[capView] // what the gateway enforces; replaced on grant and revoke
 
 	// Guarded by liveSpace.mu:
-	sess    *session // current connection
-	aliases int      // runtime ids bound to it in liveSpace.aliases
-	grants  []grant  // runtime grants, oldest first
-	yields  []string // recent messages it was told to yield (floor control)
-	ctl     control  // pause, shutdown and kick state
+	sess    *session  // current connection
+	aliases int       // runtime ids bound to it in liveSpace.aliases
+	grants  []grant   // runtime grants, oldest first
+	away    time.Time // when its last connection in the cluster left; zero while connected (or never seen)
+	yields  []string  // recent messages it was told to yield (floor control)
+	ctl     control   // pause, shutdown and kick state
 }
 
 // capView is a member's effective capabilities: its static ones, then those
@@ -54,6 +62,9 @@ type capView struct {
 	set     *capability.Set
 	static  int      // list[:static] are static
 	grantOf []string // grant id of list[static+i]
+	// until is the earliest effective end of its grants (zero: none):
+	// from then on the grants must be settled before the view is used.
+	until time.Time
 }
 
 func (m *member) view() *capView { return m.caps.Load() }
@@ -95,17 +106,20 @@ type liveSpace struct {
 	srv *Server
 	cfg *space.Config
 
-	mu         sync.Mutex
-	members    map[string]*member  // by logical name; invitations add to it
-	order      []*member           // members in config order, then invited ones
-	sessions   map[string]*session // by runtime id
-	aliases    map[string]*member  // runtime ids other than logical names, bound to who used them first
-	roster     []*session          // sessions in join order; replaced, never modified
-	recipients []audit.Recipient   // parallel to roster; replaced, never modified
-	history    *history
-	streams    streamTable
-	floor      floorTable
-	cl         *clusterSpace // nil on a single node; see cluster_space.go
+	mu            sync.Mutex
+	members       map[string]*member  // by logical name; invitations add to it
+	order         []*member           // members in config order, then invited ones
+	sessions      map[string]*session // by runtime id
+	aliases       map[string]*member  // runtime ids other than logical names, bound to who used them first
+	roster        []*session          // sessions in join order; replaced, never modified
+	recipients    []audit.Recipient   // parallel to roster; replaced, never modified
+	history       *history
+	streams       streamTable
+	floor         floorTable
+	grantsDue     time.Time // the earliest effective end of a grant (provenance.go)
+	sessionGrants int       // grants bound to their granter's presence
+	tokWatch      tokenWatch
+	cl            *clusterSpace // nil on a single node; see cluster_space.go
 }
 
 func newLiveSpace(srv *Server, cfg *space.Config) (*liveSpace, error) {
@@ -122,9 +136,12 @@ func newLiveSpace(srv *Server, cfg *space.Config) (*liveSpace, error) {
 		if err != nil {
 			return nil, fmt.Errorf("gateway: space %s: participant %s: %w", sp.id, p.ID, err)
 		}
-		m := &member{name: p.ID, cfg: p}
+		m := &member{name: p.ID, cfg: p, tokenFile: store.FromFile(p)}
 		for _, t := range toks {
 			m.tokens = append(m.tokens, []byte(t))
+		}
+		if m.tokenFile && len(toks) == 1 {
+			m.fileToken = toks[0]
 		}
 		if err := m.setCapabilities(p.Capabilities, cfg.Defaults.Capabilities); err != nil {
 			return nil, fmt.Errorf("gateway: space %s: participant %s: %w", sp.id, p.ID, err)
@@ -173,6 +190,7 @@ func (m *member) rebuildCaps() error {
 	v := &capView{list: slices.Clone(m.static), static: len(m.static)}
 	sets := []*capability.Set{m.staticSet}
 	for _, g := range m.grants {
+		v.until = earliest(v.until, g.until)
 		for _, c := range g.caps {
 			v.list = append(v.list, c)
 			v.grantOf = append(v.grantOf, g.id)
@@ -241,6 +259,11 @@ func (sp *liveSpace) rebuildLocked() {
 func (sp *liveSpace) attach(s *session) *refusal {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
+	if st := s.m.standingOf(); st != standingGood {
+		// Its credential was good when the join was looked up, and ended
+		// since (a kick racing the join).
+		return refuse(ErrorUnauthorized, s.m.name+" is "+st.String())
+	}
 	if other, ok := sp.members[s.id]; ok && other != s.m {
 		return refuse(ErrorIdentityMismatch, fmt.Sprintf("participant id %q belongs to another participant", s.id))
 	}
@@ -270,6 +293,7 @@ func (sp *liveSpace) attach(s *session) *refusal {
 	}
 	s.m.sess = s
 	s.m.ctl.shutdown.Store(false) // a shut-down participant takes part again by reconnecting
+	sp.presenceChangedLocked(s.m, true, sp.srv.now())
 	sp.sessions[s.id] = s
 	sp.rebuildLocked()
 	sp.srv.metrics.connections.WithLabelValues(s.transport).Inc()
@@ -301,6 +325,9 @@ func (sp *liveSpace) detachLocked(s *session) {
 	sp.srv.trim.moved()
 	if s.m.sess == s {
 		s.m.sess = nil
+		if sp.cl == nil || !sp.cl.connectedElsewhereLocked(s.m) {
+			sp.presenceChangedLocked(s.m, false, sp.srv.now())
+		}
 	}
 	if sp.cl != nil {
 		sp.cl.leaveLocked(s)

@@ -137,6 +137,10 @@ type Grant struct {
 	// of the gateway's run. A mew extension; the reference has neither.
 	ExpiresAt  string `json:"expires_at,omitempty"`
 	TTLSeconds int64  `json:"ttl_seconds,omitempty"`
+	// Session binds the grant to its granter's presence: it ends when the
+	// granter's last connection has been gone for the gateway's grace
+	// period (a mew extension; a grant "for this session").
+	Session bool `json:"session,omitempty"`
 }
 
 // Revoke is the payload of capability/revoke: by grant id or by pattern.

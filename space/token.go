@@ -92,6 +92,32 @@ func (s TokenStore) Tokens(p *Participant) ([]string, error) {
 	return []string{t}, nil
 }
 
+// FromFile reports whether Tokens takes p's token from the token store's
+// file: p lists no literal tokens and its environment variable is unset.
+func (s TokenStore) FromFile(p *Participant) bool {
+	if p == nil || len(p.Tokens) > 0 {
+		return false
+	}
+	getenv := s.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return strings.TrimSpace(getenv(EnvName(p.ID))) == ""
+}
+
+// FileToken reads the token file of the participant id, creating nothing:
+// an error wrapping fs.ErrNotExist when there is none (it was revoked).
+func (s TokenStore) FileToken(id string) (string, error) {
+	if err := ValidParticipantID(id); err != nil {
+		return "", fmt.Errorf("tokens: %w", err)
+	}
+	path, err := s.path(id)
+	if err != nil {
+		return "", err
+	}
+	return readToken(path)
+}
+
 // Generate creates a new token file for the participant id and returns the
 // token. It refuses, with an error wrapping fs.ErrExist, when the file
 // already exists, and refuses ids that ValidParticipantID rejects.

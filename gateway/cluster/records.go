@@ -95,6 +95,20 @@ type Grant struct {
 	At           time.Time         `json:"at"`
 	Expires      time.Time         `json:"expires,omitzero"` // zero: until revoked
 	Capabilities []json.RawMessage `json:"capabilities"`
+	// Session: the grant ends when its granter has been gone from the
+	// space for the gateways' grace period.
+	Session bool `json:"session,omitempty"`
+	// Links say, per capability, what covered it in the granter's
+	// capabilities when it was granted: its provenance. A node enforces a
+	// grant only while its links hold (see the gateway's provenance.go).
+	Links []GrantLink `json:"links"`
+}
+
+// GrantLink is the provenance of one granted capability.
+type GrantLink struct {
+	Pattern json.RawMessage `json:"pattern"`         // the granter's covering pattern
+	Grant   string          `json:"grant,omitempty"` // set when that pattern was itself granted: the parent grant
+	Entry   bool            `json:"entry,omitempty"` // covered by the space's entry level
 }
 
 // Invite is an invitation: a participant that joins with the token whose
@@ -202,7 +216,25 @@ func DecodeMember(b []byte) (Member, error) {
 
 // DecodeGrant decodes a grant record.
 func DecodeGrant(b []byte) (Grant, error) {
-	return decode(b, func(g *Grant) error { return names(g.ID, g.To, g.From) })
+	return decode(b, func(g *Grant) error {
+		switch {
+		case len(g.Links) != len(g.Capabilities):
+			return fmt.Errorf("grant with %d capabilities and %d links", len(g.Capabilities), len(g.Links))
+		case g.To == g.From:
+			return fmt.Errorf("grant of %s to itself", g.To)
+		}
+		for _, l := range g.Links {
+			if len(l.Pattern) == 0 || (l.Grant != "" && l.Entry) {
+				return fmt.Errorf("grant link %s", l.Pattern)
+			}
+			if l.Grant != "" {
+				if err := names(l.Grant); err != nil {
+					return err
+				}
+			}
+		}
+		return names(g.ID, g.To, g.From)
+	})
 }
 
 // DecodeInvite decodes an invitation record.

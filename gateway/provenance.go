@@ -1,0 +1,296 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/mew-protocol/mew/capability"
+	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/gateway/internal/audit"
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// This file keeps every runtime grant inside its parent. A grant records,
+// for each pattern it gave, what covered that pattern in its granter's
+// capabilities when it was made (a link): the granter's static capabilities,
+// the space's entry level, or a pattern of one of the granter's own grants
+// (its parent). A grant is alive while
+//
+//   - its own expiry has not passed,
+//   - its granter and its holder are in good standing (not kicked, tokens
+//     not revoked),
+//   - each parent grant is alive and still holds the covering pattern (a
+//     revoke by pattern may have taken it), and
+//   - for a grant bound to its granter's presence, the granter is connected
+//     somewhere, or left less than SessionGrantGrace ago.
+//
+// So a grant made on the strength of a time-limited grant ends when that
+// one ends, and can never be made permanent by granting it again; a chain
+// of any depth ends from its first broken link. settleGrantsLocked applies
+// the rule: after every change that can break a link (a grant, a revoke, a
+// kick, a token revocation, a departure, a change from another node) and
+// when a grant's time comes, which is decided when an envelope is judged
+// (capView.until), not only by the watchdog's next tick.
+//
+// Parents are always older than their children (a grant can only lean on
+// what existed when it was made), so the links form no cycle.
+
+// earliest returns the earlier of a and b, zero meaning "never".
+func earliest(a, b time.Time) time.Time {
+	switch {
+	case a.IsZero():
+		return b
+	case b.IsZero() || a.Before(b):
+		return a
+	}
+	return b
+}
+
+// grantState is settleGrantsLocked's verdict on one grant.
+type grantState struct {
+	g      *grant
+	holder *member
+	done   bool
+	alive  bool
+	until  time.Time
+	why    string // why it ended
+}
+
+// settleGrantsLocked removes every grant whose chain to the space's
+// configuration is broken or whose time has come, sets the effective end
+// (until) of the others, and tells each holder whose capabilities changed.
+// mu must be held.
+func (sp *liveSpace) settleGrantsLocked(now time.Time) {
+	byID := make(map[string]*grantState)
+	var states []*grantState
+	for _, m := range sp.order {
+		for i := range m.grants {
+			st := &grantState{g: &m.grants[i], holder: m}
+			byID[st.g.id] = st
+			states = append(states, st)
+		}
+	}
+	if len(states) == 0 {
+		sp.grantsDue, sp.sessionGrants = time.Time{}, 0
+		return
+	}
+	grace := sp.srv.opts.SessionGrantGrace
+	var eval func(st *grantState)
+	eval = func(st *grantState) {
+		if st.done {
+			return
+		}
+		st.done = true // set first: a cycle, were there one, ends dead
+		g := st.g
+		granter := sp.members[g.from]
+		st.until = g.expires
+		switch {
+		case granter == nil:
+			st.why = "its granter " + g.from + " is unknown here"
+			return
+		case granter.standingOf() != standingGood:
+			st.why = "its granter " + g.from + " is " + granter.standingOf().String()
+			return
+		case st.holder.standingOf() != standingGood:
+			st.why = "its holder is " + st.holder.standingOf().String()
+			return
+		}
+		if g.session && !granter.away.IsZero() {
+			st.until = earliest(st.until, granter.away.Add(grace))
+		}
+		for _, l := range g.links {
+			if l.grantID == "" {
+				continue // static or entry level: lives as long as its granter's standing
+			}
+			p := byID[l.grantID]
+			if p == nil || p.holder != granter || !slices.ContainsFunc(p.g.caps, func(c json.RawMessage) bool { return bytes.Equal(c, l.pattern) }) {
+				st.why = "its parent grant " + l.grantID + " ended"
+				return
+			}
+			eval(p)
+			if !p.alive {
+				st.why = "its parent grant " + l.grantID + " ended"
+				return
+			}
+			st.until = earliest(st.until, p.until)
+		}
+		if !st.until.IsZero() && !now.Before(st.until) {
+			switch {
+			case !g.expires.IsZero() && !now.Before(g.expires):
+				st.why = "expired"
+			case g.session && !granter.away.IsZero() && !now.Before(granter.away.Add(grace)):
+				st.why = "its granter " + g.from + " left"
+			default:
+				st.why = "its parent grant expired"
+			}
+			return
+		}
+		st.alive = true
+	}
+	var due time.Time
+	sessions := 0
+	for _, st := range states {
+		eval(st)
+		if st.alive {
+			due = earliest(due, st.until)
+			if st.g.session {
+				sessions++
+			}
+		}
+	}
+	sp.grantsDue, sp.sessionGrants = due, sessions
+	// Apply per holder: a new slice, so that whoever holds the old one
+	// (the cluster's change detection) keeps a consistent copy.
+	for _, m := range sp.order {
+		if len(m.grants) == 0 {
+			continue
+		}
+		changed := false
+		kept := make([]grant, 0, len(m.grants))
+		var gone []*grantState
+		for i := range m.grants {
+			st := byID[m.grants[i].id]
+			if !st.alive {
+				gone = append(gone, st)
+				changed = true
+				continue
+			}
+			g := m.grants[i]
+			if !g.until.Equal(st.until) {
+				g.until = st.until
+				changed = true
+			}
+			kept = append(kept, g)
+		}
+		if !changed {
+			continue
+		}
+		m.grants = kept
+		if err := m.rebuildCaps(); err != nil {
+			// Fewer compiled sets than before cannot fail to join; keep going.
+			sp.srv.opts.Logger.Error("settling grants", "space", sp.id, "participant", m.name, "err", err)
+		}
+		sp.welcomeUpdateLocked(m)
+		for _, st := range gone {
+			sp.grantEndedLocked(m, *st.g, st.why, now)
+		}
+	}
+}
+
+// grantEndedLocked logs and audits the end of a grant (not by a revoke,
+// which is audited as the envelope it is) and removes it from the
+// cluster's State. mu must be held.
+func (sp *liveSpace) grantEndedLocked(m *member, g grant, why string, now time.Time) {
+	msg, source := "grant ended", "cascade"
+	if why == "expired" {
+		msg, source = "grant expired", "expiry"
+	}
+	sp.srv.opts.Logger.Info(msg, "space", sp.id, "participant", m.name, "grant", g.id, "why", why)
+	meta := protocol.AppendString([]byte(`{"source":"`+source+`","grant_id":`), g.id)
+	meta = protocol.AppendString(append(meta, `,"reason":`...), why)
+	sp.srv.audit.Decision(audit.DecisionRecord{
+		Time: now, EnvelopeID: g.id, Participant: m.name, Space: sp.id, Allowed: false,
+		Kind: protocol.KindCapabilityRevoke, Source: "dynamic", Metadata: append(meta, '}'),
+	})
+	if sp.cl != nil {
+		sp.cl.grantGoneLocked(m, g)
+	}
+}
+
+// viewAt is m's capabilities as they stand at now: when one of its grants'
+// time has come, the grants are settled first, so that an expired grant
+// allows nothing even before the watchdog's next tick.
+func (sp *liveSpace) viewAt(m *member, now time.Time) *capView {
+	v := m.view()
+	if v.until.IsZero() || now.Before(v.until) {
+		return v
+	}
+	sp.mu.Lock()
+	sp.settleGrantsLocked(now)
+	sp.mu.Unlock()
+	return m.view()
+}
+
+// settleDue settles the space's grants when one's time has come. The
+// watchdog calls it.
+func (sp *liveSpace) settleDue(now time.Time) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if !sp.grantsDue.IsZero() && !now.Before(sp.grantsDue) {
+		sp.settleGrantsLocked(now)
+	}
+}
+
+// presenceChangedLocked records that m is connected somewhere (here or on
+// another node) or not, for the grants bound to its presence. mu must be
+// held.
+func (sp *liveSpace) presenceChangedLocked(m *member, present bool, now time.Time) {
+	switch {
+	case present && !m.away.IsZero():
+		m.away = time.Time{}
+	case !present && m.away.IsZero():
+		m.away = now
+	default:
+		return
+	}
+	if sp.sessionGrants > 0 {
+		sp.settleGrantsLocked(now)
+	}
+}
+
+// errBadLink is a grant record from another node whose provenance does not
+// hold.
+var errBadLink = errors.New("provenance does not hold")
+
+// checkLinksLocked checks the provenance of a grant record read from the
+// cluster: one link per capability; each link's pattern covers its
+// capability; a static link names one of the granter's static patterns, an
+// entry link one of the space's entry level. Links to parent grants are
+// checked by settleGrantsLocked, like any other. mu must be held.
+func (sp *liveSpace) checkLinksLocked(rec cluster.Grant, set *capability.Set) ([]link, error) {
+	granter := sp.members[rec.From]
+	if granter == nil {
+		return nil, fmt.Errorf("%w: unknown granter %s", errBadLink, rec.From)
+	}
+	if len(rec.Links) != set.Len() {
+		return nil, fmt.Errorf("%w: %d links for %d capabilities", errBadLink, len(rec.Links), set.Len())
+	}
+	var entry *capability.Set
+	links := make([]link, len(rec.Links))
+	for i, l := range rec.Links {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, l.Pattern); err != nil {
+			return nil, fmt.Errorf("%w: link %d: %v", errBadLink, i, err)
+		}
+		pat := json.RawMessage(buf.Bytes())
+		switch {
+		case l.Entry:
+			if entry == nil {
+				entry = sp.entryLevel()
+			}
+			if !slices.ContainsFunc(entry.Patterns(), func(p json.RawMessage) bool {
+				var c bytes.Buffer
+				return json.Compact(&c, p) == nil && bytes.Equal(c.Bytes(), pat)
+			}) {
+				return nil, fmt.Errorf("%w: link %d: %s is not of the entry level", errBadLink, i, pat)
+			}
+		case l.Grant == "":
+			if !slices.ContainsFunc(granter.static, func(p json.RawMessage) bool { return bytes.Equal(p, pat) }) {
+				return nil, fmt.Errorf("%w: link %d: %s holds no %s", errBadLink, i, rec.From, pat)
+			}
+		}
+		lset, err := capability.Compile([]json.RawMessage{pat})
+		if err != nil {
+			return nil, fmt.Errorf("%w: link %d: %v", errBadLink, i, err)
+		}
+		if j, why := lset.Covering(set, i); j < 0 {
+			return nil, fmt.Errorf("%w: link %d: %s", errBadLink, i, why)
+		}
+		links[i] = link{pattern: pat, grantID: l.Grant, entry: l.Entry}
+	}
+	return links, nil
+}
