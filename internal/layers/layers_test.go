@@ -17,6 +17,7 @@ var layer = map[string]int{
 	"internal/jsontape": 0, "internal/clip": 0, "internal/termtext": 0, "internal/mcpver": 0,
 	"internal/proc": 0, "internal/templates": 0, "internal/argcheck": 0, "internal/yamlx": 0,
 	"internal/mcpserver": 0, "internal/mcptest": 0, "internal/browsertest": 0, "internal/testpki": 0,
+	"a2a":        0,
 	"protocol":   1,
 	"capability": 2, "gateway/internal/audit": 2, "llm": 2,
 	"gateway/cluster": 2, "gateway/cluster/memory": 3, "gateway/cluster/natscluster": 3, "gateway/cluster/clustertest": 3,
