@@ -49,12 +49,15 @@ func newUserSeed(t *testing.T) ([]byte, string) {
 }
 
 // checkNATSLocked checks the embedded NATS server at url as an attacker on
-// the machine would try it: a client without credentials, and one with a
-// seed of its own, are refused (so neither can write a grant into the state
+// the machine would try it: it listens on loopback; a client without
+// credentials, and one with a seed of its own, are refused (so neither can write a grant into the state
 // bucket); the seed file is 0600 in a 0700 directory; a client holding it
 // gets in.
 func checkNATSLocked(t *testing.T, url, seedPath string) {
 	t.Helper()
+	if !strings.HasPrefix(url, "nats://127.0.0.1:") {
+		t.Errorf("the embedded NATS server listens at %s, not on loopback only", url)
+	}
 	if nc, err := nats.Connect(url); err == nil {
 		nc.Close()
 		t.Fatalf("a NATS client without credentials connected to %s", url)
