@@ -26,5 +26,10 @@
 // created again if the server lost them.
 //
 // StartServer embeds a NATS server with JetStream, for tests and for
-// single-binary development clusters.
+// single-binary development clusters; given ServerOptions.Nkeys it admits
+// only clients that sign with one of those keys. Whoever can write to NATS
+// writes grants that every node enforces, so a node connects with Auth
+// (a creds file, an nkey seed file, a user and password file, TLS files),
+// checked before it dials, and EnsureNkeyFile makes the seed file an
+// embedded server and its nodes share.
 package natscluster
