@@ -953,8 +953,7 @@ func (cl *clusterSpace) stateChangeLocked(kind string, e cluster.Entry) {
 		sp.srv.opts.Logger.Warn("cluster: grant does not compile", "space", sp.id, "key", e.Key, "err", err)
 		return
 	}
-	sp.welcomeUpdateLocked(m)
-	sp.settleGrantsLocked(sp.srv.now()) // its links checked, and what leaned on a deleted grant ends
+	sp.changedLocked(m, sp.srv.now()) // its links checked, and what leaned on a deleted grant ends
 	cl.releaseLocked(false)
 }
 

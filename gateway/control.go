@@ -235,8 +235,7 @@ func (sp *liveSpace) revoke(o origin, env *protocol.Envelope, now time.Time) (ou
 	if sp.cl != nil {
 		sp.cl.grantsChangedLocked(rm, old)
 	}
-	sp.welcomeUpdateLocked(rm)
-	sp.settleGrantsLocked(now) // what leaned on the revoked patterns goes with them
+	sp.changedLocked(rm, now) // what leaned on the revoked patterns goes with them
 	return relayed, nil
 }
 
@@ -273,8 +272,7 @@ func (sp *liveSpace) addGrantLocked(rm *member, g grant, now time.Time) *refusal
 		rm.grants = before
 		return refuse(ErrorInvalidEnvelope, err.Error())
 	}
-	sp.welcomeUpdateLocked(rm)
-	sp.settleGrantsLocked(now)
+	sp.changedLocked(rm, now)
 	return nil
 }
 

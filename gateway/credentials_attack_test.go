@@ -289,7 +289,9 @@ func TestAttackRegrantOutlivesParent(t *testing.T) {
 				carol, _ := testutil.Join(t, on(2).WSURL, "carol-token")
 				dave, _ := testutil.Join(t, on(0).WSURL, "dave-token")
 				for _, who := range []string{"bob", "carol", "dave"} {
-					admin.ExpectFunc("system/presence", presence("join", who))
+					admin.Within(15*time.Second, who+" joining", func(m testutil.Msg) bool {
+						return m.Kind() == "system/presence" && presence("join", who)(m)
+					})
 				}
 				canRequest := func(p *testutil.Peer, id string) bool {
 					return outcome(t, p, id, `{"id":"`+id+`","kind":"mcp/request","to":["admin"],"payload":{"jsonrpc":"2.0","id":1,"method":"tools/list"}}`) == nil
@@ -326,10 +328,13 @@ func TestAttackRegrantOutlivesParent(t *testing.T) {
 				case "kick":
 					admin.SendText(`{"kind":"space/kick","payload":{"participant_id":"bob"}}`)
 				}
-				// dave, at the end of the chain, loses it: his welcome says so.
-				dave.Within(10*time.Second, "dave's welcome without mcp/request", func(m testutil.Msg) bool {
-					return m.Kind() == "system/welcome" && !holdsKind(m, "mcp/request")
-				})
+				// carol and dave, down the chain, lose it, each on their node:
+				// their welcomes say so.
+				for _, p := range []*testutil.Peer{carol, dave} {
+					p.Within(15*time.Second, "a welcome without mcp/request", func(m testutil.Msg) bool {
+						return m.Kind() == "system/welcome" && !holdsKind(m, "mcp/request")
+					})
+				}
 				for i, p := range []*testutil.Peer{carol, dave} {
 					if canRequest(p, fmt.Sprintf("after%d", i)) {
 						t.Errorf("after the parent ended (%s), link %d of the chain still allowed a request", end, i+1)

@@ -62,9 +62,9 @@ type grantState struct {
 
 // settleGrantsLocked removes every grant whose chain to the space's
 // configuration is broken or whose time has come, sets the effective end
-// (until) of the others, and tells each holder whose capabilities changed.
-// mu must be held.
-func (sp *liveSpace) settleGrantsLocked(now time.Time) {
+// (until) of the others, and tells each holder whose capabilities changed:
+// those are returned. mu must be held.
+func (sp *liveSpace) settleGrantsLocked(now time.Time) map[*member]bool {
 	byID := make(map[string]*grantState)
 	var states []*grantState
 	for _, m := range sp.order {
@@ -76,7 +76,7 @@ func (sp *liveSpace) settleGrantsLocked(now time.Time) {
 	}
 	if len(states) == 0 {
 		sp.grantsDue, sp.sessionGrants = time.Time{}, 0
-		return
+		return nil
 	}
 	grace := sp.srv.opts.SessionGrantGrace
 	var eval func(st *grantState)
@@ -143,6 +143,7 @@ func (sp *liveSpace) settleGrantsLocked(now time.Time) {
 		}
 	}
 	sp.grantsDue, sp.sessionGrants = due, sessions
+	var updated map[*member]bool
 	// Apply per holder: a new slice, so that whoever holds the old one
 	// (the cluster's change detection) keeps a consistent copy.
 	for _, m := range sp.order {
@@ -170,6 +171,10 @@ func (sp *liveSpace) settleGrantsLocked(now time.Time) {
 			continue
 		}
 		m.grants = kept
+		if updated == nil {
+			updated = make(map[*member]bool)
+		}
+		updated[m] = true
 		if err := m.rebuildCaps(); err != nil {
 			// Fewer compiled sets than before cannot fail to join; keep going.
 			sp.srv.opts.Logger.Error("settling grants", "space", sp.id, "participant", m.name, "err", err)
@@ -178,6 +183,16 @@ func (sp *liveSpace) settleGrantsLocked(now time.Time) {
 		for _, st := range gone {
 			sp.grantEndedLocked(m, *st.g, st.why, now)
 		}
+	}
+	return updated
+}
+
+// changedLocked settles the grants after a change to m's, and sends m its
+// new capabilities unless settling did (one welcome per change). m's view
+// must have been rebuilt. mu must be held.
+func (sp *liveSpace) changedLocked(m *member, now time.Time) {
+	if !sp.settleGrantsLocked(now)[m] {
+		sp.welcomeUpdateLocked(m)
 	}
 }
 
