@@ -804,10 +804,11 @@ func (r *Run) AddArtifact(a Artifact) error {
 }
 
 // End ends the turn in state, which must be final (completed, failed,
-// rejected) or interrupted (input-required, auth-required), with the
-// agent's message saying why (parts may be none).
+// rejected, canceled: the agent gave up) or interrupted (input-required,
+// auth-required), with the agent's message saying why (parts may be
+// none).
 func (r *Run) End(state TaskState, parts ...Part) error {
-	if !state.Interrupted() && (!state.Terminal() || state == TaskStateCanceled) {
+	if !state.Interrupted() && !state.Terminal() {
 		return fmt.Errorf("a2a: a turn cannot end in %s", state)
 	}
 	return r.update(func(t *task) {

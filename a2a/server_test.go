@@ -459,3 +459,58 @@ func TestLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A stream whose reader does not keep up is closed, the task goes on, and
+// nothing is lost: the task has every artifact.
+func TestSlowStreamDropped(t *testing.T) {
+	big := strings.Repeat("x", 64<<10)
+	f := start(t, func(o *a2a.Options) {
+		o.StreamBuffer = 1
+		o.MaxBodyBytes = 1 << 20
+		o.Executor = a2a.ExecutorFunc(func(ctx context.Context, run *a2a.Run) error {
+			for i := range 60 {
+				if err := run.AddArtifact(a2a.Artifact{Name: fmt.Sprint(i), Parts: []a2a.Part{a2a.TextPart(big)}}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	ctx := ctxT(t)
+	c := a2a.NewClient(f.http.URL+"/", a2a.ClientOptions{Header: http.Header{"Authorization": {"Bearer alice"}}, MaxEventBytes: 1 << 20})
+	st, err := c.SendStreamingMessage(ctx, a2a.SendMessageRequest{Message: userMessage("flood")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	first, err := st.Next()
+	if err != nil || first.Task == nil {
+		t.Fatalf("first %+v, %v", first, err)
+	}
+	// Not reading while the task floods the stream.
+	var task *a2a.Task
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		task, err = c.GetTask(ctx, a2a.GetTaskRequest{ID: first.Task.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task.Status.State.Terminal() || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if task.Status.State != a2a.TaskStateCompleted || len(task.Artifacts) != 60 {
+		t.Fatalf("task %s with %d artifacts", task.Status.State, len(task.Artifacts))
+	}
+	n := 0
+	for {
+		if _, err = st.Next(); err != nil {
+			break
+		}
+		n++
+	}
+	if !errors.Is(err, a2a.ErrStreamBroken) || n >= 62 {
+		t.Fatalf("the slow stream got %d events and ended with %v; want it closed early", n, err)
+	}
+}

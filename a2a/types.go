@@ -139,17 +139,30 @@ type partJSON struct {
 	MediaType string          `json:"mediaType,omitempty"`
 }
 
+// partOut is a part as written: raw as a pointer, so that empty content
+// is still present.
+type partOut struct {
+	Text      *string         `json:"text,omitempty"`
+	Raw       *[]byte         `json:"raw,omitempty"`
+	URL       *string         `json:"url,omitempty"`
+	Data      json.RawMessage `json:"data,omitempty"`
+	Metadata  json.RawMessage `json:"metadata,omitempty"`
+	Filename  string          `json:"filename,omitempty"`
+	MediaType string          `json:"mediaType,omitempty"`
+}
+
 // MarshalJSON writes the part's one content member.
 func (p Part) MarshalJSON() ([]byte, error) {
-	j := partJSON{Metadata: p.Metadata, Filename: p.Filename, MediaType: p.MediaType}
+	j := partOut{Metadata: p.Metadata, Filename: p.Filename, MediaType: p.MediaType}
 	switch p.Kind() {
 	case "text":
 		j.Text = &p.Text
 	case "raw":
-		j.Raw = p.Raw
-		if j.Raw == nil {
-			j.Raw = []byte{}
+		raw := p.Raw
+		if raw == nil {
+			raw = []byte{}
 		}
+		j.Raw = &raw
 	case "url":
 		j.URL = &p.URL
 	case "data":
