@@ -186,6 +186,10 @@ func grantEnvelope(g *grant, pattern json.RawMessage) (*protocol.Envelope, error
 	if g.life.ttl > 0 {
 		payload.TTLSeconds = int64(g.life.ttl / time.Second)
 	}
+	// The gateway ends it when this person's connection has gone for its
+	// grace period, quit or cut off alike; the revoke on exit is a
+	// courtesy that ends it at once.
+	payload.Session = g.life.session
 	env, err := protocol.New(protocol.KindCapabilityGrant, payload)
 	if err != nil {
 		return nil, err

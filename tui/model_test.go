@@ -202,6 +202,9 @@ func TestDialogGrant(t *testing.T) {
 			if g.TTLSeconds != c.ttl {
 				t.Errorf("ttl_seconds %d, want %d", g.TTLSeconds, c.ttl)
 			}
+			if g.Session != c.session {
+				t.Errorf("session %v, want %v: the gateway must end a session grant by itself", g.Session, c.session)
+			}
 			if got := h.sp.fulfilled; len(got) != 1 || got[0] != "pr1" {
 				t.Errorf("fulfilled %v, want [pr1]", got)
 			}

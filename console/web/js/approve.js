@@ -208,6 +208,7 @@ export class Approvals {
     if (life.id !== "once") {
       const payload = { recipient: env.from, capabilities: [scope.pattern], reason: "approved in the web console: " + scope.label + ", " + life.label };
       if (life.ttl) payload.ttl_seconds = life.ttl;
+      if (life.id === "session") payload.session = true; // the gateway ends it when this page's participant leaves
       const g = this.conn.send({ kind: "capability/grant", to: [env.from], correlation_id: [env.id], payload });
       if (life.id === "session") this.sessionGrants.set(g.id, env.from);
     }
