@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -176,7 +177,7 @@ func (cs *credentials) resolve(secret, spaceID string, now time.Time, kinds ...c
 	ok = ok && (c.kind != credToken && c.kind != credInvite || c.m.ownsToken([]byte(secret)))
 	cs.mu.Unlock()
 	switch {
-	case !ok || !containsKind(kinds, c.kind) || !c.live(now):
+	case !ok || !slices.Contains(kinds, c.kind) || !c.live(now):
 		return nil, nil
 	case standing(c.m.standing.Load()) != standingGood:
 		return nil, nil
@@ -184,15 +185,6 @@ func (cs *credentials) resolve(secret, spaceID string, now time.Time, kinds ...c
 		return nil, nil
 	}
 	return c.sp, c.m
-}
-
-func containsKind(kinds []credKind, k credKind) bool {
-	for _, x := range kinds {
-		if x == k {
-			return true
-		}
-	}
-	return false
 }
 
 // errQuota is a participant's quota of console codes, used up.
@@ -286,23 +278,12 @@ func (cs *credentials) end(m *member, st standing, kinds ...credKind) int {
 	}
 	n := 0
 	for k, kind := range cs.held[m] {
-		if len(kinds) == 0 || containsKind(kinds, kind) {
+		if len(kinds) == 0 || slices.Contains(kinds, kind) {
 			cs.removeLocked(k)
 			n++
 		}
 	}
 	return n
-}
-
-// count returns how many live credentials of each kind m has.
-func (cs *credentials) count(m *member) map[credKind]int {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	out := make(map[credKind]int)
-	for _, kind := range cs.held[m] {
-		out[kind]++
-	}
-	return out
 }
 
 // standingOf is m's standing; an atomic read, safe without locks.

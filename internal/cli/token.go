@@ -165,7 +165,7 @@ func newTokenRevokeCmd() *cobra.Command {
 			} else if err != nil {
 				return err
 			}
-			msg := "revoked " + id + "'s token file; a running gateway accepts it until it restarts"
+			msg := "revoked " + id + "'s token file; a running gateway notices within seconds, ends its connection and console sessions, and refuses the token"
 			if cfg != nil {
 				if p := cfg.Participant(id); p != nil && len(p.Tokens) > 0 {
 					msg += " (space.yaml also lists literal tokens for " + id + ", which stay valid)"

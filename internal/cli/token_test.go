@@ -67,7 +67,7 @@ func TestTokenCommands(t *testing.T) {
 	if strings.Contains(out, "bot-literal") || strings.Contains(out, tok) {
 		t.Fatalf("list shows a token:\n%s", out)
 	}
-	if _, stderr, err := run(t, Options{}, "token", "revoke", "-d", dir, "-p", "agent"); err != nil || !strings.Contains(stderr, "until it restarts") {
+	if _, stderr, err := run(t, Options{}, "token", "revoke", "-d", dir, "-p", "agent"); err != nil || !strings.Contains(stderr, "refuses the token") {
 		t.Fatalf("revoke: %q %v", stderr, err)
 	}
 	if _, err := os.Stat(filepath.Join(mew, "tokens", "agent.token")); !os.IsNotExist(err) {
