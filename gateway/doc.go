@@ -25,11 +25,18 @@
 // an envelope is queued for all its recipients, so every participant sees the
 // space's envelopes in the same order.
 //
-// Lock order: Server.lazyMu, then liveSpace.mu, then Server.tokMu (the token
-// index, which invitations and kicks change). Server.mu guards only the
-// closed flag and is never held with another lock. Code holding liveSpace.mu
-// only queues frames, kills sessions and updates the token index, none of
-// which blocks.
+// Lock order: Server.lazyMu, then liveSpace.mu, then credentials.mu (the one
+// table of tokens, console codes and sessions, which invitations, kicks,
+// revocations and shutdowns change). Server.mu guards only the closed flag
+// and is never held with another lock. Code holding liveSpace.mu only queues
+// frames, kills sessions, settles grants and updates the credentials, none
+// of which blocks.
+//
+// Credentials and grants have one authority each: credentials.go resolves
+// every secret and ends a participant's credentials all at once;
+// provenance.go decides whether a runtime grant is still alive (its chain to
+// the space's configuration, its lifetime, its granter's standing and
+// presence).
 //
 // A space changes while it runs: grants and revocations (a participant may
 // delegate only what it holds), invitations, kicks, and pause and shutdown,
