@@ -392,3 +392,44 @@ func TestExternalServerTLS(t *testing.T) {
 		}
 	}
 }
+
+// TestStartServersRoutesLocked: servers that admit only an nkey admit only
+// each other on their cluster ports: a rogue server routing to one of them
+// (it would see and write every stream) gets no route, and nodes still work
+// across the real servers.
+func TestStartServersRoutesLocked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nodes.nk")
+	pub, err := EnsureNkeyFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers, err := StartServers(2, ServerOptions{StoreDir: t.TempDir(), Nkeys: []string{pub}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, s := range servers {
+			s.Shutdown()
+			s.WaitForShutdown()
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for servers[0].NumRoutes() == 0 || servers[1].NumRoutes() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the two servers never routed to each other")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	routes := servers[0].NumRoutes()
+	rogue := startServer(t, ServerOptions{Name: "rogue", ClusterName: "mew", ClusterPort: -1,
+		Routes: []string{"nats-route://" + servers[0].ClusterAddr().String()}})
+	time.Sleep(2 * time.Second) // a route without credentials is made (or not) within a second
+	if n := rogue.NumRoutes(); n != 0 || servers[0].NumRoutes() != routes {
+		t.Fatalf("a rogue server without the route password routed: %d routes (the servers' %d, was %d)", n, servers[0].NumRoutes(), routes)
+	}
+	n, err := connectNode(t, servers[1].ClientURL(), Auth{NkeyFile: path})
+	mustWork(t, n, err)
+	if _, err := StartServer(ServerOptions{StoreDir: t.TempDir(), ClusterPort: -1, Routes: []string{"nats-route://u:sekret@[::1"}}); !errors.Is(err, cluster.ErrInvalid) || strings.Contains(err.Error(), "sekret") {
+		t.Errorf("a malformed route: %v", err)
+	}
+}

@@ -1,6 +1,8 @@
 package natscluster
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -31,7 +33,9 @@ type ServerOptions struct {
 	// ClusterName, ClusterPort and Routes join the server to a NATS
 	// cluster of servers (JetStream replicas need three). ClusterPort -1 is
 	// any free port; 0 is no cluster. Routes are nats-route://host:port
-	// URLs of the other servers.
+	// URLs of the other servers; a user and password in them
+	// (nats-route://user:password@host:port) is also what this server's
+	// cluster port requires of the others.
 	ClusterName string
 	ClusterPort int
 	Routes      []string
@@ -101,9 +105,14 @@ func StartServer(o ServerOptions) (*server.Server, error) {
 		for _, r := range o.Routes {
 			u, err := url.Parse(r)
 			if err != nil {
-				return nil, fmt.Errorf("natscluster: route %q: %w", r, err)
+				// url's error repeats the URL, password and all.
+				return nil, fmt.Errorf("natscluster: route %s does not parse: %w", Redact(r), cluster.ErrInvalid)
 			}
 			opts.Routes = append(opts.Routes, u)
+			if u.User != nil {
+				opts.Cluster.Username = u.User.Username()
+				opts.Cluster.Password, _ = u.User.Password()
+			}
 		}
 	}
 	s, err := server.NewServer(opts)
@@ -126,7 +135,8 @@ func StartServer(o ServerOptions) (*server.Server, error) {
 // with JetStream (buckets and streams may then have up to n replicas): a
 // cluster on one machine, for tests and trials. Each server is named sI and
 // stores under StoreDir/sI; o.ClusterName "" is "mew"; the routes are
-// chosen here, so o.ClusterPort and o.Routes are ignored. The caller owns
+// chosen here, so o.ClusterPort and o.Routes are ignored. With o.Nkeys,
+// the cluster ports admit only these servers (a random route password). The caller owns
 // the servers. JetStream elects its leaders after they return: a node's
 // first requests may fail for a few seconds (retry natscluster.New).
 func StartServers(n int, o ServerOptions) ([]*server.Server, error) {
@@ -143,6 +153,16 @@ func StartServers(n int, o ServerOptions) ([]*server.Server, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
+	// Servers that admit only some clients admit only each other as
+	// routes: a route is a server, which sees and writes everything.
+	userinfo := ""
+	if len(o.Nkeys) > 0 {
+		var pw [24]byte
+		if _, err := rand.Read(pw[:]); err != nil {
+			return nil, fmt.Errorf("natscluster: a route password: %w", err)
+		}
+		userinfo = "mew:" + hex.EncodeToString(pw[:]) + "@"
+	}
 	// Every route list names all servers, so the route ports are fixed
 	// before any starts: free ones, taken back from the system.
 	ports := make([]int, n)
@@ -154,7 +174,7 @@ func StartServers(n int, o ServerOptions) ([]*server.Server, error) {
 		}
 		ports[i] = l.Addr().(*net.TCPAddr).Port
 		_ = l.Close()
-		routes = append(routes, "nats-route://"+net.JoinHostPort(host, strconv.Itoa(ports[i])))
+		routes = append(routes, "nats-route://"+userinfo+net.JoinHostPort(host, strconv.Itoa(ports[i])))
 	}
 	// Started together: each waits for the others' routes to be ready.
 	type started struct {
