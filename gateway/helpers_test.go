@@ -128,6 +128,13 @@ func ids(list any) []string {
 // http:// base URL.
 func serveSpaces(t *testing.T, opts gateway.Options, spaceYAMLs ...string) string {
 	t.Helper()
+	return "http://" + serveSpacesOn(t, "127.0.0.1:0", opts, spaceYAMLs...)
+}
+
+// serveSpacesOn is serveSpaces listening on addr; it returns the address
+// listened on.
+func serveSpacesOn(t *testing.T, addr string, opts gateway.Options, spaceYAMLs ...string) string {
+	t.Helper()
 	for i, y := range spaceYAMLs {
 		d := filepath.Join(t.TempDir(), strconv.Itoa(i), ".mew")
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -147,7 +154,7 @@ func serveSpaces(t *testing.T, opts gateway.Options, spaceYAMLs ...string) strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,5 +171,5 @@ func serveSpaces(t *testing.T, opts gateway.Options, spaceYAMLs ...string) strin
 		_ = srv.Close(ctx)
 		<-done
 	})
-	return "http://" + ln.Addr().String()
+	return ln.Addr().String()
 }

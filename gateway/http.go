@@ -29,7 +29,7 @@ func (srv *Server) routes() {
 	srv.consoleRoutes(mux)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(srv.metrics.reg, promhttp.HandlerOpts{}))
 	srv.mux = mux
-	srv.handler = srv.crowdedHandler(mux)
+	srv.handler = srv.crowdedHandler(srv.hostHandler(mux))
 }
 
 // root serves WebSocket upgrades at /, where the reference's own clients

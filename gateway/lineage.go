@@ -2,21 +2,115 @@ package gateway
 
 import (
 	"errors"
+	"math"
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/mew-protocol/mew/auditlog"
 	"github.com/mew-protocol/mew/protocol"
 )
 
-// lineageBudget bounds the envelope bodies one lineage request reads into
-// memory; a larger log is answered 507 (use mew log why on the files).
+// lineageBudget bounds the envelope bodies a space's lineage index holds
+// in memory; a larger log is answered 507 (use mew log why on the files).
 const lineageBudget = 128 << 20
+
+// lineageIdle is how long a space's lineage index is kept after the last
+// lineage request: it holds the log's bodies, up to lineageBudget.
+const lineageIdle = 5 * time.Minute
+
+// maxLineageLimiters bounds the per-participant rate limiters kept; past
+// it, those of participants that have not asked for a while (a full
+// bucket) are dropped.
+const maxLineageLimiters = 1024
+
+// Error codes of the lineage API's limits (HTTP 429), and the labels they
+// are counted under in mew_gateway_refusals_total.
+const (
+	errLineageBusy     = "busy"
+	labelLineageRate   = "lineage_rate_limited"
+	labelLineageBusy   = "lineage_busy"
+	lineageRateMessage = "too many lineage requests from this participant; try again in a moment"
+	lineageBusyMessage = "the gateway is tracing other lineages; try again in a moment"
+)
+
+// lineageGate bounds the lineage API, whose answers come from the audit
+// log: a rate per participant, and a number of requests in flight for
+// everyone. It keeps each space's index of the log (auditlog.Follower),
+// which each request brings up to date by reading only what the log gained
+// since the last one.
+type lineageGate struct {
+	rate  rate.Limit
+	burst int
+	slots chan struct{} // one per request in flight
+	idle  time.Duration
+
+	mu       sync.Mutex
+	limiters map[*member]*rate.Limiter
+	indexes  map[string]*lineageIndex // by space id
+}
+
+// lineageIndex is one space's index of the audit log.
+type lineageIndex struct {
+	mu    sync.Mutex // held while the index is updated and read
+	f     *auditlog.Follower
+	timer *time.Timer // drops f once idle
+}
+
+func newLineageGate(o Options) *lineageGate {
+	return &lineageGate{
+		rate: rate.Limit(o.LineageRate), burst: o.LineageBurst,
+		slots: make(chan struct{}, o.LineageConcurrency), idle: lineageIdle,
+		limiters: map[*member]*rate.Limiter{}, indexes: map[string]*lineageIndex{},
+	}
+}
+
+// allow takes one of m's lineage requests, or reports how long to wait.
+func (g *lineageGate) allow(m *member, now time.Time) (time.Duration, bool) {
+	if g.rate < 0 {
+		return 0, true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l := g.limiters[m]
+	if l == nil {
+		if len(g.limiters) >= maxLineageLimiters {
+			for k, v := range g.limiters {
+				if v.TokensAt(now) >= float64(g.burst) {
+					delete(g.limiters, k)
+				}
+			}
+		}
+		l = rate.NewLimiter(g.rate, g.burst)
+		g.limiters[m] = l
+	}
+	if l.AllowN(now, 1) {
+		return 0, true
+	}
+	return time.Duration(float64(time.Second) / float64(g.rate)), false
+}
+
+// index returns the lineage index of space id, made on first use.
+func (g *lineageGate) index(id string) *lineageIndex {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	li := g.indexes[id]
+	if li == nil {
+		li = &lineageIndex{}
+		g.indexes[id] = li
+	}
+	return li
+}
 
 // lineageRoutes adds the HTTP API that serves an envelope's lineage from the
 // audit log (see docs/audit.md).
 func (srv *Server) lineageRoutes(mux *http.ServeMux) {
+	srv.lineages = newLineageGate(srv.opts)
 	mux.HandleFunc("GET /participants/{id}/lineage/{envelope}", srv.lineage)
 }
 
@@ -58,37 +152,80 @@ func (srv *Server) writeLineage(w http.ResponseWriter, r *http.Request, sp *live
 		writeJSON(w, http.StatusNotFound, errorBody{Error: "no_audit_log", Message: "this gateway keeps no envelope history"})
 		return
 	}
-	ix, err := auditlog.BuildIndex(r.Context(), srv.auditDir(), auditlog.IndexOptions{Space: sp.id, MaxBytes: lineageBudget})
-	switch {
-	case errors.Is(err, auditlog.ErrTooLarge):
-		writeJSON(w, http.StatusInsufficientStorage, errorBody{Error: "log_too_large", Message: "the audit log is too large to trace over HTTP; use mew log why"})
+	if wait, ok := srv.lineages.allow(m, time.Now()); !ok {
+		srv.refuseLineage(w, labelLineageRate, ErrorRateLimited, lineageRateMessage, wait)
 		return
-	case err != nil:
-		srv.opts.Logger.Error("lineage: reading the audit log", "err", err)
-		writeJSON(w, http.StatusInternalServerError, errorBody{Error: "audit_log_unreadable", Message: "the audit log could not be read"})
+	}
+	select {
+	case srv.lineages.slots <- struct{}{}:
+		defer func() { <-srv.lineages.slots }()
+	default:
+		srv.refuseLineage(w, labelLineageBusy, errLineageBusy, lineageBusyMessage, time.Second)
 		return
 	}
 	envID := r.PathValue("envelope")
-	unknown := errorBody{Error: "not_found", Message: "no envelope with this id that you may see"}
+	root, status, err := srv.traceLineage(r, sp, m, id, envID)
+	switch {
+	case err != nil && r.Context().Err() != nil:
+		// The client went away; what was read is kept for the next one.
+	case errors.Is(err, auditlog.ErrTooLarge):
+		writeJSON(w, http.StatusInsufficientStorage, errorBody{Error: "log_too_large", Message: "the audit log is too large to trace over HTTP; use mew log why"})
+	case err != nil:
+		srv.opts.Logger.Error("lineage: reading the audit log", "err", err)
+		writeJSON(w, http.StatusInternalServerError, errorBody{Error: "audit_log_unreadable", Message: "the audit log could not be read"})
+	case status == http.StatusNotFound:
+		writeJSON(w, status, errorBody{Error: "not_found", Message: "no envelope with this id that you may see"})
+	case status != http.StatusOK:
+		writeJSON(w, status, errorBody{Error: ErrorUnauthorized, Message: "the lineage holds envelopes you did not see"})
+	default:
+		writeJSON(w, http.StatusOK, struct {
+			Space    string         `json:"space"`
+			Envelope string         `json:"envelope"`
+			Lineage  *auditlog.Node `json:"lineage"`
+		}{sp.id, envID, root})
+	}
+}
+
+// traceLineage brings sp's index of the audit log up to date and returns
+// the lineage of envID as member m, connected as id, may read it, with
+// the status lineageAccess gives.
+func (srv *Server) traceLineage(r *http.Request, sp *liveSpace, m *member, id, envID string) (*auditlog.Node, int, error) {
+	li := srv.lineages.index(sp.id)
+	li.mu.Lock()
+	defer li.mu.Unlock()
+	if li.f == nil {
+		li.f = auditlog.NewFollower(srv.auditDir(), auditlog.IndexOptions{Space: sp.id, MaxBytes: lineageBudget})
+		li.timer = time.AfterFunc(srv.lineages.idle, func() {
+			li.mu.Lock()
+			defer li.mu.Unlock()
+			li.f = nil // the memory goes back; the next request reads the log again
+		})
+	} else {
+		li.timer.Reset(srv.lineages.idle)
+	}
+	ix, err := li.f.Update(r.Context())
+	if err != nil {
+		return nil, 0, err
+	}
 	root, err := ix.Lineage(envID)
 	if err != nil {
-		writeJSON(w, http.StatusNotFound, unknown)
-		return
+		return nil, http.StatusNotFound, nil
 	}
+	// The tree points into the index, which the next update changes: it
+	// is checked and cut to file names under the lock.
 	if status := lineageAccess(root, m, id); status != http.StatusOK {
-		if status == http.StatusNotFound {
-			writeJSON(w, status, unknown)
-		} else {
-			writeJSON(w, status, errorBody{Error: ErrorUnauthorized, Message: "the lineage holds envelopes you did not see"})
-		}
-		return
+		return nil, status, nil
 	}
 	baseNames(root)
-	writeJSON(w, http.StatusOK, struct {
-		Space    string         `json:"space"`
-		Envelope string         `json:"envelope"`
-		Lineage  *auditlog.Node `json:"lineage"`
-	}{sp.id, envID, root})
+	return root, http.StatusOK, nil
+}
+
+// refuseLineage answers a lineage request over a limit 429, counted under
+// label, with the time to wait in Retry-After (whole seconds, at least 1).
+func (srv *Server) refuseLineage(w http.ResponseWriter, label, code, msg string, wait time.Duration) {
+	srv.metrics.refusals.WithLabelValues(label).Inc()
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+	writeJSON(w, http.StatusTooManyRequests, errorBody{Error: code, Message: msg})
 }
 
 // lineageAccess decides whether member m, connected as id, may read the

@@ -45,8 +45,11 @@ func (srv *Server) HTTPServer() *http.Server {
 const maxHeaderBytes = 16 << 10
 
 // Listener wraps ln so that at most Options.MaxConnections connections are
-// open at once; past that a connection is answered 503 and closed.
+// open at once; past that a connection is answered 503 and closed. When ln
+// listens on every address (0.0.0.0, ::), requests naming any IP address in
+// their Host header are served (see Options.AllowedHosts).
 func (srv *Server) Listener(ln net.Listener) net.Listener {
+	srv.hosts.listening(ln.Addr())
 	return &limitListener{Listener: ln, c: &srv.conns}
 }
 

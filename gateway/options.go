@@ -141,6 +141,29 @@ type Options struct {
 	// OriginPatterns lists the browser origins, besides the gateway's own
 	// host, allowed to open WebSockets (see websocket.AcceptOptions).
 	OriginPatterns []string
+	// AllowedHosts lists the host names a request may name in its Host
+	// header, besides those always served: "localhost" and the loopback
+	// addresses, the address the connection reached, and any IP address
+	// when a listener given to Server.Listener listens on every address
+	// (0.0.0.0, ::). A name matches in any case and with any port;
+	// "*.example.com" matches the names under example.com (not
+	// example.com itself); "*" turns the check off. Other requests, WebSocket
+	// upgrades included, are answered 421 Misdirected Request: a page of
+	// another site that reaches the gateway by DNS rebinding names its own
+	// host (see docs/security.md). Behind a reverse proxy, list the name
+	// the proxy passes on. An entry that is none of these fails New.
+	AllowedHosts []string
+
+	// LineageRate is how many lineage requests (GET
+	// /participants/{id}/lineage/… and GET /console/lineage/…) each
+	// participant may make per second (default 4; negative: no limit), and
+	// LineageBurst how many in a row after a pause (default 8).
+	// LineageConcurrency is how many the gateway answers at once, all
+	// participants together (default 2). Past either limit a request is
+	// answered 429 with Retry-After. Burst and concurrency are at least 1.
+	LineageRate        float64
+	LineageBurst       int
+	LineageConcurrency int
 
 	// NoConsole turns the web console at /console/ off, with its one-time
 	// links and sessions (see docs/console.md). ConsoleLinkTTL is how long a
@@ -197,6 +220,9 @@ const (
 func (o Options) withDefaults() Options {
 	setDefault(&o.MaxMessageSize, defaultMaxMessageSize)
 	setDefault(&o.MaxDiscardSize, defaultMaxDiscardSize)
+	defaultLineageRate         = 4
+	defaultLineageBurst        = 8
+	defaultLineageConcurrency  = 2
 	if o.MaxDiscardSize < o.MaxMessageSize {
 		o.MaxDiscardSize = o.MaxMessageSize
 	}
@@ -231,6 +257,10 @@ func (o Options) withDefaults() Options {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Now == nil {
+	setDefault(&o.LineageRate, defaultLineageRate)
+	setDefault(&o.LineageBurst, defaultLineageBurst)
+	setDefault(&o.LineageConcurrency, defaultLineageConcurrency)
+	o.LineageBurst, o.LineageConcurrency = max(o.LineageBurst, 1), max(o.LineageConcurrency, 1)
 		o.Now = time.Now
 	}
 	if o.TokenStore == nil {
