@@ -56,6 +56,7 @@ type gatewayFlags struct {
 	maxPendingPerAddr int
 	noConsole         bool
 	allowOrigins      []string
+	allowedHosts      []string
 	nats              string // "" (a single node), nats://… or embedded[:PORT]
 	nodeID            string
 	clusterName       string
@@ -108,6 +109,7 @@ exits with status 0.`,
 	fl.IntVar(&f.maxPendingPerAddr, "max-pending-per-addr", 64, "connections waiting for their join message from one address, at most")
 	fl.BoolVar(&f.noConsole, "no-console", false, "do not serve the web console at /console/ (see docs/console.md)")
 	fl.StringSliceVar(&f.allowOrigins, "allow-origin", nil, "browser origins (host[:port] patterns) besides the gateway's own allowed to open WebSockets")
+	fl.StringSliceVar(&f.allowedHosts, "allowed-host", nil, "a host name requests may name in their Host header besides localhost and the listen address (repeatable; *.example.com for the names under it; also $MEW_ALLOWED_HOSTS, comma-separated); others are answered 421 (see docs/security.md)")
 	fl.StringVar(&f.nats, "nats", "", "join a cluster of gateway nodes through NATS: nats://host:4222[,…], or embedded[:PORT] to run a NATS server in this process (see docs/cluster.md)")
 	fl.StringVar(&f.nodeID, "node-id", "", "this node's id in the cluster (default: host name and process id)")
 	fl.StringVar(&f.clusterName, "cluster", "", `the cluster's name, shared by its nodes (default "mew")`)
@@ -146,6 +148,22 @@ func floorFromEnv(fc *space.FloorControl, getenv func(string) string) error {
 		fc.TTL = time.Duration(ms) * time.Millisecond
 	}
 	return nil
+}
+
+// allowedHosts is what the gateway serves besides localhost and the
+// addresses: --allowed-host, MEW_ALLOWED_HOSTS (which reaches the gateway
+// that mew space up starts), and the name --host gives, if it is one.
+func allowedHosts(f gatewayFlags, getenv func(string) string) []string {
+	hosts := append([]string(nil), f.allowedHosts...)
+	for h := range strings.SplitSeq(getenv("MEW_ALLOWED_HOSTS"), ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	if f.host != "" && net.ParseIP(f.host) == nil {
+		hosts = append(hosts, f.host)
+	}
+	return hosts
 }
 
 func parseLevel(s string) (slog.Level, error) {
@@ -235,6 +253,7 @@ func runGateway(ctx context.Context, cmd *cobra.Command, f gatewayFlags, explici
 		MaxPendingPerAddr: f.maxPendingPerAddr,
 		NoConsole:         f.noConsole,
 		OriginPatterns:    f.allowOrigins,
+		AllowedHosts:      allowedHosts(f, os.Getenv),
 	})
 	if err != nil {
 		return err
