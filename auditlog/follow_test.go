@@ -17,13 +17,13 @@ import (
 // logDir writes audit log lines the way the gateway lays them out, and
 // rotates and prunes its files, for a Follower to follow.
 type logDir struct {
-	t   *testing.T
+	t   testing.TB
 	dir string
 	at  time.Time // the time of the next line
 	n   int       // rotations so far, for unique names
 }
 
-func newLogDir(t *testing.T) *logDir {
+func newLogDir(t testing.TB) *logDir {
 	return &logDir{t: t, dir: t.TempDir(), at: time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)}
 }
 
