@@ -495,8 +495,12 @@ async function showChain(id) {
     body = await conn.api("GET", "/console/lineage/" + encodeURIComponent(id));
   } catch (e) {
     if (box.dataset.for !== id) return;
+    // 429: the gateway bounds lineage requests (per participant and in
+    // flight); asking again in a moment works.
     source.textContent = "computed by this page from the envelopes it has seen" +
-      (e.code === "no_audit_log" ? ": the gateway keeps no audit log" : " (the audit log answered: " + short(e.message, 120) + ")");
+      (e.code === "no_audit_log" ? ": the gateway keeps no audit log"
+        : e.status === 429 ? ": the gateway is answering too many lineage requests; open the chain again in a moment for the audit log's steps"
+          : " (the audit log answered: " + short(e.message, 120) + ")");
     source.dataset.source = "page";
     return;
   }
