@@ -128,7 +128,7 @@ func (srv *Server) authorize(w http.ResponseWriter, r *http.Request) (*liveSpace
 	if q == "default" {
 		q = ""
 	}
-	sp, m := srv.lookup(tok, q)
+	sp, m := srv.creds.token(tok, q)
 	if m == nil || (id != m.name && sp.resolve(id) != m) {
 		srv.metrics.refusals.WithLabelValues(ErrorUnauthorized).Inc()
 		writeJSON(w, http.StatusForbidden, errorBody{Error: ErrorUnauthorized, Message: "Invalid token for participant"})

@@ -174,6 +174,12 @@ type Options struct {
 	ConsoleLinkTTL    time.Duration
 	ConsoleSessionTTL time.Duration
 
+	// SessionGrantGrace is how long a grant bound to its granter's
+	// presence (capability/grant with "session": true) outlives the
+	// granter's last connection, so that a reconnect keeps it (default
+	// 10 s).
+	SessionGrantGrace time.Duration
+
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
 
@@ -214,15 +220,15 @@ const (
 	defaultMaxJoinSize         = 16 << 10
 	defaultRequestTimeout      = 30 * time.Second
 	defaultIdleTimeout         = 60 * time.Second
+	defaultLineageRate         = 4
+	defaultLineageBurst        = 8
+	defaultLineageConcurrency  = 2
 )
 
 // withDefaults returns o with every zero field set to its default.
 func (o Options) withDefaults() Options {
 	setDefault(&o.MaxMessageSize, defaultMaxMessageSize)
 	setDefault(&o.MaxDiscardSize, defaultMaxDiscardSize)
-	defaultLineageRate         = 4
-	defaultLineageBurst        = 8
-	defaultLineageConcurrency  = 2
 	if o.MaxDiscardSize < o.MaxMessageSize {
 		o.MaxDiscardSize = o.MaxMessageSize
 	}
@@ -251,16 +257,17 @@ func (o Options) withDefaults() Options {
 	setDefault(&o.MaxJoinSize, defaultMaxJoinSize)
 	setDefault(&o.RequestTimeout, defaultRequestTimeout)
 	setDefault(&o.IdleTimeout, defaultIdleTimeout)
-	setDefault(&o.ConsoleLinkTTL, 2*time.Minute)
-	setDefault(&o.ConsoleSessionTTL, 12*time.Hour)
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Now == nil {
 	setDefault(&o.LineageRate, defaultLineageRate)
 	setDefault(&o.LineageBurst, defaultLineageBurst)
 	setDefault(&o.LineageConcurrency, defaultLineageConcurrency)
 	o.LineageBurst, o.LineageConcurrency = max(o.LineageBurst, 1), max(o.LineageConcurrency, 1)
+	setDefault(&o.ConsoleLinkTTL, 2*time.Minute)
+	setDefault(&o.ConsoleSessionTTL, 12*time.Hour)
+	setDefault(&o.SessionGrantGrace, 10*time.Second)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if o.TokenStore == nil {
