@@ -3,8 +3,14 @@ package cli
 import (
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mew-protocol/mew/internal/proc"
+	"github.com/mew-protocol/mew/space"
 )
 
 // hostStatus asks the gateway at addr for /health with the Host header
@@ -79,5 +85,40 @@ func TestGatewayStartAllowedHostBad(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "allowed host") {
 			t.Errorf("--allowed-host %q: %v, want it refused", h, err)
 		}
+	}
+}
+
+// TestSpaceUpAllowedHosts: the gateway mew space up starts inherits
+// MEW_ALLOWED_HOSTS, the documented way to serve the name a reverse proxy
+// forwards to a space run on 127.0.0.1.
+func TestSpaceUpAllowedHosts(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte("space: {id: proxied}\nparticipants:\n  human: {tokens: [human-token], capabilities: [{kind: chat}]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, err := mewEnv(t, dir, cleanEnv("MEW_ALLOWED_HOSTS=gw.example.com"), "space", "up", "--detach", "-p", "0"); err != nil {
+		t.Fatalf("space up: %v\n%s%s", err, out, errOut)
+	}
+	st, err := space.ReadRunState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { // whatever happens, leave nothing behind
+		for _, pid := range st.PIDs() {
+			proc.Terminate(pid, true)
+		}
+	}()
+	addr := "127.0.0.1:" + strconv.Itoa(st.Port)
+	for host, want := range map[string]int{
+		"gw.example.com": http.StatusOK,
+		addr:             http.StatusOK,
+		"evil.example":   http.StatusMisdirectedRequest,
+	} {
+		if got := hostStatus(t, addr, host); got != want {
+			t.Errorf("Host %q: %d, want %d", host, got, want)
+		}
+	}
+	if out, err := mew(t, dir, "space", "down"); err != nil {
+		t.Errorf("space down: %v\n%s", err, out)
 	}
 }
