@@ -29,10 +29,14 @@ const lineageIdle = 5 * time.Minute
 // bucket) are dropped.
 const maxLineageLimiters = 1024
 
-// Error codes of the lineage API's limits (HTTP 429), and the labels they
-// are counted under in mew_gateway_refusals_total.
+// ErrorLineageBusy is the error code of a lineage request refused because
+// the gateway is answering as many as it answers at once (HTTP 429); one
+// over the participant's rate is ErrorRateLimited.
+const ErrorLineageBusy = "busy"
+
+// The labels the lineage API's refusals are counted under in
+// mew_gateway_refusals_total, and what they say.
 const (
-	errLineageBusy     = "busy"
 	labelLineageRate   = "lineage_rate_limited"
 	labelLineageBusy   = "lineage_busy"
 	lineageRateMessage = "too many lineage requests from this participant; try again in a moment"
@@ -160,7 +164,7 @@ func (srv *Server) writeLineage(w http.ResponseWriter, r *http.Request, sp *live
 	case srv.lineages.slots <- struct{}{}:
 		defer func() { <-srv.lineages.slots }()
 	default:
-		srv.refuseLineage(w, labelLineageBusy, errLineageBusy, lineageBusyMessage, time.Second)
+		srv.refuseLineage(w, labelLineageBusy, ErrorLineageBusy, lineageBusyMessage, time.Second)
 		return
 	}
 	envID := r.PathValue("envelope")

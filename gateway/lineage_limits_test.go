@@ -184,7 +184,7 @@ func TestAttackLineageFlood(t *testing.T) {
 		case a.code == http.StatusOK:
 			served++
 		case a.code == http.StatusTooManyRequests:
-			tooMany(t, a, gateway.ErrorRateLimited, "busy")
+			tooMany(t, a, gateway.ErrorRateLimited, gateway.ErrorLineageBusy)
 			if a.body["error"] == gateway.ErrorRateLimited {
 				limited++
 			}
@@ -259,7 +259,7 @@ func TestAttackLineageInFlight(t *testing.T) {
 		case http.StatusOK:
 		case http.StatusTooManyRequests:
 			busy++
-			tooMany(t, a, "busy")
+			tooMany(t, a, gateway.ErrorLineageBusy)
 		default:
 			t.Errorf("an answer: %d %v", a.code, a.body)
 		}
