@@ -3,11 +3,13 @@
 //
 // A Server is an http.Handler. It accepts WebSocket connections at / and /ws
 // and serves the HTTP API (/health, /participants, /participants/{id}/messages
-// for injection and polling, /metrics). The token a client presents, in an
-// Authorization: Bearer header or in the join message reference clients send
-// first, decides which participant of which space it is; a different id it
-// asks for becomes a runtime alias of that participant (spec 3.6.4), never a
-// way to become someone else.
+// for injection and polling, /metrics). It answers only requests whose Host
+// header names a host it serves (Options.AllowedHosts; 421 otherwise), which
+// keeps pages of other sites out by DNS rebinding. The token a client
+// presents, in an Authorization: Bearer header or in the join message
+// reference clients send first, decides which participant of which space it
+// is; a different id it asks for becomes a runtime alias of that participant
+// (spec 3.6.4), never a way to become someone else.
 //
 // Every inbound envelope goes through the same steps on both transports: rate
 // limit, size limit, strict decoding, from filled or checked, id and ts
