@@ -20,6 +20,9 @@
 //     request that ran it, the proposal it fulfilled and who approved it, the
 //     grant and capability pattern that admitted it, and the conversation
 //     that led to it.
+//   - [Follower] keeps an Index current while the gateway appends to the
+//     log, reading only what it gained (the gateway's lineage API answers
+//     from one per space).
 //
 // The files are input that anyone with access to the directory may have
 // written: every line is bounded ([ReadOptions.MaxLineSize]); a line too long,
