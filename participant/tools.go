@@ -22,8 +22,8 @@ import (
 
 // MCPProtocolVersion is the MCP revision the participant announces when it
 // answers initialize and the client asks for a revision it does not know:
-// mcpver.Latest, where the revisions mew speaks are listed.
-const MCPProtocolVersion = mcpver.Latest
+// mcpver.LatestSession, where the revisions mew speaks are listed.
+const MCPProtocolVersion = mcpver.LatestSession
 
 // JSON-RPC error codes the participant answers MCP requests with, and that
 // an *RPCError may carry.
@@ -440,7 +440,7 @@ func (p *Participant) serveRequest(env *protocol.Envelope) {
 		p.deliverRequest(env, &req)
 		return
 	}
-	if !p.CanSend(protocol.KindMCPResponse, nil) {
+	if !p.CanSendTo(protocol.KindMCPResponse, []string{env.From}, nil) {
 		p.log.Debug("mcp/request ignored: this participant may not send mcp/response", "id", env.ID, "from", env.From)
 		return
 	}
@@ -576,6 +576,7 @@ func (p *Participant) callTool(ctx context.Context, env *protocol.Envelope, para
 	if err := t.validate(args); err != nil {
 		return nil, &RPCError{Code: CodeInvalidParams, Message: "Invalid arguments for tool " + in.Name + ": " + err.Error()}
 	}
+	ctx = context.WithValue(ctx, toolCallKey{}, env)
 	out, panicked, err := runGuarded(func() (any, error) { return t.exec(ctx, args) })
 	switch {
 	case panicked != nil:
@@ -590,6 +591,18 @@ func (p *Participant) callTool(ctx context.Context, env *protocol.Envelope, para
 		return ErrorResult("Tool " + in.Name + " returned a result that cannot be encoded"), nil
 	}
 	return res, nil
+}
+
+// toolCallKey is the context key of the envelope a tool's Execute serves.
+type toolCallKey struct{}
+
+// ToolCallEnvelope returns the mcp/request envelope (a request, or the
+// fulfilment of a proposal) that the tool's Execute given ctx is serving:
+// its From says who called, so that a tool can keep what one caller
+// started from another. It returns false for any other context.
+func ToolCallEnvelope(ctx context.Context) (*protocol.Envelope, bool) {
+	env, ok := ctx.Value(toolCallKey{}).(*protocol.Envelope)
+	return env, ok && env != nil
 }
 
 // runGuarded calls f and recovers a panic.
