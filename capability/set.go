@@ -41,6 +41,7 @@ func (e *CompileError) Unwrap() error { return e.Err }
 // pattern is one compiled capability.
 type pattern struct {
 	kind    valuePat
+	to      *valuePat  // nil: any recipients, a broadcast included
 	payload *objectPat // nil: any payload
 	raw     json.RawMessage
 }
@@ -113,6 +114,24 @@ func compilePattern(t *jsontape.Tape, raw json.RawMessage, path string) (*patter
 		return nil, err
 	}
 	p.kind = kp
+	if to, ok := t.Lookup(0, "to"); ok {
+		switch t.Nodes[to].Kind {
+		case jsontape.String, jsontape.Array:
+		default:
+			return nil, &CompileError{Path: path + ".to", Err: ErrInvalidPattern, Detail: "want a participant id pattern or an array of them, got " + t.Nodes[to].Kind.String()}
+		}
+		tp, err := c.value(to, path+".to")
+		if err != nil {
+			return nil, err
+		}
+		if err := checkKindPattern(&tp, path+".to"); err != nil {
+			return nil, err
+		}
+		if tp.kind == vOneOf && len(tp.items) == 0 {
+			return nil, &CompileError{Path: path + ".to", Err: ErrInvalidPattern, Detail: "an empty list allows no recipient; leave to out to allow any"}
+		}
+		p.to = &tp
+	}
 	if pl, ok := t.Lookup(0, "payload"); ok {
 		switch t.Nodes[pl].Kind {
 		case jsontape.Null:
@@ -196,24 +215,41 @@ func (s *Set) Patterns() []json.RawMessage {
 	return out
 }
 
-// Allows reports whether an envelope of this kind and payload may be sent.
+// Allows reports whether a broadcast envelope (no to) of this kind and
+// payload may be sent.
 func (s *Set) Allows(kind string, payload []byte) bool {
-	_, ok := s.Match(kind, payload)
+	_, ok := s.MatchTo(kind, nil, payload)
 	return ok
 }
 
-// Match returns the index of the first pattern that allows an envelope of this
-// kind and payload (the raw JSON of the envelope's payload member; nil when it
-// has none), or -1 and false. A payload that is not valid JSON matches only
-// patterns that do not look at the payload.
+// AllowsTo reports whether an envelope of this kind, addressed to these
+// recipients, with this payload may be sent.
+func (s *Set) AllowsTo(kind string, to []string, payload []byte) bool {
+	_, ok := s.MatchTo(kind, to, payload)
+	return ok
+}
+
+// Match is MatchTo for a broadcast: an envelope without to, which no
+// pattern with a to member allows.
 func (s *Set) Match(kind string, payload []byte) (int, bool) {
+	return s.MatchTo(kind, nil, payload)
+}
+
+// MatchTo returns the index of the first pattern that allows an envelope of
+// this kind, addressed to the recipients to, with this payload (the raw
+// JSON of the envelope's payload member; nil when it has none), or -1 and
+// false. A pattern with a to member allows an envelope only when it names
+// at least one recipient and every recipient matches the member (one of its
+// patterns, when it is an array). A payload that is not valid JSON matches
+// only patterns that do not look at the payload.
+func (s *Set) MatchTo(kind string, to []string, payload []byte) (int, bool) {
 	if s == nil {
 		return -1, false
 	}
 	var m *matcher
 	found := -1
 	for i, p := range s.pats {
-		if !p.kind.matchString(kind) {
+		if !p.kind.matchString(kind) || !p.matchTo(to) {
 			continue
 		}
 		if p.payload != nil {
@@ -231,6 +267,22 @@ func (s *Set) Match(kind string, payload []byte) (int, bool) {
 		m.release()
 	}
 	return found, found >= 0
+}
+
+// matchTo reports whether recipients to satisfy the pattern's to member.
+func (p *pattern) matchTo(to []string) bool {
+	if p.to == nil {
+		return true
+	}
+	if len(to) == 0 {
+		return false // a broadcast is never a narrower grant's to
+	}
+	for _, r := range to {
+		if !p.to.matchString(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // matcher holds the scratch state of one Match call: the payload's tape.

@@ -19,16 +19,16 @@ import (
 // a different pattern from the one enforced.
 var Annotations = []string{"id", "name", "description", "note", "comment"}
 
-// checkMembers refuses top-level members that are neither kind, payload nor
-// an annotation.
+// checkMembers refuses top-level members that are neither kind, to, payload
+// nor an annotation.
 func checkMembers(t *jsontape.Tape, path string) error {
 	for k := uint32(1); k < t.Nodes[0].Next; k = t.Nodes[k+1].Next {
 		key := t.String(k)
-		if key == "kind" || key == "payload" || slices.Contains(Annotations, key) {
+		if key == "kind" || key == "payload" || key == "to" || slices.Contains(Annotations, key) {
 			continue
 		}
-		detail := fmt.Sprintf("%q: a capability has kind, payload and the annotations %s", key, strings.Join(Annotations, ", "))
-		if strings.EqualFold(key, "kind") || strings.EqualFold(key, "payload") {
+		detail := fmt.Sprintf("%q: a capability has kind, to, payload and the annotations %s", key, strings.Join(Annotations, ", "))
+		if strings.EqualFold(key, "kind") || strings.EqualFold(key, "payload") || strings.EqualFold(key, "to") {
 			detail += " (member names are case-sensitive)"
 		}
 		return &CompileError{Path: path + memberPath(key), Err: ErrUnknownMember, Detail: detail}

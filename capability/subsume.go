@@ -92,6 +92,17 @@ func coverPattern(r, g *pattern, w *work) *miss {
 	if m := coverValue(&r.kind, &g.kind, "kind", w); m != nil {
 		return m
 	}
+	// A to member narrows a pattern: one without covers any; one with
+	// covers only a pattern whose recipients it covers, every one of them.
+	switch {
+	case r.to == nil:
+	case g.to == nil:
+		return &miss{at: "to", msg: "any recipients (and broadcasts) are allowed here, but the covering pattern names its recipients"}
+	default:
+		if m := coverValue(r.to, g.to, "to", w); m != nil {
+			return m
+		}
+	}
 	// An absent or empty payload pattern allows any payload, even one that
 	// is not an object; a pattern with members allows objects only.
 	if r.payload == nil || len(r.payload.members) == 0 {

@@ -204,8 +204,11 @@ func (f *fz) pattern() *jnode {
 		p.keys = append(p.keys, f.pick([]string{"payload", "PAYLOAD", "Payload"}))
 		p.items = append(p.items, f.object(0))
 	case 2:
-		p.keys = append(p.keys, f.pick([]string{"id", "description", "to"}))
+		p.keys = append(p.keys, f.pick([]string{"id", "description", "TO", "To"}))
 		p.items = append(p.items, jstr("x"))
+	case 3, 4:
+		p.keys = append(p.keys, "to")
+		p.items = append(p.items, f.kindValue())
 	}
 	if f.n(2) == 0 { // payload first, as some writers order it
 		p.keys[0], p.keys[len(p.keys)-1] = p.keys[len(p.keys)-1], p.keys[0]
@@ -218,7 +221,7 @@ func (f *fz) pattern() *jnode {
 // pattern where there was none.
 func (f *fz) narrowPattern(p *jnode) *jnode {
 	p = p.clone()
-	hasPayload := false
+	hasPayload, hasTo := false, false
 	for i, k := range p.keys {
 		switch strings.ToLower(k) {
 		case "kind":
@@ -226,7 +229,13 @@ func (f *fz) narrowPattern(p *jnode) *jnode {
 		case "payload":
 			hasPayload = true
 			p.items[i] = f.narrow(p.items[i], 0)
+		case "to":
+			hasTo = true
+			p.items[i] = f.narrow(p.items[i], 0)
 		}
+	}
+	if !hasTo && f.n(3) == 0 { // naming recipients narrows too
+		p.keys, p.items = append(p.keys, "to"), append(p.items, f.kindValue())
 	}
 	if !hasPayload && f.n(2) == 0 {
 		p.keys, p.items = append(p.keys, "payload"), append(p.items, f.object(0))
@@ -380,7 +389,16 @@ func FuzzSubsumes(f *testing.F) {
 		cover := &Set{pats: s.pats[j : j+1]}
 		kinds := []string{"chat", "mcp/request", "mcp/response", "mcp/a/b", ".x/y", "", "tools/call", "a*", "mcp/.x"}
 		payloads := []string{"", "null", "{}", `"x"`, "[]", `{"method":"tools/call"}`}
+		recipients := [][]string{nil, {"x"}, {"chat"}, {"mcp/request", "x"}}
 		for _, p := range append(granter, granted) {
+			if tv := p.get("to"); tv != nil {
+				for range 3 {
+					var r string
+					if json.Unmarshal([]byte(fz.witness(tv, 0).String()), &r) == nil {
+						recipients = append(recipients, []string{r}, []string{r, "x"})
+					}
+				}
+			}
 			kv := p.get("kind")
 			if kv == nil {
 				continue
@@ -400,8 +418,10 @@ func FuzzSubsumes(f *testing.F) {
 				kind = k
 			}
 			for _, pl := range payloads {
-				if g.Allows(kind, []byte(pl)) && !cover.Allows(kind, []byte(pl)) {
-					t.Fatalf("%s is said to cover %s, but kind %q payload %s is allowed by the second only", s.pats[j].raw, g.pats[0].raw, kind, pl)
+				for _, to := range recipients {
+					if g.AllowsTo(kind, to, []byte(pl)) && !cover.AllowsTo(kind, to, []byte(pl)) {
+						t.Fatalf("%s is said to cover %s, but kind %q to %q payload %s is allowed by the second only", s.pats[j].raw, g.pats[0].raw, kind, to, pl)
+					}
 				}
 			}
 		}
@@ -417,7 +437,7 @@ func compileFz(t *testing.T, ps []*jnode) (*Set, bool) {
 	for i, p := range ps {
 		raws[i] = json.RawMessage(p.String())
 		for _, k := range p.keys {
-			if k != "kind" && k != "payload" && !slices.Contains(Annotations, k) {
+			if k != "kind" && k != "payload" && k != "to" && !slices.Contains(Annotations, k) {
 				tricky = true
 			}
 		}

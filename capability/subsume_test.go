@@ -165,7 +165,7 @@ func TestRefusedPatternsNeverAccepted(t *testing.T) {
 		`{"kind":"mcp/request","payload":{"method":"tools/list"},"payload":{}}`,
 		`{"kind":"mcp/request","payload":{"params":{"name":"read_file","name":"*"}}}`,
 		`{"kind":"mcp/request","payload":{"a":[{"b":1,"b":2}]}}`,
-		`{"kind":"chat","to":["x"]}`,
+		`{"kind":"chat","To":["x"]}`,
 		`{"kind":"chat","Payload":{}}`,
 	}
 	good := `{"kind":"chat"}`

@@ -104,7 +104,7 @@ func (sp *liveSpace) inbound(o origin, data []byte, st *inState) (result, *refus
 		return fail(rf)
 	}
 	view := sp.viewAt(o.m, now)
-	idx, ok := view.set.Match(env.Kind, env.Payload)
+	idx, ok := view.set.MatchTo(env.Kind, env.To, env.Payload)
 	sp.decide(o, env, now, view, idx, ok)
 	if !ok {
 		r := refuse(ErrorCapabilityViolation, fmt.Sprintf("participant %s lacks capability for %s", o.id, env.Kind))

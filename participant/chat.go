@@ -155,7 +155,7 @@ func (p *Participant) Chat(ctx context.Context, text string, to ...string) (id s
 	if len(to) > 0 {
 		env.To = slices.Clone(to)
 	}
-	if !p.CanSend(env.Kind, env.Payload) {
+	if !p.CanSendTo(env.Kind, env.To, env.Payload) {
 		return "", fmt.Errorf("%w: chat", ErrNotAllowed)
 	}
 	env.ID = protocol.NewID()
@@ -186,7 +186,7 @@ func (p *Participant) Acknowledge(ctx context.Context, chatEnv *protocol.Envelop
 	if chatEnv.From != "" && chatEnv.From != p.ID() {
 		env.To = []string{chatEnv.From}
 	}
-	if !p.CanSend(env.Kind, env.Payload) {
+	if !p.CanSendTo(env.Kind, env.To, env.Payload) {
 		return fmt.Errorf("%w: chat/acknowledge", ErrNotAllowed)
 	}
 	if err := p.Send(ctx, env); err != nil {
@@ -215,7 +215,7 @@ func (p *Participant) CancelChat(ctx context.Context, chatID string, reason stri
 	}
 	env.CorrelationID = []string{chatID}
 	env.To = p.chats.cancelTargets(chatID)
-	if !p.CanSend(env.Kind, env.Payload) {
+	if !p.CanSendTo(env.Kind, env.To, env.Payload) {
 		return fmt.Errorf("%w: chat/cancel", ErrNotAllowed)
 	}
 	if err := p.Send(ctx, env); err != nil {

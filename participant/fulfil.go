@@ -48,7 +48,7 @@ func (p *Participant) fulfil(ctx context.Context, pr *Proposal, payload json.Raw
 	if err != nil {
 		return nil, fmt.Errorf("participant: fulfil proposal %s: %w", pr.ID(), err)
 	}
-	if !p.CanSend(protocol.KindMCPRequest, body) {
+	if !p.CanSendTo(protocol.KindMCPRequest, to, body) {
 		return nil, fmt.Errorf("participant: fulfil proposal %s (%s): %w", pr.ID(), method, ErrNotAllowed)
 	}
 	serial := p.pending.claims.Add(1)
@@ -86,7 +86,7 @@ func (p *Participant) RejectWith(ctx context.Context, pr *Proposal, reason, mess
 	if err != nil {
 		return fmt.Errorf("participant: reject proposal %s: %w", pr.ID(), err)
 	}
-	if !p.CanSend(protocol.KindMCPReject, raw) {
+	if !p.CanSendTo(protocol.KindMCPReject, []string{pr.From()}, raw) {
 		return fmt.Errorf("participant: reject proposal %s: %w", pr.ID(), ErrNotAllowed)
 	}
 	serial := p.pending.claims.Add(1)

@@ -198,10 +198,19 @@ func (p *Participant) onWelcome(w *protocol.Welcome) {
 // welcome gave them.
 func (p *Participant) Capabilities() []json.RawMessage { return p.caps.Load().Patterns() }
 
-// CanSend reports whether the participant's capabilities allow an envelope
-// of kind with payload (raw JSON, nil for none), as the gateway would judge.
+// CanSend reports whether the participant's capabilities allow a broadcast
+// envelope (no to) of kind with payload (raw JSON, nil for none), as the
+// gateway would judge. A capability that names its recipients (a to
+// member) never allows a broadcast: use CanSendTo for an addressed one.
 func (p *Participant) CanSend(kind string, payload []byte) bool {
 	return p.caps.Load().Allows(kind, payload)
+}
+
+// CanSendTo reports whether the participant's capabilities allow an
+// envelope of kind addressed to the recipients to with payload, as the
+// gateway would judge.
+func (p *Participant) CanSendTo(kind string, to []string, payload []byte) bool {
+	return p.caps.Load().AllowsTo(kind, to, payload)
 }
 
 // Send sends an envelope through the client, after the participant's own

@@ -396,9 +396,9 @@ func (p *Participant) request(ctx context.Context, target string, payload any, p
 		return nil, fmt.Errorf("participant: request to %s: %w", target, err)
 	}
 	switch {
-	case p.CanSend(protocol.KindMCPRequest, body):
+	case p.CanSendTo(protocol.KindMCPRequest, []string{target}, body):
 		return p.roundTrip(ctx, protocol.KindMCPRequest, []string{target}, nil, envCtx, body, nil)
-	case propose && p.CanSend(protocol.KindMCPProposal, body):
+	case propose && p.CanSendTo(protocol.KindMCPProposal, []string{target}, body):
 		return p.roundTrip(ctx, protocol.KindMCPProposal, []string{target}, nil, envCtx, body, nil)
 	}
 	return nil, fmt.Errorf("participant: %s to %s: %w", method, target, ErrNotAllowed)

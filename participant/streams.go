@@ -322,7 +322,7 @@ func (p *Participant) RequestStream(ctx context.Context, payload protocol.Stream
 	if err != nil {
 		return "", fmt.Errorf("participant: request stream: %w", err)
 	}
-	if !p.CanSend(env.Kind, env.Payload) {
+	if !p.CanSendTo(env.Kind, env.To, env.Payload) {
 		return "", fmt.Errorf("%w: stream/request", ErrNotAllowed)
 	}
 	env.ID = protocol.NewID()
@@ -444,7 +444,7 @@ func (p *Participant) CloseStream(ctx context.Context, id, reason string) error 
 		env.CorrelationID = []string{e.openID}
 	}
 	b.mu.Unlock()
-	if !p.CanSend(env.Kind, env.Payload) {
+	if !p.CanSendTo(env.Kind, env.To, env.Payload) {
 		return fmt.Errorf("%w: stream/close", ErrNotAllowed)
 	}
 	if err := p.Send(ctx, env); err != nil {

@@ -321,7 +321,7 @@ func (s *spaceConn) send(env *protocol.Envelope, kind string, payload any) bool 
 	if err := env.SetPayload(payload); err != nil {
 		return false
 	}
-	if !s.p.CanSend(kind, env.Payload) {
+	if !s.p.CanSendTo(kind, env.To, env.Payload) {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), spaceSendTimeout)
@@ -385,7 +385,7 @@ func (s *spaceConn) progress(r *participant.Request, token json.RawMessage, n in
 		"method":  "notifications/progress",
 		"params":  map[string]any{"progressToken": token, "progress": n, "message": msg},
 	})
-	if err != nil || !s.p.CanSend(protocol.KindMCPRequest, payload) {
+	if err != nil || !s.p.CanSendTo(protocol.KindMCPRequest, []string{r.From()}, payload) {
 		return
 	}
 	env := &protocol.Envelope{Protocol: protocol.Version, Kind: protocol.KindMCPRequest, To: []string{r.From()},
@@ -476,7 +476,7 @@ func (s *spaceConn) modelTools(ctx context.Context) []agent.Tool {
 		if !ok || pc.Permission != PermissionNever || (len(pc.Tools) > 0 && !slices.Contains(pc.Tools, t.Name)) {
 			continue
 		}
-		if !s.direct(t.Name, nil) {
+		if !s.direct(t.Participant, t.Name, nil) {
 			s.a.log.Debug("toolsagent: tool not offered: calling it needs a proposal", "participant", t.Participant, "tool", t.Name)
 			continue
 		}
@@ -506,7 +506,7 @@ func (s *spaceConn) modelTools(ctx context.Context) []agent.Tool {
 
 // direct reports whether the agent may call tool with a direct
 // mcp/request (the gateway judges the payload).
-func (s *spaceConn) direct(tool string, args json.RawMessage) bool {
+func (s *spaceConn) direct(pid, tool string, args json.RawMessage) bool {
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
@@ -514,7 +514,7 @@ func (s *spaceConn) direct(tool string, args json.RawMessage) bool {
 		"jsonrpc": "2.0", "id": 1, "method": "tools/call",
 		"params": map[string]any{"name": tool, "arguments": args},
 	})
-	return err == nil && s.p.CanSend(protocol.KindMCPRequest, body)
+	return err == nil && s.p.CanSendTo(protocol.KindMCPRequest, []string{pid}, body)
 }
 
 // callTool calls a participant's tool with a direct mcp/request, never a

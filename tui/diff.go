@@ -56,7 +56,7 @@ func (m *Model) readOldFile(p *proposal) tea.Cmd {
 		return nil
 	}
 	payload, err := json.Marshal(map[string]any{"method": "tools/call", "params": map[string]any{"name": reader, "arguments": map[string]string{"path": *args.Path}}})
-	if err != nil || !m.sp.CanSend(protocol.KindMCPRequest, payload) {
+	if err != nil || !m.sp.CanSend(protocol.KindMCPRequest, p.to, payload) {
 		return nil
 	}
 	p.oldAsked = true

@@ -134,7 +134,7 @@ func (f *fakeSpace) Reject(_ context.Context, id, reason, message string) error 
 	return nil
 }
 
-func (f *fakeSpace) CanSend(kind string, _ []byte) bool {
+func (f *fakeSpace) CanSend(kind string, _ []string, _ []byte) bool {
 	return !(kind == protocol.KindMCPRequest && f.noRequests)
 }
 

@@ -639,7 +639,7 @@ func (m *Model) propose(env *protocol.Envelope) tea.Cmd {
 	m.nextN++
 	p := newProposal(m.nextN, env)
 	me := m.me()
-	p.askMe = env.From != me && (env.AddressedTo(me) || m.sp.CanSend(protocol.KindMCPRequest, env.Payload))
+	p.askMe = env.From != me && (env.AddressedTo(me) || m.sp.CanSend(protocol.KindMCPRequest, env.To, env.Payload))
 	m.proposals = append(m.proposals, p)
 	m.byID[p.id] = p
 	if len(m.proposals) > maxProposals {

@@ -40,8 +40,8 @@ type Space interface {
 	// not empty, the user's words.
 	Reject(ctx context.Context, proposalID, reason, message string) error
 	// CanSend reports whether the user's capabilities allow an envelope of
-	// kind with payload.
-	CanSend(kind string, payload []byte) bool
+	// kind addressed to to (none: a broadcast) with payload.
+	CanSend(kind string, to []string, payload []byte) bool
 	// Call sends an mcp/request of the user's own to target and returns its
 	// result (the dialog reads the file a proposed write would replace).
 	Call(ctx context.Context, target string, payload json.RawMessage) (json.RawMessage, error)
@@ -175,7 +175,9 @@ func (s sdkSpace) Call(ctx context.Context, target string, payload json.RawMessa
 	return s.p.Request(ctx, target, payload)
 }
 
-func (s sdkSpace) CanSend(kind string, payload []byte) bool { return s.p.CanSend(kind, payload) }
+func (s sdkSpace) CanSend(kind string, to []string, payload []byte) bool {
+	return s.p.CanSendTo(kind, to, payload)
+}
 
 func (s sdkSpace) ToolsOf(ctx context.Context, id string) ([]string, error) {
 	tools, err := s.p.DiscoverTools(ctx, id)

@@ -1,0 +1,58 @@
+package gateway_test
+
+import (
+	"testing"
+
+	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/internal/testutil"
+)
+
+// TestGrantWithTo: the reference's scenario 8-grant grants a capability
+// that names its recipient. The grant is accepted and honoured as written:
+// requests to file-server pass; a broadcast, a request to anyone else, or
+// to file-server and someone else, are refused. A narrower to may be handed
+// on; a wider one (or none) may not.
+func TestGrantWithTo(t *testing.T) {
+	g := testutil.StartGateway(t, delegSpace, gateway.Options{NoAudit: true})
+	admin, _ := testutil.Join(t, g.WSURL, "admin-token")
+	agent, _ := testutil.Join(t, g.WSURL, "agent-token")
+	narrow, _ := testutil.Join(t, g.WSURL, "narrow-token")
+
+	const pattern = `{"kind":"mcp/request","to":["file-server"],"payload":{"method":"tools/*"}}`
+	if e := outcome(t, admin, "g1", `{"id":"g1","kind":"capability/grant","to":["agent"],"payload":{"recipient":"agent","capabilities":[`+pattern+`]}}`); e != nil {
+		t.Fatalf("a grant with to was refused: %v", e)
+	}
+	agent.ExpectFunc("system/welcome", func(m testutil.Msg) bool { return holdsKind(m, "mcp/request") })
+	call := func(id, to string) map[string]any {
+		toMember := ""
+		if to != "" {
+			toMember = `"to":` + to + `,`
+		}
+		return outcome(t, agent, id, `{"id":"`+id+`","kind":"mcp/request",`+toMember+`"payload":{"jsonrpc":"2.0","id":1,"method":"tools/list"}}`)
+	}
+	if e := call("ok", `["file-server"]`); e != nil {
+		t.Errorf("a request to file-server: %v", e)
+	}
+	for name, to := range map[string]string{"broadcast": "", "another": `["files"]`, "one more": `["file-server","files"]`, "empty": `[]`} {
+		if e := call("no-"+name, to); e == nil || e["error"] != gateway.ErrorCapabilityViolation {
+			t.Errorf("a request (%s) was not refused: %v", name, e)
+		}
+	}
+	// The agent may grant: the same to, or none of it.
+	if e := outcome(t, agent, "d1", `{"id":"d1","kind":"capability/grant","payload":{"recipient":"files","capabilities":[{"kind":"mcp/request","to":"file-server","payload":{"method":"tools/list"}}]}}`); e != nil {
+		t.Errorf("handing on a narrower grant: %v", e)
+	}
+	if e := outcome(t, agent, "d2", `{"id":"d2","kind":"capability/grant","payload":{"recipient":"files","capabilities":[{"kind":"mcp/request","payload":{"method":"tools/list"}}]}}`); e == nil || e["error"] != gateway.ErrorCapabilityViolation {
+		t.Errorf("handing on the grant without its to: %v", e)
+	}
+	// narrow holds a tool call to anyone: it may hand it on to one.
+	if e := outcome(t, narrow, "d3", `{"id":"d3","kind":"capability/grant","payload":{"recipient":"files","capabilities":[{"kind":"mcp/request","to":["agent"],"payload":{"method":"tools/call","params":{"name":"read_file"}}}]}}`); e != nil {
+		t.Errorf("a narrower to from a pattern without to: %v", e)
+	}
+	// A malformed to refuses the whole grant.
+	for _, bad := range []string{`"to":5`, `"to":[]`, `"to":[{"a":1}]`, `"To":["x"]`} {
+		if e := outcome(t, admin, "b", `{"id":"b","kind":"capability/grant","payload":{"recipient":"agent","capabilities":[{"kind":"chat",`+bad+`}]}}`); e == nil || e["error"] != gateway.ErrorInvalidEnvelope {
+			t.Errorf("grant with %s: %v", bad, e)
+		}
+	}
+}
