@@ -7,9 +7,12 @@ import (
 	"time"
 )
 
-// maxClaimRounds bounds the compare-and-swap retries of one floor claim. Each
-// lost round means another claim was stored meanwhile, so a few rounds
-// settle any real contest.
+// maxClaimRounds bounds the compare-and-swap retries of one floor claim. A
+// lost round means another claim was stored meanwhile, or that the read was
+// served by a replica that had not seen the latest write (State.Get may lag
+// on a replicated fabric): so each lost round waits a little (lostRound)
+// before it reads again, or a lagging replica could answer the same stale
+// revision to all sixteen rounds within a millisecond.
 const maxClaimRounds = 16
 
 // ClaimFloor arbitrates c's claim on the floor of message msg of space with
@@ -29,7 +32,7 @@ func ClaimFloor(ctx context.Context, st State, space, msg string, c Claim, ttl t
 	if err != nil {
 		return Claim{}, nil, err
 	}
-	for range maxClaimRounds {
+	for round := range maxClaimRounds {
 		cur, err := st.Get(ctx, space, key)
 		if errors.Is(err, ErrNotFound) {
 			rev, err := st.Put(ctx, space, key, val, PutOptions{IfAbsent: true, TTL: ttl})
@@ -38,10 +41,13 @@ func ClaimFloor(ctx context.Context, st State, space, msg string, c Claim, ttl t
 				won.Revision = rev
 				return won, nil, nil
 			}
-			if errors.Is(err, ErrConflict) {
-				continue
+			if !errors.Is(err, ErrConflict) {
+				return Claim{}, nil, err
 			}
-			return Claim{}, nil, err
+			if err := lostRound(ctx, round); err != nil {
+				return Claim{}, nil, err
+			}
+			continue
 		}
 		if err != nil {
 			return Claim{}, nil, err
@@ -73,6 +79,9 @@ func ClaimFloor(ctx context.Context, st State, space, msg string, c Claim, ttl t
 			return next, prev, nil
 		}
 		if !errors.Is(err, ErrConflict) {
+			return Claim{}, nil, err
+		}
+		if err := lostRound(ctx, round); err != nil {
 			return Claim{}, nil, err
 		}
 	}

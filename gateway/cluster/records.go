@@ -224,7 +224,7 @@ func DecodeGrant(b []byte) (Grant, error) {
 			return fmt.Errorf("grant of %s to itself", g.To)
 		}
 		for _, l := range g.Links {
-			if len(l.Pattern) == 0 || (l.Grant != "" && l.Entry) {
+			if p := bytes.TrimSpace(l.Pattern); len(p) == 0 || p[0] != '{' || (l.Grant != "" && l.Entry) {
 				return fmt.Errorf("grant link %s", l.Pattern)
 			}
 			if l.Grant != "" {

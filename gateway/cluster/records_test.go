@@ -27,14 +27,30 @@ func TestKeys(t *testing.T) {
 
 func TestRecordsRoundTrip(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	g := Grant{ID: "g1", To: "agent", From: "human", At: at, Capabilities: []json.RawMessage{json.RawMessage(`{"kind":"chat"}`)}}
+	g := Grant{ID: "g1", To: "agent", From: "human", At: at, Capabilities: []json.RawMessage{json.RawMessage(`{"kind":"chat"}`)},
+		Session: true, Links: []GrantLink{{Pattern: json.RawMessage(`{"kind":"*"}`), Grant: "g0"}}}
 	b, err := Encode(g)
 	if err != nil {
 		t.Fatal(err)
 	}
 	g2, err := DecodeGrant(b)
-	if err != nil || g2.ID != g.ID || !g2.At.Equal(at) || string(g2.Capabilities[0]) != `{"kind":"chat"}` || !g2.Expires.IsZero() {
+	if err != nil || g2.ID != g.ID || !g2.At.Equal(at) || string(g2.Capabilities[0]) != `{"kind":"chat"}` || !g2.Expires.IsZero() ||
+		!g2.Session || len(g2.Links) != 1 || g2.Links[0].Grant != "g0" {
 		t.Fatalf("%+v %v", g2, err)
+	}
+	// A grant's provenance must hold together: one link per capability,
+	// not to itself, a link either a parent or the entry level.
+	for name, bad := range map[string]Grant{
+		"no links":     {ID: "g1", To: "agent", From: "human", Capabilities: g.Capabilities},
+		"to itself":    {ID: "g1", To: "human", From: "human", Capabilities: g.Capabilities, Links: g.Links},
+		"empty link":   {ID: "g1", To: "agent", From: "human", Capabilities: g.Capabilities, Links: []GrantLink{{}}},
+		"both":         {ID: "g1", To: "agent", From: "human", Capabilities: g.Capabilities, Links: []GrantLink{{Pattern: g.Links[0].Pattern, Grant: "g0", Entry: true}}},
+		"parent slash": {ID: "g1", To: "agent", From: "human", Capabilities: g.Capabilities, Links: []GrantLink{{Pattern: g.Links[0].Pattern, Grant: "a/b"}}},
+	} {
+		b, _ := Encode(bad)
+		if _, err := DecodeGrant(b); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 	inv := Invite{Participant: "guest", From: "human", TokenHash: make([]byte, 32)}
 	if b, err = Encode(inv); err != nil {

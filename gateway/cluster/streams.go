@@ -109,11 +109,11 @@ func StreamCounterKey() string { return "streams/next" }
 // each lost round means another node took a number meanwhile.
 const maxCounterRounds = 32
 
-// lostRound waits after a lost round of NextStreamNumber: a random while,
-// up to a millisecond doubled each round and at most 16 ms, so that nodes
-// taking numbers at once spread out. Without it, a node that has just won
-// reads again before the loser, and under load one node lost 32 rounds in
-// a row.
+// lostRound waits after a lost compare-and-swap round (NextStreamNumber,
+// ClaimFloor): a random while, up to a millisecond doubled each round and at
+// most 16 ms, so that nodes writing at once spread out and a lagging replica
+// catches up. Without it, a node that has just won reads again before the
+// loser, and under load one node lost 32 rounds in a row.
 func lostRound(ctx context.Context, round int) error {
 	t := time.NewTimer(rand.N(time.Millisecond << min(round, 4)))
 	defer t.Stop()
