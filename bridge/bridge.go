@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -66,6 +67,10 @@ type Server struct {
 	Dir string
 	// URL is a streamable HTTP MCP endpoint, used instead of Command.
 	URL string
+	// Headers are added to every HTTP request to URL, such as an
+	// Authorization header with a bearer token. Their values are never
+	// logged.
+	Headers http.Header
 }
 
 // Defaults of Options.
@@ -130,6 +135,9 @@ type Status struct {
 	// Server is the serverInfo of the running server, nil before the first
 	// start.
 	Server *mcp.Implementation
+	// Protocol is the MCP revision agreed on with the running server, ""
+	// before the first start.
+	Protocol string
 	// Tools, Resources, ResourceTemplates and Prompts count what the server
 	// listed.
 	Tools, Resources, ResourceTemplates, Prompts int
@@ -279,6 +287,7 @@ func (b *Bridge) statusLocked() Status {
 		ResourceTemplates: len(b.lists.templates),
 		Prompts:           len(b.lists.prompts),
 		Err:               b.lastErr,
+		Protocol:          b.lists.protocol,
 	}
 	if b.lists.info != nil {
 		info := *b.lists.info

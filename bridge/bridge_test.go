@@ -57,7 +57,7 @@ func TestBridgeForwardsToGoServer(t *testing.T) {
 		t.Fatalf("first page %s", raw)
 	}
 	raw, err = human.Request(ctx, "files", map[string]any{"method": "tools/list", "params": map[string]any{"cursor": page.NextCursor}})
-	if err != nil || !strings.Contains(string(raw), `"name":"coded"`) || strings.Contains(string(raw), `"name":"add"`) {
+	if err != nil || !strings.Contains(string(raw), `"name":"ask"`) || strings.Contains(string(raw), `"name":"add"`) {
 		t.Fatalf("second page %s, %v", raw, err)
 	}
 	// Discovery follows the pages too.

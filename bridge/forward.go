@@ -361,22 +361,20 @@ func (b *Bridge) send(ctx context.Context, r *run, method string, params json.Ra
 }
 
 // initializeAnswer answers a participant's initialize with what the server
-// said when the bridge initialized it, at the revision mcpver.Negotiate
-// agrees to with the participant (the bridge translates nothing between
-// revisions: the methods it forwards are the same in each it speaks).
+// said when the bridge connected to it (by initialize or server/discover),
+// at the revision mcpver.Negotiate agrees to with the participant: MCP in a
+// space is initialize-based, whatever revision the bridge speaks with the
+// server (the methods it forwards are the same in each).
 func initializeAnswer(cs *mcp.ClientSession, params json.RawMessage) any {
 	var in struct {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
 	_ = json.Unmarshal(params, &in)
-	ir := cs.InitializeResult()
-	out := mcp.InitializeResult{Capabilities: &mcp.ServerCapabilities{}, ProtocolVersion: mcpver.Latest}
-	if ir != nil {
+	out := mcp.InitializeResult{Capabilities: &mcp.ServerCapabilities{}}
+	if ir := cs.InitializeResult(); ir != nil {
 		out = *ir
 	}
-	if in.ProtocolVersion != "" {
-		out.ProtocolVersion = mcpver.Negotiate(in.ProtocolVersion)
-	}
+	out.ProtocolVersion = mcpver.Negotiate(in.ProtocolVersion)
 	return &out
 }
 

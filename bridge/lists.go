@@ -14,6 +14,7 @@ import (
 // lists is what the server listed, and who it is.
 type lists struct {
 	info      *mcp.Implementation
+	protocol  string // the MCP revision agreed on with the server
 	tools     []*mcp.Tool
 	resources []*mcp.Resource
 	templates []*mcp.ResourceTemplate

@@ -19,11 +19,11 @@ import (
 // (Over HTTP the SDK's connection must stay unwrapped, and results are the
 // SDK's re-encoding.)
 //
-// rawTransport also settles the protocol revision as package mcpver says:
-// the SDK refuses any revision it does not list, the reference's servers
-// answer "0.1.0", so the answer to initialize is rewritten to the revision
-// mew speaks with the server before the SDK reads it, and a revision mew
-// cannot speak is kept as the reason of the failure.
+// rawTransport also records the handshake (handshake.go) and settles the
+// revision of a pre-release server: the SDK refuses any revision it does
+// not list, the reference's servers answer "0.1.0", so the answer to
+// initialize is rewritten to the revision mew speaks with the server before
+// the SDK reads it.
 
 // rawSlotKey is the context key of a *rawSlot.
 type rawSlotKey struct{}
@@ -62,10 +62,11 @@ func (s *rawSlot) release() {
 	}
 }
 
-// rawTransport wraps a transport to fill the rawSlots of calls. It is
-// connected once.
+// rawTransport wraps a transport to fill the rawSlots of calls and to
+// record the handshake. It is connected once.
 type rawTransport struct {
 	mcp.Transport
+	hs   *handshake
 	conn *rawConn // set by Connect
 }
 
@@ -75,40 +76,26 @@ func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.conn = &rawConn{Connection: c, slots: map[jsonrpc.ID]*rawSlot{}}
+	t.conn = &rawConn{Connection: c, hs: t.hs, slots: map[jsonrpc.ID]*rawSlot{}, handshakes: map[jsonrpc.ID]string{}}
 	return t.conn, nil
-}
-
-// version returns the revision the server answered initialize with, and
-// why mew cannot speak it (nil when it can); "" before the answer, and
-// for a nil t (a server over HTTP).
-func (t *rawTransport) version() (string, error) {
-	if t == nil || t.conn == nil {
-		return "", nil
-	}
-	t.conn.mu.Lock()
-	defer t.conn.mu.Unlock()
-	return t.conn.answered, t.conn.versionErr
 }
 
 // rawConn is a connection that hands the results of calls to their slots.
 type rawConn struct {
 	mcp.Connection
+	hs         *handshake
 	mu         sync.Mutex
 	slots      map[jsonrpc.ID]*rawSlot
-	initID     jsonrpc.ID // of the initialize call, once sent
-	initSent   bool
-	answered   string // the revision the server answered
-	versionErr error  // why mew cannot speak it
+	handshakes map[jsonrpc.ID]string // the server/discover and initialize calls sent, by id
 }
 
-// Write notes the slot of a call, from the call's context, and the id of
-// the initialize call.
+// Write notes the slot of a call, from the call's context, and the ids of
+// the handshake's calls.
 func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
-		if req.Method == "initialize" {
+		if req.Method == methodInitialize || req.Method == methodDiscover {
 			c.mu.Lock()
-			c.initID, c.initSent = req.ID, true
+			c.handshakes[req.ID] = req.Method
 			c.mu.Unlock()
 		}
 		if s, ok := ctx.Value(rawSlotKey{}).(*rawSlot); ok {
@@ -123,19 +110,23 @@ func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return c.Connection.Write(ctx, msg)
 }
 
-// Read hands a successful result to its call's slot, and settles the
-// revision in the answer to initialize.
+// Read hands a successful result to its call's slot, records the answers
+// of the handshake, and settles the revision in the answer to initialize.
 func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
 		c.mu.Lock()
-		if c.initSent && resp.ID == c.initID && resp.Error == nil {
-			c.initSent = false
-			resp.Result = c.settleVersion(resp.Result)
-		}
+		method := c.handshakes[resp.ID]
+		delete(c.handshakes, resp.ID)
 		s := c.slots[resp.ID]
 		delete(c.slots, resp.ID)
 		c.mu.Unlock()
+		if method != "" {
+			c.hs.saw(method, resp)
+			if method == methodInitialize && resp.Error == nil {
+				resp.Result = settleVersion(resp.Result)
+			}
+		}
 		if s != nil && resp.Error == nil && len(resp.Result) > 0 {
 			s.mu.Lock()
 			s.result = append(json.RawMessage(nil), resp.Result...)
@@ -147,22 +138,19 @@ func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 // settleVersion returns the result of initialize with its protocolVersion
-// replaced by the revision mew speaks with the server (mcpver.Accept),
-// noting the server's own. When mew cannot speak it, or the result is not
-// an object, the result is returned as it is (the SDK refuses it) and the
-// reason is kept. c.mu is held.
-func (c *rawConn) settleVersion(result json.RawMessage) json.RawMessage {
+// replaced by the revision mew speaks with the server (mcpver.Accept) when
+// that differs: a pre-release server's label becomes mcpver.Oldest, which
+// the SDK accepts. A revision mew cannot speak is left as it is, for the
+// handshake's verdict to refuse.
+func settleVersion(result json.RawMessage) json.RawMessage {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(result, &members); err != nil {
 		return result
 	}
-	_ = json.Unmarshal(members["protocolVersion"], &c.answered)
-	speak, err := mcpver.Accept(c.answered)
-	if err != nil {
-		c.versionErr = err
-		return result
-	}
-	if speak == c.answered {
+	var answered string
+	_ = json.Unmarshal(members["protocolVersion"], &answered)
+	speak, err := mcpver.Accept(answered)
+	if err != nil || speak == answered {
 		return result
 	}
 	members["protocolVersion"], _ = json.Marshal(speak)

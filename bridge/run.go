@@ -106,10 +106,13 @@ func (b *Bridge) start(ctx context.Context) (*run, error) {
 	ictx, cancel := context.WithTimeout(ctx, b.opts.InitTimeout)
 	defer cancel()
 	r := &run{ended: make(chan struct{}), started: time.Now()}
+	hs := &handshake{}
 	var transport mcp.Transport
-	var raw *rawTransport // for a command
+	var watch *watchTransport // for a URL
 	if u := b.opts.Server.URL; u != "" {
 		r.http = newHTTPClient()
+		watch = &watchTransport{base: r.http.Transport, headers: b.opts.Server.Headers, hs: hs}
+		r.http.Transport = watch
 		transport = &mcp.StreamableClientTransport{Endpoint: u, HTTPClient: r.http}
 	} else {
 		proc, err := startProcess(b.opts.Server, b.log)
@@ -117,25 +120,35 @@ func (b *Bridge) start(ctx context.Context) (*run, error) {
 			return nil, err
 		}
 		r.proc = proc
-		raw = &rawTransport{Transport: &mcp.IOTransport{Reader: proc.stdout, Writer: proc.stdin}}
-		transport = raw
+		transport = &rawTransport{Transport: &mcp.IOTransport{Reader: proc.stdout, Writer: proc.stdin}, hs: hs}
 	}
-	// mew offers its newest revision; the server answers the one it
-	// speaks, which rawTransport settles (package mcpver).
+	// mew offers its newest revision: server/discover first, then
+	// initialize; the handshake's verdict applies package mcpver to what the
+	// server answered.
 	cs, err := b.client.Connect(ictx, transport, &mcp.ClientSessionOptions{ProtocolVersion: mcpver.Latest})
-	if err != nil {
-		if _, verr := raw.version(); verr != nil {
-			err = verr
+	if watch != nil {
+		watch.stopWatching()
+	}
+	agreed := ""
+	if err == nil && cs.InitializeResult() != nil {
+		agreed = cs.InitializeResult().ProtocolVersion
+	}
+	if verr := hs.verdict(err, agreed); verr != nil {
+		if cs != nil {
+			_ = cs.Close()
 		}
-		err = b.startError(ictx, r, "initializing", err)
+		err = b.startError(ictx, r, "initializing", verr)
 		r.stop()
 		return nil, err
 	}
-	if answered, _ := raw.version(); answered != "" && cs.InitializeResult() != nil && answered != cs.InitializeResult().ProtocolVersion {
-		b.log.Info("the MCP server answered an older protocol revision; speaking the oldest mew knows", "answered", answered, "speaking", cs.InitializeResult().ProtocolVersion)
+	hs.mu.Lock()
+	answered := hs.answered
+	hs.mu.Unlock()
+	if answered != "" && answered != agreed {
+		b.log.Info("the MCP server answered an older protocol revision; speaking the oldest mew knows", "answered", answered, "speaking", agreed)
 	}
 	r.session = cs
-	var l lists
+	l := lists{protocol: agreed}
 	if ir := cs.InitializeResult(); ir != nil && ir.ServerInfo != nil {
 		info := *ir.ServerInfo
 		l.info = &info

@@ -85,7 +85,7 @@ func (b *Bridge) install(r *run, restarted bool) {
 	if r.lists.info != nil {
 		name = r.lists.info.Name + " " + r.lists.info.Version
 	}
-	b.log.Info("MCP server ready", "server", name, "tools", len(r.lists.tools), "resources", len(r.lists.resources),
+	b.log.Info("MCP server ready", "server", name, "protocol", r.lists.protocol, "tools", len(r.lists.tools), "resources", len(r.lists.resources),
 		"resource_templates", len(r.lists.templates), "prompts", len(r.lists.prompts), "restarted", restarted)
 	if restarted {
 		b.announce(b.reqCtx, differs(&old, &r.lists))
@@ -217,7 +217,8 @@ func (b *Bridge) giveUp(ctx context.Context, why string, failures int) {
 // reportState broadcasts a participant/status with the bridge's state,
 // when the participant may send it. Besides the telemetry every status
 // carries, it holds mcp_server (the server's name), tools, resources,
-// prompts, restarts and, after a failure, error.
+// prompts, restarts, mcp_protocol (the revision agreed on) and, after a
+// failure, error.
 func (b *Bridge) reportState(ctx context.Context) {
 	st := b.Status()
 	payload := protocol.Status{Status: string(st.State), Extra: map[string]json.RawMessage{}}
@@ -228,6 +229,9 @@ func (b *Bridge) reportState(ctx context.Context) {
 	}
 	if st.Server != nil {
 		put("mcp_server", st.Server.Name)
+	}
+	if st.Protocol != "" {
+		put("mcp_protocol", st.Protocol)
 	}
 	put("tools", st.Tools)
 	put("resources", st.Resources)

@@ -14,6 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mew-protocol/mew/internal/mcptest"
+	"github.com/mew-protocol/mew/internal/mcpver"
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/llm"
 	"github.com/mew-protocol/mew/toolsagent"
@@ -292,4 +294,65 @@ func TestToolsAgentMCPStreamableHTTP(t *testing.T) {
 		t.Fatal("ServeStreamableHTTP did not return")
 	}
 	_ = session.Close()
+}
+
+// TestToolsAgentMCPRevisions: the tools agent agrees on every revision mew
+// speaks (and the right one for those it does not), over stdio (the same
+// go-sdk connection as in memory) and over streamable HTTP, where
+// 2026-07-28 is served statelessly and the older revisions in sessions;
+// a call answers at each.
+func TestToolsAgentMCPRevisions(t *testing.T) {
+	tr := loadTravel(t, "")
+	srv := testutil.NewLLMServer(t)
+	srv.SetFallback(func(testutil.LLMRequest) testutil.LLMStep { return testutil.LLMStep{Text: "answered"} })
+	a := newAgent(t, tr.def, srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	t.Run("stdio", func(t *testing.T) {
+		mcptest.CheckRevisions(t, func(t *testing.T) mcp.Transport {
+			ct, st := mcp.NewInMemoryTransports()
+			sctx, stop := context.WithCancel(ctx)
+			served := make(chan error, 1)
+			go func() { served <- a.ServeMCP(sctx, st) }()
+			t.Cleanup(func() {
+				stop()
+				if err := <-served; err != nil {
+					t.Errorf("ServeMCP: %v", err)
+				}
+			})
+			return ct
+		}, "echo")
+	})
+	t.Run("http", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sctx, stop := context.WithCancel(ctx)
+		served := make(chan error, 1)
+		go func() { served <- a.ServeStreamableHTTP(sctx, l) }()
+		defer func() {
+			stop()
+			if err := <-served; err != nil {
+				t.Errorf("ServeStreamableHTTP: %v", err)
+			}
+		}()
+		endpoint := "http://" + l.Addr().String() + toolsagent.HTTPPath
+		mcptest.CheckRevisions(t, func(*testing.T) mcp.Transport {
+			return &mcp.StreamableClientTransport{Endpoint: endpoint}
+		}, "echo")
+		// A call at each end of the range.
+		for _, v := range []string{mcpver.Stateless, mcpver.Oldest} {
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctxFor(t, 10*time.Second),
+				&mcp.StreamableClientTransport{Endpoint: endpoint}, &mcp.ClientSessionOptions{ProtocolVersion: v})
+			if err != nil {
+				t.Fatalf("%s: %v", v, err)
+			}
+			res, err := cs.CallTool(ctxFor(t, 20*time.Second), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+			if err != nil || resultText(res) != "answered" {
+				t.Errorf("%s: call: %+v, %v", v, res, err)
+			}
+			_ = cs.Close()
+		}
+	})
 }

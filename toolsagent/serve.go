@@ -13,6 +13,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mew-protocol/mew/internal/mcpserve"
 )
 
 // MetaContextID is the _meta member of a tool result that names the call's
@@ -42,11 +44,11 @@ func (a *Agent) NewMCPServer() (*mcp.Server, error) {
 // newMCPServer is NewMCPServer whose calls also end with serve.
 func (a *Agent) newMCPServer(serve context.Context) (*mcp.Server, error) {
 	d := a.def
-	s := mcp.NewServer(&mcp.Implementation{Name: d.Name, Version: d.Version}, &mcp.ServerOptions{
+	s := mcp.NewServer(&mcp.Implementation{Name: d.Name, Version: d.Version}, mcpserve.Options(&mcp.ServerOptions{
 		Instructions: d.Description,
 		Logger:       a.log,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
-	})
+	}))
 	for _, t := range d.Tools {
 		schema, err := t.InputSchema()
 		if err != nil {
@@ -155,7 +157,7 @@ func (a *Agent) ServeStreamableHTTP(ctx context.Context, l net.Listener) error {
 		_ = l.Close()
 		return err
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{
+	h := mcpserve.Handler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{
 		Logger:         a.log,
 		SessionTimeout: 30 * time.Minute,
 	})

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mew-protocol/mew/internal/mcpserve"
 )
 
 // Limits of the filesystem server.
@@ -65,7 +67,7 @@ func Filesystem(dir string) (*mcp.Server, func() error, error) {
 	}
 	f := &fsys{dir: abs, root: root}
 	s := mcp.NewServer(&mcp.Implementation{Name: "mew-filesystem", Version: Version},
-		&mcp.ServerOptions{Instructions: "Files in " + abs + ": every path is inside it (relative paths are relative to it)."})
+		mcpserve.Options(&mcp.ServerOptions{Instructions: "Files in " + abs + ": every path is inside it (relative paths are relative to it)."}))
 	read := func(_ context.Context, _ *mcp.CallToolRequest, in pathIn) (*mcp.CallToolResult, any, error) {
 		return f.read(in.Path)
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
+
+	"github.com/mew-protocol/mew/internal/mcptest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -251,4 +253,29 @@ func TestFilesystemHidesPrivateState(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, ".mew", "tokens", "agent.token")); err == nil {
 		t.Error("a token file was written")
 	}
+}
+
+// TestRevisions: the calculator and the filesystem agree on every revision
+// mew speaks, and on the right one for revisions it does not.
+func TestRevisions(t *testing.T) {
+	inMemory := func(s *mcp.Server) func(t *testing.T) mcp.Transport {
+		return func(t *testing.T) mcp.Transport {
+			ct, st := mcp.NewInMemoryTransports()
+			ss, err := s.Connect(context.Background(), st, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = ss.Close() })
+			return ct
+		}
+	}
+	t.Run("calculator", func(t *testing.T) { mcptest.CheckRevisions(t, inMemory(Calculator()), "add") })
+	t.Run("filesystem", func(t *testing.T) {
+		fs, closeRoot, err := Filesystem(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeRoot()
+		mcptest.CheckRevisions(t, inMemory(fs), "read_text_file")
+	})
 }

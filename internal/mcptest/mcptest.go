@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +24,9 @@ const (
 	// EnvLifetime, a Go duration, makes a normal server exit with status 2
 	// after that long.
 	EnvLifetime = "MEW_TESTSERVER_LIFETIME"
+	// EnvRevisions, a comma-separated list, narrows the MCP revisions the
+	// server speaks (NewFor).
+	EnvRevisions = "MEW_TESTSERVER_REVISIONS"
 )
 
 // Name is the server's name in its serverInfo.
@@ -33,7 +37,7 @@ const CodedError = -31999
 
 // ToolNames are the tools the server starts with, in the order it lists
 // them (by name).
-var ToolNames = []string{"add", "add_tool", "coded", "crash", "cwd", "echo", "env", "fail", "garble", "pid", "slow", "stderr"}
+var ToolNames = []string{"add", "add_tool", "ask", "ask_url", "coded", "crash", "cwd", "echo", "env", "fail", "garble", "pid", "slow", "stderr"}
 
 // Main runs the server that the environment asks for (EnvMode) on the
 // process's standard input and output and returns the exit status.
@@ -58,7 +62,11 @@ func Main() int {
 	}
 	var mu sync.Mutex // stdout is shared by the SDK and the garble tool
 	out := &lockedWriter{mu: &mu, w: os.Stdout}
-	s := New(out)
+	var revisions []string
+	if v := os.Getenv(EnvRevisions); v != "" {
+		revisions = strings.Split(v, ",")
+	}
+	s := NewFor(out, revisions...)
 	if err := s.Run(context.Background(), &mcp.IOTransport{Reader: os.Stdin, Writer: out}); err != nil {
 		fmt.Fprintln(os.Stderr, "mcptest:", err)
 		return 1
@@ -105,8 +113,13 @@ type empty struct{}
 
 // New returns the server. stdout, when not nil, is what the garble tool
 // writes its garbage to (the server's output).
-func New(stdout io.Writer) *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: Name, Version: "1.0.0"}, &mcp.ServerOptions{PageSize: 2})
+func New(stdout io.Writer) *mcp.Server { return NewFor(stdout) }
+
+// NewFor is New speaking only the given MCP revisions (none: every one
+// the go-sdk speaks).
+func NewFor(stdout io.Writer, revisions ...string) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: Name, Version: "1.0.0"}, &mcp.ServerOptions{PageSize: 2, SupportedProtocolVersions: revisions})
+	addElicitingTools(s)
 	text := func(s string) *mcp.CallToolResult {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 	}
