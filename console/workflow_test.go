@@ -198,3 +198,70 @@ func TestSpaceWork(t *testing.T) {
 	p.wait("resumed", `document.querySelector(`+jsString(row)+`).textContent.includes("active")`)
 	waitFor(t, "the agent to resume", func() bool { return !thinker.Participant().Paused() })
 }
+
+// defaultsSpace is webSpace where you address plain text to the helper by
+// default, and the helper may ask anyone anything.
+const defaultsSpace = `
+space: {id: web}
+participants:
+  you:
+    tokens: [you-token]
+    capabilities: [{kind: "*"}]
+    default_to: {chat: [helper]}
+  helper:
+    tokens: [helper-token]
+    capabilities: [{kind: chat}, {kind: mcp/request}]
+`
+
+// TestConsoleAnswersAndDefaults: the console answers an agent's tools/list
+// at once (an empty list), refuses other methods with an error rather than
+// silence, sends plain text to the space's default_to, and sends nothing
+// for a line that starts with { but is not JSON.
+func TestConsoleAnswersAndDefaults(t *testing.T) {
+	g := testutil.StartGateway(t, defaultsSpace, gateway.Options{NoAudit: true})
+	helper := testutil.JoinParticipant(t, g, "helper-token", participant.Options{})
+	p := openAs(t, g, "you-token", 2)
+
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	res, err := helper.RequestDirect(ctx, "you", map[string]any{"method": "tools/list", "params": map[string]any{}})
+	if err != nil {
+		t.Fatalf("tools/list to the console: %v", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("the console answered tools/list after %v", took)
+	}
+	var list struct {
+		Tools []any `json:"tools"`
+	}
+	if err := json.Unmarshal(res, &list); err != nil || list.Tools == nil || len(list.Tools) != 0 {
+		t.Errorf("the console's tools/list: %s (%v)", res, err)
+	}
+	if _, err := helper.RequestDirect(ctx, "you", map[string]any{"method": "resources/list"}); err == nil || !strings.Contains(err.Error(), "serves no") {
+		t.Errorf("another method: %v, want the console's refusal", err)
+	}
+
+	chats := make(chan *protocol.Envelope, 8)
+	helper.Client().OnKind(protocol.KindChat, func(env *protocol.Envelope) {
+		if env.From == "you" {
+			chats <- env
+		}
+	})
+	p.do("send a line with no @", chromedp.SendKeys(chromedp.CSS("#compose-input"), "hello there"+kb.Enter))
+	select {
+	case env := <-chats:
+		if len(env.To) != 1 || env.To[0] != "helper" {
+			t.Errorf("plain text went to %v, want the space's default_to [helper]", env.To)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the chat never arrived")
+	}
+	p.do("send malformed JSON", chromedp.SendKeys(chromedp.CSS("#compose-input"), `{"kind":"chat",`+kb.Enter))
+	p.wait("the error under the input", `document.querySelector("#compose-error")?.textContent.includes("not JSON") && document.querySelector("#compose-input").value.startsWith("{")`)
+	select {
+	case env := <-chats:
+		t.Errorf("malformed JSON was sent: %s", env.Payload)
+	case <-time.After(500 * time.Millisecond):
+	}
+}

@@ -41,6 +41,7 @@ func (srv *Server) consoleRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /console/session", srv.consoleExchange)
 	mux.HandleFunc("DELETE /console/session", srv.consoleLogout)
 	mux.HandleFunc("GET /console/grants", srv.consoleGrants)
+	mux.HandleFunc("GET /console/me", srv.consoleMe)
 	mux.HandleFunc("GET /console/lineage/{envelope}", srv.consoleLineage)
 }
 
@@ -186,6 +187,33 @@ func (srv *Server) joinLookup(cred, spaceID string) (*liveSpace, *member) {
 		kinds = append(kinds, credSession)
 	}
 	return srv.creds.resolve(cred, spaceID, srv.now(), kinds...)
+}
+
+// consoleMe is GET /console/me: who the page is and the space's routing
+// defaults for it (default_to per kind: the participant's own in space.yaml,
+// else the space's), so that the console addresses plain text as the
+// terminal clients do.
+func (srv *Server) consoleMe(w http.ResponseWriter, r *http.Request) {
+	sp, m := srv.joinLookup(bearer(r), spaceParam(r))
+	if m == nil {
+		srv.metrics.refusals.WithLabelValues(ErrorUnauthorized).Inc()
+		writeJSON(w, http.StatusUnauthorized, errorBody{Error: ErrorUnauthorized, Message: "a token or a console session is needed (Authorization: Bearer)"})
+		return
+	}
+	defaults := map[string][]string{}
+	for kind, to := range sp.cfg.Defaults.DefaultTo {
+		defaults[kind] = to
+	}
+	if m.cfg != nil {
+		for kind, to := range m.cfg.DefaultTo {
+			defaults[kind] = to
+		}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Space       string              `json:"space"`
+		Participant string              `json:"participant"`
+		DefaultTo   map[string][]string `json:"default_to"`
+	}{sp.id, m.name, defaults})
 }
 
 // consoleGrants is GET /participants/{id}/grants for the page, which holds

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/internal/testutil"
 )
 
 // consoleCall makes one request with the console's headers (the custom
@@ -287,5 +289,45 @@ func TestConsoleOtherSpace(t *testing.T) {
 		t.Errorf("the session in its own space: %s", kind)
 	} else {
 		_ = c.Close(websocket.StatusNormalClosure, "")
+	}
+}
+
+// TestConsoleMe: GET /console/me tells the page who it is and the routing
+// defaults for it (its own default_to over the space's), with a token or a
+// session; without either, or with another space's, nothing.
+func TestConsoleMe(t *testing.T) {
+	const meSpace = `
+space: {id: me}
+participants:
+  you:
+    tokens: [you-token]
+    capabilities: [{kind: "*"}]
+    default_to: {chat: [helper]}
+  other:
+    tokens: [other-token]
+    capabilities: [{kind: chat}]
+defaults:
+  routing:
+    default_to: {chat: [everyone-bot], "mcp/proposal": [you]}
+`
+	g := testutil.StartGateway(t, meSpace, gateway.Options{NoAudit: true})
+	st, m := consoleCall(t, http.MethodGet, g.URL+"/console/me", "you-token", "", nil)
+	dt, _ := m["default_to"].(map[string]any)
+	if st != http.StatusOK || m["participant"] != "you" || fmt.Sprint(dt["chat"]) != "[helper]" || fmt.Sprint(dt["mcp/proposal"]) != "[you]" {
+		t.Errorf("you: %d %v", st, m)
+	}
+	_, sess := exchange(t, g.URL, link(t, g.URL, "other-token", ""))
+	st, m = consoleCall(t, http.MethodGet, g.URL+"/console/me", sess["session"].(string), "", nil)
+	dt, _ = m["default_to"].(map[string]any)
+	if st != http.StatusOK || m["participant"] != "other" || fmt.Sprint(dt["chat"]) != "[everyone-bot]" {
+		t.Errorf("other: %d %v", st, m)
+	}
+	for _, cred := range []string{"", "nope", "mcs_forged"} {
+		if st, _ := consoleCall(t, http.MethodGet, g.URL+"/console/me", cred, "", nil); st != http.StatusUnauthorized {
+			t.Errorf("credential %q: %d", cred, st)
+		}
+	}
+	if st, _ := consoleCall(t, http.MethodGet, g.URL+"/console/me?space=elsewhere", "you-token", "", nil); st != http.StatusUnauthorized {
+		t.Errorf("another space: %d", st)
 	}
 }

@@ -121,6 +121,7 @@ function onState(state, reason) {
 function onEnvelope(env) {
   if (env.kind === "system/welcome") return welcome(env);
   if (!st.add(env)) return;
+  answerMCP(env);
   track(env);
   const el = render(env);
   if (el) {
@@ -135,6 +136,21 @@ function onEnvelope(env) {
     if (atEnd) stream.scrollTop = stream.scrollHeight;
   }
   approvals.observe(env);
+}
+
+// answerMCP answers the MCP requests addressed to this page at once, as
+// every participant of ours does: it offers no tools (an empty list is an
+// answer, so an agent's discovery does not wait for a silent peer), answers
+// ping, and refuses other methods; notifications need no answer.
+function answerMCP(env) {
+  if (env.kind !== "mcp/request" || env.from === st.me || !(env.to || []).includes(st.me)) return;
+  const p = env.payload || {};
+  if (p.id === undefined || p.id === null || typeof p.method !== "string") return;
+  const reply = { jsonrpc: "2.0", id: p.id };
+  if (p.method === "tools/list") reply.result = { tools: [] };
+  else if (p.method === "ping") reply.result = {};
+  else reply.error = { code: -32601, message: "the web console serves no " + short(p.method, 60) };
+  conn.send({ kind: "mcp/response", to: [env.from], correlation_id: [env.id], payload: reply });
 }
 
 function welcome(env) {
@@ -156,6 +172,7 @@ function welcome(env) {
   drawParticipants();
   refreshGrants();
   drawStreams();
+  conn.api("GET", "/console/me").then((b) => { st.defaultTo = b?.default_to || {}; }).catch(() => {});
 }
 
 function upsert(id, fields) {
@@ -367,15 +384,34 @@ function sendLine() {
   input.value = "";
   $("#complete").hidden = true;
   if (line.startsWith("{")) {
-    try {
-      const env = JSON.parse(line);
-      if (env && typeof env.kind === "string") { conn.send(env); return; }
-    } catch { /* fall through: send it as text */ }
+    // A line that looks like an envelope is sent as one, or not at all:
+    // malformed JSON is the person's mistake to see, not a chat to send.
+    let env;
+    try { env = JSON.parse(line); } catch (e) { composeError("not sent: the line starts with { but is not JSON (" + short(String(e.message || e), 80) + ")", line); return; }
+    if (env && typeof env === "object" && typeof env.kind === "string") { conn.send(env); return; }
+    composeError("not sent: an envelope needs a kind", line);
+    return;
   }
   const to = [];
   let text = line;
   for (let m; (m = /^@([A-Za-z0-9_.:-]+)\s*/.exec(text)); text = text.slice(m[0].length)) to.push(m[1]);
+  // No @mention: the space's default recipients for chat, as the terminal
+  // clients use them (GET /console/me).
+  if (!to.length && Array.isArray(st.defaultTo?.chat)) to.push(...st.defaultTo.chat);
   conn.send({ kind: "chat", to, payload: { text } });
+}
+
+// composeError shows why a line was not sent and gives it back to edit.
+function composeError(msg, line) {
+  const input = $("#compose-input");
+  input.value = line;
+  let el = $("#compose-error");
+  if (!el) {
+    el = h("p", { id: "compose-error", class: "error" });
+    input.parentElement.append(el);
+  }
+  el.textContent = msg;
+  setTimeout(() => { if (el.textContent === msg) el.textContent = ""; }, 6000);
 }
 
 function complete() {

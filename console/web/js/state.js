@@ -13,6 +13,7 @@ export class State {
     this.tools = new Map(); // participant -> tool names, from tools/list answers
     this.streams = new Map(); // stream id -> {id, owner, opened, frames, bytes, last, closed}
     this.traffic = []; // {t, from, to[]} of the last minute
+    this.defaultTo = {}; // kind -> default recipients (GET /console/me)
   }
 
   add(env) {
