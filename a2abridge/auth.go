@@ -59,8 +59,6 @@ func (a Auth) check() error {
 	return nil
 }
 
-func (a Auth) empty() bool { return a.Bearer == "" && a.APIKey == "" && a.ClientID == "" }
-
 // credential adds one credential to a request.
 type credential func(ctx context.Context, r *http.Request) error
 
@@ -303,13 +301,13 @@ func clientCredentialsFlow(raw json.RawMessage) (*oauthFlow, error) {
 // tokenSource gets and keeps an OAuth 2.0 access token by the client
 // credentials grant (RFC 6749 section 4.4).
 type tokenSource struct {
-	hc                     *http.Client
-	tokenURL               string
-	id, secret             string
-	scopes                 []string
-	mu                     sync.Mutex // held while a token is fetched: one fetch at a time
-	token                  string
-	expiry                 time.Time
+	hc         *http.Client
+	tokenURL   string
+	id, secret string
+	scopes     []string
+	mu         sync.Mutex // held while a token is fetched: one fetch at a time
+	token      string
+	expiry     time.Time
 }
 
 func newTokenSource(hc *http.Client, tokenURL, id, secret string, scopes []string) (*tokenSource, error) {

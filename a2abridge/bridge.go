@@ -117,7 +117,7 @@ type Bridge struct {
 	ready chan struct{}
 
 	// Set by Run before the participant joins; read-only after.
-	card   *a2a.AgentCard
+	card *a2a.AgentCard
 	rc   *a2a.Client
 
 	// Work started by handlers: goMu orders admissions against Run's
