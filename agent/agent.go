@@ -113,6 +113,9 @@ func New(opts Options) (*Agent, error) {
 	cfg := opts.Config.withDefaults()
 	popts := opts.Participant
 	popts.AutoDiscovery = true
+	if cfg.ProposalTimeout > 0 && popts.ProposalTimeout == 0 {
+		popts.ProposalTimeout = cfg.ProposalTimeout
+	}
 	if popts.ContextTokens == 0 {
 		popts.ContextTokens = cfg.ContextTokenLimit
 	}

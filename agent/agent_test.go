@@ -228,6 +228,42 @@ func TestProposalFallback(t *testing.T) {
 	}
 }
 
+// TestProposalTimedOutInWords: nobody decides the agent's proposal within
+// its ProposalTimeout (the reference's requestTimeout): the proposal is
+// withdrawn as timed out, and what the model reads, and so the person, is
+// words about a missing approval, not a deadline's error string.
+func TestProposalTimedOutInWords(t *testing.T) {
+	g := startGateway(t)
+	llmSrv := testutil.NewLLMServer(t)
+	llmSrv.Script(
+		testutil.LLMCall(testutil.LLMToolCall{Name: "calc_add", Arguments: `{"a":4,"b":5}`}),
+		testutil.LLMReply("Nobody approved the addition in time."),
+	)
+	human := join(t, g, "human")
+	join(t, g, "calc", addTool)
+	var cfg agent.Config
+	if err := cfg.MergeJSON([]byte(`{"requestTimeout":700}`)); err != nil {
+		t.Fatal(err)
+	}
+	startAgent(t, g, "proposer", openAI(t, llmSrv), cfg)
+	rec := record(t, human)
+	q := sendChat(t, human, "add 4 and 5", "proposer")
+	rec.wait(t, "the answer", answerTo("proposer", q))
+	w := rec.wait(t, "the withdrawal", func(e *protocol.Envelope) bool {
+		return e.Kind == protocol.KindMCPWithdraw && e.From == "proposer"
+	})
+	var wp protocol.Withdraw
+	if err := w.DecodePayload(&wp); err != nil || wp.Reason != protocol.ReasonTimeout {
+		t.Errorf("withdrawal %s", w.Payload)
+	}
+	reqs := llmSrv.Requests()
+	last := reqs[len(reqs)-1].Messages
+	m := last[len(last)-1]
+	if m.Role != "tool" || !strings.Contains(m.Content, "nobody approved or rejected it within 1s") || strings.Contains(m.Content, "deadline") {
+		t.Errorf("tool result given to the model: %+v", m)
+	}
+}
+
 // TestReasoningCancel: a reasoning/cancel during a slow model call stops the
 // answer and ends the reasoning.
 func TestReasoningCancel(t *testing.T) {

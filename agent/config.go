@@ -85,6 +85,11 @@ type Config struct {
 	// DiscoveryWait bounds the wait for tool discoveries under way before
 	// the model is asked (default 5 s; negative means no wait).
 	DiscoveryWait time.Duration
+	// ProposalTimeout is how long a proposal of the agent waits for a
+	// person to decide it (0: the participant's default, 10 min). The
+	// reference's requestTimeout (milliseconds) sets it: its templates
+	// raise it to an hour for human review.
+	ProposalTimeout time.Duration
 	// Prompts overrides the prompts of the phases of an answer.
 	Prompts Prompts
 	// ChatResponse tunes which chats the agent answers.
@@ -194,8 +199,15 @@ func (c Config) Validate() error {
 	if t := c.ChatResponse.ConfidenceThreshold; t < 0 || t > 1 {
 		return fmt.Errorf("agent: config: chatResponse.confidenceThreshold %v: want a number from 0 to 1", t)
 	}
+	if c.ProposalTimeout < 0 || c.ProposalTimeout > maxProposalTimeout {
+		return fmt.Errorf("agent: config: proposal timeout %v: want up to %v", c.ProposalTimeout, maxProposalTimeout)
+	}
 	return nil
 }
+
+// maxProposalTimeout bounds how long a proposal may wait for a person: a
+// week, past which a waiting run is more likely forgotten than reviewed.
+const maxProposalTimeout = 7 * 24 * time.Hour
 
 // Provider returns the model provider c selects: the offline one with
 // MockLLM, else as llm.FromEnv chooses with c's APIKey, BaseURL and Model
@@ -212,7 +224,8 @@ func (c Config) Provider(getenv func(string) string) (llm.Provider, error) {
 }
 
 // jsonConfig is Config as the reference spells it. The members it only
-// accepts (logLevel, requestTimeout, ...) are read and ignored.
+// accepts (logLevel, ...) are read and ignored; requestTimeout sets
+// ProposalTimeout.
 type jsonConfig struct {
 	Name                      *string          `json:"name"`
 	SystemPrompt              *string          `json:"systemPrompt"`
@@ -234,7 +247,7 @@ type jsonConfig struct {
 	FloorControl              *jsonFloor       `json:"floorControl"`
 
 	LogLevel       json.RawMessage `json:"logLevel"`
-	RequestTimeout json.RawMessage `json:"requestTimeout"`
+	RequestTimeout *int64          `json:"requestTimeout"` // milliseconds
 }
 
 type jsonQueue struct {
@@ -315,6 +328,9 @@ func (j *jsonConfig) apply(c *Config) {
 		if *ms == 0 {
 			c.DiscoveryWait = -1
 		}
+	}
+	if ms := j.RequestTimeout; ms != nil && *ms > 0 {
+		c.ProposalTimeout = time.Duration(min(*ms, int64(maxProposalTimeout/time.Millisecond))) * time.Millisecond
 	}
 	if q := j.MessageQueue; q != nil {
 		setInt(&c.QueueSize, q.MaxQueueSize)

@@ -17,13 +17,13 @@ func TestConfigMergeJSON(t *testing.T) {
 	err := c.MergeJSON([]byte(`{"model":"m","autoRespond":true,"maxIterations":100,"conversationHistoryLength":0,
 		"messageQueue":{"maxQueueSize":2,"dropStrategy":"oldest"},"apiKey":"k","logLevel":"debug","unknownKey":1,
 		"prompts":{"classify":"C {input}"},"chatResponse":{"respondToQuestions":false,"confidenceThreshold":0.7},
-		"discoveryWaitMs":0}`))
+		"discoveryWaitMs":0,"requestTimeout":3600000}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	no := false
 	want := agent.Config{Name: "keep", Model: "m", ReasoningEnabled: true, AutoRespond: true, MaxIterations: 100,
-		HistoryLength: -1, QueueSize: 2, APIKey: "k", DiscoveryWait: -1, Prompts: agent.Prompts{Classify: "C {input}"},
+		HistoryLength: -1, QueueSize: 2, APIKey: "k", DiscoveryWait: -1, ProposalTimeout: time.Hour, Prompts: agent.Prompts{Classify: "C {input}"},
 		ChatResponse: agent.ChatResponse{RespondToQuestions: &no, ConfidenceThreshold: 0.7}}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got %+v\nwant %+v", c, want)
@@ -49,6 +49,7 @@ func TestConfigMergeJSONRefuses(t *testing.T) {
 		{`{"reasoningFormat":"poetry"}`, "reasoningFormat"},
 		{`{"name":"a"} {"name":"b"}`, "more than one"},
 		{`{"name":`, "unexpected EOF"},
+		{`{"requestTimeout":"1h"}`, "requestTimeout"},
 	} {
 		c := agent.Config{Name: "keep"}
 		err := c.MergeJSON([]byte(tc.in))

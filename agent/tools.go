@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/mew-protocol/mew/llm"
 	"github.com/mew-protocol/mew/participant"
@@ -96,8 +97,15 @@ func (a *Agent) callTool(ctx context.Context, pid, tool, reasoning string, args 
 	res, err := a.p.RequestWith(ctx, pid, payload, participant.RequestOptions{Context: reasoning})
 	if err != nil {
 		var rej *participant.RejectedError
-		if errors.As(err, &rej) && ctx.Err() == nil {
+		switch {
+		case ctx.Err() != nil:
+		case errors.As(err, &rej):
 			return "", fmt.Errorf("the call was proposed and %s", rej.Error())
+		case errors.Is(err, participant.ErrProposalTimedOut):
+			// Words for the person, not a deadline's error string: nobody
+			// said no, nobody was there to say yes.
+			return "", fmt.Errorf("the call of %s on %s needs someone's approval, and nobody approved or rejected it within %s, so the request was withdrawn; it can be asked again when someone is there to review it",
+				tool, pid, a.p.ProposalTimeout().Round(time.Second))
 		}
 		return "", err
 	}

@@ -19,8 +19,9 @@ import (
 type Options struct {
 	// Client configures the connection (gateway, space, token, reconnect...).
 	Client client.Options
-	// RequestTimeout bounds Request when its context has no deadline
-	// (default 30 s).
+	// RequestTimeout bounds a direct request when its context has no
+	// deadline (default 30 s). A proposal waits ProposalTimeout instead:
+	// people take longer than tools.
 	RequestTimeout time.Duration
 	// Logger receives diagnostics; nil means the client's logger, else none.
 	Logger *slog.Logger
@@ -39,9 +40,12 @@ type Options struct {
 	ContextTokens int
 	SoftLimit     float64
 
-	// ProposalTimeout is how long another participant's proposal stays
-	// open when nobody decides it and its proposer does not withdraw it;
-	// then it has timed out and is no longer offered (default 10 min).
+	// ProposalTimeout is how long a proposal stays open for a person to
+	// decide (default 10 min): one of this participant's own, made by
+	// Request when its context has no deadline, is then withdrawn with
+	// reason "timeout" and fails with ErrProposalTimedOut; another
+	// participant's, when nobody decides it and its proposer does not
+	// withdraw it, has then timed out and is no longer offered.
 	ProposalTimeout time.Duration
 
 	// DelegatedMethods lists MCP methods that the participant would answer
@@ -94,6 +98,7 @@ type Participant struct {
 	controls  controlState
 	chats     chatBook
 	streams   streamBook
+	elicits   elicitBook
 }
 
 // New returns a participant; Connect connects it.
@@ -139,6 +144,7 @@ func New(opts Options) (*Participant, error) {
 	p.wireControls()
 	p.wireChat()
 	p.wireStreams()
+	p.wireElicitation()
 	return p, nil
 }
 
@@ -197,6 +203,10 @@ func (p *Participant) onWelcome(w *protocol.Welcome) {
 // Capabilities returns the participant's capabilities as the latest
 // welcome gave them.
 func (p *Participant) Capabilities() []json.RawMessage { return p.caps.Load().Patterns() }
+
+// ProposalTimeout is how long a proposal stays open for a person to decide
+// (Options.ProposalTimeout).
+func (p *Participant) ProposalTimeout() time.Duration { return p.opts.ProposalTimeout }
 
 // CanSend reports whether the participant's capabilities allow a broadcast
 // envelope (no to) of kind with payload (raw JSON, nil for none), as the

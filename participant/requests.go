@@ -41,6 +41,11 @@ var (
 	// to left the space (the gateway's system/presence leave) before
 	// answering; no answer will come.
 	ErrTargetLeft = errors.New("participant: target left the space")
+
+	// ErrProposalTimedOut: nobody decided a proposal of this participant
+	// within Options.ProposalTimeout (or its context's deadline); it was
+	// withdrawn with reason "timeout". It is not a rejection.
+	ErrProposalTimedOut = errors.New("participant: nobody decided the proposal in time")
 )
 
 // RPCError is a JSON-RPC error: the error member of an mcp/response. Request
@@ -488,8 +493,12 @@ func (p *Participant) Proposal(id string) (*Proposal, bool) {
 // gateway.
 func (p *Participant) roundTrip(ctx context.Context, kind string, to, correlation []string, envCtx string, body []byte, sent func()) (json.RawMessage, error) {
 	if _, ok := ctx.Deadline(); !ok {
+		wait := p.opts.RequestTimeout
+		if kind == protocol.KindMCPProposal {
+			wait = p.opts.ProposalTimeout
+		}
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.opts.RequestTimeout)
+		ctx, cancel = context.WithTimeout(ctx, wait)
 		defer cancel()
 	}
 	if err := ctx.Err(); err != nil {
@@ -540,6 +549,9 @@ func (p *Participant) roundTrip(ctx context.Context, kind string, to, correlatio
 		}
 		if c.proposal {
 			p.withdraw(context.WithoutCancel(ctx), env.ID, reason)
+			if reason == protocol.ReasonTimeout {
+				return nil, fmt.Errorf("participant: proposal %s to %v: %w (%w)", env.ID, to, ErrProposalTimedOut, ctx.Err())
+			}
 			return nil, fmt.Errorf("participant: proposal %s to %v not fulfilled: %w", env.ID, to, ctx.Err())
 		}
 		p.cancelRequest(context.WithoutCancel(ctx), env, reason)

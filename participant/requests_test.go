@@ -148,15 +148,36 @@ func TestProposalRejected(t *testing.T) {
 
 func TestProposalTimeoutAndCancelWithdraw(t *testing.T) {
 	_, _, human, joinAs := mcpCalcSpace(t, "")
-	agent := joinAs("agent", participant.Options{RequestTimeout: 300 * time.Millisecond})
+	// A person takes longer than a tool: a proposal waits ProposalTimeout,
+	// not the RequestTimeout of direct requests.
+	agent := joinAs("agent", participant.Options{RequestTimeout: 100 * time.Millisecond, ProposalTimeout: 1500 * time.Millisecond})
 	proposals := mcpProposals(human)
 	withdrawals := mcpWatch(human, protocol.KindMCPWithdraw)
 	ctx := mcpCtx(t)
 
-	// Options.RequestTimeout applies to a context without a deadline.
+	res0 := mcpRequestAsync(context.Background(), agent, "calc", mcpCall("add", map[string]any{"a": 2, "b": 2}))
+	pr0 := mcpNextProposal(t, proposals)
+	time.Sleep(600 * time.Millisecond) // the person reads it
+	if _, err := human.Fulfill(ctx, pr0); err != nil {
+		t.Fatalf("a proposal decided after 600 ms (RequestTimeout 100 ms): %v", err)
+	}
+	if o := mcpOutcomeOf(t, res0); o.err != nil {
+		t.Fatalf("the proposer's outcome: %v", o.err)
+	}
+
+	// Options.ProposalTimeout applies to a context without a deadline: the
+	// proposal is withdrawn as timed out, which is not a rejection.
+	start := time.Now()
 	_, err := agent.Request(context.Background(), "calc", mcpCall("add", map[string]any{"a": 1, "b": 1}))
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v, want a deadline error", err)
+	if !errors.Is(err, participant.ErrProposalTimedOut) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want ErrProposalTimedOut and a deadline error", err)
+	}
+	var rej *participant.RejectedError
+	if errors.As(err, &rej) {
+		t.Errorf("a timed-out proposal reads as a rejection: %v", err)
+	}
+	if d := time.Since(start); d < 1400*time.Millisecond {
+		t.Errorf("the proposal gave up after %v, before its ProposalTimeout", d)
 	}
 	pr := mcpNextProposal(t, proposals)
 	w := mcpWait(t, withdrawals, "the withdrawal", func(e *protocol.Envelope) bool { return e.CorrelatesWith(pr.ID()) })

@@ -127,7 +127,15 @@ type Defaults struct {
 	Capabilities []json.RawMessage
 	// DefaultTo is defaults.routing.default_to.
 	DefaultTo map[string][]string
+	// ProposalTimeout is defaults.proposal_timeout_ms: how long a proposal
+	// of the space's agents waits for a person to decide it (0: each
+	// agent's own, 10 minutes by default). `mew space up` hands it to the
+	// participants it starts as MEW_PROPOSAL_TIMEOUT.
+	ProposalTimeout time.Duration
 }
+
+// MaxProposalTimeout bounds defaults.proposal_timeout_ms: a week.
+const MaxProposalTimeout = 7 * 24 * time.Hour
 
 // Logging is the gateway_logging section: which audit logs the gateway
 // writes. Every switch defaults to true.

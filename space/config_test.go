@@ -595,3 +595,19 @@ func TestMewLayout(t *testing.T) {
 		t.Errorf("Resolve = %q, want %q", got, want)
 	}
 }
+
+// TestProposalTimeoutDefault: defaults.proposal_timeout_ms is read as a
+// duration, refused out of range or not a whole number, and handed by the
+// launcher to the participants it starts.
+func TestProposalTimeoutDefault(t *testing.T) {
+	cfg, err := Parse([]byte("space: {id: s}\nparticipants: {a: {tokens: [x]}}\ndefaults: {proposal_timeout_ms: 3600000}\n"), "/tmp/space.yaml")
+	if err != nil || cfg.Defaults.ProposalTimeout != time.Hour {
+		t.Fatalf("%v, %v", cfg.Defaults.ProposalTimeout, err)
+	}
+	for _, bad := range []string{"0", "-1", "1h", "999999999999", "[1]"} {
+		_, err := Parse([]byte("space: {id: s}\nparticipants: {a: {tokens: [x]}}\ndefaults: {proposal_timeout_ms: "+bad+"}\n"), "/tmp/space.yaml")
+		if err == nil || !strings.Contains(err.Error(), "defaults.proposal_timeout_ms") {
+			t.Errorf("proposal_timeout_ms: %s: %v", bad, err)
+		}
+	}
+}

@@ -107,6 +107,9 @@ func (l Launch) Participant(p *Participant, token string) (Process, bool, error)
 		"MEW_TOKEN="+token,
 		EnvName(p.ID)+"="+token,
 	)
+	if t := l.Config.Defaults.ProposalTimeout; t > 0 {
+		env = append(env, "MEW_PROPOSAL_TIMEOUT="+t.String())
+	}
 	proc := Process{
 		Name:    p.ID,
 		Env:     env,

@@ -474,6 +474,10 @@ func (p *parser) defaults(n *yaml.Node, key string, d *Defaults) error {
 		"routing": func(v *yaml.Node, k string) error {
 			return p.fields(v, k, map[string]field{"default_to": set(&d.DefaultTo, p.defaultTo)})
 		},
+		"proposal_timeout_ms": func(v *yaml.Node, k string) (err error) {
+			d.ProposalTimeout, err = p.milliseconds(v, k, 0, MaxProposalTimeout)
+			return err
+		},
 	})
 }
 

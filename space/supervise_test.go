@@ -181,6 +181,7 @@ participants:
     mcp_server: {command: mew, args: [mcp, calculator]}
   human: {}
   broken: {auto_start: true}
+defaults: {proposal_timeout_ms: 5400000}
 `), filepath.Join(dir, "space.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +196,7 @@ participants:
 		t.Errorf("agent process %+v", p)
 	}
 	env := strings.Join(p.Env, "\n")
-	for _, want := range []string{"GREETING=hi demo /home/u", "MEW_GATEWAY=ws://127.0.0.1:4242", "MEW_TOKEN=tok", "MEW_TOKEN_AGENT=tok", "MEW_PARTICIPANT_ID=agent"} {
+	for _, want := range []string{"GREETING=hi demo /home/u", "MEW_GATEWAY=ws://127.0.0.1:4242", "MEW_TOKEN=tok", "MEW_TOKEN_AGENT=tok", "MEW_PARTICIPANT_ID=agent", "MEW_PROPOSAL_TIMEOUT=1h30m0s"} {
 		if !strings.Contains(env, want) {
 			t.Errorf("env lacks %s:\n%s", want, env)
 		}

@@ -393,7 +393,11 @@ func (m *Model) observeEnv(env *protocol.Envelope) tea.Cmd {
 		for _, id := range env.CorrelationID {
 			if p := m.byID[id]; p != nil && !p.settled && p.from == env.From {
 				out := "withdrawn by " + m.who(env.From)
-				if w.Reason != "" {
+				switch {
+				case w.Reason == protocol.ReasonTimeout:
+					// Not a rejection: nobody was there to decide.
+					out = "timed out: nobody decided in time, so " + m.who(env.From) + " withdrew it"
+				case w.Reason != "":
 					out += ": " + termtext.Line(w.Reason)
 				}
 				m.settle(p, out)

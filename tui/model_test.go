@@ -373,6 +373,11 @@ func TestSettledElsewhere(t *testing.T) {
 	if h.m.dlg != nil {
 		t.Fatal("the proposer's withdrawal left the dialog open")
 	}
+	// A proposer that gave up waiting is not a rejection: the transcript
+	// says the proposal timed out.
+	if s := h.screen(); !strings.Contains(s, "timed out: nobody decided in time") {
+		t.Errorf("the screen after a timed-out proposal:\n%s", s)
+	}
 }
 
 func TestNotMineNoDialog(t *testing.T) {

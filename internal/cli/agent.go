@@ -20,11 +20,12 @@ import (
 
 // The environment `mew agent run` reads, besides llm's OPENAI_* variables.
 const (
-	envGateway       = "MEW_GATEWAY"
-	envSpace         = "MEW_SPACE"
-	envToken         = "MEW_TOKEN"
-	envParticipantID = "MEW_PARTICIPANT_ID"
-	envAgentConfig   = "MEW_AGENT_CONFIG"
+	envGateway         = "MEW_GATEWAY"
+	envSpace           = "MEW_SPACE"
+	envToken           = "MEW_TOKEN"
+	envParticipantID   = "MEW_PARTICIPANT_ID"
+	envAgentConfig     = "MEW_AGENT_CONFIG"
+	envProposalTimeout = "MEW_PROPOSAL_TIMEOUT"
 )
 
 func newAgentCmd(opts Options) *cobra.Command {
@@ -46,6 +47,7 @@ type agentFlags struct {
 	config                    string
 	model, baseURL            string
 	logLevel                  string
+	proposalTimeout           time.Duration
 }
 
 func newAgentRunCmd(opts Options) *cobra.Command {
@@ -82,6 +84,7 @@ See docs/agent.md for every key.`,
 	fl.StringVar(&f.baseURL, "base-url", "", "OpenAI-compatible API root, such as http://localhost:11434/v1 (or OPENAI_BASE_URL)")
 	fl.StringVar(&f.baseURL, "openai-url", "", "the same as --base-url")
 	fl.StringVarP(&f.logLevel, "log-level", "l", "info", "log level: debug, info, warn or error")
+	fl.DurationVar(&f.proposalTimeout, "proposal-timeout", 0, "how long a proposal of the agent waits for a person to decide it, up to 168h (default: the config's requestTimeout, else MEW_PROPOSAL_TIMEOUT, which mew space up sets from defaults.proposal_timeout_ms, else 10m)")
 	return cmd
 }
 
@@ -126,10 +129,25 @@ func resolveAgent(f agentFlags, getenv func(string) string) (agentSettings, erro
 			*v.dst = v.flag
 		}
 	}
+	// The space's default (MEW_PROPOSAL_TIMEOUT, from space up) yields to
+	// the agent's own configuration, and that to the flag.
+	if v := strings.TrimSpace(getenv(envProposalTimeout)); v != "" && s.cfg.ProposalTimeout == 0 {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return s, fmt.Errorf("%s: %q is not a positive duration such as 30m", envProposalTimeout, v)
+		}
+		s.cfg.ProposalTimeout = d
+	}
 	if js := getenv(envAgentConfig); strings.TrimSpace(js) != "" {
 		if err := s.cfg.MergeJSON([]byte(js)); err != nil {
 			return s, fmt.Errorf("%s: %w", envAgentConfig, err)
 		}
+	}
+	if f.proposalTimeout != 0 {
+		if f.proposalTimeout < 0 {
+			return s, fmt.Errorf("--proposal-timeout %v: want a positive duration", f.proposalTimeout)
+		}
+		s.cfg.ProposalTimeout = f.proposalTimeout
 	}
 	if f.model != "" {
 		s.cfg.Model = f.model

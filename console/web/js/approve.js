@@ -70,7 +70,7 @@ export class Approvals {
     let state = "";
     if (env.kind === "mcp/request") state = "approved by " + (env.from === this.st.me ? "you" : env.from);
     else if (env.kind === "mcp/reject") state = "rejected by " + (env.from === this.st.me ? "you" : env.from) + ": " + short(env.payload?.reason, 80);
-    else if (env.kind === "mcp/withdraw") state = "withdrawn";
+    else if (env.kind === "mcp/withdraw") state = env.payload?.reason === "timeout" ? "timed out: nobody decided in time, so " + env.from + " withdrew it" : "withdrawn" + (env.payload?.reason ? ": " + short(env.payload.reason, 80) : "");
     else if (env.kind === "capability/grant") state = "granted by " + (env.from === this.st.me ? "you" : env.from);
     if (!state) return;
     p.state = state;
