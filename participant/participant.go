@@ -98,7 +98,6 @@ type Participant struct {
 	controls  controlState
 	chats     chatBook
 	streams   streamBook
-	elicits   elicitBook
 }
 
 // New returns a participant; Connect connects it.
@@ -144,7 +143,6 @@ func New(opts Options) (*Participant, error) {
 	p.wireControls()
 	p.wireChat()
 	p.wireStreams()
-	p.wireElicitation()
 	return p, nil
 }
 
