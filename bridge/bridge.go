@@ -36,6 +36,12 @@ type Options struct {
 	// an error with CodeRequestTimeout (default 30 s).
 	RequestTimeout time.Duration
 
+	// ElicitationTimeout bounds how long the space has to answer a
+	// server's request for input (an elicitation) during a call; then the
+	// server is told "cancel". The call's RequestTimeout waits meanwhile,
+	// and starts afresh once the input is answered (default 10 min).
+	ElicitationTimeout time.Duration
+
 	// NoRestart leaves a server that died down: the bridge answers every
 	// request with CodeConnectionClosed until it is stopped.
 	NoRestart bool
@@ -182,6 +188,7 @@ type Bridge struct {
 	reqCtx   context.Context
 	reqStop  context.CancelFunc
 	inflight inflightTable
+	elicits  elicitTable
 
 	// wake carries list changes and suspicions from the MCP client's
 	// handlers and the request goroutines to the supervisor.
@@ -198,7 +205,7 @@ func New(opts Options) (*Bridge, error) {
 		return nil, errors.New("bridge: the server needs a Command or a URL")
 	case s.Command != "" && s.URL != "":
 		return nil, errors.New("bridge: the server has both a Command and a URL; give one")
-	case opts.InitTimeout < 0 || opts.RequestTimeout < 0 || opts.RestartDelay < 0:
+	case opts.InitTimeout < 0 || opts.RequestTimeout < 0 || opts.RestartDelay < 0 || opts.ElicitationTimeout < 0:
 		return nil, errors.New("bridge: timeouts and delays must not be negative")
 	case opts.MaxRestarts < 0:
 		return nil, errors.New("bridge: MaxRestarts must not be negative")
@@ -221,6 +228,9 @@ func New(opts Options) (*Bridge, error) {
 	}
 	if opts.RequestTimeout == 0 {
 		opts.RequestTimeout = defaultRequestTimeout
+	}
+	if opts.ElicitationTimeout == 0 {
+		opts.ElicitationTimeout = defaultElicitationTimeout
 	}
 	if opts.MaxRestarts == 0 {
 		opts.MaxRestarts = defaultMaxRestarts
@@ -386,12 +396,13 @@ func (b *Bridge) Run(ctx context.Context) error {
 	var lost atomic.Pointer[error]
 	removeReq := b.p.OnRequest(b.onRequest)
 	removeWithdraw := b.p.Client().OnKind(protocol.KindMCPWithdraw, b.onWithdraw)
+	removeElicit := b.p.Client().OnKind(protocol.KindElicitationResponse, b.onElicitationResponse)
 	removeWelcome := b.p.Client().OnWelcome(func(*protocol.Welcome) { b.goOwned(b.reportState) })
 	removeDisc := b.p.Client().OnFinal(func(err error) {
 		lost.CompareAndSwap(nil, &err)
 		stop()
 	})
-	defer func() { removeReq(); removeWithdraw(); removeWelcome(); removeDisc() }()
+	defer func() { removeReq(); removeWithdraw(); removeElicit(); removeWelcome(); removeDisc() }()
 
 	b.log.Info("joining the space", "gateway", redactURL(b.opts.Participant.Client.Gateway), "space", b.opts.Participant.Client.Space)
 	if err := b.p.Connect(ctx); err != nil {

@@ -55,8 +55,48 @@ var (
 
 // call is one request being forwarded.
 type call struct {
-	req    *participant.Request
-	cancel context.CancelCauseFunc
+	req     *participant.Request
+	cancel  context.CancelCauseFunc
+	started time.Time
+	// timer cancels the call when Options.RequestTimeout passes; it is
+	// stopped while an elicitation of the call waits for a person.
+	timer *time.Timer
+
+	mu     sync.Mutex
+	paused int                // elicitations waiting
+	sess   *mcp.ClientSession // the session it was sent on, once sent
+}
+
+// pause stops the call's timeout while a person answers.
+func (c *call) pause() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.paused == 0 {
+		c.timer.Stop()
+	}
+	c.paused++
+}
+
+// resume starts the call's timeout afresh, d, when no elicitation waits.
+func (c *call) resume(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.paused--
+	if c.paused == 0 {
+		c.timer.Reset(d)
+	}
+}
+
+func (c *call) session() *mcp.ClientSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sess
+}
+
+func (c *call) setSession(cs *mcp.ClientSession) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sess = cs
 }
 
 // inflightTable holds the requests being forwarded, by envelope id.
@@ -114,8 +154,10 @@ func (b *Bridge) onRequest(r *participant.Request) {
 		return
 	}
 	ctx, cancel := context.WithCancelCause(b.reqCtx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, b.opts.RequestTimeout)
-	c := &call{req: r, cancel: cancel}
+	c := &call{req: r, cancel: cancel, started: time.Now()}
+	c.timer = time.AfterFunc(b.opts.RequestTimeout, func() { cancel(context.DeadlineExceeded) })
+	cancelTimeout := func() { c.timer.Stop() }
+	ctx = context.WithValue(ctx, callKey{}, c)
 	if !b.inflight.add(c) {
 		cancelTimeout()
 		cancel(nil)
@@ -254,6 +296,9 @@ func (b *Bridge) forward(ctx context.Context, r *participant.Request) (any, *par
 	run, rpcErr := b.awaitRun(ctx)
 	if rpcErr != nil {
 		return nil, rpcErr
+	}
+	if c, ok := ctx.Value(callKey{}).(*call); ok {
+		c.setSession(run.session)
 	}
 	ctx, slot := withRawSlot(ctx)
 	defer slot.release()

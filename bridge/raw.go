@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"sync"
@@ -127,7 +128,7 @@ func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				resp.Result = settleVersion(resp.Result)
 			}
 		}
-		if s != nil && resp.Error == nil && len(resp.Result) > 0 {
+		if s != nil && resp.Error == nil && len(resp.Result) > 0 && !inputRequired(resp.Result) {
 			s.mu.Lock()
 			s.result = append(json.RawMessage(nil), resp.Result...)
 			s.conn = nil
@@ -135,6 +136,20 @@ func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 	}
 	return msg, err
+}
+
+// inputRequired reports whether a result is a 2026-07-28
+// InputRequiredResult: not the call's answer but a question, which the
+// go-sdk answers (elicit.go) before it calls again. The slot keeps the
+// answer of the call made again.
+func inputRequired(result json.RawMessage) bool {
+	if !bytes.Contains(result, []byte(`"input_required"`)) {
+		return false // the common case, without decoding
+	}
+	var r struct {
+		ResultType string `json:"resultType"`
+	}
+	return json.Unmarshal(result, &r) == nil && r.ResultType == "input_required"
 }
 
 // settleVersion returns the result of initialize with its protocolVersion

@@ -16,13 +16,16 @@ import (
 // that a request found unresponsive.
 const pingTimeout = 5 * time.Second
 
-// newClient returns the MCP client of the bridge. It declares no client
-// capabilities (no roots, sampling or elicitation) and follows the
-// server's list changes.
+// newClient returns the MCP client of the bridge. It declares elicitation
+// (forms and URLs), which the space answers (elicit.go), and no roots or
+// sampling, and follows the server's list changes.
 func (b *Bridge) newClient() *mcp.Client {
 	opts := &mcp.ClientOptions{
-		Logger:       b.log.With("component", "mcp-client"),
-		Capabilities: &mcp.ClientCapabilities{},
+		Logger: b.log.With("component", "mcp-client"),
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{
+			Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{},
+		}},
+		ElicitationHandler: b.elicit,
 		ToolListChangedHandler: func(_ context.Context, req *mcp.ToolListChangedRequest) {
 			b.listChanged(req.Session, bitTools)
 		},

@@ -98,6 +98,7 @@ type Participant struct {
 	controls  controlState
 	chats     chatBook
 	streams   streamBook
+	elicits   elicitBook
 }
 
 // New returns a participant; Connect connects it.
@@ -143,6 +144,7 @@ func New(opts Options) (*Participant, error) {
 	p.wireControls()
 	p.wireChat()
 	p.wireStreams()
+	p.wireElicitation()
 	return p, nil
 }
 
