@@ -466,6 +466,36 @@ type SecurityScheme struct {
 	MutualTLS     json.RawMessage         `json:"mtlsSecurityScheme,omitempty"`
 }
 
+// UnmarshalJSON reads a scheme in the specification's form, and in the
+// form @a2a-js/sdk 1.x publishes in its cards (ts-proto's encoding of the
+// oneof: {"scheme": {"$case": "httpAuthSecurityScheme", "value": {...}}}),
+// so that the official SDK's agents can be called.
+func (s *SecurityScheme) UnmarshalJSON(b []byte) error {
+	type plain SecurityScheme
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	var alt struct {
+		Scheme *struct {
+			Case  string          `json:"$case"`
+			Value json.RawMessage `json:"value"`
+		} `json:"scheme"`
+	}
+	none := p.APIKey == nil && p.HTTPAuth == nil && p.OAuth2 == nil && p.OpenIDConnect == nil && p.MutualTLS == nil
+	if none && json.Unmarshal(b, &alt) == nil && alt.Scheme != nil && alt.Scheme.Case != "" {
+		wrapped, err := json.Marshal(map[string]json.RawMessage{alt.Scheme.Case: alt.Scheme.Value})
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(wrapped, &p); err != nil {
+			return err
+		}
+	}
+	*s = SecurityScheme(p)
+	return nil
+}
+
 // APIKeySecurityScheme is an API key in a header, query parameter or
 // cookie (Location).
 type APIKeySecurityScheme struct {

@@ -290,10 +290,18 @@ func clientCredentialsFlow(raw json.RawMessage) (*oauthFlow, error) {
 	var s struct {
 		Flows struct {
 			ClientCredentials *oauthFlow `json:"clientCredentials"`
+			// The form of @a2a-js/sdk's cards (see a2a.SecurityScheme).
+			Flow *struct {
+				Case  string    `json:"$case"`
+				Value oauthFlow `json:"value"`
+			} `json:"flow"`
 		} `json:"flows"`
 	}
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, fmt.Errorf("the OAuth 2.0 scheme does not parse: %w", err)
+	}
+	if f := s.Flows.Flow; s.Flows.ClientCredentials == nil && f != nil && f.Case == "clientCredentials" {
+		return &f.Value, nil
 	}
 	return s.Flows.ClientCredentials, nil
 }

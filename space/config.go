@@ -86,7 +86,7 @@ type Participant struct {
 	// gives the defaults); empty but not nil for capabilities: [].
 	Capabilities []json.RawMessage
 
-	Type    string   // type: mcp-bridge, local, mew, ... (informational except mcp-bridge)
+	Type    string   // type: mcp-bridge, a2a-bridge, local, mew, ... (informational except the bridges)
 	Command string   // command: program to launch
 	Args    []string // args: its arguments, with ${PORT}, ${SPACE}, ${TOKEN} not yet substituted
 	Env     []EnvVar // env: in file order, ${VAR} not yet expanded
@@ -105,6 +105,12 @@ type Participant struct {
 
 	MCPServer    *MCPServer     // mcp_server: the MCP server a bridge participant runs
 	BridgeConfig map[string]any // bridge_config: kept as JSON-like values
+
+	// A2AURL is a2a_url: the remote A2A agent that a participant of type
+	// a2a-bridge joins to the space. A2AAnswerers is a2a_answerers: who
+	// besides the asker may answer the agent's questions.
+	A2AURL       string
+	A2AAnswerers []string
 }
 
 // EnvVar is one environment variable.

@@ -70,7 +70,8 @@ func (l Launch) Gateway() Process {
 
 // Participant returns the process that runs participant p with token, and
 // false when p is not started with the space: it needs auto_start, and a
-// command or (type mcp-bridge) an mcp_server. In the command, its args and
+// command, or (type mcp-bridge) an mcp_server, or (type a2a-bridge) an
+// a2a_url, which runs `mew bridge start --a2a-url`. In the command, its args and
 // the mcp_server's, ${PORT}, ${SPACE} and ${TOKEN} are replaced by the
 // gateway's port, the space id and p's token, and nothing else is (a shell
 // command keeps its own $VAR); env values are expanded fully: those three
@@ -146,6 +147,12 @@ func (l Launch) Participant(p *Participant, token string) (Process, bool, error)
 		if s.Cwd != "" {
 			proc.Args = append(proc.Args, "--mcp-cwd", l.Config.Resolve(arg(s.Cwd)))
 		}
+	case p.Type == TypeA2ABridge && p.A2AURL != "" && p.Command == "":
+		proc.Path = l.Executable
+		proc.Args = []string{"bridge", "start", "-g", l.GatewayURL(), "-s", l.Config.Space.ID, "-p", p.ID, "--a2a-url", p.A2AURL}
+		if len(p.A2AAnswerers) > 0 {
+			proc.Args = append(proc.Args, "--answerers", strings.Join(p.A2AAnswerers, ","))
+		}
 	case p.Command != "":
 		proc.Path = arg(p.Command)
 		if proc.Path == "mew" {
@@ -155,7 +162,7 @@ func (l Launch) Participant(p *Participant, token string) (Process, bool, error)
 			proc.Args = append(proc.Args, arg(a))
 		}
 	default:
-		return Process{}, false, fmt.Errorf("space: participant %s: auto_start without a command (or a type: mcp-bridge mcp_server)", p.ID)
+		return Process{}, false, fmt.Errorf("space: participant %s: auto_start without a command (or a type: mcp-bridge mcp_server, or a type: a2a-bridge a2a_url)", p.ID)
 	}
 	return proc, true, nil
 }

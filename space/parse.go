@@ -185,7 +185,7 @@ func (p *parser) participants(n *yaml.Node, key string, c *Config) error {
 }
 
 func (p *parser) participant(n *yaml.Node, key string, part *Participant, owners map[string]string) error {
-	return p.fields(n, key, map[string]field{
+	err := p.fields(n, key, map[string]field{
 		"tokens": func(v *yaml.Node, k string) (err error) {
 			part.Tokens, err = p.tokens(v, k, part.ID, owners)
 			return err
@@ -204,7 +204,13 @@ func (p *parser) participant(n *yaml.Node, key string, part *Participant, owners
 		"io":             set(&part.IO, p.str),
 		"mcp_server":     set(&part.MCPServer, p.mcpServer),
 		"bridge_config":  set(&part.BridgeConfig, p.loose),
+		"a2a_url":        set(&part.A2AURL, p.a2aURL),
+		"a2a_answerers":  set(&part.A2AAnswerers, p.participantIDs),
 	})
+	if err != nil {
+		return err
+	}
+	return p.checkA2A(n, key, part)
 }
 
 // field reads one member of a mapping: its value node and key path.

@@ -41,6 +41,7 @@ type bridgeFlags struct {
 	capabilities                         string
 	spaceConfig                          string
 	logLevel                             string
+	a2aURL, answerers                    string // a remote A2A agent instead of an MCP server (a2abridge.go)
 }
 
 func newBridgeStartCmd(opts Options) *cobra.Command {
@@ -65,13 +66,27 @@ A server that dies is restarted with backoff (--reconnect), at most
 --max-reconnects times in a row; the bridge then stays in the space and
 answers every request with an error. The server's standard error goes to the
 log on standard error. SIGINT or SIGTERM stops the server, leaves the space
-and exits with status 0.`,
+and exits with status 0.
+
+With --a2a-url (or a participant of type: a2a-bridge with an a2a_url), the
+bridge joins a remote A2A agent instead: its skills are tools, chats to it
+become its tasks, its questions are put to the asker. Credentials come from
+MEW_A2A_BEARER, MEW_A2A_API_KEY, MEW_A2A_CLIENT_ID and MEW_A2A_CLIENT_SECRET
+(see docs/a2a.md).`,
 		Example: `  mew bridge start -g ws://localhost:8080 -s demo -p files -t "$TOKEN" \
     -m npx --mcp-args -y,@modelcontextprotocol/server-filesystem,./data
-  mew bridge start -g ws://localhost:8080 -p files   # mcp_server from ./space.yaml`,
+  mew bridge start -g ws://localhost:8080 -p files   # mcp_server from ./space.yaml
+  MEW_A2A_BEARER=... mew bridge start -g ws://localhost:8080 -s demo -p helper -t "$TOKEN" \
+    --a2a-url https://agent.example.com/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash < 0 && len(args) > 0 {
 				return fmt.Errorf("unexpected argument %q (put the server's arguments after \"--\" or in --mcp-args)", args[0])
+			}
+			if f.a2aMode(opts.getenv()) {
+				if len(args) > 0 {
+					return fmt.Errorf("unexpected argument %q: an A2A agent takes no server arguments", args[0])
+				}
+				return runA2ABridge(cmd.Context(), cmd, f, opts.getenv())
 			}
 			bo, err := f.options(cmd, args, opts.getenv())
 			if err != nil {
@@ -97,6 +112,8 @@ and exits with status 0.`,
 	fl.StringVar(&f.capabilities, "capabilities", "", "accepted for compatibility: the gateway decides capabilities")
 	fl.StringVar(&f.spaceConfig, "space-config", "", "space configuration to read the participant's mcp_server from")
 	fl.StringVarP(&f.logLevel, "log-level", "l", "info", "log level: debug, info, warn or error")
+	fl.StringVar(&f.a2aURL, "a2a-url", "", "join the remote A2A agent at this URL instead of an MCP server (see docs/a2a.md)")
+	fl.StringVar(&f.answerers, "answerers", "", "with --a2a-url: participants besides the asker who may answer the agent's questions, comma-separated")
 	return cmd
 }
 
@@ -190,16 +207,7 @@ func expandSpaceEnv(s string, getenv func(string) string) string {
 func (f *bridgeFlags) options(cmd *cobra.Command, args []string, getenv func(string) string) (bridge.Options, error) {
 	var bo bridge.Options
 	changed := cmd.Flags().Changed
-	// What `mew space up` gives its processes, so that no token is on a
-	// command line.
-	for _, v := range []struct {
-		dst *string
-		env string
-	}{{&f.gateway, envGateway}, {&f.space, envSpace}, {&f.participantID, envParticipantID}, {&f.token, envToken}} {
-		if *v.dst == "" {
-			*v.dst = getenv(v.env)
-		}
-	}
+	f.fromEnv(getenv)
 	if f.gateway == "" {
 		return bo, errors.New("--gateway is required")
 	}
@@ -311,6 +319,20 @@ func (f *bridgeFlags) options(cmd *cobra.Command, args []string, getenv func(str
 		Reconnect:     true, // the gateway connection always comes back, as in the reference
 	}}
 	return bo, nil
+}
+
+// fromEnv fills the gateway, space, participant id and token not given
+// as flags from what `mew space up` gives its processes, so that no token
+// is on a command line.
+func (f *bridgeFlags) fromEnv(getenv func(string) string) {
+	for _, v := range []struct {
+		dst *string
+		env string
+	}{{&f.gateway, envGateway}, {&f.space, envSpace}, {&f.participantID, envParticipantID}, {&f.token, envToken}} {
+		if *v.dst == "" {
+			*v.dst = getenv(v.env)
+		}
+	}
 }
 
 // loadConfig reads --space-config, or the space configuration of the
