@@ -105,7 +105,9 @@ func TestDelegationEscalationRefused(t *testing.T) {
 		{"upper-case PAYLOAD", `{"kind":"mcp/request","payload":{"method":"tools/list"},"PAYLOAD":{}}`, "PAYLOAD"},
 		{"duplicate payload", `{"kind":"mcp/request","payload":{"method":"tools/list"},"payload":{}}`, "duplicate"},
 		{"nested duplicate key", `{"kind":"mcp/request","payload":{"method":"tools/call","params":{"name":"read_file","name":"*"}}}`, "duplicate"},
-		{"unknown member", `{"kind":"mcp/request","payload":{"method":"tools/list"},"to":["files"]}`, `"to"`},
+		{"unknown member", `{"kind":"mcp/request","payload":{"method":"tools/list"},"recipients":["files"]}`, `"recipients"`},
+		{"upper-case TO", `{"kind":"mcp/request","payload":{"method":"tools/list"},"TO":["files"]}`, "TO"},
+		{"duplicate to", `{"kind":"mcp/request","to":["files"],"to":"*"}`, "duplicate"},
 	}
 	for i, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
