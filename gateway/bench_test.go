@@ -39,11 +39,11 @@ func benchServer(b *testing.B, n int, audit, limit bool) (*liveSpace, origin) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rate := -1.0
+	rate, bytes := -1.0, 0
 	if limit {
-		rate = 1e12
+		rate, bytes = 1e12, 1<<50 // the byte budget too, or the loop spends it
 	}
-	srv, err := New(Options{Spaces: []*space.Config{cfg}, NoAudit: !audit, Rate: rate, SendQueue: 1 << 16})
+	srv, err := New(Options{Spaces: []*space.Config{cfg}, NoAudit: !audit, Rate: rate, ByteRate: bytes, ByteBurst: bytes, SendQueue: 1 << 16})
 	if err != nil {
 		b.Fatal(err)
 	}
