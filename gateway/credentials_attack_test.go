@@ -351,3 +351,40 @@ func TestAttackRegrantOutlivesParent(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackKickedAcrossNodes: on a 3-node cluster, a participant's console
+// session and code are minted on node 2 and its token used on node 3; the
+// administrator kicks it on node 1; on every node nothing of it works any
+// more.
+func TestAttackKickedAcrossNodes(t *testing.T) {
+	gs := testutil.StartCluster(t, 3, credSpace, gateway.Options{NoAudit: true})
+	admin, _ := testutil.Join(t, gs[0].WSURL, "admin-token")
+	session, code := consoleCreds(t, gs[1].URL, "agent-token")
+	agent, _ := testutil.Join(t, gs[2].WSURL, "agent-token")
+	admin.Within(15*time.Second, "the agent joining", func(m testutil.Msg) bool {
+		return m.Kind() == "system/presence" && presence("join", "agent")(m)
+	})
+	admin.SendText(`{"kind":"space/kick","payload":{"participant_id":"agent"}}`)
+	if code, _ := agent.Closed(15 * time.Second); code != gateway.CloseKicked {
+		t.Fatalf("the kicked agent's connection on node 3 closed with %d", code)
+	}
+	// Node 2 applies the kick from the cluster's state: wait until its own
+	// session table has let go, then try everything on every node.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		st, _ := consoleCall(t, http.MethodGet, gs[1].URL+"/console/grants", session, "", nil)
+		if st == http.StatusUnauthorized {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node 2 still serves the kicked agent's session (%d)", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	refusedEverywhere(t, gs[1].URL, gs[1].WSURL, "agent-token", session, code)
+	for _, g := range []*testutil.Gateway{gs[0], gs[2]} {
+		if kind, _ := joinWith(t, g.WSURL, "", "agent-token", nil); kind != "system/error" {
+			t.Errorf("%s: a join with the kicked agent's token was answered %s", g.URL, kind)
+		}
+	}
+}
