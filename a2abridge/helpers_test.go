@@ -244,3 +244,12 @@ func callTool(t *testing.T, p *participant.Participant, tool string, args any) (
 	_ = json.Unmarshal(res.StructuredContent, &st)
 	return &res, st
 }
+
+// participantOpts are the options of helper's participant in g's space.
+func participantOpts(g *testutil.Gateway) participant.Options {
+	var o participant.Options
+	o.Client.Gateway = "ws://" + g.Addr
+	o.Client.Space = g.Config.Space.ID
+	o.Client.Token = "helper-token"
+	return o
+}

@@ -99,7 +99,13 @@ func (o *outcome) addArtifact(a a2a.Artifact, appendParts bool, maxBytes int) bo
 		if o.artifacts[i].ArtifactID == a.ArtifactID && a.ArtifactID != "" {
 			parts := o.keepParts(a.Parts, maxBytes)
 			if appendParts {
-				o.artifacts[i].Parts = append(o.artifacts[i].Parts, parts...)
+				// A chunk of text goes on the text it continues.
+				have := o.artifacts[i].Parts
+				if n := len(have); n > 0 && len(parts) > 0 && have[n-1].Kind() == "text" && parts[0].Kind() == "text" {
+					have[n-1] = a2a.TextPart(have[n-1].Text + parts[0].Text)
+					parts = parts[1:]
+				}
+				o.artifacts[i].Parts = append(have, parts...)
 			} else {
 				o.artifacts[i].Parts = parts
 			}
