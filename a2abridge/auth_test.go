@@ -14,6 +14,8 @@ import (
 
 	"github.com/mew-protocol/mew/a2a"
 	"github.com/mew-protocol/mew/a2abridge"
+	"github.com/mew-protocol/mew/internal/testutil"
+	"github.com/mew-protocol/mew/participant"
 )
 
 // lockedAgent serves an agent whose card has schemes and requirements,
@@ -49,10 +51,15 @@ func require(name string) []a2a.SecurityRequirement {
 // header, a token from its OAuth client credentials flow (fetched once,
 // kept while it lives).
 func TestCredentials(t *testing.T) {
-	g := startSpace(t)
-	human := joinAs(t, g, "human-token")
+	// Each case has a space of its own: a bridge that left is not
+	// confused with the next one.
+	space := func(t *testing.T) (*testutil.Gateway, *participant.Participant) {
+		g := startSpace(t)
+		return g, joinAs(t, g, "human-token")
+	}
 
 	t.Run("API key", func(t *testing.T) {
+		g, human := space(t)
 		url := lockedAgent(t, map[string]a2a.SecurityScheme{"key": {APIKey: &a2a.APIKeySecurityScheme{Location: "header", Name: "X-Key"}}},
 			require("key"), func(r *http.Request) (string, error) {
 				if r.Header.Get("X-Key") != "k-123456" {
@@ -67,6 +74,7 @@ func TestCredentials(t *testing.T) {
 	})
 
 	t.Run("OAuth client credentials", func(t *testing.T) {
+		g, human := space(t)
 		var fetched atomic.Int32
 		tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id, secret, _ := r.BasicAuth()

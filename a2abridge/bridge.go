@@ -258,7 +258,15 @@ func (b *Bridge) Run(ctx context.Context) error {
 		c.OnKind(protocol.KindChat, b.onChat),
 		c.OnKind(protocol.KindChatCancel, b.onCancel),
 		c.OnKind(protocol.KindReasoningCancel, b.onCancel),
-		c.OnWelcome(func(*protocol.Welcome) { b.goOwned(func(context.Context) { b.reportStatus() }) }),
+		// A welcome after the first (a reconnection, a grant) is reported
+		// again; the first is reported once Connect returned.
+		c.OnWelcome(func(*protocol.Welcome) {
+			select {
+			case <-b.ready:
+				b.goOwned(func(context.Context) { b.reportStatus() })
+			default:
+			}
+		}),
 		c.OnFinal(func(err error) {
 			lost.CompareAndSwap(nil, &err)
 			stop()
@@ -283,6 +291,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	}
 	b.log.Info("bridge ready", "participant", b.p.ID(), "agent", b.card.Name, "skills", len(b.card.Skills))
 	close(b.ready)
+	b.goOwned(func(context.Context) { b.reportStatus() })
 	<-ctx.Done()
 	b.log.Info("stopping the bridge")
 	b.shutdown()

@@ -14,6 +14,8 @@ import (
 
 	"github.com/mew-protocol/mew/a2a"
 	"github.com/mew-protocol/mew/a2abridge"
+	"github.com/mew-protocol/mew/internal/testutil"
+	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/protocol"
 )
 
@@ -135,10 +137,15 @@ func (h *hostile) calls() (methods, canceled []string) {
 // Agents that stream forever, drop their streams or send too much are
 // cut, told and canceled; the bridge stays up and nothing leaks.
 func TestHostileAgents(t *testing.T) {
-	g := startSpace(t)
-	human := joinAs(t, g, "human-token")
+	// Each case has a space of its own: a bridge that left is not
+	// confused with the next one.
+	space := func(t *testing.T) (*testutil.Gateway, *participant.Participant) {
+		g := startSpace(t)
+		return g, joinAs(t, g, "human-token")
+	}
 
 	t.Run("streams forever", func(t *testing.T) {
+		g, human := space(t)
 		h := startHostile(t, "forever")
 		seen := watch(human)
 		startBridge(t, g, h.URL, a2abridge.Options{MaxEvents: 50, MaxThoughts: 3})
@@ -157,6 +164,7 @@ func TestHostileAgents(t *testing.T) {
 	})
 
 	t.Run("drops the stream once", func(t *testing.T) {
+		g, human := space(t)
 		h := startHostile(t, "drop-once")
 		startBridge(t, g, h.URL, a2abridge.Options{})
 		res, st := callTool(t, human, "do", map[string]any{"message": "go"})
@@ -169,6 +177,7 @@ func TestHostileAgents(t *testing.T) {
 	})
 
 	t.Run("drops the stream always", func(t *testing.T) {
+		g, human := space(t)
 		h := startHostile(t, "drop-always")
 		startBridge(t, g, h.URL, a2abridge.Options{})
 		res, _ := callTool(t, human, "do", map[string]any{"message": "go"})
@@ -182,6 +191,7 @@ func TestHostileAgents(t *testing.T) {
 	})
 
 	t.Run("oversized event", func(t *testing.T) {
+		g, human := space(t)
 		h := startHostile(t, "big")
 		startBridge(t, g, h.URL, a2abridge.Options{})
 		res, _ := callTool(t, human, "do", map[string]any{"message": "go"})
@@ -191,6 +201,7 @@ func TestHostileAgents(t *testing.T) {
 	})
 
 	t.Run("oversized answer", func(t *testing.T) {
+		g, human := space(t)
 		h := startHostile(t, "chunks")
 		seen := watch(human)
 		startBridge(t, g, h.URL, a2abridge.Options{MaxAnswerBytes: 4096})
