@@ -129,6 +129,9 @@ func TestStudioInBrowser(t *testing.T) {
 	b.wait("the new tool", `document.querySelectorAll("#tools li").length === 2 && document.querySelector("#tool-name").value === "new_tool"`)
 	b.typeIn("#tool-name", "write_note")
 	b.typeIn("#tool-desc", "Writes a note to notes.txt.")
+	b.do("open the skill", chromedp.Click(chromedp.CSS("#skill summary")))
+	b.typeIn("#skill-tags", "notes\nhome")
+	b.typeIn("#skill-examples", "note that I am busy")
 	b.do("add mood", chromedp.Click(chromedp.CSS("#add-param")))
 	b.typeIn(prop(0, ".p-name"), "mood")
 	b.typeIn(prop(0, ".f-enumText"), "calm, busy")
@@ -208,6 +211,9 @@ func TestStudioInBrowser(t *testing.T) {
 	}
 	if _, ok := def.Tool("write_note"); !ok || len(def.Tools) != 2 {
 		t.Fatalf("saved tools %+v", def.Tools)
+	}
+	if note, _ := def.Tool("write_note"); strings.Join(note.Tags, ",") != "notes,home" || strings.Join(note.Examples, ",") != "note that I am busy" {
+		t.Errorf("the skill's keys as saved: tags %q, examples %q", note.Tags, note.Examples)
 	}
 	data, _ := os.ReadFile(d.path)
 	if !strings.Contains(string(data), "# The first tool.") {

@@ -204,3 +204,18 @@ func toolsagentA2AOptions(url string, byToken map[string]string) toolsagent.A2AO
 	}
 	return ao
 }
+
+// skillSummary says how `mew agent a2a` lists tool in its card, for
+// `mew agent tool-test`; "" for a tool without the A2A keys.
+func skillSummary(tool *toolsagent.Tool) string {
+	var lines []string
+	for _, k := range []struct {
+		name string
+		list []string
+	}{{"tags", tool.Tags}, {"examples", tool.Examples}, {"input modes", tool.InputModes}, {"output modes", tool.OutputModes}} {
+		if len(k.list) > 0 {
+			lines = append(lines, k.name+": "+strings.Join(k.list, "; "))
+		}
+	}
+	return strings.Join(lines, "\n")
+}

@@ -222,3 +222,21 @@ func TestAgentA2AAuth(t *testing.T) {
 		t.Errorf("anonymous on 0.0.0.0: %v\n%s", err, out)
 	}
 }
+
+// `mew agent tool-test` tests a skill as the tool it is, and shows how the
+// card lists it.
+func TestToolTestSkill(t *testing.T) {
+	desk := writeDesk(t, a2aHaiku)
+	srv := testutil.NewLLMServer(t)
+	srv.Script(testutil.LLMReply("Rain on the tin roof"))
+	env := map[string]string{"OPENAI_BASE_URL": srv.URL(), "OPENAI_API_KEY": "k"}
+	out, stderr, err := run(t, Options{Getenv: func(k string) string { return env[k] }}, "agent", "tool-test", "-c", desk.path, "haiku", "--arg", "topic=rain")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for _, want := range []string{"== As an A2A skill\ntags: poetry\nexamples: a haiku about rain\n", "== Prompt of haiku\nWrite a haiku about rain.\n", "Rain on the tin roof\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

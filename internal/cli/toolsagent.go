@@ -238,6 +238,9 @@ func runToolTest(ctx context.Context, cmd *cobra.Command, opts Options, f toolTe
 		return fmt.Errorf("tool-test: %w", err)
 	}
 	out := cmd.OutOrStdout()
+	if skill := skillSummary(tool); skill != "" {
+		fmt.Fprintf(out, "== As an A2A skill\n%s\n", skill)
+	}
 	if f.preview {
 		prompt, err := tool.Preview(args)
 		var argErr *toolsagent.ArgumentError

@@ -37,6 +37,9 @@ function renderList() {
       el("strong", {}, t.name || "(unnamed)"), el("span", { class: "muted" }, t.description.split("\n")[0])))));
 }
 
+// SKILL_KEYS are the keys of a tool that describe it as an A2A skill.
+const SKILL_KEYS = ["tags", "examples", "inputModes", "outputModes"];
+
 function select(i) {
   state.current = i;
   renderList();
@@ -45,6 +48,7 @@ function select(i) {
   if (!t) return;
   $("#tool-name").value = t.name;
   $("#tool-desc").value = t.description;
+  for (const k of SKILL_KEYS) $("#skill-" + k).value = Array.isArray(t.rest[k]) ? t.rest[k].join("\n") : "";
   $("#prompt").value = t.prompt;
   testForm.values.clear();
   propsEditor(t.params, edited, $("#params"), $("#add-param"));
@@ -230,6 +234,16 @@ function edited() {
 onEdit($("#tool-name"), () => { tool().name = $("#tool-name").value; edited(); });
 onEdit($("#tool-desc"), () => { tool().description = $("#tool-desc").value; edited(); });
 onEdit($("#prompt"), () => { tool().prompt = $("#prompt").value; edited(); });
+// The A2A skill's keys live with the keys the page does not otherwise
+// edit: one entry per line, none means the key is left out.
+for (const k of SKILL_KEYS) {
+  onEdit($("#skill-" + k), () => {
+    const v = $("#skill-" + k).value.split("\n").map((x) => x.trim()).filter((x) => x !== "");
+    if (v.length) tool().rest[k] = v;
+    else delete tool().rest[k];
+    edited();
+  });
+}
 $("#run").addEventListener("click", run);
 $("#new-tool").addEventListener("click", () => {
   let k = 1;
