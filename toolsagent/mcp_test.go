@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mew-protocol/mew/internal/mcptest"
@@ -163,23 +163,21 @@ func TestToolsAgentMCPInvalidArguments(t *testing.T) {
 	tr := loadTravel(t, "")
 	srv := testutil.NewLLMServer(t)
 	m := serveInMemory(t, tr.def, srv)
-	_, err := m.session.CallTool(ctxFor(t, 10*time.Second), &mcp.CallToolParams{Name: "find_flights",
+	res, err := m.session.CallTool(ctxFor(t, 10*time.Second), &mcp.CallToolParams{Name: "find_flights",
 		Arguments: map[string]any{"origin": "Oslo", "date": 20260302, "passengers": 0, "seat": "12A"}})
-	var rpcErr *jsonrpc.Error
-	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams {
-		t.Fatalf("invalid arguments: %v, want the JSON-RPC error invalid params", err)
+	if err != nil || !res.IsError {
+		t.Fatalf("invalid arguments: %+v, %v, want an isError result", res, err)
 	}
 	for _, want := range []string{"invalid arguments for find_flights", "destination: required", "date: want a string, got a number (20260302)",
 		"passengers: at least 1, got 0", "seat: unknown member (allowed: origin, destination, date, passengers)"} {
-		if !strings.Contains(rpcErr.Message, want) {
-			t.Errorf("%q lacks %q", rpcErr.Message, want)
+		if !strings.Contains(resultText(res), want) {
+			t.Errorf("%q lacks %q", resultText(res), want)
 		}
 	}
-	var data struct {
-		Violations []struct{ Path, Message string }
-	}
-	if err := json.Unmarshal(rpcErr.Data, &data); err != nil || len(data.Violations) != 4 || data.Violations[0].Path != "destination" {
-		t.Errorf("error data %s: %v", rpcErr.Data, err)
+	var data []struct{ Path, Message string }
+	raw, _ := json.Marshal(res.Meta[toolsagent.MetaViolations])
+	if err := json.Unmarshal(raw, &data); err != nil || len(data) != 4 || data[0].Path != "destination" {
+		t.Errorf("violations %s: %v", raw, err)
 	}
 	if n := len(srv.Requests()); n != 0 {
 		t.Errorf("the model was asked %d times", n)
@@ -262,10 +260,9 @@ func TestToolsAgentMCPStreamableHTTP(t *testing.T) {
 	if err != nil || resultText(res) != "hello over HTTP" {
 		t.Fatalf("call: %+v, %v", res, err)
 	}
-	_, err = session.CallTool(ctxFor(t, 10*time.Second), &mcp.CallToolParams{Name: "find_flights", Arguments: map[string]any{}})
-	var rpcErr *jsonrpc.Error
-	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpcErr.Message, "origin: required") {
-		t.Errorf("invalid arguments over HTTP: %v", err)
+	res, err = session.CallTool(ctxFor(t, 10*time.Second), &mcp.CallToolParams{Name: "find_flights", Arguments: map[string]any{}})
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "origin: required") {
+		t.Errorf("invalid arguments over HTTP: %+v, %v", res, err)
 	}
 
 	// Cancelled by the client, then out of time.
@@ -355,4 +352,129 @@ func TestToolsAgentMCPRevisions(t *testing.T) {
 			_ = cs.Close()
 		}
 	})
+}
+
+// pickClass is a tool whose parameters suggest values: an enum, string
+// examples and number examples.
+const pickClass = `
+  - name: pick_class
+    description: Pick a class.
+    parameters:
+      type: object
+      properties:
+        cabin: {type: string, enum: [economy, business, first]}
+        city: {type: string, examples: [Paris, Parma, Oslo]}
+        nights: {type: integer, examples: [1, 2, 7]}
+      required: [cabin]
+    prompt: "Fly {cabin} to {city} for {nights} nights."
+`
+
+// TestToolsAgentMCPPromptsCompletionLogging: each tool is a prompt too;
+// completion/complete offers a parameter's enum values or examples that
+// start with what was typed (nothing for anything else); a call reports
+// its steps as progress against the iteration limit, ending at it, and as
+// log messages to a client that set a level.
+func TestToolsAgentMCPPromptsCompletionLogging(t *testing.T) {
+	tr := loadTravel(t, pickClass)
+	srv := testutil.NewLLMServer(t)
+	srv.SetFallback(func(testutil.LLMRequest) testutil.LLMStep { return testutil.LLMStep{Text: "done"} })
+	a := newAgent(t, tr.def, srv)
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- a.ServeMCP(ctx, st) }()
+	defer func() { cancel(); <-served }()
+	logs := make(chan string, 100)
+	type prog struct{ at, total float64 }
+	progress := make(chan prog, 100)
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+		//lint:ignore SA1019 MCP logging is deprecated in 2026-07-28 but part of 2025-11-25, which mew serves too
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			logs <- fmt.Sprint(r.Params.Data)
+		},
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			progress <- prog{r.Params.Progress, r.Params.Total}
+		},
+	})
+	cs, err := client.Connect(ctxFor(t, 10*time.Second), ct, &mcp.ClientSessionOptions{ProtocolVersion: mcpver.LatestSession})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	caps := cs.InitializeResult().Capabilities
+	//lint:ignore SA1019 MCP logging is deprecated in 2026-07-28 but part of 2025-11-25, which mew serves too
+	if caps.Completions == nil || caps.Prompts == nil || caps.Logging == nil {
+		t.Errorf("capabilities %+v", caps)
+	}
+
+	complete := func(prompt, arg, typed string) []string {
+		t.Helper()
+		res, err := cs.Complete(ctxFor(t, 10*time.Second), &mcp.CompleteParams{
+			Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: prompt}, Argument: mcp.CompleteParamsArgument{Name: arg, Value: typed}})
+		if err != nil {
+			t.Fatalf("complete %s.%s %q: %v", prompt, arg, typed, err)
+		}
+		if res.Completion.Total != len(res.Completion.Values) {
+			t.Errorf("total %d for %q", res.Completion.Total, res.Completion.Values)
+		}
+		return res.Completion.Values
+	}
+	for _, tc := range []struct {
+		prompt, arg, typed string
+		want               []string
+	}{
+		{"pick_class", "cabin", "B", []string{"business"}},
+		{"pick_class", "cabin", "", []string{"economy", "business", "first"}},
+		{"pick_class", "city", "pa", []string{"Paris", "Parma"}},
+		{"pick_class", "nights", "", []string{"1", "2", "7"}},
+		{"pick_class", "nowhere", "", []string{}},
+		{"test_prompt_with_arguments", "arg1", "par", []string{}},
+	} {
+		if got := complete(tc.prompt, tc.arg, tc.typed); !cmp.Equal(got, tc.want) {
+			t.Errorf("complete %s.%s %q = %q, want %q", tc.prompt, tc.arg, tc.typed, got, tc.want)
+		}
+	}
+
+	prompts, err := cs.ListPrompts(ctxFor(t, 10*time.Second), nil)
+	if err != nil || len(prompts.Prompts) != 3 {
+		t.Fatalf("prompts %+v, %v", prompts, err)
+	}
+	got, err := cs.GetPrompt(ctxFor(t, 10*time.Second), &mcp.GetPromptParams{Name: "pick_class", Arguments: map[string]string{"cabin": "first", "city": "Oslo", "nights": "2"}})
+	if err != nil || len(got.Messages) != 1 || got.Messages[0].Content.(*mcp.TextContent).Text != "Fly first to Oslo for 2 nights." {
+		t.Errorf("prompts/get: %+v, %v", got, err)
+	}
+	if _, err := cs.GetPrompt(ctxFor(t, 10*time.Second), &mcp.GetPromptParams{Name: "pick_class", Arguments: map[string]string{"cabin": "steerage"}}); err == nil {
+		t.Error("prompts/get with an argument the enum refuses: no error")
+	}
+
+	//lint:ignore SA1019 MCP logging is deprecated in 2026-07-28 but part of 2025-11-25, which mew serves too
+	if err := cs.SetLoggingLevel(ctxFor(t, 10*time.Second), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}
+	params.SetProgressToken("p")
+	res, err := cs.CallTool(ctxFor(t, 20*time.Second), params)
+	if err != nil || res.IsError {
+		t.Fatalf("call: %+v, %v", res, err)
+	}
+	var last prog
+	for last.at < 4 {
+		select {
+		case p := <-progress:
+			if p.total != 4 || p.at <= last.at {
+				t.Errorf("progress %v after %v, want growing, total 4 (maxIterations)", p, last)
+			}
+			last = p
+		case <-time.After(5 * time.Second):
+			t.Fatalf("progress stopped at %v", last)
+		}
+	}
+	select {
+	case l := <-logs:
+		if !strings.HasPrefix(l, "Running echo") {
+			t.Errorf("first log message %q", l)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("no log message")
+	}
 }

@@ -2,7 +2,6 @@ package toolsagent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mew-protocol/mew/internal/mcpserve"
@@ -29,14 +27,21 @@ const HTTPPath = "/mcp"
 // description, and each tool lists its parameters as inputSchema. Run it
 // on any transport; ServeMCP and ServeStreamableHTTP do.
 //
-// A call with invalid arguments is answered with the JSON-RPC error
-// invalid params (-32602), whose message lists every violation and whose
-// data holds them as {"violations": [{"path", "message"}]}. A call that
-// runs answers the model's final text, with _meta[MetaContextID]; one that
-// fails (the model, the timeout, the iterations) answers isError with the
-// reason. A client that sent a progress token gets a progress
-// notification at the start and at each step; notifications/cancelled
-// stops the call.
+// A call with invalid arguments is answered isError, the text listing
+// every violation and _meta[MetaViolations] holding them as [{"path",
+// "message"}], so that the calling model can correct itself (MCP
+// 2025-11-25). A call that runs answers the model's final text, with
+// _meta[MetaContextID]; one that fails (the model, the timeout, the
+// iterations) answers isError with the reason. A client that sent a
+// progress token gets a progress notification at the start and at each
+// step, with the iteration limit as total; a client that set a logging
+// level gets each step as a log message too; notifications/cancelled stops
+// the call.
+//
+// Each tool is also a prompt of the same name whose arguments are the
+// tool's top-level parameters: prompts/get returns the filled template,
+// and completion/complete offers a parameter's enum values (else its
+// examples, or true and false) that start with what was typed.
 func (a *Agent) NewMCPServer() (*mcp.Server, error) {
 	return a.newMCPServer(context.Background())
 }
@@ -47,7 +52,12 @@ func (a *Agent) newMCPServer(serve context.Context) (*mcp.Server, error) {
 	s := mcp.NewServer(&mcp.Implementation{Name: d.Name, Version: d.Version}, mcpserve.Options(&mcp.ServerOptions{
 		Instructions: d.Description,
 		Logger:       a.log,
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		Capabilities: &mcp.ServerCapabilities{
+			Tools: &mcp.ToolCapabilities{}, Prompts: &mcp.PromptCapabilities{},
+			//lint:ignore SA1019 MCP logging is deprecated in 2026-07-28 but part of 2025-11-25, which mew serves too
+			Completions: &mcp.CompletionCapabilities{}, Logging: &mcp.LoggingCapabilities{},
+		},
+		CompletionHandler: a.complete,
 	}))
 	for _, t := range d.Tools {
 		schema, err := t.InputSchema()
@@ -57,6 +67,7 @@ func (a *Agent) newMCPServer(serve context.Context) (*mcp.Server, error) {
 		if err := addTool(s, &mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: schema}, a.mcpHandler(serve, t.Name)); err != nil {
 			return nil, err
 		}
+		s.AddPrompt(toolPrompt(t), a.promptHandler(t))
 	}
 	return s, nil
 }
@@ -81,38 +92,37 @@ func (a *Agent) mcpHandler(serve context.Context, name string) mcp.ToolHandler {
 		stop := context.AfterFunc(serve, cancel)
 		defer stop()
 
-		token := req.Params.GetProgressToken()
-		progress := 0.0
-		notify := func(msg string) {
-			if token == nil || req.Session == nil {
-				return
-			}
-			progress++
-			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Message: msg})
-			if err != nil {
-				a.log.Debug("toolsagent: progress notification not sent", "err", err)
-			}
-		}
+		pr := a.newProgress(ctx, req)
 		id := uuid.NewString()
 		res, err := a.Call(ctx, name, req.Params.Arguments, CallOptions{
 			ContextID: id,
-			OnStart:   func(string, []string) { notify(fmt.Sprintf("Running %s (context %s).", name, id)) },
-			OnStep:    func(s Step) { notify(s.Summary()) },
+			OnStart:   func(string, []string) { pr.start(fmt.Sprintf("Running %s (context %s).", name, id)) },
+			OnStep:    pr.step,
 		})
 		var argErr *ArgumentError
 		switch {
 		case errors.As(err, &argErr):
-			return nil, invalidParams(argErr)
+			return refusedArguments(argErr, id), nil
 		case err != nil:
 			r := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}, IsError: true, Meta: mcp.Meta{MetaContextID: id}}
 			return r, nil
 		}
+		pr.done()
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}, Meta: mcp.Meta{MetaContextID: id}}, nil
 	}
 }
 
-// invalidParams is the JSON-RPC error for invalid arguments.
-func invalidParams(e *ArgumentError) error {
+// MetaViolations is the _meta member of a refused call's result that lists
+// the violations, [{"path", "message"}], and MetaMoreViolations how many
+// more there were.
+const (
+	MetaViolations     = "mew/violations"
+	MetaMoreViolations = "mew/moreViolations"
+)
+
+// refusedArguments is the result of a call whose arguments do not fit the
+// tool's parameters: isError, so that the calling model reads why.
+func refusedArguments(e *ArgumentError, id string) *mcp.CallToolResult {
 	type violation struct {
 		Path    string `json:"path"`
 		Message string `json:"message"`
@@ -121,11 +131,15 @@ func invalidParams(e *ArgumentError) error {
 	for i, v := range e.Violations {
 		vs[i] = violation(v)
 	}
-	data, err := json.Marshal(map[string]any{"violations": vs, "more": e.More})
-	if err != nil {
-		data = nil
+	meta := mcp.Meta{MetaContextID: id, MetaViolations: vs}
+	if e.More > 0 {
+		meta[MetaMoreViolations] = e.More
 	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: strings.TrimPrefix(e.Error(), "toolsagent: "), Data: data}
+	return &mcp.CallToolResult{
+		Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimPrefix(e.Error(), "toolsagent: ")}},
+		IsError: true,
+		Meta:    meta,
+	}
 }
 
 // ServeMCP serves the tools over one MCP transport (such as

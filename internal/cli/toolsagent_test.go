@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mew-protocol/mew/examples/travel-desk/travelmcp"
@@ -224,11 +223,11 @@ func TestAgentMCPStdio(t *testing.T) {
 		t.Errorf("the bookings tool was not refused: %+v", last)
 	}
 
-	_, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "find_flights", Arguments: map[string]any{"origin": 1, "when": "today"}})
-	var rpcErr *jsonrpc.Error
-	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams ||
-		!strings.Contains(rpcErr.Message, "destination: required; date: required; origin: want a string, got a number (1); when: unknown member") {
-		t.Errorf("invalid arguments: %v", err)
+	// Refused arguments are a tool error the calling model can read.
+	refused, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "find_flights", Arguments: map[string]any{"origin": 1, "when": "today"}})
+	if err != nil || !refused.IsError || len(refused.Content) != 1 ||
+		!strings.Contains(refused.Content[0].(*mcp.TextContent).Text, "destination: required; date: required; origin: want a string, got a number (1); when: unknown member") {
+		t.Errorf("invalid arguments: %+v, %v", refused, err)
 	}
 
 	// Cancellation: the client gives up while the model thinks.
@@ -332,10 +331,8 @@ func TestAgentMCPHTTP(t *testing.T) {
 	if u := srv.Requests()[0].Messages[1].Content; u != "Say hi" {
 		t.Errorf("prompt %q", u)
 	}
-	_, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "find_flights", Arguments: map[string]any{"origin": "x"}})
-	var rpcErr *jsonrpc.Error
-	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams {
-		t.Errorf("invalid arguments: %v", err)
+	if refused, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "find_flights", Arguments: map[string]any{"origin": "x"}}); err != nil || !refused.IsError {
+		t.Errorf("invalid arguments: %+v, %v", refused, err)
 	}
 	_ = session.Close()
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
