@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,8 +18,23 @@ import (
 func newMCPCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp",
-		Short: "MCP servers that ship with mew, over stdio (calculator, filesystem)",
-		Args:  cobra.NoArgs,
+		Short: "MCP servers that ship with mew, over stdio (calculator, cat-maze, filesystem)",
+		// A name that is no server is an error, not help and exit 0: a
+		// bridge or an MCP host that runs `mew mcp NAME` must fail, not
+		// restart a command that printed help forever.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			var known []string
+			for _, c := range cmd.Commands() {
+				if c.IsAvailableCommand() && c.Name() != "list" {
+					known = append(known, c.Name())
+				}
+			}
+			return fmt.Errorf("mcp: no MCP server %q (the servers: %s; mew mcp list)", args[0], strings.Join(known, ", "))
+		},
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "calculator",
@@ -40,11 +56,19 @@ func newMCPCmd() *cobra.Command {
 			return serveStdio(cmd, s)
 		},
 	}, &cobra.Command{
+		Use:   "cat-maze",
+		Short: "The cat-maze game: guide the cat through ten mazes with view, up, down, left, right, restart",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serveStdio(cmd, mcpserver.CatMaze())
+		},
+	}, &cobra.Command{
 		Use:   "list",
 		Short: "List the servers",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
 			fmt.Fprintln(cmd.OutOrStdout(), "calculator  add, subtract, multiply, divide")
+			fmt.Fprintln(cmd.OutOrStdout(), "cat-maze    a maze game: view, up, down, left, right, restart")
 			fmt.Fprintln(cmd.OutOrStdout(), "filesystem  files in one directory: read, write, list, search, move")
 		},
 	})

@@ -2,8 +2,11 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -278,4 +281,146 @@ func TestRevisions(t *testing.T) {
 		defer closeRoot()
 		mcptest.CheckRevisions(t, inMemory(fs), "read_text_file")
 	})
+}
+
+// mazeCall calls a cat-maze tool and returns its text and state.
+func mazeCall(t *testing.T, cs *mcp.ClientSession, name string) (string, MazeState) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+	if err != nil || res.IsError || len(res.Content) != 1 {
+		t.Fatalf("%s: %+v, %v", name, res, err)
+	}
+	raw, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st MazeState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatalf("%s: structured content %s: %v", name, raw, err)
+	}
+	return res.Content[0].(*mcp.TextContent).Text, st
+}
+
+// mazeRoute finds the moves from the cat to its home on a board as a
+// player reads it: tiles are ⬛ walls, anything else can be walked on.
+func mazeRoute(t *testing.T, board string) []string {
+	t.Helper()
+	var grid [][]string
+	var cat, home MazePos
+	for r, line := range strings.Split(board, "\n") {
+		var row []string
+		for c, tile := range strings.Split(line, "") {
+			// Every tile is one rune, so Split by "" yields whole tiles.
+			switch tile {
+			case "🐈":
+				cat = MazePos{r, c}
+			case "🏡":
+				home = MazePos{r, c}
+			}
+			row = append(row, tile)
+		}
+		grid = append(grid, row)
+	}
+	type step struct {
+		from MazePos
+		dir  string
+	}
+	prev := map[MazePos]step{cat: {}}
+	queue := []MazePos{cat}
+	for len(queue) > 0 && queue[0] != home {
+		p := queue[0]
+		queue = queue[1:]
+		for _, d := range []struct {
+			name   string
+			dr, dc int
+		}{{"up", -1, 0}, {"down", 1, 0}, {"left", 0, -1}, {"right", 0, 1}} {
+			n := MazePos{p.Row + d.dr, p.Col + d.dc}
+			if n.Row < 0 || n.Row >= len(grid) || n.Col < 0 || n.Col >= len(grid[n.Row]) || grid[n.Row][n.Col] == "⬛" {
+				continue
+			}
+			if _, seen := prev[n]; !seen {
+				prev[n] = step{p, d.name}
+				queue = append(queue, n)
+			}
+		}
+	}
+	if _, ok := prev[home]; !ok {
+		t.Fatalf("no way home on\n%s", board)
+	}
+	var route []string
+	for p := home; p != cat; p = prev[p].from {
+		route = append([]string{prev[p].dir}, route...)
+	}
+	return route
+}
+
+// TestCatMaze plays the game through: every level is solvable from what
+// view shows, a wall stops the cat, home starts the next level, the last
+// home completes a run and starts over, and restart resets the moves.
+func TestCatMaze(t *testing.T) {
+	cs := connect(t, CatMaze())
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	if want := "down left restart right up view"; strings.Join(sortedCopy(names), " ") != want {
+		t.Errorf("tools %v, want %s", names, want)
+	}
+
+	text, st := mazeCall(t, cs, "view")
+	if st.Event != "view" || st.Level != 1 || st.TotalLevels != 10 || st.Cat != (MazePos{1, 1}) ||
+		st.Width != 7 || st.Height != 5 || !strings.Contains(st.Board, "🟩") || !strings.Contains(text, "Level 1/10: First Pounce\n"+st.Board) {
+		t.Fatalf("view: %+v\n%s", st, text)
+	}
+	// The top-left tile is always a wall: up from the start bumps into it.
+	text, st = mazeCall(t, cs, "up")
+	if st.Event != "blocked" || st.Cat != (MazePos{1, 1}) || st.MovesThisLevel != 0 || !strings.Contains(text, "Bump! A wall is up of the cat") {
+		t.Errorf("up into the wall: %+v\n%s", st, text)
+	}
+
+	total := 0
+	for level := 1; level <= 10; level++ {
+		_, st = mazeCall(t, cs, "view")
+		if st.Level != level {
+			t.Fatalf("level %d, want %d", st.Level, level)
+		}
+		route := mazeRoute(t, st.Board)
+		for i, dir := range route {
+			text, st = mazeCall(t, cs, dir)
+			if i < len(route)-1 && (st.Event != "moved" || st.MovesThisLevel != i+1) {
+				t.Fatalf("level %d move %d %s: %+v", level, i+1, dir, st)
+			}
+		}
+		total += len(route)
+		want := "level-complete"
+		if level == 10 {
+			want = "game-complete"
+		}
+		if st.Event != want || !strings.Contains(text, fmt.Sprintf("is home! 🎉 Level %d", level)) {
+			t.Fatalf("level %d home: %+v\n%s", level, st, text)
+		}
+	}
+	if st.Level != 1 || st.RunsCompleted != 1 || st.TotalMoves != 0 || st.MovesThisLevel != 0 ||
+		!strings.Contains(text, fmt.Sprintf("All 10 levels done in %d moves", total)) {
+		t.Errorf("after the last level: %+v\n%s", st, text)
+	}
+
+	mazeCall(t, cs, mazeRoute(t, st.Board)[0])
+	text, st = mazeCall(t, cs, "restart")
+	if st.Event != "restart" || st.Level != 1 || st.TotalMoves != 0 || st.RunsCompleted != 1 || st.Cat != (MazePos{1, 1}) ||
+		!strings.HasPrefix(text, "Back to the start") {
+		t.Errorf("restart: %+v\n%s", st, text)
+	}
+}
+
+func sortedCopy(s []string) []string {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c
 }
