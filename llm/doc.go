@@ -18,7 +18,8 @@
 //
 // [FromEnv] picks one the way the mew commands do: the OpenAI provider when
 // an API key or a base URL is configured (OPENAI_API_KEY, OPENAI_BASE_URL, or
-// the command's flags), the offline one otherwise.
+// the command's flags), the offline one otherwise; the URL of a public API
+// such as OpenAI's without a key counts as no configuration ([NeedsAPIKey]).
 //
 // A conversation is a slice of [Message]. A model that wants a tool answers
 // with [Response.ToolCalls]; the caller runs them and appends the assistant

@@ -3,7 +3,10 @@ package llm
 import (
 	"fmt"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -58,7 +61,10 @@ type Config struct {
 
 // FromEnv returns the provider that configuration selects: the OpenAI
 // provider when an API key or a base URL is configured, else the offline
-// one. Configuration comes from getenv (nil means [os.Getenv]: the variables
+// one. A base URL without a key counts only when it may need none
+// ([NeedsAPIKey]): the reference's templates set OpenAI's URL whether or
+// not there is a key, and without one that is no choice of a server, so it
+// gets the offline provider, as no configuration does. Configuration comes from getenv (nil means [os.Getenv]: the variables
 // [EnvAPIKey], [EnvBaseURL] and [EnvModel]), and each non-zero field of
 // overrides (a command's --base-url, --model, ...) takes precedence over it.
 func FromEnv(getenv func(string) string, overrides Config) (Provider, error) {
@@ -77,7 +83,7 @@ func FromEnv(getenv func(string) string, overrides Config) (Provider, error) {
 	}
 	switch cfg.Provider {
 	case "":
-		if cfg.APIKey == "" && cfg.BaseURL == "" {
+		if cfg.APIKey == "" && (cfg.BaseURL == "" || NeedsAPIKey(cfg.BaseURL)) {
 			return NewOffline(), nil
 		}
 	case "offline":
@@ -90,4 +96,31 @@ func FromEnv(getenv func(string) string, overrides Config) (Provider, error) {
 		return nil, fmt.Errorf("llm: unknown provider %q (want \"openai\" or \"offline\")", cfg.Provider)
 	}
 	return NewOpenAI(cfg)
+}
+
+// NeedsAPIKey reports whether baseURL names a server on the internet, such
+// as OpenAI's own API (https://api.openai.com/v1) or OpenRouter's, which
+// answers nothing without an API key. A server on this machine or the local
+// network (localhost, a loopback, private or link-local address, a name
+// without a dot such as a container's "ollama", or a name under .local,
+// .internal, .lan, .localhost or .home.arpa) may need none; and what is not
+// an http or https URL is left for [NewOpenAI] to refuse.
+func NeedsAPIKey(baseURL string) bool {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return false
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified())
+	}
+	if !strings.Contains(host, ".") {
+		return false
+	}
+	for _, local := range []string{".local", ".internal", ".lan", ".localhost", ".home.arpa"} {
+		if strings.HasSuffix(host, local) {
+			return false
+		}
+	}
+	return true
 }

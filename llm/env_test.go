@@ -31,6 +31,16 @@ func TestFromEnvSelects(t *testing.T) {
 		{"forced openai without key", nil, llm.Config{Provider: "openai"}, "", ""},
 		{"unknown provider", nil, llm.Config{Provider: "gemini"}, "", ""},
 		{"bad base URL", map[string]string{"OPENAI_BASE_URL": "localhost:11434"}, llm.Config{}, "", ""},
+		// The reference's templates set OpenAI's URL and a model whether or
+		// not there is a key: without one that is no choice of a server.
+		{"OpenAI's URL without a key", map[string]string{"OPENAI_BASE_URL": "https://api.openai.com/v1", "OPENAI_MODEL": "gpt-5"}, llm.Config{}, "offline", llm.OfflineModel},
+		{"public URL flag without a key", nil, llm.Config{BaseURL: "https://openrouter.ai/api/v1"}, "offline", llm.OfflineModel},
+		{"public IP without a key", map[string]string{"OPENAI_BASE_URL": "http://8.8.8.8:8000/v1"}, llm.Config{}, "offline", llm.OfflineModel},
+		{"OpenAI's URL with a key", map[string]string{"OPENAI_BASE_URL": "https://api.openai.com/v1", "OPENAI_API_KEY": "sk-1"}, llm.Config{}, "openai", llm.DefaultModel},
+		{"OpenAI's URL forced without a key", map[string]string{"OPENAI_BASE_URL": "https://api.openai.com/v1"}, llm.Config{Provider: "openai"}, "openai", llm.DefaultModel},
+		{"local network without a key", map[string]string{"OPENAI_BASE_URL": "http://192.168.1.20:8000/v1"}, llm.Config{}, "openai", llm.DefaultModel},
+		{"compose service without a key", map[string]string{"OPENAI_BASE_URL": "http://ollama:11434/v1"}, llm.Config{}, "openai", llm.DefaultModel},
+		{"localhost name without a key", map[string]string{"OPENAI_BASE_URL": "http://localhost:11434/v1"}, llm.Config{}, "openai", llm.DefaultModel},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := llm.FromEnv(env(tc.vars), tc.overrides)
@@ -47,9 +57,41 @@ func TestFromEnvSelects(t *testing.T) {
 				t.Errorf("provider %s, want %s", p.Name(), tc.provider)
 			}
 			if m, ok := p.(interface{ Model() string }); !ok || m.Model() != tc.model {
-				t.Errorf("model %v, want %s", m, tc.model)
+				t.Errorf("model of %s: want %s", p.Name(), tc.model)
 			}
 		})
+	}
+}
+
+// TestNeedsAPIKey: a server on the internet needs a key; one on this
+// machine or the local network may not.
+func TestNeedsAPIKey(t *testing.T) {
+	for url, want := range map[string]bool{
+		"https://api.openai.com/v1":      true,
+		"https://openrouter.ai/api/v1":   true,
+		"http://8.8.8.8/v1":              true,
+		"http://[2001:db8::1]:8000/v1":   true,
+		"http://localhost:11434/v1":      false,
+		"http://127.0.0.1:8080/v1":       false,
+		"http://[::1]:8080/v1":           false,
+		"http://10.0.0.5:8000/v1":        false,
+		"http://172.20.0.3:8000/v1":      false,
+		"http://192.168.1.20/v1":         false,
+		"http://169.254.1.1/v1":          false,
+		"http://[fd00::5]:8000/v1":       false,
+		"http://ollama:11434/v1":         false,
+		"http://gpu-box.local:8000/v1":   false,
+		"http://llm.corp.internal/v1":    false,
+		"http://llm.home.arpa/v1":        false,
+		"http://app.localhost:8000/v1":   false,
+		"localhost:11434":                false, // not a URL: NewOpenAI says so
+		"":                               false,
+		"ftp://api.openai.com/v1":        false,
+		"https://api.openai.com.evil/v1": true,
+	} {
+		if got := llm.NeedsAPIKey(url); got != want {
+			t.Errorf("NeedsAPIKey(%q) = %v, want %v", url, got, want)
+		}
 	}
 }
 

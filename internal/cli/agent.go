@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -222,7 +223,12 @@ func runAgent(ctx context.Context, cmd *cobra.Command, opts Options, f agentFlag
 	if m, ok := provider.(interface{ Model() string }); ok && model == "" {
 		model = m.Model()
 	}
-	if provider.Name() == "offline" {
+	if base := cmp.Or(s.cfg.BaseURL, getenv(llm.EnvBaseURL)); provider.Name() == "offline" && !s.cfg.MockLLM && llm.NeedsAPIKey(base) {
+		// A template that names OpenAI's URL without a key: say why the
+		// URL is not used, rather than fail on every question.
+		logger.Warn("the model's server needs an API key and OPENAI_API_KEY is not set: using the offline rule-based model",
+			"base_url", base, "label", llm.OfflineLabel)
+	} else if provider.Name() == "offline" {
 		logger.Warn("no model configured (OPENAI_API_KEY, OPENAI_BASE_URL or --base-url): using the offline rule-based model",
 			"label", llm.OfflineLabel)
 	}
