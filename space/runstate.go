@@ -42,6 +42,19 @@ type RunState struct {
 	// (mew space up --nodes), the first being Gateway on Port; empty for
 	// one gateway.
 	Nodes []RunNode `json:"nodes,omitempty"`
+	// Processes says how each participant's process fares: restarts, the
+	// last failure and its cause, whether it joined the space. `mew space
+	// up` reports from it and `mew space status` shows it.
+	Processes map[string]RunProcess `json:"processes,omitempty"`
+}
+
+// RunProcess is how one started participant fares.
+type RunProcess struct {
+	Exits     int    `json:"exits,omitempty"`      // times it exited on its own
+	Restarts  int    `json:"restarts,omitempty"`   // restarts in the supervisor's window
+	GaveUp    bool   `json:"gave_up,omitempty"`    // exited too often: not restarted any more
+	LastError string `json:"last_error,omitempty"` // how it last exited, and the last line of its log
+	Joined    bool   `json:"joined,omitempty"`     // it has joined the space at least once
 }
 
 // RunNode is one gateway node of a running space.

@@ -102,6 +102,8 @@ type managed struct {
 	pid      int
 	running  bool
 	restarts []time.Time // recent restarts, for MaxRestarts
+	exits    int         // how often it exited on its own
+	lastExit string      // how it last exited ("exit status 1")
 	gaveUp   bool
 	done     chan struct{} // closed when the goroutine ends
 }
@@ -113,6 +115,11 @@ type ProcessState struct {
 	Running  bool // started and not yet exited
 	Restarts int  // restarts in the current window
 	GaveUp   bool // crashed too often: not restarted any more
+	// Exits counts the times it exited on its own since it was started,
+	// and LastExit says how the last one went ("exit status 1").
+	Exits    int
+	LastExit string
+	Log      string // its log file
 }
 
 // ErrStopped: the supervisor was stopped.
@@ -224,6 +231,13 @@ func (s *Supervisor) watch(pr *managed, cmd *exec.Cmd) {
 		err := cmd.Wait()
 		s.mu.Lock()
 		pr.running = false
+		if s.ctx.Err() == nil {
+			pr.exits++
+			pr.lastExit = "exited"
+			if err != nil {
+				pr.lastExit = err.Error()
+			}
+		}
 		s.mu.Unlock()
 		if s.ctx.Err() != nil {
 			return
@@ -297,7 +311,8 @@ func (s *Supervisor) State() []ProcessState {
 	out := make([]ProcessState, 0, len(s.order))
 	for _, name := range s.order {
 		pr := s.procs[name]
-		out = append(out, ProcessState{Name: name, PID: pr.pid, Running: pr.running, Restarts: len(pr.restarts), GaveUp: pr.gaveUp})
+		out = append(out, ProcessState{Name: name, PID: pr.pid, Running: pr.running, Restarts: len(pr.restarts), GaveUp: pr.gaveUp,
+			Exits: pr.exits, LastExit: pr.lastExit, Log: pr.spec.Log})
 	}
 	return out
 }

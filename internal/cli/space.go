@@ -73,8 +73,9 @@ type spaceFlags struct {
 	detach      bool
 	interactive bool
 	participant string
-	nodes       int  // gateway nodes: more than 1 is a local cluster (space_nodes.go)
-	supervise   bool // internal: the detached supervisor itself
+	nodes       int           // gateway nodes: more than 1 is a local cluster (space_nodes.go)
+	wait        time.Duration // how long up waits for the participants it started to join
+	supervise   bool          // internal: the detached supervisor itself
 }
 
 func newSpaceCmd(opts Options) *cobra.Command {
@@ -128,6 +129,7 @@ so that it reconnects to another node when its node stops. See docs/cluster.md.`
 	fl.BoolVarP(&f.interactive, "interactive", "i", false, "join the space in this terminal")
 	fl.StringVar(&f.participant, "participant", "", "the participant to join as with -i")
 	fl.IntVar(&f.nodes, "nodes", 1, "run the space on this many gateway nodes of a local cluster (an embedded NATS server in the first)")
+	fl.DurationVar(&f.wait, "wait", defaultJoinWait, "how long to wait for the participants it starts to join or fail before reporting each (0: do not wait)")
 	addNoUIFlag(fl)
 	fl.BoolVar(&f.supervise, "supervise", false, "internal: run as the detached supervisor")
 	_ = fl.MarkHidden("supervise")
@@ -211,10 +213,17 @@ func waitHealthy(ctx context.Context, port int, exited <-chan struct{}) error {
 
 // tail returns the last lines of a log file, for error messages.
 func tail(path string, lines int) string {
+	return tailFrom(path, 0, lines)
+}
+
+// tailFrom is tail of what the file holds past offset: what this run wrote
+// to a log that earlier runs appended to.
+func tailFrom(path string, offset int64, lines int) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return ""
 	}
+	data = data[min(offset, int64(len(data))):]
 	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 	if len(all) > lines {
 		all = all[len(all)-lines:]
@@ -253,7 +262,13 @@ func runSpaceUp(ctx context.Context, cmd *cobra.Command, opts Options, f spaceFl
 	}
 	defer rs.stop()
 	out := cmd.OutOrStdout()
+	wait := f.wait
+	if f.interactive && !cmd.Flags().Changed("wait") {
+		wait = 0 // the person is about to see who joins
+	}
+	rep := rs.awaitJoins(ctx, wait)
 	fmt.Fprintf(out, "space %s is up: %s (gateway pid %d)\n", cfg.Space.ID, rs.launch.GatewayURL(), rs.gatewayPID())
+	rep.print(out, wait)
 	rs.printNodes(out)
 	if len(rs.started) > 0 {
 		fmt.Fprintf(out, "started: %s\n", strings.Join(rs.started, ", "))
@@ -284,7 +299,9 @@ type runningSpace struct {
 	sup     *space.Supervisor
 	store   space.TokenStore
 	log     *slog.Logger
-	started []string // participants started, in order
+	started []string // participants started, in order; appended under mu
+
+	joined map[string]bool // participants seen joined (awaitJoins); guarded by mu
 
 	mu    sync.Mutex
 	state *space.RunState
@@ -352,7 +369,9 @@ func startSpaceNodes(ctx context.Context, opts Options, exe string, cfg *space.C
 		if err := rs.sup.Start(proc); err != nil {
 			return nil, err
 		}
+		rs.mu.Lock() // writeState, on the supervisor's goroutines, reads it
 		rs.started = append(rs.started, p.ID)
+		rs.mu.Unlock()
 	}
 	rs.writeState()
 	return rs, nil
@@ -373,6 +392,14 @@ func (rs *runningSpace) writeState() {
 			rs.state.Gateway = p.PID
 		} else if !strings.HasPrefix(p.Name, nodeProcPrefix) {
 			rs.state.Agents[p.Name] = p.PID
+		}
+	}
+	procs := rs.processes(rs.started)
+	if len(procs) > 0 {
+		rs.state.Processes = map[string]space.RunProcess{}
+		for id, p := range procs {
+			p.Joined = rs.joined[id]
+			rs.state.Processes[id] = p.RunProcess
 		}
 	}
 	if err := rs.state.Write(rs.cfg.MewDir); err != nil {
@@ -421,7 +448,7 @@ func environ(opts Options) []string {
 // space is up.
 func detachSpace(ctx context.Context, cmd *cobra.Command, exe string, cfg *space.Config, f spaceFlags) error {
 	args := []string{"space", "up", "--supervise", "-c", cfg.Path, "-d", cfg.SpaceDir(), "-p", strconv.Itoa(f.port), "-l", f.logLevel,
-		"--nodes", strconv.Itoa(f.nodes)}
+		"--nodes", strconv.Itoa(f.nodes), "--wait", f.wait.String()}
 	logDir := filepath.Join(cfg.SpaceDir(), "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return fmt.Errorf("space up: %w", err)
@@ -432,6 +459,12 @@ func detachSpace(ctx context.Context, cmd *cobra.Command, exe string, cfg *space
 		return fmt.Errorf("space up: %w", err)
 	}
 	defer logFile.Close()
+	// Earlier runs appended to the same log: only what this one writes
+	// counts, or their "is up" would be taken for this run's.
+	var from int64
+	if fi, err := logFile.Stat(); err == nil {
+		from = fi.Size()
+	}
 	c := exec.Command(exe, args...)
 	c.Dir = cfg.SpaceDir()
 	c.Stdout, c.Stderr = logFile, logFile
@@ -441,26 +474,36 @@ func detachSpace(ctx context.Context, cmd *cobra.Command, exe string, cfg *space
 	}
 	exited := make(chan struct{})
 	go func() { _ = c.Wait(); close(exited) }()
-	deadline := time.After(healthWait + 5*time.Second)
+	deadline := time.After(healthWait + max(f.wait, 0) + 5*time.Second)
 	for {
 		select {
 		case <-exited:
-			return fmt.Errorf("space up: the space stopped at once; %s ends:\n%s", logPath, tail(logPath, 20))
+			return fmt.Errorf("space up: the space stopped at once; %s ends:\n%s", logPath, tailFrom(logPath, from, 20))
 		case <-deadline:
 			proc.Terminate(c.Process.Pid, false)
-			return fmt.Errorf("space up: the space did not come up in time; %s ends:\n%s", logPath, tail(logPath, 20))
+			return fmt.Errorf("space up: the space did not come up in time; %s ends:\n%s", logPath, tailFrom(logPath, from, 20))
 		case <-ctx.Done():
 			proc.Terminate(c.Process.Pid, false)
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 		st, err := space.ReadRunState(cfg.MewDir)
-		if err != nil || st.Supervisor != c.Process.Pid || st.Gateway == 0 || !strings.Contains(tail(logPath, 50), "space "+cfg.Space.ID+" is up") {
+		if err != nil || st.Supervisor != c.Process.Pid || st.Gateway == 0 || !strings.Contains(tailFrom(logPath, from, 50), "space "+cfg.Space.ID+" is up") {
 			continue
+		}
+		// Read again: the supervisor wrote the joins before it said "up".
+		if again, err := space.ReadRunState(cfg.MewDir); err == nil {
+			st = again
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "space %s is up in the background: ws://127.0.0.1:%d (supervisor pid %d)\n", st.SpaceID, st.Port, st.Supervisor)
 		printRunNodes(cmd.OutOrStdout(), st.Nodes)
+		failed := reportFromState(cmd.OutOrStdout(), st, f.wait)
 		fmt.Fprintf(cmd.OutOrStdout(), "logs: %s\nstop it with: mew space down -d %s\n", logDir, cfg.SpaceDir())
+		if len(failed) > 0 {
+			// Up, but not as configured: a script must not take it for
+			// a healthy space.
+			return fmt.Errorf("space up: %d of its participants failed (%s); the space keeps running: mew space status shows them, mew space down stops it", len(failed), strings.Join(failed, ", "))
+		}
 		return nil
 	}
 }
@@ -593,6 +636,7 @@ func newSpaceStatusCmd() *cobra.Command {
 			}
 			for _, id := range slices.Sorted(maps.Keys(st.Agents)) {
 				row(id, st.Agents[id])
+				statusProcess(out, st.Processes[id])
 			}
 			return nil
 		},

@@ -84,7 +84,9 @@ func TestSpaceUpStatusDown(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte(strings.ReplaceAll(upSpace, "$$", "$")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := mew(t, dir, "space", "up", "--detach", "-p", "0")
+	// --wait 0: its participants are plain processes that never join
+	// (TestSpaceUpReportsJoins has ones that do).
+	out, err := mew(t, dir, "space", "up", "--detach", "-p", "0", "--wait", "0")
 	if err != nil || !strings.Contains(out, "is up in the background") {
 		t.Fatalf("space up: %v\n%s", err, out)
 	}
@@ -106,7 +108,7 @@ func TestSpaceUpStatusDown(t *testing.T) {
 			t.Errorf("pid %d is not running", pid)
 		}
 	}
-	if again, err := mew(t, dir, "space", "up", "--detach", "-p", "0"); err == nil || !strings.Contains(again, "already running") {
+	if again, err := mew(t, dir, "space", "up", "--detach", "-p", "0", "--wait", "0"); err == nil || !strings.Contains(again, "already running") {
 		t.Errorf("a second up: %v\n%s", err, again)
 	}
 
@@ -172,6 +174,72 @@ func TestSpaceUpStatusDown(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "space.yaml")); err != nil {
 		t.Error("clean deleted the configuration")
+	}
+}
+
+// TestSpaceUpReportsJoins: `mew space up --detach` waits until every
+// participant it started has joined or failed, and reports each: a bridged
+// calculator joins; a bridge whose MCP server is not installed and a
+// command that exits at once fail, with their causes, and up exits
+// non-zero although the space runs; status shows the restarts and the
+// last error.
+func TestSpaceUpReportsJoins(t *testing.T) {
+	dir := t.TempDir()
+	y := `
+space: {id: joins}
+participants:
+  human: {tokens: [human-token], capabilities: [{kind: "*"}]}
+  calc:
+    type: mcp-bridge
+    auto_start: true
+    mcp_server: {command: ` + mewBinary(t) + `, args: [mcp, calculator]}
+  ghost:
+    type: mcp-bridge
+    auto_start: true
+    mcp_server: {command: no-such-server-here}
+  quitter:
+    auto_start: true
+    command: /bin/sh
+    args: [-c, "echo the config is broken >&2; exit 3"]
+`
+	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// An earlier run's log that says "up" must not be taken for this run's.
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "logs", "space.log"), []byte("space joins is up: ws://127.0.0.1:1 (gateway pid 1)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := mew(t, dir, "space", "up", "--detach", "-p", "0", "--wait", "20s")
+	st, serr := space.ReadRunState(dir)
+	if serr == nil {
+		defer func() {
+			for _, pid := range st.PIDs() {
+				proc.Terminate(pid, true)
+			}
+		}()
+	}
+	if err == nil {
+		t.Errorf("space up exited 0 with two failed participants:\n%s", out)
+	}
+	for _, want := range []string{
+		"is up in the background", "joined: calc",
+		`failed: ghost: exit status 1: mew: bridge: starting the MCP server: starting no-such-server-here: exec: "no-such-server-here": executable file not found`,
+		"failed: quitter: exit status 3: the config is broken",
+		"2 of its participants failed (ghost, quitter); the space keeps running",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("space up says nothing of %q:\n%s", want, out)
+		}
+	}
+	status, err := mew(t, dir, "space", "status")
+	if err != nil || !strings.Contains(status, "last error: exit status 3: the config is broken") || !strings.Contains(status, "restarts:") {
+		t.Errorf("status: %v\n%s", err, status)
+	}
+	if out, err := mew(t, dir, "space", "down"); err != nil {
+		t.Errorf("down: %v\n%s", err, out)
 	}
 }
 
