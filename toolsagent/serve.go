@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -20,7 +18,7 @@ import (
 const MetaContextID = "mew/contextId"
 
 // HTTPPath is where ServeStreamableHTTP serves MCP.
-const HTTPPath = "/mcp"
+const HTTPPath = mcpserve.Path
 
 // NewMCPServer returns an MCP server (the go-sdk's) for the agent's tools:
 // serverInfo is the definition's name and version, instructions its
@@ -171,34 +169,8 @@ func (a *Agent) ServeStreamableHTTP(ctx context.Context, l net.Listener) error {
 		_ = l.Close()
 		return err
 	}
-	h := mcpserve.Handler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{
-		Logger:         a.log,
-		SessionTimeout: 30 * time.Minute,
-	})
-	mux := http.NewServeMux()
-	mux.Handle(HTTPPath, http.NewCrossOriginProtection().Handler(h))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l) }() // ends with Shutdown or Close below
-	var serveErr error
-	select {
-	case <-ctx.Done():
-	case serveErr = <-errc:
+	if err := mcpserve.ServeHTTP(ctx, l, s, a.log); err != nil {
+		return fmt.Errorf("toolsagent: %w", err)
 	}
-	cancel()
-	for ss := range s.Sessions() {
-		_ = ss.Close()
-	}
-	sctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
-	defer stop()
-	if err := srv.Shutdown(sctx); err != nil {
-		_ = srv.Close()
-	}
-	if serveErr == nil {
-		serveErr = <-errc
-	}
-	if errors.Is(serveErr, http.ErrServerClosed) {
-		return nil
-	}
-	return fmt.Errorf("toolsagent: http: %w", serveErr)
+	return nil
 }

@@ -1,7 +1,13 @@
 package mcpserve
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -55,4 +61,45 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.session.ServeHTTP(w, r)
+}
+
+// Path is where ServeHTTP serves MCP.
+const Path = "/mcp"
+
+// ServeHTTP serves s over streamable HTTP (Handler) at Path on l until ctx
+// ends, then closes its sessions (ending their calls) and the listener, and
+// returns nil; a listener that fails returns its error. Requests from a
+// browser page of another site are refused, and so are requests to a
+// loopback address under another host name (DNS rebinding: the go-sdk's
+// check).
+func ServeHTTP(ctx context.Context, l net.Listener, s *mcp.Server, logger *slog.Logger) error {
+	h := Handler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{
+		Logger:         logger,
+		SessionTimeout: 30 * time.Minute,
+	})
+	mux := http.NewServeMux()
+	mux.Handle(Path, http.NewCrossOriginProtection().Handler(h))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }() // ends with Shutdown or Close below
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	for ss := range s.Sessions() {
+		_ = ss.Close()
+	}
+	sctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+	}
+	if serveErr == nil {
+		serveErr = <-errc
+	}
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("mcp over http: %w", serveErr)
 }
