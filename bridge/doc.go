@@ -30,6 +30,17 @@
 // request's envelope id, or by params.requestId, its JSON-RPC id), and
 // when the bridge stops.
 //
+// # Revisions and elicitation
+//
+// The bridge offers the revisions of package mcpver: server/discover
+// (2026-07-28) first, then initialize; handshake.go judges what the server
+// answered and refuses, with an error wrapping mcpver.ErrUnsupported, a
+// server that speaks only revisions mew does not. Status.Protocol is the
+// revision agreed on. The bridge declares elicitation: a server's question
+// during a call becomes an elicitation/request in the space, addressed to
+// the caller, and the first usable elicitation/response goes back to the
+// server (elicit.go; protocol.KindElicitationRequest describes the kinds).
+//
 // # List changes
 //
 // When the server says that its tools, resources or prompts changed
