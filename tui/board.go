@@ -70,12 +70,24 @@ func (m *Model) docked() bool {
 // stacked reports whether the board shows above the input.
 func (m *Model) stacked() bool { return m.board.mode == boardOpen && m.width < boardDockWidth }
 
-// mainWidth is the transcript's width.
+// mainWidth is the transcript's column: the screen, or what the docked
+// board leaves of it.
 func (m *Model) mainWidth() int {
 	if m.docked() {
 		return max(m.width-boardWidth, 20)
 	}
 	return m.width
+}
+
+// textWidth is the width transcript lines are drawn to: the main column,
+// less the gap kept before the docked board's separator. Drawing to the
+// whole column and cutting the gap off afterwards lost the last character
+// of every full line.
+func (m *Model) textWidth() int {
+	if m.docked() {
+		return m.mainWidth() - 1
+	}
+	return m.mainWidth()
 }
 
 // toggleBoard shows the board if it is hidden and hides it otherwise.

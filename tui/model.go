@@ -791,7 +791,7 @@ func (m *Model) RevokeOnExit() []*protocol.Envelope {
 
 // renderCtx returns what the renderers need.
 func (m *Model) renderCtx() *renderCtx {
-	return &renderCtx{width: m.mainWidth(), theme: m.theme, st: &m.st, me: m.me(), now: m.now(), thoughts: m.thoughts}
+	return &renderCtx{width: m.textWidth(), theme: m.theme, st: &m.st, me: m.me(), now: m.now(), thoughts: m.thoughts}
 }
 
 // viewHeight is the number of transcript lines on screen.
@@ -898,7 +898,7 @@ func (m *Model) frame() (string, *tea.Cursor) {
 		board := m.boardLines(boardWidth-2, vh)
 		sep := m.st.Dim.Render("│")
 		for i, l := range out {
-			l = ansi.Truncate(l, mw-1, "")
+			l = ansi.Truncate(l, m.textWidth(), "") // drawn to fit: a no-op but for the search highlight's styling
 			b := ""
 			if i < len(board) {
 				b = board[i]

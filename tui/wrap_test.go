@@ -1,0 +1,55 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+// TestWrapBesideTheBoard: with the side board docked (from 120 columns),
+// every character of a long chat reaches the screen, at several widths,
+// for unbroken text, wide runes and /verbose JSON: joined back, the
+// transcript's column holds the whole text. (Lines drawn to the column's
+// full width once lost their last character to the gap before the board.)
+func TestWrapBesideTheBoard(t *testing.T) {
+	texts := []string{
+		strings.Repeat("0123456789", 40),
+		strings.Repeat("漢字かなカナ", 30),
+		strings.Repeat("ab漢", 70),
+		strings.Repeat("word ", 80),
+	}
+	for _, width := range []int{120, 121, 123, 150, 201} {
+		for i, text := range texts {
+			h := newHarness(t)
+			h.send(tea.WindowSizeMsg{Width: width, Height: 60})
+			if !h.m.docked() {
+				t.Fatalf("width %d: the board is not docked", width)
+			}
+			h.recv(chat("assistant", "c1", text))
+			got := transcriptColumn(h.screen())
+			if !strings.Contains(got, strings.ReplaceAll(text, " ", "")) {
+				t.Errorf("width %d, text %d: characters lost at the wraps:\n%s", width, i, h.screen())
+			}
+		}
+		// /verbose draws envelopes as JSON, wrapped the same way.
+		h := newHarness(t)
+		h.send(tea.WindowSizeMsg{Width: width, Height: 60})
+		h.typeLine("/verbose")
+		h.recv(chat("assistant", "c2", strings.Repeat("x", 150)+"END"))
+		if got := transcriptColumn(h.screen()); !strings.Contains(got, strings.Repeat("x", 150)+"END") {
+			t.Errorf("width %d, /verbose: characters lost at the wraps:\n%s", width, h.screen())
+		}
+	}
+}
+
+// transcriptColumn joins what the screen shows left of the board's
+// separator, with the indentation and spaces taken out.
+func transcriptColumn(screen string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(screen, "\n") {
+		left, _, _ := strings.Cut(l, "│")
+		b.WriteString(strings.ReplaceAll(left, " ", ""))
+	}
+	return b.String()
+}
