@@ -122,6 +122,9 @@ func (m *Model) cmdHelp(args []string) tea.Cmd {
 	b.WriteString(controlHelp() + "\n")
 	b.WriteString("Keys: Enter send · Alt+Enter new line · Tab complete · ↑/↓ history · PgUp/PgDn scroll · F2 board\n")
 	b.WriteString("Dialog: 1/y Yes · 2/g Grant · 3/n No · 4/e Edit · Esc later · ←/→ and Enter")
+	if len(m.o.Intro) > 0 {
+		b.WriteString("\n" + strings.Join(m.o.Intro, "\n"))
+	}
 	m.note(b.String(), false)
 	return nil
 }

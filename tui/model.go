@@ -43,6 +43,9 @@ type Options struct {
 	History []string
 	// Keys are the global key bindings (default DefaultKeyMap).
 	Keys *KeyMap
+	// Intro are lines to show a newcomer: the first lines of the
+	// transcript, and again in /help (mew demo's "what to try").
+	Intro []string
 }
 
 // Model is the terminal UI's state: a tea.Model. It is owned by the program's
@@ -134,6 +137,9 @@ func New(o Options) *Model {
 	}
 	m.in.history = append([]string(nil), o.History...)
 	m.in.hpos = len(m.in.history)
+	if len(o.Intro) > 0 {
+		m.note(strings.Join(o.Intro, "\n"), false)
+	}
 	return m
 }
 

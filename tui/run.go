@@ -28,6 +28,8 @@ type RunOptions struct {
 	// HistoryFile keeps the input's history across sessions ("": none):
 	// read when Run starts, written when it ends.
 	HistoryFile string
+	// Intro are lines for a newcomer, shown first and in /help.
+	Intro []string
 }
 
 // Run shows the space of p, a connected participant, full-screen until the
@@ -40,7 +42,7 @@ func Run(ctx context.Context, p *participant.Participant, o RunOptions) error {
 	if o.HistoryFile != "" {
 		history, _ = LoadHistory(o.HistoryFile) // a history that cannot be read starts afresh
 	}
-	m := New(Options{Space: NewSDKSpace(p, SDKOptions{Gateway: o.Gateway, Space: o.SpaceName, Token: o.Token}), SpaceName: o.SpaceName, DefaultTargets: o.DefaultTargets, Context: ctx, History: history})
+	m := New(Options{Space: NewSDKSpace(p, SDKOptions{Gateway: o.Gateway, Space: o.SpaceName, Token: o.Token}), SpaceName: o.SpaceName, DefaultTargets: o.DefaultTargets, Context: ctx, History: history, Intro: o.Intro})
 	if w := p.Client().Welcome(); w != nil {
 		m.welcome(w)
 	}

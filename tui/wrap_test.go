@@ -3,6 +3,7 @@ package tui
 import (
 	"strings"
 	"testing"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 )
@@ -52,4 +53,30 @@ func transcriptColumn(screen string) string {
 		b.WriteString(strings.ReplaceAll(left, " ", ""))
 	}
 	return b.String()
+}
+
+// TestIntroShown: the lines a newcomer should read (mew demo's "what to
+// try") are the first lines of the transcript, inside the full-screen UI,
+// and /help shows them again.
+func TestIntroShown(t *testing.T) {
+	sp := newFake()
+	h := &harness{t: t}
+	h.m = New(Options{Space: sp, SpaceName: "demo", Context: t.Context(), Intro: []string{"Try:", "  what is 2 plus 3   the calculator answers"},
+		Tick: func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil }})
+	h.sp = sp
+	h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
+	h.recv(welcome("you", "assistant"))
+	if s := h.screen(); !strings.Contains(s, "Try:") || !strings.Contains(s, "what is 2 plus 3   the calculator answers") {
+		t.Fatalf("the intro is not on the first screen:\n%s", s)
+	}
+	for range 30 {
+		h.recv(chat("assistant", "", "filler"))
+	}
+	if strings.Contains(h.screen(), "Try:") {
+		t.Fatal("the intro should have scrolled away for this check to mean anything")
+	}
+	h.typeLine("/help")
+	if s := h.screen(); !strings.Contains(s, "what is 2 plus 3") {
+		t.Errorf("/help does not repeat the intro:\n%s", s)
+	}
 }

@@ -108,6 +108,10 @@ type lineClientOptions struct {
 	// before the client says whom to address. 0 means never, except with
 	// a Config (`mew space connect`, `mew demo`): defaultHintAfter then.
 	HintAfter time.Duration
+	// Intro are lines for a newcomer (mew demo's "what to try"): printed
+	// first by the line client, shown first and in /help by the
+	// full-screen UI.
+	Intro []string
 }
 
 // defaultHintAfter is the wait before the no-answer hint.
@@ -218,6 +222,9 @@ func runLineClient(ctx context.Context, cmd *cobra.Command, o lineClientOptions)
 	}
 	if o.HintAfter == 0 && o.Config != nil {
 		lc.hintAfter = defaultHintAfter // `mew space connect` and `mew demo`
+	}
+	for _, l := range o.Intro {
+		fmt.Fprintln(lc.out, l)
 	}
 	// On a terminal the output is drawn above a status line and, when the
 	// input is the terminal too, the line being typed.

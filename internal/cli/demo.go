@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -88,7 +86,7 @@ func runDemo(ctx context.Context, cmd *cobra.Command, opts Options, dir string, 
 		return err
 	}
 	defer rs.stop()
-	if err := waitJoined(ctx, rs, cfg.Space.ID); err != nil {
+	if err := waitJoined(ctx, rs); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
 	model := "the offline rule-based model; set OPENAI_API_KEY or OPENAI_BASE_URL for a real one"
@@ -98,12 +96,17 @@ func runDemo(ctx context.Context, cmd *cobra.Command, opts Options, dir string, 
 			model += ", " + m.Model()
 		}
 	}
-	fmt.Fprintf(out, "mew demo: you, an assistant and a helper (%s), a calculator, and files in %s\n", model, files)
-	fmt.Fprintln(out, "  what is 2 plus 3                  the assistant calls the calculator")
-	fmt.Fprintln(out, "  @helper write hello to notes.txt  the helper proposes it; /approve 1 writes the file")
-	fmt.Fprintln(out, "  @assistant read notes.txt         the assistant reads it back")
-	fmt.Fprintln(out, "  /help for commands · Ctrl-C or /quit stops the space")
-	if err := rs.connect(ctx, cmd, "you"); err != nil && ctx.Err() == nil {
+	// What to try is shown inside the client, where a newcomer looks (the
+	// full-screen UI takes the whole terminal), and again in /help.
+	intro := []string{
+		fmt.Sprintf("mew demo: you, an assistant and a helper (%s), a calculator, and files in %s", model, files),
+		"Try:",
+		"  what is 2 plus 3                  the assistant calls the calculator",
+		"  @helper write hello to notes.txt  the helper proposes it; approve it (1 or /approve 1) and the file is written",
+		"  @assistant read notes.txt         the assistant reads it back",
+		"  /help for commands · Ctrl-C or /quit stops the space",
+	}
+	if err := rs.connect(ctx, cmd, "you", intro); err != nil && ctx.Err() == nil {
 		return err
 	}
 	return nil // the user left: /quit, the end of the input, Ctrl-C or a hang-up
@@ -153,54 +156,18 @@ func writeDemoSpace(dir string, getenv func(string) string) (*space.Config, stri
 }
 
 // waitJoined waits until the participants the space started are connected
-// to it; one that crashed too often to be restarted fails the wait, with
-// the end of its log.
-func waitJoined(ctx context.Context, rs *runningSpace, spaceID string) error {
-	ids := rs.started
-	url := "http://127.0.0.1:" + strconv.Itoa(rs.launch.Port) + "/participants?space=" + spaceID
-	hc := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(demoWait)
-	var missing []string
-	for {
-		missing = missing[:0]
-		connected := map[string]bool{}
-		if resp, err := hc.Get(url); err == nil {
-			var body struct {
-				Participants []struct {
-					ID        string `json:"id"`
-					Name      string `json:"name"`
-					Connected bool   `json:"connected"`
-				} `json:"participants"`
-			}
-			_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body)
-			resp.Body.Close()
-			for _, p := range body.Participants {
-				if p.Connected {
-					connected[p.ID], connected[p.Name] = true, true
-				}
-			}
-		}
-		for _, id := range ids {
-			if !connected[id] {
-				missing = append(missing, id)
-			}
-		}
-		if len(missing) == 0 {
-			return nil
-		}
-		for _, p := range rs.sup.State() {
-			if p.GaveUp {
-				log := filepath.Join(rs.launch.LogDir(), p.Name+".log")
-				return fmt.Errorf("%s keeps crashing; %s ends:\n%s", p.Name, log, tail(log, 10))
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not join within %v", strings.Join(slices.Clone(missing), ", "), demoWait)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+// to it (awaitJoins); one that failed fails the wait, with its cause.
+func waitJoined(ctx context.Context, rs *runningSpace) error {
+	rep := rs.awaitJoins(ctx, demoWait)
+	if err := ctx.Err(); err != nil {
+		return err
 	}
+	for _, id := range slices.Sorted(maps.Keys(rep.failed)) {
+		log := filepath.Join(rs.launch.LogDir(), id+".log")
+		return fmt.Errorf("%s failed (%s); %s ends:\n%s", id, rep.failed[id], log, tail(log, 10))
+	}
+	if len(rep.pending) > 0 {
+		return fmt.Errorf("%s did not join within %v", strings.Join(rep.pending, ", "), demoWait)
+	}
+	return nil
 }

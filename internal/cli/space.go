@@ -279,7 +279,7 @@ func runSpaceUp(ctx context.Context, cmd *cobra.Command, opts Options, f spaceFl
 		if err != nil {
 			return err
 		}
-		if err := rs.connect(ctx, cmd, who); err != nil && ctx.Err() == nil {
+		if err := rs.connect(ctx, cmd, who, nil); err != nil && ctx.Err() == nil {
 			return err
 		}
 		return nil // the user left: /quit, the end of the input, Ctrl-C or a hang-up
@@ -415,12 +415,12 @@ func (rs *runningSpace) gatewayPID() int {
 }
 
 // connect runs the line client as participant who until it ends.
-func (rs *runningSpace) connect(ctx context.Context, cmd *cobra.Command, who string) error {
+func (rs *runningSpace) connect(ctx context.Context, cmd *cobra.Command, who string, intro []string) error {
 	tokens, err := rs.store.Tokens(rs.cfg.Participant(who))
 	if err != nil {
 		return err
 	}
-	return runLineClient(ctx, cmd, lineClientOptions{Gateway: strings.Join(rs.nodeURLs(0), ","), Space: rs.cfg.Space.ID, Token: tokens[0], Config: rs.cfg, Self: who, Getenv: rs.store.Getenv})
+	return runLineClient(ctx, cmd, lineClientOptions{Gateway: strings.Join(rs.nodeURLs(0), ","), Space: rs.cfg.Space.ID, Token: tokens[0], Config: rs.cfg, Self: who, Getenv: rs.store.Getenv, Intro: intro})
 }
 
 // stop stops everything and removes the state file.

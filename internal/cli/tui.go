@@ -76,7 +76,7 @@ func runTUI(ctx context.Context, cmd *cobra.Command, o lineClientOptions) error 
 	}
 	err = tui.Run(ctx, p, tui.RunOptions{
 		SpaceName: o.Space, Gateway: o.Gateway, Token: o.Token, DefaultTargets: targets, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout(),
-		HistoryFile: history,
+		HistoryFile: history, Intro: o.Intro,
 	})
 	if err != nil && ctx.Err() == nil {
 		return fmt.Errorf("disconnected: %w", err)
