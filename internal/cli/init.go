@@ -119,7 +119,7 @@ func runInit(cmd *cobra.Command, opts Options, f initFlags, name string) error {
 		return fmt.Errorf("init: %w", err)
 	}
 	fmt.Fprintf(out, "created %s from template %s (%s)\n", target, t.Name, sourceLabel(t.Source))
-	fmt.Fprintf(out, "start it with: mew space up -i   (or mew space up --detach, then mew client connect)\n")
+	fmt.Fprintf(out, "start it with: mew space up -i   (or mew space up --detach, then mew space connect)\n")
 	return nil
 }
 

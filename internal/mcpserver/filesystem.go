@@ -183,18 +183,26 @@ const privateDir = ".mew"
 // any casing, for case-insensitive file systems).
 func private(name string) bool { return strings.EqualFold(name, privateDir) }
 
-// clean rewrites an error of os.Root to speak of relative paths and say
-// plainly when a path escapes.
+// clean rewrites an error of os.Root to speak of relative paths, in words
+// for the person who reads the tool's answer: the system call's name
+// ("statat", "openat") means nothing to them.
 func (f *fsys) clean(err error) error {
 	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		msg := pe.Err.Error()
-		if strings.Contains(msg, "escapes") {
-			msg = "outside the allowed directory"
-		}
-		return fmt.Errorf("%s %s: %s", pe.Op, pe.Path, msg)
+	if !errors.As(err, &pe) {
+		return err
 	}
-	return err
+	switch msg := pe.Err.Error(); {
+	case strings.Contains(msg, "escapes"):
+		return fmt.Errorf("%s: outside the allowed directory", pe.Path)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("no such file or directory: %s", pe.Path)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("permission denied: %s", pe.Path)
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("%s already exists", pe.Path)
+	default:
+		return fmt.Errorf("%s: %s", pe.Path, msg)
+	}
 }
 
 func (f *fsys) read(p string) (*mcp.CallToolResult, any, error) {

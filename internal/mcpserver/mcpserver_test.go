@@ -119,7 +119,7 @@ func TestFilesystem(t *testing.T) {
 		{"write_file", map[string]any{"path": "../../evil", "content": "x"}, "outside the allowed directory", true},
 		{"write_file", map[string]any{"path": "link.txt", "content": "x"}, "outside the allowed directory", true},
 		{"read_text_file", map[string]any{"path": "a\x00b"}, "NUL", true},
-		{"read_text_file", map[string]any{"path": "missing.txt"}, "no such file", true},
+		{"read_text_file", map[string]any{"path": "missing.txt"}, "no such file or directory: missing.txt", true},
 		{"move_file", map[string]any{"source": "b.md", "destination": "x"}, "x exists", true},
 		{"write_file", map[string]any{"path": ".", "content": "x"}, "needs a file name", true},
 	}
