@@ -68,7 +68,7 @@ envelope seen as one compact JSON line.`,
 				o.Space = getenv(envSpace)
 			}
 			if o.Gateway == "" || o.Space == "" || o.Token == "" {
-				return errors.New("client connect: -g/--gateway, -s/--space and -t/--token (or MEW_GATEWAY, MEW_SPACE, MEW_TOKEN) are required")
+				return errors.New("client connect: -g/--gateway, -s/--space and -t/--token (or MEW_GATEWAY, MEW_SPACE, MEW_TOKEN) are required; in the directory of a running space, mew space connect needs none")
 			}
 			if outputFile != "" && fifoOut != "" {
 				return errors.New("client connect: --output-file and --fifo-out cannot be combined")

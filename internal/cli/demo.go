@@ -83,10 +83,16 @@ func runDemo(ctx context.Context, cmd *cobra.Command, opts Options, dir string, 
 	fmt.Fprintf(out, "starting the demo space in %s …\n", dir)
 	rs, err := startSpace(ctx, opts, exe, cfg, port, "info", logger)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // Ctrl-C while it started: the person left, nothing failed
+		}
 		return err
 	}
 	defer rs.stop()
 	if err := waitJoined(ctx, rs); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("demo: %w", err)
 	}
 	model := "the offline rule-based model; set OPENAI_API_KEY or OPENAI_BASE_URL for a real one"

@@ -101,3 +101,51 @@ func TestDemoScripted(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestDemoInterruptedWhileStarting: Ctrl-C while the demo is still
+// starting its space is the person leaving, not a failure: mew exits 0,
+// says nothing of a cancelled context, and leaves no process behind.
+func TestDemoInterruptedWhileStarting(t *testing.T) {
+	dir := t.TempDir()
+	c := exec.Command(mewBinary(t), "demo", "--dir", dir)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "MEW_") {
+			c.Env = append(c.Env, kv)
+		}
+	}
+	out := &lineWriter{}
+	c.Stdout, c.Stderr = out, out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Process.Kill() }()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), "starting the demo space"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the demo never started:\n%s", out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(150 * time.Millisecond) // the gateway is starting or its participants joining
+	st, _ := space.ReadRunState(filepath.Join(dir, ".mew"))
+	if err := c.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil || strings.Contains(out.String(), "context canceled") {
+			t.Errorf("Ctrl-C during start-up: %v\n%s", err, out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the demo did not stop on Ctrl-C:\n%s", out.String())
+	}
+	if st != nil {
+		for _, pid := range st.PIDs() {
+			if pid != 0 && proc.Alive(pid) {
+				t.Errorf("pid %d outlived the demo", pid)
+				proc.Terminate(pid, true)
+			}
+		}
+	}
+}
