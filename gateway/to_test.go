@@ -1,7 +1,11 @@
 package gateway_test
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
+
+	"github.com/coder/websocket"
 
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
@@ -54,5 +58,31 @@ func TestGrantWithTo(t *testing.T) {
 		if e := outcome(t, admin, "b", `{"id":"b","kind":"capability/grant","payload":{"recipient":"agent","capabilities":[{"kind":"chat",`+bad+`}]}}`); e == nil || e["error"] != gateway.ErrorInvalidEnvelope {
 			t.Errorf("grant with %s: %v", bad, e)
 		}
+	}
+}
+
+// TestJoinUnknownSpace: a join naming a space this gateway does not serve
+// is told so, not that its token is unknown; a wrong token for a served
+// space is still an unknown token, and nothing else is said of either.
+func TestJoinUnknownSpace(t *testing.T) {
+	g := testutil.StartGateway(t, delegSpace, gateway.Options{NoAudit: true})
+	for _, c := range []struct{ space, token, want string }{
+		{"delg", "admin-token", `no space \"delg\" on this gateway`},
+		{"deleg", "nope", "unknown token for this space"},
+		{strings.Repeat("x", 500), "admin-token", "no space"},
+	} {
+		conn, _, err := websocket.Dial(t.Context(), g.WSURL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, _ := json.Marshal(map[string]string{"type": "join", "space": c.space, "token": c.token})
+		if err := conn.Write(t.Context(), websocket.MessageText, j); err != nil {
+			t.Fatal(err)
+		}
+		_, b, err := conn.Read(t.Context())
+		if err != nil || !strings.Contains(string(b), `"kind":"system/error"`) || !strings.Contains(string(b), c.want) {
+			t.Errorf("space %.20q, token %s: %s (%v), want %q", c.space, c.token, b, err, c.want)
+		}
+		conn.CloseNow()
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/mew-protocol/mew/internal/clip"
 	"github.com/mew-protocol/mew/protocol"
 	"github.com/mew-protocol/mew/space"
 )
@@ -81,7 +83,12 @@ func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	sp, m := srv.joinLookup(token, spaceID) // a token, or a console session (console.go)
 	if m == nil {
 		srv.metrics.refusals.WithLabelValues(ErrorUnauthorized).Inc()
-		srv.reject(conn, refuse(ErrorUnauthorized, "unknown token for this space"))
+		msg := "unknown token for this space"
+		if spaceID != "" && spaceID != "default" && srv.spaces[spaceID] == nil {
+			// A mistyped space is not a bad token: say which is wrong.
+			msg = fmt.Sprintf("no space %q on this gateway", clip.Runes(spaceID, 64))
+		}
+		srv.reject(conn, refuse(ErrorUnauthorized, msg))
 		return
 	}
 	id := m.name
