@@ -153,6 +153,9 @@ func (m *Model) cmdAck(args []string) tea.Cmd {
 	}
 	status := reasonOf(args, 0, "received")
 	m.lastToMe = sentChat{}
+	// Said at once: an acknowledgement is bookkeeping the transcript does
+	// not show, so without this line /ack looked like it did nothing.
+	m.note("acknowledged "+termtext.Line(c.to[0])+"'s chat: "+termtext.Line(status), false)
 	return m.control(protocol.KindChatAcknowledge, []string{c.to[0]}, []string{c.id}, protocol.ChatAcknowledge{Status: status})
 }
 

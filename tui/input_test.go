@@ -207,6 +207,9 @@ func TestControls(t *testing.T) {
 			strings.Join(env.CorrelationID, ",") != c.corr || env.Context != c.ctx {
 			t.Errorf("%s: to %q payload %s corr %v context %q; want %q %s %q %q", c.line, got, env.Payload, env.CorrelationID, env.Context, c.to, c.payload, c.corr, c.ctx)
 		}
+		if c.line == "/ack" && !strings.Contains(h.screen(), "acknowledged assistant's chat: received") {
+			t.Errorf("/ack said nothing:\n%s", h.screen())
+		}
 	}
 	n := len(h.sp.sent)
 	for _, bad := range []string{"/pause", "/forget assistant sideways", "/stream open x", "/envelope chat", "/ack"} {
