@@ -72,23 +72,7 @@ var ErrTooLarge = errors.New("the audit log is larger than the index budget")
 
 // BuildIndex reads both logs of dir into an Index.
 func BuildIndex(ctx context.Context, dir string, opts IndexOptions) (*Index, error) {
-	ix := newIndex(opts)
-	var err error
-	ix.Envelopes, err = Scan(ctx, dir, EnvelopeHistory, opts.ReadOptions, func(r *Record) error {
-		_, err := ix.addEnvelope(r)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	ix.Decisions, err = Scan(ctx, dir, CapabilityDecisions, opts.ReadOptions, func(r *Record) error {
-		ix.addDecision(r)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return ix, nil
+	return BuildIndexDirs(ctx, []string{dir}, opts)
 }
 
 func newIndex(opts IndexOptions) *Index {

@@ -52,15 +52,25 @@ breaks, as FILE:LINE and what happened there (altered, inserted, removed,
 swapped, cut off, a file missing), and exits 1.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			logs, err := logDirOf(dirArg(args, 0))
+			dirs, err := logDirsOf(dirArg(args, 0))
 			if err != nil {
 				return fmt.Errorf("log verify: %w", err)
 			}
-			rep, err := auditlog.Verify(logs, auditlog.VerifyOptions{})
-			if err != nil {
-				return fmt.Errorf("log verify: %w", err)
+			// Each node's log is a chain of its own.
+			var broken []error
+			for _, dir := range dirs {
+				if len(dirs) > 1 {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s:\n", dir)
+				}
+				rep, err := auditlog.Verify(dir, auditlog.VerifyOptions{})
+				if err != nil {
+					return fmt.Errorf("log verify: %w", err)
+				}
+				if err := printVerify(cmd.OutOrStdout(), &rep); err != nil {
+					broken = append(broken, err)
+				}
 			}
-			return printVerify(cmd.OutOrStdout(), &rep)
+			return errors.Join(broken...)
 		},
 	}
 }
@@ -73,20 +83,22 @@ func dirArg(args []string, i int) string {
 	return "."
 }
 
-// logDirOf returns the audit log directory for dir: dir itself when it holds
-// a log file, else the logs directory of the space in dir.
-func logDirOf(dir string) (string, error) {
+// logDirsOf returns the audit log directories for dir: dir itself when it
+// holds a log file, else the logs directory of the space in dir; each with
+// the logs of the other gateway nodes of a `mew space up --nodes` space
+// (auditlog.NodeDirs), which every mew log command reads together.
+func logDirsOf(dir string) ([]string, error) {
 	if auditlog.HasLogs(dir) {
-		return dir, nil
+		return auditlog.NodeDirs(dir), nil
 	}
 	mew, err := mewDirOf(dir)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if logs := filepath.Join(mew, "logs"); auditlog.HasLogs(logs) {
-		return logs, nil
+		return auditlog.NodeDirs(logs), nil
 	}
-	return "", fmt.Errorf("no audit log in %s or in the logs directory of its space", dir)
+	return nil, fmt.Errorf("no audit log in %s or in the logs directory of its space", dir)
 }
 
 // printVerify prints the summary of rep and returns an error naming the first
@@ -203,7 +215,7 @@ func runLogQuery(cmd *cobra.Command, dir string, f *queryFlags) error {
 			}
 		}
 	}
-	logs, err := logDirOf(dir)
+	logs, err := logDirsOf(dir)
 	if err != nil {
 		return fmt.Errorf("log query: %w", err)
 	}
@@ -237,7 +249,7 @@ func runLogQuery(cmd *cobra.Command, dir string, f *queryFlags) error {
 		if name == auditlog.CapabilityDecisions && len(q.Events) > 0 && !slices.Contains(q.Events, auditlog.CapabilityCheck) {
 			continue
 		}
-		st, err := auditlog.Scan(cmd.Context(), logs, name, auditlog.ReadOptions{}, print)
+		st, err := auditlog.ScanDirs(cmd.Context(), logs, name, auditlog.ReadOptions{}, print)
 		if err != nil {
 			return fmt.Errorf("log query: %w", err)
 		}
@@ -311,11 +323,11 @@ answers, the reasoning and question it came from, and what followed it.
 			if format != "tree" && format != "json" {
 				return fmt.Errorf("log why: --format %q: want tree or json", format)
 			}
-			logs, err := logDirOf(dirArg(args, 1))
+			logs, err := logDirsOf(dirArg(args, 1))
 			if err != nil {
 				return fmt.Errorf("log why: %w", err)
 			}
-			ix, err := auditlog.BuildIndex(cmd.Context(), logs, auditlog.IndexOptions{Space: space})
+			ix, err := auditlog.BuildIndexDirs(cmd.Context(), logs, auditlog.IndexOptions{Space: space})
 			if err != nil {
 				return fmt.Errorf("log why: %w", err)
 			}
@@ -361,7 +373,7 @@ participant). --speed recorded (the default) keeps the recorded pauses;
 --speed N replays N times faster; --speed 0 sends without pause.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			logs, err := logDirOf(dirArg(args, 0))
+			logs, err := logDirsOf(dirArg(args, 0))
 			if err != nil {
 				return fmt.Errorf("log replay: %w", err)
 			}
@@ -389,9 +401,9 @@ var transcriptHidden = map[string]bool{
 }
 
 // runTranscript prints the log as a transcript.
-func runTranscript(cmd *cobra.Command, logs string, f *replayFlags) error {
+func runTranscript(cmd *cobra.Command, logs []string, f *replayFlags) error {
 	out := cmd.OutOrStdout()
-	st, err := auditlog.Scan(cmd.Context(), logs, auditlog.EnvelopeHistory, auditlog.ReadOptions{}, func(r *auditlog.Record) error {
+	st, err := auditlog.ScanDirs(cmd.Context(), logs, auditlog.EnvelopeHistory, auditlog.ReadOptions{}, func(r *auditlog.Record) error {
 		if (r.Event == auditlog.Delivered && !r.Origin) || (f.space != "" && r.Space != f.space) {
 			return nil
 		}
@@ -444,7 +456,7 @@ type replaySender struct {
 }
 
 // runReplayInto re-sends the chosen participants' envelopes into a space.
-func runReplayInto(cmd *cobra.Command, logs string, f *replayFlags) error {
+func runReplayInto(cmd *cobra.Command, logs []string, f *replayFlags) error {
 	if len(f.participants) == 0 {
 		return errors.New("log replay: --into needs --participants: whose envelopes to re-send")
 	}
@@ -462,7 +474,7 @@ func runReplayInto(cmd *cobra.Command, logs string, f *replayFlags) error {
 		env *protocol.Envelope
 	}
 	var items []item
-	st, err := auditlog.Scan(cmd.Context(), logs, auditlog.EnvelopeHistory, auditlog.ReadOptions{}, func(r *auditlog.Record) error {
+	st, err := auditlog.ScanDirs(cmd.Context(), logs, auditlog.EnvelopeHistory, auditlog.ReadOptions{}, func(r *auditlog.Record) error {
 		if r.Event != auditlog.Received || (f.space != "" && r.Space != f.space) {
 			return nil
 		}
