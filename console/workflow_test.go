@@ -3,6 +3,8 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -264,4 +266,109 @@ func TestConsoleAnswersAndDefaults(t *testing.T) {
 		t.Errorf("malformed JSON was sent: %s", env.Payload)
 	case <-time.After(500 * time.Millisecond):
 	}
+}
+
+// hourSpace: you, a helper that may only propose, the files, and an
+// assistant that answers with the offline model.
+const hourSpace = webSpace + `  assistant:
+    tokens: [assistant-token]
+    capabilities: [{kind: chat}, {kind: "chat/*"}, {kind: "reasoning/*"}, {kind: mcp/request}, {kind: "participant/*"}]
+`
+
+// TestPersonsHour drives the console as a person uses it for a while: the
+// assistant (offline model) answers the first question within 2 s, since
+// the page answers the agent's discovery at once; a proposal decided after
+// a minute of reading still goes through (no 30 s deadline); a grant "for
+// this session" ends when the person's browser is gone, with no page left
+// to revoke it.
+func TestPersonsHour(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a minute of waiting: not with -short")
+	}
+	g := testutil.StartGateway(t, hourSpace, gateway.Options{NoAudit: true, SessionGrantGrace: time.Second})
+	work := t.TempDir()
+	startFiles(t, g, work)
+	helper := testutil.JoinParticipant(t, g, "helper-token", participant.Options{})
+	a, err := agent.New(agent.Options{
+		Participant: participant.Options{Client: client.Options{Gateway: "ws://" + g.Addr, Space: "web", Token: "assistant-token"}},
+		Provider:    llm.NewOffline(),
+		Config:      agent.Config{ReasoningEnabled: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := a.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	p := openAs(t, g, "you-token", 4)
+
+	// The first question, answered within 2 s.
+	asked := time.Now()
+	p.do("ask the assistant", chromedp.SendKeys(chromedp.CSS("#compose-input"), "@assistant hello, who are you?"+kb.Enter))
+	p.wait("the assistant's answer", `[...document.querySelectorAll(".entry.chat")].some(e => e.textContent.startsWith("assistant"))`)
+	if took := time.Since(asked); took > 2*time.Second {
+		t.Errorf("the assistant's first answer came %v after the question, want within 2 s", took)
+	}
+
+	// A proposal read for a minute, then approved: the helper's call
+	// completes.
+	call := map[string]any{"method": "tools/call", "params": map[string]any{"name": "write_file",
+		"arguments": map[string]any{"path": "later.txt", "content": "decided after a minute\n"}}}
+	// No deadline of the test's own: the participant's default, ten
+	// minutes for a person, is what a proposal waits.
+	slow := make(chan error, 1)
+	go func() {
+		_, err := helper.Request(t.Context(), "files", call)
+		slow <- err
+	}()
+	p.wait("the approval dialog", `!!document.querySelector("#queue .proposal .yes")`)
+	time.Sleep(61 * time.Second)
+	p.click("#queue .proposal .yes")
+	p.answered(slow, "the call approved after a minute")
+	if b, err := os.ReadFile(filepath.Join(work, "later.txt")); err != nil || string(b) != "decided after a minute\n" {
+		t.Fatalf("later.txt: %q, %v", b, err)
+	}
+
+	// A grant for this session: the helper's next call goes straight
+	// through; when the person's browser dies, the gateway ends it.
+	second := callAsync(t, helper, "files", call)
+	p.wait("the second dialog", `!!document.querySelector("#queue .proposal .grant")`)
+	p.click("#queue .proposal .grant")
+	p.click(`#queue input[name=scope][value=tool]`)
+	p.click(`#queue input[name=life][value=session]`)
+	p.click("#queue .grant-go")
+	p.answered(second, "the call granted for this session")
+	payload := []byte(`{"method":"tools/call","params":{"name":"write_file","arguments":{"path":"later.txt","content":"decided after a minute\n"}}}`)
+	waitFor(t, "the helper to hold the session grant", func() bool { return helper.CanSendTo(protocol.KindMCPRequest, []string{"files"}, payload) })
+	code, body := ledger(t, g, "you-token")
+	if code != http.StatusOK || !strings.Contains(body, `"session":true`) {
+		t.Fatalf("the ledger after the session grant: %d %s", code, body)
+	}
+	// The browser dies: no pagehide, no Leave, nothing of the page runs.
+	if b := chromedp.FromContext(p.ctx).Browser; b != nil {
+		if pr := b.Process(); pr != nil {
+			_ = pr.Kill()
+		}
+	}
+	waitFor(t, "the gateway to end the session grant", func() bool {
+		return !helper.CanSendTo(protocol.KindMCPRequest, []string{"files"}, payload)
+	})
+}
+
+// ledger reads GET /console/grants with cred.
+func ledger(t *testing.T, g *testutil.Gateway, cred string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, g.URL+"/console/grants?space=web", nil)
+	req.Header.Set("Authorization", "Bearer "+cred)
+	req.Header.Set("X-Mew-Console", "1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
