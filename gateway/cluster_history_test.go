@@ -482,6 +482,18 @@ func TestClusterHistoryUnavailable(t *testing.T) {
 	c := newHistCluster(t, onNATS)
 	a := c.add(t, nil)
 	post(t, a, "human", "human-token", chatBody("before"))
+	// The history is written behind delivery: wait until it holds the
+	// chat, or the shutdown below can catch its append in flight.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		code, msgs, _, _ := pollPage(t, a, "carol", "carol-token", "")
+		if code == 200 && strings.Contains(fmt.Sprint(msgs), "before") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the chat never reached the cluster's history: %d %v", code, msgs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	port := c.ns.Addr().(*net.TCPAddr).Port
 	c.ns.Shutdown()
 	c.ns.WaitForShutdown()
