@@ -11,10 +11,12 @@
 //     [ErrTimeout], [ErrBadResponse], and the context's own error when the
 //     caller cancels. The details are in [*APIError].
 //   - [Offline] is a deterministic rule-based stand-in for a machine with no
-//     model. It calls a tool whose name or description matches the request,
-//     with arguments taken from the numbers and words of the request, then
-//     states the tool's result; anything else it answers by saying what it
-//     is. Every answer it writes ends with [OfflineLabel].
+//     model. It works out arithmetic with the usual precedence, keeps and
+//     reads notes, and calls a tool that does what the request names, with
+//     arguments taken from the numbers and words of the request, then says
+//     what was asked and what came of it; anything else it answers by
+//     saying that it is beyond it. Every answer it writes ends with
+//     [OfflineLabel].
 //
 // [FromEnv] picks one the way the mew commands do: the OpenAI provider when
 // an API key or a base URL is configured (OPENAI_API_KEY, OPENAI_BASE_URL, or

@@ -45,7 +45,7 @@ func Example() {
 	}
 	// Output:
 	// calling calculator/add({"a":2,"b":3})
-	// The result is 5. (offline model)
+	// 2 + 3 = 5. (offline model)
 }
 
 // FromEnv chooses the provider the way mew's commands do: with no key and no

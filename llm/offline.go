@@ -1,9 +1,12 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,28 +22,50 @@ const OfflineModel = "offline-rules"
 // Offline is the rule-based [Provider] for a machine with no model. It is
 // deterministic: the same request always gets the same answer.
 //
-// It reads the last user message as the request. It calls the tool whose
-// name or description shares the most words with the request (with
-// synonyms: "plus" and "sum" mean add, "times" multiply, "show" read,
-// "remember" and "note" as a verb write, ...; "what is in notes.txt" asks
-// to read it; the server's part of "files/read_file" counts as little as
-// the description) and whose required arguments it can fill by meaning: an ISO date
-// (2026-12-01) fills a date field (format date or date-time, a name such as
-// date, day or when, or a description saying YYYY-MM-DD), the places of
-// "from X to Y" fill origin and destination fields and "in X" a city,
-// numbers fill number fields in the order of the schema, a filename a path
-// field, an enum takes the value the request names, and a quoted text or
-// else the request's remaining words (or the text after a colon) fill other
-// text fields. When it cannot
-// fill a required field it does not guess: it answers which field it could
-// not fill, with [FinishIncomplete]. A calculation of several operations
-// ("1.5 minus 4 plus 2") is one call per operation, left to right, each
-// given the previous result. A directory it lacks, for a tool that works on
-// one, it first asks a directory tool such as list_allowed_directories for,
-// once; a file it lacks it never makes up. When the tool results are in,
-// the answer states them, tool errors in plain words ([PlainToolError]).
-// With no matching tool it says that it is the offline model and which
-// tools it could use. A conversation it cannot hold.
+// It reads the last user message as the request (without the @mentions
+// that address it), and in this order:
+//
+//   - An expression and nothing more ("what is 2+3*4", "(2+3)*4", "-3 + 5",
+//     "12 times 7 minus 4") is worked out with the usual precedence, one
+//     tool call per operation (a tool named for add, subtract, multiply,
+//     divide or power that takes two numbers), each given the results it
+//     needs; by the model itself, which says so, when a tool is missing. A
+//     division by zero is said plainly, never sent.
+//   - A request for what only a language model does (it starts with "fix",
+//     "explain", "summarize", ..., or asks to write a text it describes,
+//     "write a poem to a.txt") is answered by saying that it is beyond the
+//     offline model.
+//   - A question about the notes ("what did I say about the dentist", "read
+//     my notes") lists the notes' folder, reads its text files and answers
+//     with the lines about it; "remember that X" with no file named adds
+//     "- X" to notes.md, after what the file holds.
+//   - Anything else goes to the tool whose name or description shares the
+//     most words with the request (with synonyms: "plus" and "sum" mean
+//     add, "times" multiply, "show" read, "remember" and "note" as a verb
+//     write, ...; "what is in notes.txt" asks to read it, "what files are
+//     there" to list them; the server's part of "files/read_file" counts as
+//     little as the description), among the tools that do what the request
+//     names (a request to write never goes to a tool that does not write),
+//     and whose required arguments it can fill by meaning: the text and the
+//     file of "write TEXT to FILE" as written, an ISO date (2026-12-01) a
+//     date field (format date or date-time, a name such as date, day or
+//     when, or a description saying YYYY-MM-DD), the places of "from X to
+//     Y" origin and destination fields and "in X" a city, numbers number
+//     fields in the order of the schema, a filename a path field, an enum
+//     the value the request names, and a quoted text or else the request's
+//     remaining words (or the text after a colon) other text fields. When
+//     it cannot fill a required field it does not guess: it answers which
+//     field it could not fill, with [FinishIncomplete]. A directory it
+//     lacks, for a tool that works on one, it first asks a directory tool
+//     such as list_allowed_directories for, once; a file it lacks it never
+//     makes up.
+//
+// When the tool results are in, the answer says what the person asked and
+// then what came of it: the result, a tool error in plain words
+// ([PlainToolError]), or a rejected proposal with who rejected it, the
+// reason and their words. With no matching tool it says that it is the
+// offline model and which tools it could use. A conversation it cannot
+// hold.
 type Offline struct{}
 
 // NewOffline returns the offline provider.
@@ -102,7 +127,7 @@ func (o *Offline) answer(req Request) *Response {
 	var r *Response
 	switch {
 	case last < 0:
-		r = &Response{Content: plainAnswer(req.Tools)}
+		r = &Response{Content: beyondAnswer("", req.Tools)}
 	default:
 		t := newTurn(req, last)
 		if hasToolResults(t.after) {
@@ -135,11 +160,17 @@ func labelled(s string) string {
 	return s + " " + OfflineLabel
 }
 
-// plainAnswer is what the offline model says when no tool fits.
-func plainAnswer(tools []Tool) string {
+// beyondAnswer is what the offline model says when a request is beyond it:
+// no tool fits, or it asks for what only a language model can do (compose,
+// fix, explain). asked is the request as askedPrefix restates it.
+func beyondAnswer(asked string, tools []Tool) string {
 	var b strings.Builder
-	b.WriteString("I am the offline rule-based model, not a language model, so I cannot answer that myself. ")
-	b.WriteString("I can only call a tool whose name or description matches the request, with the numbers and words in it. ")
+	if asked != "" {
+		b.WriteString(asked + "That is beyond me: I am the offline rule-based model, not a language model. ")
+	} else {
+		b.WriteString("I am the offline rule-based model, not a language model, so I cannot answer that myself. ")
+	}
+	b.WriteString("I only call a tool whose name or description says what the request asks, with the values written out (a file by its name, numbers as digits). ")
 	names := make([]string, 0, len(tools))
 	for _, t := range tools {
 		names = append(names, t.Name)
@@ -186,26 +217,57 @@ func (q *query) candidates(tools []Tool) []candidate {
 	return cands
 }
 
+// candidates are the tools that may answer the request: those that match
+// it and, when it names what to do ("write", "list", "read"), say in their
+// name or description that they do that. A tool the request names is
+// always one. "write s to s.txt" never falls to get_file_info because that
+// one's path is easier to fill.
+func (t *turn) candidates() []candidate {
+	acts := t.q.actions()
+	return slices.DeleteFunc(t.q.candidates(t.tools), func(c candidate) bool {
+		if len(acts) == 0 || mentions(t.q.text, c.tool.Name) {
+			return false
+		}
+		name, desc := toolWords(c.tool, parseSchema(c.tool.Parameters))
+		return !slices.ContainsFunc(acts, func(a string) bool { return slices.Contains(name, a) || slices.Contains(desc, a) })
+	})
+}
+
 // call is a response that calls tool with args.
 func (t *turn) call(tool Tool, args any, why string) *Response {
+	raw, _ := json.Marshal(args)
+	return &Response{
+		Reasoning: fmt.Sprintf("%s, so the offline model calls it with %s. %s", why, raw, OfflineLabel),
+		ToolCalls: []ToolCall{t.toolCall(tool, args, -1)},
+	}
+}
+
+// toolCall is one call of tool with args; i numbers the calls of a
+// response that makes several (-1 for one).
+func (t *turn) toolCall(tool Tool, args any, i int) ToolCall {
 	raw, err := json.Marshal(args)
 	if err != nil {
 		raw = []byte("{}")
 	}
-	return &Response{
-		Reasoning: fmt.Sprintf("%s, so the offline model calls it with %s. %s", why, raw, OfflineLabel),
-		ToolCalls: []ToolCall{{ID: "call_offline_" + strconv.Itoa(t.n), Name: tool.Name, Arguments: raw}},
+	id := "call_offline_" + strconv.Itoa(t.n)
+	if i >= 0 {
+		id += "_" + strconv.Itoa(i)
 	}
+	return ToolCall{ID: id, Name: tool.Name, Arguments: raw}
 }
 
-// plan chooses a tool for the request and fills its arguments; or, when a
-// directory is missing, asks a tool that names the allowed directories
-// first; or says which argument it could not fill; or answers plainly.
+// plan decides what to do with a new request: a calculation, a request
+// beyond the model, a question about the notes, a note, or a tool chosen
+// for the request with its arguments filled; or, when a directory is
+// missing, a tool that names the allowed directories first; or it says
+// which argument it could not fill, or that no tool fits.
 func (t *turn) plan() *Response {
-	if r, ok := t.arithmetic(); ok {
-		return r
+	for _, plan := range []func() (*Response, bool){t.arithmetic, t.beyond, t.recall, t.noteDown} {
+		if r, ok := plan(); ok {
+			return r
+		}
 	}
-	cands := t.q.candidates(t.tools)
+	cands := t.candidates()
 	dirs := t.knownDirs()
 	for _, c := range cands {
 		args, missing := t.q.fill(c.tool, dirs)
@@ -216,7 +278,7 @@ func (t *turn) plan() *Response {
 			strings.Join(c.words, ", "), c.tool.Name))
 	}
 	if len(cands) == 0 {
-		return &Response{Content: plainAnswer(t.tools)}
+		return &Response{Content: beyondAnswer(t.askedPrefix(), t.tools)}
 	}
 	best := cands[0]
 	_, missing := t.q.fill(best.tool, dirs)
@@ -225,6 +287,27 @@ func (t *turn) plan() *Response {
 			best.tool.Name, h.Name))
 	}
 	return cannotFill(best.tool, missing)
+}
+
+// beyondVerbs ask for what a language model does and a rule-based one
+// cannot: when a request starts with one and no tool is named after it,
+// the model says so instead of calling a tool that shares a word with it.
+var beyondVerbs = []string{"fix", "refactor", "explain", "summarize", "summarise", "translate", "implement", "debug",
+	"review", "rewrite", "improve", "optimize", "optimise", "generate", "compose", "draft", "design", "solve", "play",
+	"build", "develop", "analyze", "analyse"}
+
+// beyond answers a request that asks for what the model cannot do: it
+// starts with one of beyondVerbs, or it asks to write a text described
+// rather than given ("write a hello world program to hello.py").
+func (t *turn) beyond() (*Response, bool) {
+	verb := t.q.verb
+	switch {
+	case t.q.describedText:
+	case !slices.Contains(beyondVerbs, verb),
+		slices.ContainsFunc(t.tools, func(tl Tool) bool { return slices.Contains(ownWords(tl.Name), canon(verb)) }):
+		return nil, false
+	}
+	return &Response{Content: beyondAnswer(t.askedPrefix(), t.tools)}, true
 }
 
 // cannotFill says honestly that the tool the request asks for cannot be
@@ -256,65 +339,161 @@ func cannotFill(tool Tool, missing []schemaProp) *Response {
 	}
 }
 
-// conclude states the results of the tool calls in msgs.
-func conclude(msgs []Message) string {
-	names := map[string]string{}
-	for _, m := range msgs {
-		for _, tc := range m.ToolCalls {
-			names[tc.ID] = tc.Name
+// askedPrefix restates the request for an answer: "You asked: ...". Only
+// its first line counts, without the mentions that addressed it, cut at
+// maxAsked characters.
+func (t *turn) askedPrefix() string {
+	line, _, _ := strings.Cut(t.q.text, "\n")
+	line = strings.Join(strings.Fields(line), " ")
+	if line == "" {
+		return ""
+	}
+	if rs := []rune(line); len(rs) > maxAsked {
+		line = strings.TrimSpace(string(rs[:maxAsked])) + "…"
+	}
+	return "You asked: " + sentence(line) + " "
+}
+
+// maxAsked bounds the request as an answer restates it.
+const maxAsked = 160
+
+// conclude states the results of the turn's tool calls: what the person
+// asked, then what came of it. A result of a tool that only named the
+// allowed directories is left out when another one follows.
+func (t *turn) conclude() string {
+	results := t.results()
+	if len(results) > 1 {
+		results = slices.DeleteFunc(slices.Clone(results), func(r stepResult) bool { return t.isDirHelper(r.name) })
+		if len(results) == 0 {
+			results = t.results()
 		}
 	}
-	type result struct {
-		name, text string
-		failed     bool
-	}
-	var results []result
-	for _, m := range msgs {
-		if m.Role != RoleTool {
-			continue
-		}
-		name := names[m.ToolCallID]
-		if name == "" {
-			name = "the tool"
-		}
-		text, failed := readToolResult(m.Content)
-		if failed {
-			text = plainError(text)
-		}
-		results = append(results, result{name, text, failed})
-	}
+	return t.state(results)
+}
+
+// state says what the person asked, then the results.
+func (t *turn) state(results []stepResult) string {
+	asked := t.askedPrefix()
 	if len(results) == 1 {
 		r := results[0]
+		name := cmp.Or(r.name, "the tool")
+		text := r.text
+		if r.failed {
+			text = plainError(text)
+			if rej, ok := parseRejection(text); ok {
+				return labelled(asked + rej.say(name, r.args))
+			}
+		}
 		switch {
 		case r.failed:
-			return labelled(fmt.Sprintf("%s failed: %s", r.name, sentence(r.text)))
-		case r.text == "":
-			return labelled(fmt.Sprintf("%s returned nothing.", r.name))
-		case isNumber(r.text):
-			return labelled("The result is " + sentence(r.text))
-		case !strings.Contains(r.text, "\n") && len(r.text) <= 200:
-			return labelled(fmt.Sprintf("%s returned: %s", r.name, sentence(r.text)))
-		default:
-			return labelled(fmt.Sprintf("Here is what %s returned:\n\n%s", r.name, r.text))
+			return labelled(fmt.Sprintf("%s%s failed: %s", asked, name, sentence(text)))
+		case text == "":
+			return labelled(fmt.Sprintf("%s%s returned nothing.", asked, name))
 		}
+		if s, ok := t.operation(r); ok {
+			return labelled(s)
+		}
+		if !strings.Contains(text, "\n") && len(text) <= 200 {
+			return labelled(fmt.Sprintf("%s%s returned: %s", asked, name, sentence(text)))
+		}
+		return labelled(fmt.Sprintf("%s%s returned:\n\n%s", asked, name, text))
 	}
 	var b strings.Builder
-	b.WriteString("Here are the results:")
+	b.WriteString(asked + "The results:")
 	for _, r := range results {
+		text := r.text
 		if r.failed {
-			r.text = "failed: " + r.text
+			text = "failed: " + plainError(text)
 		}
-		fmt.Fprintf(&b, "\n- %s: %s", r.name, r.text)
+		fmt.Fprintf(&b, "\n- %s: %s", cmp.Or(r.name, "the tool"), text)
 	}
 	return labelled(b.String())
 }
 
-// isNumber tells a result that is a number, such as a calculation's; any
-// other text, one word of a file included, is said to be what the tool
-// returned.
-func isNumber(s string) bool {
-	_, ok := parseNumber(s)
-	return ok
+// operation states the number result of a tool that does one operation
+// ("subtract 3 from 10" with subtract): "10 - 3 = 7.".
+func (t *turn) operation(r stepResult) (string, bool) {
+	v, err := strconv.ParseFloat(strings.TrimSpace(r.text), 64)
+	if err != nil {
+		return "", false
+	}
+	i := slices.IndexFunc(t.tools, func(tl Tool) bool { return tl.Name == r.name })
+	if i < 0 {
+		return "", false
+	}
+	var op byte
+	for sym, w := range mathOpWords {
+		if slices.Contains(ownWords(r.name), w) {
+			op = sym
+		}
+	}
+	var nums []float64
+	for _, p := range parseSchema(t.tools[i].Parameters).props {
+		if n, ok := r.args[p.name].(float64); ok {
+			nums = append(nums, n)
+		}
+	}
+	if op == 0 || len(nums) != 2 {
+		return "", false
+	}
+	x := &mathNode{op: op, l: &mathNode{num: nums[0]}, r: &mathNode{num: nums[1]}}
+	return fmt.Sprintf("%s = %s.", x, formatNum(v)), true
+}
+
+// rejection is a person's no to a proposed call, as an agent tells its
+// model.
+type rejection struct {
+	by, reason, words string
+}
+
+// rejectionText is how a mew agent tells its model that a proposal was
+// rejected ("human rejected the proposal to call write_file on files
+// (reason: disagree): \"not now\""), and the reference SDK's wording
+// ("Proposal rejected by human: disagree").
+var (
+	rejectionText = regexp.MustCompile(`^(\S+) rejected the proposal to call \S+ on \S+(?: \(reason: ([^)]*)\))?(?:: "(.*)")?\.?$`)
+	rejectionRef  = regexp.MustCompile(`(?i)\bproposal rejected by (\S+?): (.*)$`)
+)
+
+func parseRejection(text string) (rejection, bool) {
+	if m := rejectionText.FindStringSubmatch(text); m != nil {
+		return rejection{m[1], m[2], m[3]}, true
+	}
+	if m := rejectionRef.FindStringSubmatch(text); m != nil {
+		return rejection{by: m[1], reason: m[2]}, true
+	}
+	return rejection{}, false
+}
+
+// say words the rejection of the call of tool with args.
+func (r rejection) say(tool string, args map[string]any) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "I proposed %s", tool)
+	if len(args) > 0 {
+		keys := slices.Sorted(maps.Keys(args))
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + ": " + clipText(strings.Join(strings.Fields(jsonText(args[k])), " "), 60)
+		}
+		fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(&b, ", and %s rejected it", r.by)
+	if r.reason != "" && r.reason != "unknown" {
+		fmt.Fprintf(&b, " (%s)", r.reason)
+	}
+	if r.words != "" {
+		fmt.Fprintf(&b, `: "%s"`, r.words)
+	}
+	b.WriteString(". So it was not done.")
+	return b.String()
+}
+
+// clipText cuts s at n characters, marking the cut.
+func clipText(s string, n int) string {
+	if rs := []rune(s); len(rs) > n {
+		return string(rs[:n]) + "…"
+	}
+	return s
 }
 
 // sentence ends s with a full stop unless it ends with punctuation.

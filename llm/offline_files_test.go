@@ -72,10 +72,10 @@ func TestOfflineFileRequests(t *testing.T) {
 	}
 }
 
-// TestOfflineNotesNeedAFile: "note" as a noun writes nothing; a note with no
-// file named is not written anywhere, nor is a file read from a directory:
-// the model says which field it lacks, and asks no directory of the server
-// for a tool that works on one file.
+// TestOfflineNotesNeedAFile: "note" as a noun writes nothing, nor is a
+// file read from a directory: the model says which field it lacks, and asks
+// no directory of the server for a tool that works on one file. (A note
+// with no file named goes to notes.md: TestOfflineSuggestedPrompts.)
 func TestOfflineNotesNeedAFile(t *testing.T) {
 	tools := serverTools("notebook")
 	exec := func(name string, _ map[string]any) string {
@@ -96,9 +96,8 @@ func TestOfflineNotesNeedAFile(t *testing.T) {
 		t.Errorf("list my notes: answer %q", resp.Content)
 	}
 	for _, tc := range []struct{ request, tool string }{
-		{"remember that the dentist is on Friday", "notebook/write_file"},
-		{"note that the dentist is on Friday", "notebook/write_file"},
 		{"read the file", "notebook/read_file"},
+		{"write the notes", "notebook/write_file"},
 	} {
 		calls, resp, _ := runOffline(t, tools, nil, tc.request, exec)
 		if len(calls) != 0 {

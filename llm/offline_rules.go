@@ -53,6 +53,25 @@ type query struct {
 	// the index of its first token ("remember in ideas.md: a bike shed").
 	colonText string
 	colonAt   int
+	// expr is the expression the request consists of, if it is one
+	// ("what is 2+3*4").
+	expr *mathNode
+	// writeText and writeTarget are the text and the file of "write TEXT
+	// to FILE", as written; describedText is set when the text describes
+	// what to write instead of giving it ("write a poem to a.txt").
+	writeText, writeTarget string
+	describedText          bool
+	// noteText is what to remember when the request names no file
+	// ("remember that the dentist is on Friday").
+	noteText string
+	// recall is a question about the notes, about topic ("what did I say
+	// about the dentist"), or about all of them when topic is empty ("read
+	// my notes").
+	recall bool
+	topic  string
+	// verb is the request's first word after "please" and the like, lower
+	// case.
+	verb string
 }
 
 // synonyms map words to the canonical word of their meaning.
@@ -76,6 +95,8 @@ var synonyms = map[string]string{
 	"echo": "echo", "repeat": "echo", "say": "echo",
 	"file": "file", "files": "file",
 	"directory": "directory", "dir": "directory", "folder": "directory", "directories": "directory",
+	"move":  "move",
+	"north": "up", "south": "down", "west": "left", "east": "right",
 	"time": "time", "clock": "time",
 	"date": "date", "today": "date",
 	"weather": "weather", "forecast": "weather",
@@ -344,9 +365,19 @@ func isPath(c string) bool {
 	return isWordRune(last) || last == '_' || last == '-'
 }
 
+// mentionsAtStart are the "@participant" words that address a request.
+var mentionsAtStart = regexp.MustCompile(`^(?:\s*@[\w.-]+[:,]?)+\s+`)
+
 // analyze takes a request apart.
 func analyze(text string) *query {
+	text = mentionsAtStart.ReplaceAllString(strings.TrimSpace(text), "")
 	q := &query{text: text, tokens: tokenize(text), words: map[string]bool{}}
+	for i, t := range q.tokens {
+		// "cat notes.txt" reads it; "move the cat" is about a cat.
+		if t.kind == tokWord && strings.EqualFold(t.text, "cat") && (i+1 == len(q.tokens) || q.tokens[i+1].kind != tokPath) {
+			q.tokens[i].canon = "cat"
+		}
+	}
 	for _, t := range q.tokens {
 		switch t.kind {
 		case tokWord, tokOp:
@@ -359,7 +390,11 @@ func analyze(text string) *query {
 			q.paths = append(q.paths, t.text)
 			q.words["file"] = true
 			for _, w := range nameWords(t.text) {
-				q.words[w] = true
+				// A file's name says nothing of what to do with it: "go"
+				// of main.go is no move, "list" of list.txt no listing.
+				if !slices.Contains(actions, w) {
+					q.words[w] = true
+				}
 			}
 		case tokQuoted:
 			q.quoted = append(q.quoted, t.text)
@@ -371,6 +406,10 @@ func analyze(text string) *query {
 	q.findColon()
 	q.noteVerb()
 	q.contentQuestion()
+	q.findIntent()
+	if len(q.paths) == 0 && len(q.dates) == 0 {
+		q.expr = findExpression(text)
+	}
 	// "subtract 3 from 10" is 10 - 3.
 	if q.words["subtract"] && len(q.numbers) >= 2 {
 		seen, from := 0, false
@@ -440,7 +479,76 @@ func (q *query) noteVerb() {
 
 // actions are the canonical words that say what to do.
 var actions = []string{"read", "write", "list", "search", "delete", "echo", "calculate",
-	"add", "subtract", "multiply", "divide", "power"}
+	"add", "subtract", "multiply", "divide", "power", "move"}
+
+// actions are the canonical words of the request that say what to do.
+func (q *query) actions() []string {
+	return slices.DeleteFunc(slices.Clone(actions), func(a string) bool { return !q.words[a] })
+}
+
+// The shapes of requests the offline model reads whole. polite is what may
+// come before the verb.
+const polite = `^\s*(?:(?:please|pls|can you|could you|would you|will you|kindly|now|then|ok|okay)[\s,]+)*`
+
+var (
+	// "write TEXT to FILE", "save 'TEXT' in FILE".
+	writeShape = regexp.MustCompile(`(?is)` + polite + `(?:write|save|store|put|append)\s+(.+?)\s+(?:to|in|into|as)\s+(?:the\s+)?(?:file\s+)?(\S+?)[.!?]*\s*$`)
+	// "remember that TEXT", "note: TEXT", "jot down TEXT", "remember to TEXT".
+	noteShape = regexp.MustCompile(`(?is)` + polite + `(?:remember|memori[sz]e|note(?:\s+down)?|jot\s+down|(?:make|take)\s+a\s+note(?:\s+of)?)\b\s*(?:that\s+|to\s+|:\s*)?(.+?)[.!]*\s*$`)
+	// "what did I say about TOPIC", "what do you remember about TOPIC".
+	recallAbout = regexp.MustCompile(`(?is)^\s*(?:what|anything|tell me what|do you know anything)\b.*?\b(?:say|said|tell|told|note|noted|remember|know|write|wrote|written|mention|mentioned)\b.*?\babout\s+(.+?)\s*[?.!]*\s*$`)
+	// "read my notes", "what are my notes", "what did I tell you".
+	recallAll = regexp.MustCompile(`(?is)` + polite + `(?:(?:read|show|display|open)\s+(?:me\s+)?(?:all\s+)?(?:of\s+)?(?:my|the|our)\s+notes|what\s+(?:are|were)\s+my\s+notes|what\s+(?:did|have)\s+i\s+(?:told|tell|said|say|noted|note)(?:\s+you)?)\s*[?.!]*\s*$`)
+	// "what files are there", "which notes do I have", "any documents?".
+	listQuestion = regexp.MustCompile(`(?is)\b(?:what|which|any|show|see)\b.*\b(?:files|notes|documents|folders|directories)\b`)
+	// the first word after the polite ones.
+	firstWord = regexp.MustCompile(`(?is)` + polite + `([a-z]+)`)
+	// a text that describes what to write rather than giving it.
+	described = regexp.MustCompile(`(?i)^(?:a|an|some)\s+\S`)
+)
+
+// findIntent reads the shapes of requests that are read whole: a text to
+// write to a file, a note to remember, a question about the notes, a
+// question about which files there are (a request to list them).
+func (q *query) findIntent() {
+	if m := firstWord.FindStringSubmatch(q.text); m != nil {
+		q.verb = strings.ToLower(m[1])
+	}
+	if m := writeShape.FindStringSubmatch(q.text); m != nil {
+		target := strings.Trim(m[2], "\"'`“”‘’")
+		if isPath(target) {
+			text, quoted := unquote(m[1])
+			q.writeText, q.writeTarget = text, target
+			q.describedText = !quoted && described.MatchString(text)
+		}
+	}
+	if len(q.paths) == 0 {
+		if m := noteShape.FindStringSubmatch(q.text); m != nil {
+			q.noteText, _ = unquote(m[1])
+		}
+	}
+	switch m := recallAbout.FindStringSubmatch(q.text); {
+	case m != nil:
+		q.recall, q.topic = true, m[1]
+	case recallAll.MatchString(q.text):
+		q.recall = true
+	}
+	if len(q.actions()) == 0 && len(q.paths) == 0 && len(q.quoted) == 0 && listQuestion.MatchString(q.text) {
+		q.words["list"] = true
+	}
+}
+
+// unquote strips the quotes around s, and reports whether there were any.
+func unquote(s string) (string, bool) {
+	s = strings.TrimSpace(s)
+	rs := []rune(s)
+	if len(rs) >= 2 {
+		if closer, ok := quoteCloser(rs[0]); ok && rs[len(rs)-1] == closer {
+			return string(rs[1 : len(rs)-1]), true
+		}
+	}
+	return s, false
+}
 
 // contentQuestion reads a question about what a named file holds ("what is
 // in notes.txt?", "what's inside main.go", "what does todo.md contain") as
@@ -715,7 +823,15 @@ type filler struct {
 	nextNumber, nextPath int
 	nextQuoted, nextDate int
 	usedRemainder        bool
+	usedWrite            bool // writeText given out
+	usedTarget           bool // writeTarget given out
 	usedPlace            map[string]bool
+}
+
+// writes tells a tool whose name or description says it writes.
+func (f *filler) writes() bool {
+	name, desc := toolWords(f.tool, f.schema)
+	return slices.Contains(name, "write") || slices.Contains(desc, "write")
 }
 
 func (f *filler) number() (float64, bool) {
@@ -728,8 +844,19 @@ func (f *filler) number() (float64, bool) {
 
 // text hands out a filename (first, when path), a quoted text, or (when
 // loose) the request's remaining words. A path never takes the remaining
-// words: "list the files" names no file called "files".
+// words: "list the files" names no file called "files". A tool that writes
+// gets the text and the file of "write TEXT to FILE" as they are written.
 func (f *filler) text(path, loose bool) (string, bool) {
+	if f.q.writeTarget != "" && f.writes() {
+		switch {
+		case path && !f.usedTarget:
+			f.usedTarget = true
+			return f.q.writeTarget, true
+		case !path && !f.usedWrite:
+			f.usedWrite = true
+			return f.q.writeText, true
+		}
+	}
 	if path && f.nextPath < len(f.q.paths) {
 		f.nextPath++
 		return f.q.paths[f.nextPath-1], true

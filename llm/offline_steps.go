@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 )
 
 // This file is what the offline model does over several steps of one turn:
-// arithmetic with more than one operation (one tool call per operation,
-// left to right, each result fed into the next), a directory fetched from a
-// tool before the tool that needs it, and plain wording of tool errors.
+// a directory fetched from a tool before the tool that needs it, and plain
+// wording of tool errors. Arithmetic (offline_arith.go) and notes
+// (offline_notes.go) have steps of their own.
 
 // turn is the conversation from the offline model's point of view: the
 // last user message and what happened after it.
@@ -37,20 +36,29 @@ func newTurn(req Request, last int) *turn {
 // stepResult is one tool result of the turn with the call it answers.
 type stepResult struct {
 	name   string
+	args   map[string]any // the call's arguments, nil when unreadable
 	text   string
 	failed bool
 }
 
 // results are the tool results of the turn, in order.
 func (t *turn) results() []stepResult {
-	names := callNames(t.after)
+	calls := map[string]ToolCall{}
+	for _, m := range t.after {
+		for _, tc := range m.ToolCalls {
+			calls[tc.ID] = tc
+		}
+	}
 	var out []stepResult
 	for _, m := range t.after {
 		if m.Role != RoleTool {
 			continue
 		}
 		text, failed := readToolResult(m.Content)
-		out = append(out, stepResult{names[m.ToolCallID], text, failed})
+		c := calls[m.ToolCallID]
+		var args map[string]any
+		_ = json.Unmarshal(c.Arguments, &args)
+		out = append(out, stepResult{c.Name, args, text, failed})
 	}
 	return out
 }
@@ -93,16 +101,19 @@ func (t *turn) called(name string, args map[string]any) bool {
 }
 
 // next decides what to do once tool results are in: the next operation of
-// a calculation, the tool that waited for a directory, or the answer.
+// a calculation, the next step of a note or of a question about the notes,
+// the tool that waited for a directory, or the answer.
 func (t *turn) next() *Response {
-	if r, ok := t.arithmetic(); ok {
-		return r
+	for _, plan := range []func() (*Response, bool){t.arithmetic, t.recall, t.noteDown} {
+		if r, ok := plan(); ok {
+			return r
+		}
 	}
 	results := t.results()
 	helpersOnly := len(results) > 0
 	for _, r := range results {
 		if r.failed {
-			return &Response{Content: conclude(t.after)}
+			return &Response{Content: t.conclude()}
 		}
 		if !t.isDirHelper(r.name) {
 			helpersOnly = false
@@ -110,7 +121,7 @@ func (t *turn) next() *Response {
 	}
 	if helpersOnly {
 		dirs := t.knownDirs()
-		for _, c := range t.q.candidates(t.tools) {
+		for _, c := range t.candidates() {
 			if t.isDirHelper(c.tool.Name) {
 				continue
 			}
@@ -125,7 +136,7 @@ func (t *turn) next() *Response {
 				strings.Join(c.words, ", "), c.tool.Name, results[len(results)-1].name))
 		}
 	}
-	return &Response{Content: conclude(t.after)}
+	return &Response{Content: t.conclude()}
 }
 
 // isDirHelper tells a tool that takes no arguments and names directories,
@@ -181,123 +192,6 @@ func (t *turn) knownDirs() []string {
 
 var winAbs = regexp.MustCompile(`^[A-Za-z]:[\\/]`)
 
-// chainExpr is arithmetic with its operations in the order written:
-// nums[0] ops[0] nums[1] ops[1] nums[2] ...
-type chainExpr struct {
-	nums []float64
-	ops  []string
-}
-
-var arithmetic = map[string]string{"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "power": "^"}
-
-// chain finds the longest run of numbers joined by operations ("1.5 minus
-// 4 plus 2", "2+3*4", "10 divided by 4 times 3"); filler words between
-// them ("by", "the") are skipped, anything else ends the run.
-func (q *query) chain() chainExpr {
-	var best, cur chainExpr
-	wantOp, pending := false, ""
-	end := func() {
-		if len(cur.ops) > len(best.ops) {
-			best = cur
-		}
-		cur, wantOp, pending = chainExpr{}, false, ""
-	}
-	for _, t := range q.tokens {
-		switch {
-		case t.kind == tokNumber:
-			if wantOp { // two numbers in a row: a new run starts here
-				end()
-			}
-			if pending != "" {
-				cur.ops = append(cur.ops, pending)
-				pending = ""
-			}
-			cur.nums = append(cur.nums, t.num)
-			wantOp = true
-		case (t.kind == tokOp || t.kind == tokWord) && arithmetic[t.canon] != "":
-			if !wantOp {
-				end()
-				continue
-			}
-			pending, wantOp = t.canon, false
-		case t.kind == tokWord && t.canon == "":
-		default:
-			end()
-		}
-	}
-	end()
-	return best
-}
-
-// opTool finds the tool for one operation: its name says the operation,
-// and two numbers fill it.
-func (t *turn) opTool(op string) (Tool, bool) {
-	tools := slices.Clone(t.tools)
-	slices.SortStableFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
-	for _, tl := range tools {
-		if !slices.Contains(ownWords(tl.Name), op) {
-			continue
-		}
-		if _, missing := (&query{numbers: []float64{1, 2}}).fill(tl, nil); len(missing) == 0 {
-			return tl, true
-		}
-	}
-	return Tool{}, false
-}
-
-// arithmetic runs a calculation with two or more operations as one tool
-// call per operation, strictly left to right ("1 plus 2 times 3" is 9, as
-// a pocket calculator reads it), each call given the previous result. It
-// reports false when the request is no such calculation or a tool for one
-// of its operations is missing.
-func (t *turn) arithmetic() (*Response, bool) {
-	ch := t.q.chain()
-	if len(ch.ops) < 2 {
-		return nil, false
-	}
-	tools := make([]Tool, len(ch.ops))
-	for i, op := range ch.ops {
-		tl, ok := t.opTool(op)
-		if !ok {
-			return nil, false
-		}
-		tools[i] = tl
-	}
-	var got []float64
-	for i, r := range t.results() {
-		if i >= len(tools) || r.name != tools[i].Name {
-			return &Response{Content: conclude(t.after)}, true
-		}
-		x, err := strconv.ParseFloat(strings.TrimSpace(r.text), 64)
-		if r.failed || err != nil {
-			// A failure, or a result that is not a number: say what came back.
-			return &Response{Content: conclude(t.after)}, true
-		}
-		got = append(got, x)
-	}
-	num := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
-	k := len(got)
-	if k == len(ch.ops) {
-		var b strings.Builder
-		acc := ch.nums[0]
-		for i, op := range ch.ops {
-			if i > 0 {
-				b.WriteString("; ")
-			}
-			fmt.Fprintf(&b, "%s %s %s = %s", num(acc), arithmetic[op], num(ch.nums[i+1]), num(got[i]))
-			acc = got[i]
-		}
-		return &Response{Content: labelled(fmt.Sprintf("Left to right: %s. The result is %s.", b.String(), num(acc)))}, true
-	}
-	acc := ch.nums[0]
-	if k > 0 {
-		acc = got[k-1]
-	}
-	args, _ := (&query{numbers: []float64{acc, ch.nums[k+1]}}).fill(tools[k], nil)
-	why := fmt.Sprintf("Operation %d of %d, left to right, is %s %s %s with the tool %s", k+1, len(ch.ops), num(acc), arithmetic[ch.ops[k]], num(ch.nums[k+1]), tools[k].Name)
-	return t.call(tools[k], args, why), true
-}
-
 // goPathError is a Go *fs.PathError as it reads ("statat notes.txt: no such
 // file or directory"), the op being a system call's name; nodeError is
 // Node's ("ENOENT: no such file or directory, open '/x/notes.txt'").
@@ -328,6 +222,10 @@ func plainError(s string) string {
 	}
 	if m := nodeError.FindStringSubmatch(s); m != nil {
 		return fileProblem(m[2], m[1])
+	}
+	// mew's filesystem server: "no such file or directory: notes.txt".
+	if msg, path, ok := strings.Cut(s, ": "); ok && fileProblem(path, msg) != msg+": "+path {
+		return fileProblem(path, msg)
 	}
 	return s
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/mew-protocol/mew/llm"
 )
@@ -151,8 +152,8 @@ func calculator(name string, args map[string]any) string {
 	return strconv.FormatFloat(r, 'f', -1, 64)
 }
 
-// TestOfflineArithmeticSteps: several operations are several calls, left to
-// right, each given the previous result.
+// TestOfflineArithmeticSteps: several operations are several calls, in the
+// order of precedence, each given the results it needs.
 func TestOfflineArithmeticSteps(t *testing.T) {
 	for _, tc := range []struct {
 		request string
@@ -160,18 +161,27 @@ func TestOfflineArithmeticSteps(t *testing.T) {
 		answer  string
 	}{
 		{"what is 1.5 minus 4 plus 2", []call{{"calculator_subtract", `{"a":1.5,"b":4}`}, {"calculator_add", `{"a":-2.5,"b":2}`}},
-			"Left to right: 1.5 - 4 = -2.5; -2.5 + 2 = -0.5. The result is -0.5. (offline model)"},
-		{"2+3*4", []call{{"calculator_add", `{"a":2,"b":3}`}, {"calculator_multiply", `{"a":5,"b":4}`}},
-			"Left to right: 2 + 3 = 5; 5 * 4 = 20. The result is 20. (offline model)"},
+			"1.5 - 4 + 2 = -0.5 (1.5 - 4 = -2.5, then -2.5 + 2 = -0.5). (offline model)"},
+		{"2+3*4", []call{{"calculator_multiply", `{"a":3,"b":4}`}, {"calculator_add", `{"a":2,"b":12}`}},
+			"2 + 3 × 4 = 14 (3 × 4 = 12, then 2 + 12 = 14). (offline model)"},
 		{"10 divided by 4 times 3 minus 1", []call{{"calculator_divide", `{"a":10,"b":4}`}, {"calculator_multiply", `{"a":2.5,"b":3}`}, {"calculator_subtract", `{"a":7.5,"b":1}`}},
-			"Left to right: 10 / 4 = 2.5; 2.5 * 3 = 7.5; 7.5 - 1 = 6.5. The result is 6.5. (offline model)"},
-		{"what is 1 divided by 0 plus 2", []call{{"calculator_divide", `{"a":1,"b":0}`}},
-			"calculator_divide failed: division by zero. (offline model)"},
-		{"what is 2 plus 3", []call{{"calculator_add", `{"a":2,"b":3}`}}, "The result is 5. (offline model)"},
+			"10 ÷ 4 × 3 - 1 = 6.5 (10 ÷ 4 = 2.5, then 2.5 × 3 = 7.5, then 7.5 - 1 = 6.5). (offline model)"},
+		{"what is 1 divided by 0 plus 2", nil,
+			"1 ÷ 0 + 2 has no value: it divides 1 by zero, and division by zero is undefined. (offline model)"},
+		{"what is 2 plus 3", []call{{"calculator_add", `{"a":2,"b":3}`}}, "2 + 3 = 5. (offline model)"},
+		{"what is 8 - 2 - 1", []call{{"calculator_subtract", `{"a":8,"b":2}`}, {"calculator_subtract", `{"a":6,"b":1}`}},
+			"8 - 2 - 1 = 5 (8 - 2 = 6, then 6 - 1 = 5). (offline model)"},
+		{"what is 8 - (2 - 1)", []call{{"calculator_subtract", `{"a":2,"b":1}`}, {"calculator_subtract", `{"a":8,"b":1}`}},
+			"8 - (2 - 1) = 7 (2 - 1 = 1, then 8 - 1 = 7). (offline model)"},
+		{"0.1 + 0.2", []call{{"calculator_add", `{"a":0.1,"b":0.2}`}}, "0.1 + 0.2 = 0.3. (offline model)"},
+		{"what is 2 ^ 3 ^ 2", nil, "2 ^ 3 ^ 2 = 512. No tool here does ^, so the offline model worked it out itself. (offline model)"},
+		{"what is -2^2", nil, "-2 ^ 2 = -4. No tool here does ^, so the offline model worked it out itself. (offline model)"},
+		{"what is (-2)^2", nil, "(-2) ^ 2 = 4. No tool here does ^, so the offline model worked it out itself. (offline model)"},
+		{"what is 10 ^ 400", nil, "10 ^ 400 has no value I can write: the result is too large or not a real number. (offline model)"},
 	} {
 		t.Run(tc.request, func(t *testing.T) {
 			calls, resp, _ := runOffline(t, offlineTools, nil, tc.request, func(name string, args map[string]any) string { return calculator(name, args) })
-			if diff := cmp.Diff(tc.calls, calls); diff != "" {
+			if diff := cmp.Diff(tc.calls, calls, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("calls (-want +got):\n%s", diff)
 			}
 			if resp.Content != tc.answer {
@@ -227,7 +237,7 @@ func TestOfflineListsFiles(t *testing.T) {
 		t.Errorf("named directory, calls (-want +got):\n%s", diff)
 	}
 	_, resp, _ = runOffline(t, fsTools, nil, "read missing.txt", exec)
-	if resp.Content != "fs/read_file failed: unexpected call. (offline model)" {
+	if resp.Content != "You asked: read missing.txt. fs/read_file failed: unexpected call. (offline model)" {
 		t.Errorf("answer %q", resp.Content)
 	}
 }

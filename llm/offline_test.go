@@ -157,39 +157,54 @@ func TestOfflineAnswersPlainly(t *testing.T) {
 }
 
 func TestOfflineStatesResults(t *testing.T) {
-	call := func(id, name string) llm.Message {
-		return llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: id, Name: name, Arguments: json.RawMessage(`{}`)}}}
+	call := func(id, name, args string) llm.Message {
+		return llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: id, Name: name, Arguments: json.RawMessage(args)}}}
 	}
 	result := func(id, content string) llm.Message {
 		return llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: content}
 	}
 	ask := llm.Message{Role: llm.RoleUser, Content: "add 2 and 3"}
+	read := llm.Message{Role: llm.RoleUser, Content: "@helper read notes.txt"}
+	readCall := call("c1", "fs/read_file", `{"path":"notes.txt"}`)
 	for _, tc := range []struct {
 		name string
 		msgs []llm.Message
 		want string
 	}{
-		{"number", []llm.Message{ask, call("c1", "calculator_add"), result("c1", "5")},
-			"The result is 5. (offline model)"},
-		{"MCP result", []llm.Message{ask, call("c1", "calculator_add"), result("c1", `{"content":[{"type":"text","text":"5"}],"isError":false}`)},
-			"The result is 5. (offline model)"},
-		{"one word of a file", []llm.Message{ask, call("c1", "fs/read_file"), result("c1", "hello")},
-			"fs/read_file returned: hello. (offline model)"},
-		{"sentence", []llm.Message{ask, call("c1", "calculator_add"), result("c1", "The sum is 5")},
-			"calculator_add returned: The sum is 5. (offline model)"},
-		{"MCP error", []llm.Message{ask, call("c1", "calculator_divide"), result("c1", `{"content":[{"type":"text","text":"Division by zero"}],"isError":true}`)},
-			"calculator_divide failed: Division by zero. (offline model)"},
-		{"plain error", []llm.Message{ask, call("c1", "fs/read_file"), result("c1", "Error: no such file")},
-			"fs/read_file failed: no such file. (offline model)"},
-		{"Go file error", []llm.Message{ask, call("c1", "fs/read_file"), result("c1", "Error: statat notes.txt: no such file or directory")},
-			"fs/read_file failed: no such file: notes.txt. (offline model)"},
-		{"long text", []llm.Message{ask, call("c1", "fs/read_file"), result("c1", "line one\nline two\n")},
-			"Here is what fs/read_file returned:\n\nline one\nline two\n\n(offline model)"},
+		{"operation", []llm.Message{ask, call("c1", "calculator_add", `{"a":2,"b":3}`), result("c1", "5")},
+			"2 + 3 = 5. (offline model)"},
+		{"MCP result", []llm.Message{ask, call("c1", "calculator_add", `{"a":2,"b":3}`), result("c1", `{"content":[{"type":"text","text":"5"}],"isError":false}`)},
+			"2 + 3 = 5. (offline model)"},
+		{"number without operands", []llm.Message{ask, call("c1", "calculator_add", `{}`), result("c1", "5")},
+			"You asked: add 2 and 3. calculator_add returned: 5. (offline model)"},
+		{"one word of a file", []llm.Message{read, readCall, result("c1", "hello")},
+			"You asked: read notes.txt. fs/read_file returned: hello. (offline model)"},
+		{"sentence", []llm.Message{ask, call("c1", "calculator_add", `{"a":2,"b":3}`), result("c1", "The sum is 5")},
+			"You asked: add 2 and 3. calculator_add returned: The sum is 5. (offline model)"},
+		{"MCP error", []llm.Message{ask, call("c1", "calculator_divide", `{}`), result("c1", `{"content":[{"type":"text","text":"Division by zero"}],"isError":true}`)},
+			"You asked: add 2 and 3. calculator_divide failed: Division by zero. (offline model)"},
+		{"plain error", []llm.Message{read, readCall, result("c1", "Error: no such file")},
+			"You asked: read notes.txt. fs/read_file failed: no such file. (offline model)"},
+		{"Go file error", []llm.Message{read, readCall, result("c1", "Error: statat notes.txt: no such file or directory")},
+			"You asked: read notes.txt. fs/read_file failed: no such file: notes.txt. (offline model)"},
+		{"long text", []llm.Message{read, readCall, result("c1", "line one\nline two\n")},
+			"You asked: read notes.txt. fs/read_file returned:\n\nline one\nline two\n\n(offline model)"},
 		{"several", []llm.Message{ask,
 			{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "a", Name: "calculator_add"}, {ID: "m", Name: "calculator_multiply"}}},
 			result("a", "5"), result("m", "42")},
-			"Here are the results:\n- calculator_add: 5\n- calculator_multiply: 42\n\n(offline model)"},
-		{"unknown call", []llm.Message{ask, result("zz", "7")}, "The result is 7. (offline model)"},
+			"You asked: add 2 and 3. The results:\n- calculator_add: 5\n- calculator_multiply: 42\n\n(offline model)"},
+		{"unknown call", []llm.Message{ask, result("zz", "7")}, "You asked: add 2 and 3. the tool returned: 7. (offline model)"},
+		// A person's no, with the reason and the words they gave, and the
+		// reference SDK's wording of one.
+		{"rejected", []llm.Message{{Role: llm.RoleUser, Content: "write hi to a.txt"}, call("c1", "fs/write_file", `{"path":"a.txt","content":"hi"}`),
+			result("c1", `Error: human rejected the proposal to call write_file on fs (reason: unsafe): "not in this folder"`)},
+			`You asked: write hi to a.txt. I proposed fs/write_file (content: hi, path: a.txt), and human rejected it (unsafe): "not in this folder". So it was not done. (offline model)`},
+		{"rejected without reason", []llm.Message{{Role: llm.RoleUser, Content: "write hi to a.txt"}, call("c1", "fs/write_file", `{"path":"a.txt","content":"hi"}`),
+			result("c1", `Error: you rejected the proposal to call write_file on fs`)},
+			`You asked: write hi to a.txt. I proposed fs/write_file (content: hi, path: a.txt), and you rejected it. So it was not done. (offline model)`},
+		{"rejected, the reference's words", []llm.Message{{Role: llm.RoleUser, Content: "write hi to a.txt"}, call("c1", "fs/write_file", `{"path":"a.txt","content":"hi"}`),
+			result("c1", `Error: Proposal rejected by human: disagree`)},
+			`You asked: write hi to a.txt. I proposed fs/write_file (content: hi, path: a.txt), and human rejected it (disagree). So it was not done. (offline model)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := complete(t, llm.Request{Messages: tc.msgs, Tools: offlineTools})
@@ -204,7 +219,7 @@ func TestOfflineStatesResults(t *testing.T) {
 
 	// A new request after an answered one is planned afresh.
 	resp := complete(t, llm.Request{Tools: offlineTools, Messages: []llm.Message{
-		ask, call("c1", "calculator_add"), result("c1", "5"), {Role: llm.RoleAssistant, Content: "The result is 5."},
+		ask, call("c1", "calculator_add", `{"a":2,"b":3}`), result("c1", "5"), {Role: llm.RoleAssistant, Content: "2 + 3 = 5."},
 		{Role: llm.RoleUser, Content: "now multiply 5 by 4"},
 	}})
 	if len(resp.ToolCalls) != 1 || resp.ToolCalls[0].Name != "calculator_multiply" || string(resp.ToolCalls[0].Arguments) != `{"a":5,"b":4}` {

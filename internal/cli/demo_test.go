@@ -63,7 +63,7 @@ func TestDemoScripted(t *testing.T) {
 	expect("offline rule-based model")
 
 	io.WriteString(stdin, "what is 2 plus 3\n")
-	expect("assistant: The result is 5")
+	expect("assistant: 2 + 3 = 5. (offline model)")
 
 	io.WriteString(stdin, "@helper write hello to notes.txt\n")
 	expect(`[#1] helper proposes write_file {"content":"hello","path":"notes.txt"} to files`)

@@ -674,7 +674,7 @@ func TestToolTestTravelDeskOffline(t *testing.T) {
 	for _, want := range []string{
 		"== Tools offered to the model (offline): travel/search_flights, travel/weather_forecast\n",
 		`travel/search_flights {"date":"2026-12-01","destination":"New York","origin":"Lisbon"}` + "\n",
-		"2 model calls)\nHere is what travel/search_flights returned:\n\nFlights from Lisbon to New York on 2026-12-01:\n- ",
+		"2 model calls)\nYou asked: Find flights from Lisbon to New York on 2026-12-01 for 1 passenger(s), economy cabin. travel/search_flights returned:\n\nFlights from Lisbon to New York on 2026-12-01:\n- ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

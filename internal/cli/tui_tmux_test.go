@@ -44,7 +44,7 @@ func TestTUITmux(t *testing.T) {
 	})
 
 	tm.typeLine("what is 2 plus 3")
-	answer := "assistant → you: The result is 5. (offline model)"
+	answer := "assistant → you: 2 + 3 = 5. (offline model)"
 	s := tm.wait("the answer", func(s string) bool { return strings.Contains(s, answer) })
 	if n := strings.Count(s, answer); n != 1 {
 		t.Fatalf("the answer is on the screen %d times:\n%s", n, s)
@@ -117,7 +117,7 @@ func TestTUITmux(t *testing.T) {
 	tm.wait("the edited write", func(s string) bool {
 		return strings.Contains(s, "approved by you with edited arguments") &&
 			strings.Contains(s, "you → files: write_file(content: bye, path: notes.txt)  (proposal #2)") &&
-			strings.Contains(s, "helper → you: files/write_file returned: wrote 3 bytes to notes.txt")
+			strings.Contains(s, "helper → you: You asked: write hello to notes.txt. files/write_file returned: wrote 3 bytes")
 	})
 	tm.file(filepath.Join(dir, "files", "notes.txt"), "bye")
 
