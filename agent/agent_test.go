@@ -264,6 +264,36 @@ func TestProposalTimedOutInWords(t *testing.T) {
 	}
 }
 
+// TestProposalRejectedInWords: a person rejects the agent's proposal with a
+// reason and words of their own; the model reads who rejected it, why and
+// their words, and the offline model's answer says them with what was
+// asked.
+func TestProposalRejectedInWords(t *testing.T) {
+	g := startGateway(t)
+	human := join(t, g, "human")
+	join(t, g, "calc", addTool)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	human.OnProposal(func(pr *participant.Proposal) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := human.RejectWith(ctx, pr, protocol.ReasonDisagree, "once is enough"); err != nil && ctx.Err() == nil {
+				t.Errorf("reject: %v", err)
+			}
+		}()
+	})
+	startAgent(t, g, "proposer", llm.NewOffline(), agent.Config{})
+	rec := record(t, human)
+	q := sendChat(t, human, "add 4 and 5", "proposer")
+	want := `You asked: add 4 and 5. I proposed calc/add (a: 4, b: 5), and human rejected it (disagree): "once is enough". So it was not done. (offline model)`
+	if got := chatText(rec.wait(t, "the answer", answerTo("proposer", q))); got != want {
+		t.Errorf("answer %q\nwant   %q", got, want)
+	}
+}
+
 // TestReasoningCancel: a reasoning/cancel during a slow model call stops the
 // answer and ends the reasoning.
 func TestReasoningCancel(t *testing.T) {

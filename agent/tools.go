@@ -100,7 +100,16 @@ func (a *Agent) callTool(ctx context.Context, pid, tool, reasoning string, args 
 		switch {
 		case ctx.Err() != nil:
 		case errors.As(err, &rej):
-			return "", fmt.Errorf("the call was proposed and %s", rej.Error())
+			// Who said no, why and in their words, for the model to pass on
+			// (the offline model reads this wording: llm rejectionText).
+			why := ""
+			if rej.Reason != "" && rej.Reason != "unknown" {
+				why = " (reason: " + rej.Reason + ")"
+			}
+			if rej.Message != "" {
+				why += `: "` + rej.Message + `"`
+			}
+			return "", fmt.Errorf("%s rejected the proposal to call %s on %s%s", rej.By, tool, pid, why)
 		case errors.Is(err, participant.ErrProposalTimedOut):
 			// Words for the person, not a deadline's error string: nobody
 			// said no, nobody was there to say yes.

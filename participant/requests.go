@@ -67,11 +67,17 @@ type RejectedError struct {
 	ProposalID string // the proposal's envelope id
 	By         string // who rejected it
 	Reason     string // the reject's reason, "unknown" when it gave none
+	Message    string // the words the person gave with it (the reject's message), if any
 }
 
-// Error returns "Proposal rejected by BY: REASON", the reference SDK's text.
+// Error returns "Proposal rejected by BY: REASON", the reference SDK's text,
+// followed by ` ("MESSAGE")` when the person gave words.
 func (e *RejectedError) Error() string {
-	return "Proposal rejected by " + e.By + ": " + e.Reason
+	s := "Proposal rejected by " + e.By + ": " + e.Reason
+	if e.Message != "" {
+		s += ` ("` + e.Message + `")`
+	}
+	return s
 }
 
 // GatewayError is the gateway's refusal (system/error) of an envelope that
@@ -730,7 +736,7 @@ func (p *Participant) onMCPProposal(env *protocol.Envelope) {
 // capability"; the gateway checks the capability): the approver who
 // declines is usually not one of the proposal's addressees.
 func (p *Participant) onMCPReject(env *protocol.Envelope) {
-	var r protocol.Reject
+	var r rejection // the reason, and the person's words
 	_ = env.DecodePayload(&r)
 	t := &p.pending
 	var c *pendingCall
@@ -751,7 +757,7 @@ func (p *Participant) onMCPReject(env *protocol.Envelope) {
 	if r.Reason == "" {
 		r.Reason = "unknown"
 	}
-	t.finish(c, callOutcome{err: &RejectedError{ProposalID: c.id, By: env.From, Reason: r.Reason}})
+	t.finish(c, callOutcome{err: &RejectedError{ProposalID: c.id, By: env.From, Reason: r.Reason, Message: r.Message}})
 }
 
 // onMCPWithdraw marks a tracked proposal withdrawn, if the withdrawal

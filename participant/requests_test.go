@@ -146,6 +146,24 @@ func TestProposalRejected(t *testing.T) {
 	}
 }
 
+// TestProposalRejectedWithWords: the words a person gives with a
+// rejection (the reject's message) reach the proposer.
+func TestProposalRejectedWithWords(t *testing.T) {
+	_, _, human, joinAs := mcpCalcSpace(t, "")
+	agent := joinAs("agent", participant.Options{})
+	human.OnProposal(func(pr *participant.Proposal) {
+		go func() { _ = human.RejectWith(context.Background(), pr, protocol.ReasonDisagree, "once is enough") }()
+	})
+	_, err := agent.Request(mcpCtx(t), "calc", mcpCall("add", map[string]any{"a": 2, "b": 3}))
+	var rej *participant.RejectedError
+	if !errors.As(err, &rej) || rej.By != "human" || rej.Reason != "disagree" || rej.Message != "once is enough" {
+		t.Fatalf("err = %#v, want a rejection with the words", err)
+	}
+	if err.Error() != `Proposal rejected by human: disagree ("once is enough")` {
+		t.Fatalf("err = %q", err.Error())
+	}
+}
+
 func TestProposalTimeoutAndCancelWithdraw(t *testing.T) {
 	_, _, human, joinAs := mcpCalcSpace(t, "")
 	// A person takes longer than a tool: a proposal waits ProposalTimeout,
