@@ -918,6 +918,7 @@ func (cl *clusterSpace) stateChangeLocked(kind string, e cluster.Entry) {
 		if i < 0 {
 			return
 		}
+		sp.ended.add(id)
 		m.grants = slices.Delete(slices.Clone(m.grants), i, i+1)
 	} else {
 		rec, err := cluster.DecodeGrant(e.Value)

@@ -49,6 +49,10 @@ type grant struct {
 	caps    []json.RawMessage
 	set     *capability.Set // caps, compiled once
 	until   time.Time       // effective end: expires, its parents' ends, its granter's departure; set by settleGrantsLocked
+	// waiting: a parent it names is not known here yet (a record from
+	// another node that arrived before its parent's); it allows nothing
+	// until the parent arrives, and is not ended for it.
+	waiting bool
 }
 
 // control is a member's pause and shutdown state. The atomics are read on
@@ -228,6 +232,7 @@ func (sp *liveSpace) revoke(o origin, env *protocol.Envelope, now time.Time) (ou
 	}
 	old := rm.grants
 	rm.grants = kept
+	sp.endedLocked(old, kept)
 	if err := rm.rebuildCaps(); err != nil {
 		rm.grants = old
 		return outcome{}, refuse(ErrorInvalidEnvelope, err.Error())

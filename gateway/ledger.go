@@ -47,7 +47,7 @@ func (srv *Server) writeLedger(w http.ResponseWriter, sp *liveSpace, m *member) 
 			if !all && h != m && g.from != m.name {
 				continue
 			}
-			if !g.until.IsZero() && !now.Before(g.until) {
+			if g.waiting || (!g.until.IsZero() && !now.Before(g.until)) {
 				continue // due; settled at the next envelope or tick
 			}
 			v := grantView{ID: g.id, From: g.from, To: h.name, Capabilities: g.caps, GrantedAt: protocol.FormatTime(g.at), Session: g.session}

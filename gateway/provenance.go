@@ -52,12 +52,51 @@ func earliest(a, b time.Time) time.Time {
 
 // grantState is settleGrantsLocked's verdict on one grant.
 type grantState struct {
-	g      *grant
-	holder *member
-	done   bool
-	alive  bool
-	until  time.Time
-	why    string // why it ended
+	g       *grant
+	holder  *member
+	done    bool
+	alive   bool
+	waiting bool // a parent is not known here yet: it allows nothing, and is kept
+	until   time.Time
+	why     string // why it ended
+}
+
+// maxEnded bounds the ids of ended grants a space remembers.
+const maxEnded = 4096
+
+// endedGrants remembers the ids of the grants that ended here (revoked,
+// expired, cascaded, deleted by another node), oldest first, so that a
+// grant naming a parent that is not here can be told apart: ended, the
+// child ends too; never seen, the child waits for it (on a replicated
+// fabric a child's record can arrive before its parent's latest one).
+type endedGrants struct {
+	ids   map[string]bool
+	order []string
+}
+
+func (e *endedGrants) add(id string) {
+	if e.ids == nil {
+		e.ids = make(map[string]bool)
+	}
+	if e.ids[id] {
+		return
+	}
+	e.ids[id] = true
+	e.order = append(e.order, id)
+	if len(e.order) > maxEnded {
+		delete(e.ids, e.order[0])
+		e.order = e.order[1:]
+	}
+}
+
+// endedLocked records the grants of before that are not in after. mu must
+// be held.
+func (sp *liveSpace) endedLocked(before, after []grant) {
+	for _, g := range before {
+		if !slices.ContainsFunc(after, func(k grant) bool { return k.id == g.id }) {
+			sp.ended.add(g.id)
+		}
+	}
 }
 
 // settleGrantsLocked removes every grant whose chain to the space's
@@ -107,11 +146,19 @@ func (sp *liveSpace) settleGrantsLocked(now time.Time) map[*member]bool {
 				continue // static or entry level: lives as long as its granter's standing
 			}
 			p := byID[l.grantID]
+			if p == nil && !sp.ended.ids[l.grantID] {
+				st.waiting = true // not here yet: wait for it
+				return
+			}
 			if p == nil || p.holder != granter || !slices.ContainsFunc(p.g.caps, func(c json.RawMessage) bool { return bytes.Equal(c, l.pattern) }) {
 				st.why = "its parent grant " + l.grantID + " ended"
 				return
 			}
 			eval(p)
+			if p.waiting {
+				st.waiting = true
+				return
+			}
 			if !p.alive {
 				st.why = "its parent grant " + l.grantID + " ended"
 				return
@@ -155,12 +202,16 @@ func (sp *liveSpace) settleGrantsLocked(now time.Time) map[*member]bool {
 		var gone []*grantState
 		for i := range m.grants {
 			st := byID[m.grants[i].id]
-			if !st.alive {
+			g := m.grants[i]
+			if g.waiting != st.waiting {
+				g.waiting = st.waiting
+				changed = true
+			}
+			if !st.alive && !st.waiting {
 				gone = append(gone, st)
 				changed = true
 				continue
 			}
-			g := m.grants[i]
 			if !g.until.Equal(st.until) {
 				g.until = st.until
 				changed = true
@@ -181,6 +232,7 @@ func (sp *liveSpace) settleGrantsLocked(now time.Time) map[*member]bool {
 		}
 		sp.welcomeUpdateLocked(m)
 		for _, st := range gone {
+			sp.ended.add(st.g.id)
 			sp.grantEndedLocked(m, *st.g, st.why, now)
 		}
 	}

@@ -116,8 +116,9 @@ type liveSpace struct {
 	history       *history
 	streams       streamTable
 	floor         floorTable
-	grantsDue     time.Time // the earliest effective end of a grant (provenance.go)
-	sessionGrants int       // grants bound to their granter's presence
+	grantsDue     time.Time   // the earliest effective end of a grant (provenance.go)
+	sessionGrants int         // grants bound to their granter's presence
+	ended         endedGrants // ids of grants that ended here, for their children (provenance.go)
 	tokWatch      tokenWatch
 	cl            *clusterSpace // nil on a single node; see cluster_space.go
 }
@@ -190,6 +191,9 @@ func (m *member) rebuildCaps() error {
 	v := &capView{list: slices.Clone(m.static), static: len(m.static)}
 	sets := []*capability.Set{m.staticSet}
 	for _, g := range m.grants {
+		if g.waiting {
+			continue
+		}
 		v.until = earliest(v.until, g.until)
 		for _, c := range g.caps {
 			v.list = append(v.list, c)
