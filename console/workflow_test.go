@@ -37,10 +37,26 @@ func startThinker(t *testing.T, g *testutil.Gateway, model *testutil.LLMServer) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	a := startAgent(t, g, "thinker-token", provider, agent.Config{ReasoningEnabled: true, DiscoveryWait: time.Second})
+	waitFor(t, "the agent to know the files' tools", func() bool {
+		for _, tool := range a.Participant().AvailableTools() {
+			if tool.Participant == "files" {
+				return true
+			}
+		}
+		return false
+	})
+	return a
+}
+
+// startAgent connects an agent to g's space "web" with token, until the
+// test ends.
+func startAgent(t *testing.T, g *testutil.Gateway, token string, provider llm.Provider, cfg agent.Config) *agent.Agent {
+	t.Helper()
 	a, err := agent.New(agent.Options{
-		Participant: participant.Options{Client: client.Options{Gateway: "ws://" + g.Addr, Space: "web", Token: "thinker-token"}},
+		Participant: participant.Options{Client: client.Options{Gateway: "ws://" + g.Addr, Space: "web", Token: token}},
 		Provider:    provider,
-		Config:      agent.Config{ReasoningEnabled: true, DiscoveryWait: time.Second},
+		Config:      cfg,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -51,14 +67,6 @@ func startThinker(t *testing.T, g *testutil.Gateway, model *testutil.LLMServer) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.Close() })
-	waitFor(t, "the agent to know the files' tools", func() bool {
-		for _, tool := range a.Participant().AvailableTools() {
-			if tool.Participant == "files" {
-				return true
-			}
-		}
-		return false
-	})
 	return a
 }
 
@@ -289,20 +297,7 @@ func TestPersonsHour(t *testing.T) {
 	work := t.TempDir()
 	startFiles(t, g, work)
 	helper := testutil.JoinParticipant(t, g, "helper-token", participant.Options{})
-	a, err := agent.New(agent.Options{
-		Participant: participant.Options{Client: client.Options{Gateway: "ws://" + g.Addr, Space: "web", Token: "assistant-token"}},
-		Provider:    llm.NewOffline(),
-		Config:      agent.Config{ReasoningEnabled: true},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	if err := a.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close() })
+	startAgent(t, g, "assistant-token", llm.NewOffline(), agent.Config{ReasoningEnabled: true})
 	p := openAs(t, g, "you-token", 4)
 
 	// The first question, answered within 2 s.

@@ -177,6 +177,19 @@ func (srv *Server) consoleLogout(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// consoleCaller is who a console request comes from: the participant whose
+// token or console session it carries (Authorization: Bearer), or, having
+// answered 401, ok false.
+func (srv *Server) consoleCaller(w http.ResponseWriter, r *http.Request) (sp *liveSpace, m *member, ok bool) {
+	sp, m = srv.joinLookup(bearer(r), spaceParam(r))
+	if m == nil {
+		srv.metrics.refusals.WithLabelValues(ErrorUnauthorized).Inc()
+		writeJSON(w, http.StatusUnauthorized, errorBody{Error: ErrorUnauthorized, Message: "a token or a console session is needed (Authorization: Bearer)"})
+		return nil, nil, false
+	}
+	return sp, m, true
+}
+
 // joinLookup resolves the credential of a WebSocket join or a console
 // request: a participant's token, or a console session, which browsers send
 // in the join message since they cannot set an Authorization header on a
@@ -194,10 +207,8 @@ func (srv *Server) joinLookup(cred, spaceID string) (*liveSpace, *member) {
 // else the space's), so that the console addresses plain text as the
 // terminal clients do.
 func (srv *Server) consoleMe(w http.ResponseWriter, r *http.Request) {
-	sp, m := srv.joinLookup(bearer(r), spaceParam(r))
-	if m == nil {
-		srv.metrics.refusals.WithLabelValues(ErrorUnauthorized).Inc()
-		writeJSON(w, http.StatusUnauthorized, errorBody{Error: ErrorUnauthorized, Message: "a token or a console session is needed (Authorization: Bearer)"})
+	sp, m, ok := srv.consoleCaller(w, r)
+	if !ok {
 		return
 	}
 	defaults := map[string][]string{}
@@ -219,10 +230,8 @@ func (srv *Server) consoleMe(w http.ResponseWriter, r *http.Request) {
 // consoleGrants is GET /participants/{id}/grants for the page, which holds
 // a token or a session.
 func (srv *Server) consoleGrants(w http.ResponseWriter, r *http.Request) {
-	sp, m := srv.joinLookup(bearer(r), spaceParam(r))
-	if m == nil {
-		srv.metrics.refusals.WithLabelValues(ErrorUnauthorized).Inc()
-		writeJSON(w, http.StatusUnauthorized, errorBody{Error: ErrorUnauthorized, Message: "a token or a console session is needed (Authorization: Bearer)"})
+	sp, m, ok := srv.consoleCaller(w, r)
+	if !ok {
 		return
 	}
 	srv.writeLedger(w, sp, m)

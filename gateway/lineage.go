@@ -139,10 +139,8 @@ func (srv *Server) lineage(w http.ResponseWriter, r *http.Request) {
 // web console, which holds a participant's token or a console session (see
 // consoleGrants). The same rules decide what the participant may read.
 func (srv *Server) consoleLineage(w http.ResponseWriter, r *http.Request) {
-	sp, m := srv.joinLookup(bearer(r), spaceParam(r))
-	if m == nil {
-		srv.metrics.refusals.WithLabelValues(ErrorUnauthorized).Inc()
-		writeJSON(w, http.StatusUnauthorized, errorBody{Error: ErrorUnauthorized, Message: "a token or a console session is needed (Authorization: Bearer)"})
+	sp, m, ok := srv.consoleCaller(w, r)
+	if !ok {
 		return
 	}
 	srv.writeLineage(w, r, sp, m, m.name)

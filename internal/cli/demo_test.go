@@ -17,14 +17,21 @@ import (
 // TestDemoScripted runs `mew demo` as a user would, typing into it: a sum
 // answered by the assistant with the calculator, a file write proposed by the
 // helper and approved, then /quit, which leaves no process behind.
-func TestDemoScripted(t *testing.T) {
-	dir := t.TempDir()
+// demoCommand is `mew demo --dir dir` with the offline model: no OPENAI_*
+// or MEW_* variables of the test's environment.
+func demoCommand(t *testing.T, dir string) *exec.Cmd {
 	c := exec.Command(mewBinary(t), "demo", "--dir", dir)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "MEW_") {
 			c.Env = append(c.Env, kv)
 		}
 	}
+	return c
+}
+
+func TestDemoScripted(t *testing.T) {
+	dir := t.TempDir()
+	c := demoCommand(t, dir)
 	stdin, err := c.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -107,12 +114,7 @@ func TestDemoScripted(t *testing.T) {
 // says nothing of a cancelled context, and leaves no process behind.
 func TestDemoInterruptedWhileStarting(t *testing.T) {
 	dir := t.TempDir()
-	c := exec.Command(mewBinary(t), "demo", "--dir", dir)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "MEW_") {
-			c.Env = append(c.Env, kv)
-		}
-	}
+	c := demoCommand(t, dir)
 	out := &lineWriter{}
 	c.Stdout, c.Stderr = out, out
 	if err := c.Start(); err != nil {
