@@ -36,9 +36,9 @@ func newInitCmd(opts Options) *cobra.Command {
 		Short: "Create a space in this directory from a template",
 		Long: `Create .mew/space.yaml (and .mew/agents/) from a template: one of the space's
 templates/ folder, of ~/.mew/templates/, or built in (coder-agent, note-taker,
-demo). {{VAR}} placeholders are filled from --var, --name (SPACE_NAME), --model
-(AGENT_MODEL), the environment variables the template names, or the defaults.
-Without a template name, coder-agent.`,
+cat-maze, demo). {{VAR}} placeholders are filled from --var, --name
+(SPACE_NAME), --model (AGENT_MODEL), the environment variables the template
+names, or the defaults. Without a template name, coder-agent.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := defaultTemplate

@@ -37,7 +37,7 @@ func writeTemplate(t *testing.T, dir, name, manifest, spaceYAML string, agents m
 }
 
 func TestInitBuiltIn(t *testing.T) {
-	for _, name := range []string{"demo", "coder-agent", "note-taker"} {
+	for _, name := range []string{"demo", "coder-agent", "note-taker", "cat-maze"} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "My Project")
 			if err := os.Mkdir(dir, 0o755); err != nil {
@@ -113,7 +113,7 @@ func TestInitLocalTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"mine", "a local one", "demo", "coder-agent", "note-taker", "built-in"} {
+	for _, want := range []string{"mine", "a local one", "demo", "coder-agent", "note-taker", "cat-maze", "built-in"} {
 		if !strings.Contains(list, want) {
 			t.Errorf("list lacks %q:\n%s", want, list)
 		}

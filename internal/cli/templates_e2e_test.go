@@ -281,10 +281,17 @@ func TestTemplateOfflineCoderAgent(t *testing.T) {
 	s := tmplUp(t, dir)
 
 	s.say("what is in README.md?")
-	s.expect("mew: mcp-fs-bridge/read_file returned: # greeter: prints hello. (offline model)")
+	s.expect("mew: You asked: what is in README.md? mcp-fs-bridge/read_file returned: # greeter: prints hello. (offline model)")
 
-	s.say("list the files")
+	s.say("what files are there?")
+	s.expect("mew: You asked: what files are there? mcp-fs-bridge/list_directory returned:")
 	s.expect("[FILE] README.md")
+
+	s.say("what is 2+3*4")
+	s.expect("mew: 2 + 3 × 4 = 14. No tool here does × or +, so the offline model worked it out itself. (offline model)")
+
+	s.say("fix the bug in README.md")
+	s.expect("mew: You asked: fix the bug in README.md. That is beyond me: I am the offline rule-based model, not a language model.")
 
 	s.say("write hello world to hello.txt")
 	s.expect(`[#1] mew proposes write_file {"content":"hello world","path":"hello.txt"} to mcp-fs-bridge`)
@@ -297,28 +304,33 @@ func TestTemplateOfflineCoderAgent(t *testing.T) {
 	s.stop()
 }
 
-// The note-taker keeps notes in ./notes: a note with a file named is
-// written there at once and read back when asked; a note with no file named
-// is not written anywhere, and the model says what it lacks.
+// The note-taker keeps notes in ./notes: what to remember with no file
+// named goes to notes.md, after the notes before it; a note with a file
+// named is written there; asked what was said about something, it reads
+// the notes and answers with the lines about it.
 func TestTemplateOfflineNoteTaker(t *testing.T) {
 	dir := tmplInit(t, "note-taker")
 	s := tmplUp(t, dir)
 
 	s.say("remember that the dentist is on Friday")
-	s.expect("notes: I am the offline rule-based model. The request calls for the tool notebook/write_file, but I could not fill the field path")
-	if entries, err := os.ReadDir(filepath.Join(dir, "notes")); err != nil || len(entries) != 0 {
-		t.Errorf("notes/ after a note with no file: %v, %v", entries, err)
-	}
+	s.expect("notes: Noted in notes.md: the dentist is on Friday. (offline model)")
+	s.say("Remember to buy stamps.")
+	s.expect("notes: Noted in notes.md: buy stamps. (offline model)")
+	s.file(filepath.Join("notes", "notes.md"), "- the dentist is on Friday\n- buy stamps\n")
 
 	s.say("note in groceries.md: buy milk and eggs")
-	s.expect("notes: notebook/write_file returned: wrote 17 bytes to groceries.md. (offline model)")
+	s.expect("notes: You asked: note in groceries.md: buy milk and eggs. notebook/write_file returned: wrote 17 bytes to groceries.md. (offline model)")
 	s.file(filepath.Join("notes", "groceries.md"), "buy milk and eggs")
 
-	s.say("what is in groceries.md?")
-	s.expect("notes: notebook/read_file returned: buy milk and eggs. (offline model)")
+	s.say("what did I say about the dentist?")
+	s.expect("notes: You asked: what did I say about the dentist? In notes.md: the dentist is on Friday. (offline model)")
 
-	s.say("list my notes")
+	s.say("what is in groceries.md?")
+	s.expect("notes: You asked: what is in groceries.md? notebook/read_file returned: buy milk and eggs. (offline model)")
+
+	s.say("what notes do I have?")
 	s.expect("[FILE] groceries.md")
+	s.expect("[FILE] notes.md")
 	s.stop()
 }
 
@@ -330,9 +342,13 @@ func TestTemplateOfflineDemo(t *testing.T) {
 	s := tmplUp(t, dir)
 
 	s.say("what is 2 plus 3")
-	s.expect("assistant: The result is 5. (offline model)")
+	s.expect("assistant: 2 + 3 = 5. (offline model)")
+	s.say("what is 2+3*4")
+	s.expect("assistant: 2 + 3 × 4 = 14 (3 × 4 = 12, then 2 + 12 = 14). (offline model)")
 	s.say("what is 12 times 7 minus 4")
-	s.expect("assistant: Left to right: 12 * 7 = 84; 84 - 4 = 80. The result is 80. (offline model)")
+	s.expect("assistant: 12 × 7 - 4 = 80 (12 × 7 = 84, then 84 - 4 = 80). (offline model)")
+	s.say("what is 1/0")
+	s.expect("assistant: 1 ÷ 0 has no value: it divides 1 by zero, and division by zero is undefined. (offline model)")
 
 	s.say("@helper write hello to notes.txt")
 	s.expect(`[#1] helper proposes write_file {"content":"hello","path":"notes.txt"} to files`)
@@ -341,7 +357,14 @@ func TestTemplateOfflineDemo(t *testing.T) {
 	s.file(filepath.Join("files", "notes.txt"), "hello")
 
 	s.say("what is in notes.txt?")
-	s.expect("assistant: files/read_file returned: hello. (offline model)")
+	s.expect("assistant: You asked: what is in notes.txt? files/read_file returned: hello. (offline model)")
+
+	// No: the helper says so, with what was asked and the person's words.
+	s.say("@helper write bye to notes.txt")
+	s.expect(`[#2] helper proposes write_file {"content":"bye","path":"notes.txt"} to files`)
+	s.say("/reject 2 once is enough")
+	s.expect(`helper: You asked: write bye to notes.txt. I proposed files/write_file (content: bye, path: notes.txt), and you rejected it (once is enough). So it was not done. (offline model)`)
+	s.file(filepath.Join("files", "notes.txt"), "hello")
 	s.stop()
 }
 
@@ -366,7 +389,7 @@ func TestTemplateOfflineExampleDemo(t *testing.T) {
 	s := tmplUp(t, dir)
 
 	s.say("@helper what is in hello.txt?")
-	s.expect("helper: files/read_file returned: the seed text. (offline model)")
+	s.expect("helper: You asked: what is in hello.txt? files/read_file returned: the seed text. (offline model)")
 
 	s.say("@helper write hi to notes.txt")
 	s.expect(`[#1] helper proposes write_file {"content":"hi","path":"notes.txt"} to files`)
@@ -397,5 +420,110 @@ func TestTemplateOfflineExampleDemo(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("observer.jsonl lacks the helper's answer:\n%s", data)
+	}
+}
+
+// The cat-maze game: the agent shows the board and moves the cat on the
+// offline model, a wall stops it, restart starts over, and solving the
+// maze on its own is said to be beyond it.
+func TestTemplateOfflineCatMaze(t *testing.T) {
+	dir := tmplInit(t, "cat-maze")
+	s := tmplUp(t, dir)
+
+	s.say("show the maze")
+	s.expect("mew: You asked: show the maze. cat-maze/view returned:")
+	s.expect("Level 1/10: First Pounce")
+	s.say("move right")
+	s.expect("The cat moves right (east).")
+	s.say("go up")
+	s.expect("Bump! A wall is up of the cat (north); it stays where it is.")
+	s.say("restart the game")
+	s.expect("Back to the start, moves at zero.")
+	s.say("solve the maze for me")
+	s.expect("mew: You asked: solve the maze for me. That is beyond me: I am the offline rule-based model")
+	s.stop()
+}
+
+// refTemplate is a template written the way the reference's are: the agent
+// and the bridge started with their flags, the API key from the
+// environment, and OpenAI's URL and a model as defaults whether or not
+// there is a key.
+var refTemplate = map[string]string{
+	"template.json": `{
+  "name": "ref-coder",
+  "description": "A coder written as the reference's templates are",
+  "author": "someone",
+  "variables": [
+    {"name": "SPACE_NAME", "description": "Name of your space", "default": "${dirname}", "prompt": true},
+    {"name": "AGENT_API_KEY", "env_sources": ["OPENAI_API_KEY"], "default": "", "sensitive": true},
+    {"name": "AGENT_BASE_URL", "env_sources": ["OPENAI_BASE_URL"], "default": "https://api.openai.com/v1"},
+    {"name": "AGENT_MODEL", "env_sources": ["AGENT_MODEL"], "default": "gpt-5"}
+  ]
+}`,
+	"space.yaml": `space:
+  id: "{{SPACE_NAME}}"
+  name: "{{SPACE_NAME}}"
+  default_participant: human
+participants:
+  human:
+    default_to:
+      chat: ["mew"]
+    capabilities:
+      - kind: "*"
+  mew:
+    type: local
+    command: "mew"
+    args: ["agent", "run", "--gateway", "ws://localhost:${PORT}", "--space", "{{SPACE_NAME}}", "--token", "${TOKEN}", "--id", "mew"]
+    auto_start: true
+    capabilities:
+      - kind: "chat"
+      - kind: "reasoning/*"
+      - kind: "mcp/request"
+        payload:
+          method: "tools/*"
+    env:
+      OPENAI_API_KEY: "${OPENAI_API_KEY}"
+      OPENAI_BASE_URL: "{{AGENT_BASE_URL}}"
+      OPENAI_MODEL: "{{AGENT_MODEL}}"
+  files:
+    type: local
+    command: "mew"
+    args: ["bridge", "start", "--gateway", "ws://localhost:${PORT}", "--space", "{{SPACE_NAME}}", "--token", "${TOKEN}", "--participant-id", "files", "--mcp-command", "mew", "--mcp-args", "mcp,filesystem,./"]
+    auto_start: true
+    capabilities:
+      - kind: "mcp/*"
+`,
+}
+
+// A reference-style template without an API key: the agent's environment
+// names OpenAI's URL and gpt-5, and it answers on the offline model instead
+// of failing on the network, and says why in its log.
+func TestTemplateOfflineReferenceStyle(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ref-space")
+	tdir := filepath.Join(dir, "templates", "ref-coder")
+	if err := os.MkdirAll(tdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range refTemplate {
+		if err := os.WriteFile(filepath.Join(tdir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("# hi"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tmplRun(t, dir, "init", "ref-coder")
+	yaml, err := os.ReadFile(filepath.Join(dir, ".mew", "space.yaml"))
+	if err != nil || !strings.Contains(string(yaml), `OPENAI_BASE_URL: "https://api.openai.com/v1"`) {
+		t.Fatalf("the rendered space does not name OpenAI's URL (%v):\n%s", err, yaml)
+	}
+	s := tmplUp(t, dir)
+
+	s.say("what is in README.md?")
+	s.expect("mew: You asked: what is in README.md? files/read_file returned: # hi. (offline model)")
+	s.stop()
+	if logs := s.logs(); !strings.Contains(logs, "the model's server needs an API key and OPENAI_API_KEY is not set: using the offline rule-based model") ||
+		!strings.Contains(logs, "base_url=https://api.openai.com/v1") {
+		t.Errorf("the agent's log does not say why it runs offline:\n%s", logs)
 	}
 }
