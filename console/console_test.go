@@ -221,6 +221,10 @@ func TestSpaceView(t *testing.T) {
 	// The ledger shows the grant, with its lifetime; revoking it there
 	// makes the next call ask again.
 	p.wait("the grant in the ledger", `[...document.querySelectorAll("#grants tr.grant")].some(r => r.textContent.includes("helper") && r.textContent.includes("write_file"))`)
+	// Ten minutes: the row says until when, not "until revoked".
+	if row := p.eval(`[...document.querySelectorAll("#grants tr.grant")].map(r => r.textContent).join("|")`).(string); !strings.Contains(row, "until ") || strings.Contains(row, "until revoked") {
+		t.Errorf("the ten-minute grant's row: %q", row)
+	}
 	p.click("#grants tr.grant .revoke")
 	waitFor(t, "the helper to lose the grant", func() bool { return !helper.CanSend(protocol.KindMCPRequest, payload) })
 	p.wait("the ledger to empty", `!document.querySelector("#grants tr.grant")`)

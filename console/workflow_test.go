@@ -195,6 +195,13 @@ func TestSpaceWork(t *testing.T) {
 	// Controls: a status request answered in the list; a pause with a
 	// timeout that holds the agent, then a resume.
 	row := `#participants .participant[data-id=thinker]`
+	// An agent gets the controls of its context; a tool does not.
+	if got := p.eval(`[...document.querySelectorAll(` + jsString(row+` .controls button`) + `)].map(b => b.dataset.kind).join(" ")`); !strings.Contains(got.(string), "participant/forget") {
+		t.Errorf("the agent's controls: %v", got)
+	}
+	if got := p.eval(`[...document.querySelectorAll("#participants .participant[data-id=files] .controls button")].map(b => b.dataset.kind).join(" ")`); strings.Contains(got.(string), "participant/forget") || strings.Contains(got.(string), "participant/compact") || !strings.Contains(got.(string), "participant/pause") {
+		t.Errorf("the files' controls: %v; a tool keeps no context to forget or compact", got)
+	}
 	p.click(row + ` button[data-kind="participant/request-status"]`)
 	p.wait("the status", `document.querySelector(`+jsString(row)+`).textContent.includes("msgs")`)
 	p.do("set the timeout", chromedp.SetValue(chromedp.CSS(row+" .pause-timeout"), "120"))
@@ -342,6 +349,8 @@ func TestPersonsHour(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `"session":true`) {
 		t.Fatalf("the ledger after the session grant: %d %s", code, body)
 	}
+	p.click("#grants-refresh")
+	p.wait("the session grant in the ledger", `[...document.querySelectorAll("#grants tr.grant")].some(r => r.textContent.includes("for the granter's session"))`)
 	// The browser dies: no pagehide, no Leave, nothing of the page runs.
 	if b := chromedp.FromContext(p.ctx).Browser; b != nil {
 		if pr := b.Process(); pr != nil {

@@ -19,6 +19,20 @@ const CONTROLS = [
   ["participant/restart", "Restart"], ["participant/shutdown", "Shutdown"],
 ];
 
+// CONTEXT_CONTROLS act on a conversation's context: they mean something only
+// to a participant that keeps one (an agent), not to a calculator.
+const CONTEXT_CONTROLS = new Set(["participant/forget", "participant/compact", "participant/clear"]);
+
+// hasContext reports whether p keeps a conversation: its status reports a
+// context, or it may reason (agents do; people and tools do not).
+function hasContext(p) {
+  if (p.status && (p.status.messages_in_context !== undefined || p.status.tokens !== undefined)) return true;
+  return (p.capabilities || []).some((c) => {
+    const k = Array.isArray(c?.kind) ? c.kind : [c?.kind];
+    return k.some((x) => typeof x === "string" && x.startsWith("reasoning/"));
+  });
+}
+
 const st = new State();
 let conn = null;
 const requests = new Map(); // request id -> its entry, for pairing the answer
@@ -459,7 +473,7 @@ function completeKey(e) {
 function drawParticipants() {
   const box = clear($("#participants"));
   for (const p of [...st.participants.values()].sort((a, b) => a.id.localeCompare(b.id))) {
-    const controls = p.id === st.me ? [] : CONTROLS.filter(([kind]) => allows(st.caps, kind));
+    const controls = p.id === st.me ? [] : CONTROLS.filter(([kind]) => allows(st.caps, kind) && (!CONTEXT_CONTROLS.has(kind) || hasContext(p)));
     const timeout = h("input", { class: "pause-timeout", type: "number", min: "1", max: "86400", value: "300", title: "pause timeout, seconds" });
     const status = p.status ? [p.status.status, p.status.messages_in_context !== undefined ? p.status.messages_in_context + " msgs" : "", p.status.tokens ? p.status.tokens + " tokens" : ""].filter(Boolean).join(" · ") : "";
     box.append(h("div", { class: "participant", "data-id": p.id },
@@ -494,10 +508,10 @@ async function refreshGrants() {
   clear(box);
   if (!grants.length) { box.append(h("p", { class: "dim" }, "no grants in force")); return; }
   const mayRevoke = allows(st.caps, "capability/revoke");
-  box.append(h("table", null, h("tr", null, h("th", null, "to"), h("th", null, "what"), h("th", null, "from"), h("th", null, "until"), h("th")),
+  box.append(h("table", null, h("tr", null, h("th", null, "to"), h("th", null, "what"), h("th", null, "from"), h("th", null, "lasts"), h("th")),
     grants.map((g) => h("tr", { class: "grant", "data-id": g.id },
       h("td", null, short(g.to, 40)), h("td", null, json(g.capabilities, 200)), h("td", null, short(g.from, 40)),
-      h("td", null, g.expires_at ? new Date(g.expires_at).toLocaleTimeString() : "revoked"),
+      h("td", null, g.expires_at ? "until " + new Date(g.expires_at).toLocaleTimeString() : g.session ? "for the granter's session" : "until revoked"),
       h("td", null, mayRevoke || g.from === st.me ? h("button", { type: "button", class: "revoke", onclick: () => revoke(g) }, "Revoke") : "")))));
 }
 
