@@ -231,11 +231,15 @@ func TestSpaceView(t *testing.T) {
 	fourth := ask()
 	p.wait("the dialog again", `!!document.querySelector("#queue .proposal .no")`)
 	p.click("#queue .proposal .no")
-	p.do("reject", chromedp.Click(chromedp.CSS("#queue .no-go")))
+	p.do("reject with words", chromedp.SendKeys(chromedp.CSS("#queue .reject-message"), "not this file, use notes2.txt"),
+		chromedp.Click(chromedp.CSS("#queue .no-go")))
 	select {
 	case err := <-fourth:
 		if err == nil {
 			t.Fatal("the rejected call succeeded")
+		}
+		if !strings.Contains(err.Error(), "not this file, use notes2.txt") {
+			t.Errorf("the proposer was not given the person's words: %v", err)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the rejected call did not end")

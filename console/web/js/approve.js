@@ -69,7 +69,7 @@ export class Approvals {
     const p = this.proposals.get(ref);
     let state = "";
     if (env.kind === "mcp/request") state = "approved by " + (env.from === this.st.me ? "you" : env.from);
-    else if (env.kind === "mcp/reject") state = "rejected by " + (env.from === this.st.me ? "you" : env.from) + ": " + short(env.payload?.reason, 80);
+    else if (env.kind === "mcp/reject") state = "rejected by " + (env.from === this.st.me ? "you" : env.from) + ": " + short(env.payload?.reason, 80) + (env.payload?.message ? " (" + short(env.payload.message, 200) + ")" : "");
     else if (env.kind === "mcp/withdraw") state = env.payload?.reason === "timeout" ? "timed out: nobody decided in time, so " + env.from + " withdrew it" : "withdrawn" + (env.payload?.reason ? ": " + short(env.payload.reason, 80) : "");
     else if (env.kind === "capability/grant") state = "granted by " + (env.from === this.st.me ? "you" : env.from);
     if (!state) return;
@@ -174,8 +174,11 @@ export class Approvals {
     const noForm = () => {
       clear(body);
       const sel = h("select", { class: "reason" }, REASONS.map((r) => h("option", { value: r }, r)));
-      body.append(h("label", null, "Reason ", sel),
-        h("button", { type: "button", class: "no-go", onclick: () => this.reject(env, sel.value) }, "Reject"),
+      // The code is for programs; the words are for the proposer's reader,
+      // as the terminal UI sends them (payload.message).
+      const words = h("input", { class: "reject-message", type: "text", maxlength: "500", placeholder: "why, in your words (optional)" });
+      body.append(h("label", null, "Reason ", sel), words,
+        h("button", { type: "button", class: "no-go", onclick: () => this.reject(env, sel.value, words.value.trim()) }, "Reject"),
         h("button", { type: "button", class: "back", onclick: buttons }, "Back"));
     };
     const editForm = () => {
@@ -215,8 +218,10 @@ export class Approvals {
     this.fulfil(env);
   }
 
-  reject(env, reason) {
-    this.conn.send({ kind: "mcp/reject", to: [env.from], correlation_id: [env.id], payload: { reason } });
+  reject(env, reason, message) {
+    const payload = { reason };
+    if (message) payload.message = message;
+    this.conn.send({ kind: "mcp/reject", to: [env.from], correlation_id: [env.id], payload });
     this.done(env.id);
   }
 
