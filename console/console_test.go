@@ -186,8 +186,15 @@ func TestSpaceView(t *testing.T) {
 		"arguments": map[string]any{"path": "notes.txt", "content": "# Notes\nbuy milk\n"}}}
 	ask := func() <-chan error { return callAsync(t, helper, "files", call) }
 	answered := p.answered
+	if err := os.WriteFile(filepath.Join(work, "notes.txt"), []byte("# Notes\nbuy bread\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	first := ask()
 	p.wait("the approval dialog", `!!document.querySelector("#queue .proposal .yes") && document.querySelector("#queue .preview").textContent.includes("buy milk")`)
+	// What the write changes: the page read the file through the target's
+	// reader tool and shows the lines that go and come.
+	p.wait("the diff", `[...document.querySelectorAll("#queue .diff .del")].some(e => e.textContent.includes("buy bread")) && [...document.querySelectorAll("#queue .diff .add")].some(e => e.textContent.includes("buy milk"))`)
+	p.shot("approval-diff")
 	if got := p.text("#queue .preview"); !strings.HasPrefix(strings.TrimSpace(got), "path: notes.txt") {
 		t.Errorf("the preview shows %q; want the path first, then the content", got)
 	}

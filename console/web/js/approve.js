@@ -20,6 +20,7 @@ export class Approvals {
     this.proposals = new Map(); // id -> {env, n, state, line}
     this.queue = []; // ids awaiting me, oldest first
     this.sessionGrants = new Map(); // grant id -> recipient, revoked when I leave
+    this.reads = new Set(); // ids of the page's reads of files a proposal would replace
     this.nextN = 1;
     this.draw();
   }
@@ -61,9 +62,46 @@ export class Approvals {
     this.conn.send({ kind: "mcp/request", to: [target], payload: { jsonrpc: "2.0", id: Date.now(), method: "tools/list", params: {} } });
   }
 
+  // readOld asks the target for the file a proposed write_file would
+  // replace, with a reader tool the target lists and I may call, so that
+  // the dialog shows what changes (as the terminal UI does).
+  readOld(p) {
+    const pl = p.env.payload || {};
+    const args = pl.params?.arguments;
+    const target = p.env.to?.[0];
+    if (p.reading || pl.method !== "tools/call" || pl.params?.name !== "write_file" || typeof args?.path !== "string" || typeof args?.content !== "string" || !target) return;
+    const reader = ["read_text_file", "read_file"].find((t) => (this.st.tools.get(target) || []).includes(t));
+    const call = { method: "tools/call", params: { name: reader, arguments: { path: args.path } } };
+    if (!reader || !allows(this.st.caps, "mcp/request", call)) return;
+    p.reading = this.conn.send({ kind: "mcp/request", to: [target], payload: { jsonrpc: "2.0", id: Date.now(), ...call } }).id;
+    this.reads.add(p.reading);
+  }
+
+  // bookkeeping reports whether env is one of the page's own reads for a
+  // diff, or its answer: the stream need not show them.
+  bookkeeping(env) {
+    return this.reads.has(env.id) || (env.kind === "mcp/response" && (env.correlation_id || []).some((id) => this.reads.has(id)));
+  }
+
+  // gotOld turns the reader's answer into the dialog's diff.
+  gotOld(p, env) {
+    const r = env.payload?.result;
+    const text = (r?.content || []).filter((c) => c?.type === "text").map((c) => c.text).join("");
+    const after = p.env.payload.params.arguments.content;
+    p.diff = r?.isError || env.payload?.error ? { note: "a new file (nothing to compare with)" } : lineDiff(text, after);
+    if (this.queue[0] === p.env.id) this.draw();
+  }
+
   // observe follows decisions made anywhere: mine, someone else's, the
   // proposer's withdrawal.
   observe(env) {
+    if (env.kind === "mcp/response") {
+      for (const p of this.proposals.values()) {
+        if (p.reading && env.correlation_id?.includes(p.reading) && !p.diff) this.gotOld(p, env);
+      }
+      const head = this.proposals.get(this.queue[0]);
+      if (head && !head.reading) this.readOld(head); // the target's tools may just have arrived
+    }
     const ref = env.correlation_id?.find((id) => this.proposals.has(id));
     if (!ref) return;
     const p = this.proposals.get(ref);
@@ -126,6 +164,7 @@ export class Approvals {
     if (!this.queue.length) { box.append(h("p", { class: "dim" }, "nothing awaits you")); return; }
     const id = this.queue[0];
     const p = this.proposals.get(id);
+    this.readOld(p);
     box.append(this.dialog(p));
     if (this.queue.length > 1) box.append(h("p", { class: "dim" }, this.queue.length - 1 + " more waiting"));
   }
@@ -137,7 +176,7 @@ export class Approvals {
     const card = h("div", { class: "proposal", "data-id": env.id },
       h("div", null, h("strong", null, "#" + p.n + " " + short(env.from, 60)), " → ", short((env.to || []).join(", "), 60), ": ",
         short(pl.method === "tools/call" ? pl.params?.name : pl.method, 80)),
-      preview(pl), body);
+      preview(pl), diffView(p.diff), body);
     const buttons = () => {
       clear(body);
       add(body, [
@@ -244,4 +283,44 @@ export function preview(pl) {
     }
     return h("div", null, h("span", { class: "k" }, k + ": "), typeof v === "string" ? short(v, 300) : json(v, 300));
   }));
+}
+
+// maxDiffLines bounds each side of a diff: past it the lines are counted,
+// not compared.
+const maxDiffLines = 400;
+
+// lineDiff compares two texts line by line (longest common subsequence) and
+// returns {lines: [[op, text]...]}, op one of " ", "-", "+", with unchanged
+// runs longer than six lines cut to their ends; or {note} when a side is
+// too long to compare.
+export function lineDiff(before, after) {
+  const a = before.split("\n"), b = after.split("\n");
+  if (a[a.length - 1] === "" && b[b.length - 1] === "") { a.pop(); b.pop(); } // both end with a newline
+  if (a.length > maxDiffLines || b.length > maxDiffLines) return { note: a.length + " lines now, " + b.length + " after: too long to compare here" };
+  const n = a.length, m = b.length;
+  const lcs = Array.from({ length: n + 1 }, () => new Uint16Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+  const out = [];
+  let i = 0, j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && a[i] === b[j]) { out.push([" ", a[i]]); i++; j++; }
+    else if (i < n && (j === m || lcs[i + 1][j] >= lcs[i][j + 1])) { out.push(["-", a[i]]); i++; }
+    else { out.push(["+", b[j]]); j++; }
+  }
+  if (!out.some(([op]) => op !== " ")) return { note: "no change: the file already holds this" };
+  const lines = [];
+  for (let k = 0; k < out.length; k++) {
+    const near = out.slice(Math.max(0, k - 3), k + 4).some(([op]) => op !== " ");
+    if (near) lines.push(out[k]);
+    else if (lines.length && lines[lines.length - 1][0] !== "…") lines.push(["…", ""]);
+  }
+  return { lines };
+}
+
+// diffView draws a lineDiff.
+function diffView(d) {
+  if (!d) return "";
+  if (d.note) return h("p", { class: "diff-note dim" }, d.note);
+  return h("pre", { class: "diff" }, d.lines.map(([op, text]) =>
+    h("div", { class: op === "+" ? "add" : op === "-" ? "del" : "same" }, op === "…" ? "…" : op + " " + short(text, 500))));
 }

@@ -137,6 +137,10 @@ function onEnvelope(env) {
   if (!st.add(env)) return;
   answerMCP(env);
   track(env);
+  if (approvals.bookkeeping(env)) {
+    approvals.observe(env); // the diff, not an entry
+    return;
+  }
   const el = render(env);
   if (el) {
     el.dataset.id = env.id;
