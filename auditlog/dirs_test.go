@@ -70,3 +70,37 @@ func TestNodeDirs(t *testing.T) {
 		}
 	}
 }
+
+// TestLineageEditedArguments: why of a request that carried out a proposal
+// says when the approver changed the arguments (which, from what to what),
+// and says nothing of the kind when it carried out what was proposed.
+func TestLineageEditedArguments(t *testing.T) {
+	d := newLogDir(t)
+	d.envelope("p1", "agent", "mcp/proposal", []string{"files"}, "", "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"a.txt","content":"rm -rf"}}}`)
+	d.envelope("r1", "human", "mcp/request", []string{"files"}, "p1", "", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"a.txt","content":"hello"}}}`)
+	d.envelope("p2", "agent", "mcp/proposal", []string{"files"}, "", "", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"a.txt"}}}`)
+	d.envelope("r2", "human", "mcp/request", []string{"files"}, "p2", "", `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"a.txt"}}}`)
+	ix, err := auditlog.BuildIndex(t.Context(), d.dir, auditlog.IndexOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := func(id string) string {
+		n, err := ix.Lineage(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := n.WriteTree(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	for _, id := range []string{"r1", "p1"} {
+		if got := tree(id); !strings.Contains(got, `approved with edited arguments (content): proposed {"content":"rm -rf","path":"a.txt"}, carried out {"content":"hello","path":"a.txt"}`) {
+			t.Errorf("why %s does not say the arguments were edited:\n%s", id, got)
+		}
+	}
+	if got := tree("r2"); strings.Contains(got, "edited") {
+		t.Errorf("why r2 says edited of a call carried out as proposed:\n%s", got)
+	}
+}

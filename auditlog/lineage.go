@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/mew-protocol/mew/internal/clip"
 	"github.com/mew-protocol/mew/internal/summary"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -52,6 +54,7 @@ const (
 	RelStep      = "step"         // a thought, tool call or conclusion of a reasoning
 	RelResult    = "result"       // what answered or followed it
 	RelNote      = "note"         // a fact: a time, an expiry, an absence
+	RelEdited    = "edited"       // the approver changed the proposed arguments before carrying them out
 )
 
 // ErrUnknown is returned by Lineage for an id the log does not hold.
@@ -140,6 +143,9 @@ func (w *walker) explain(e *Entry, depth int) *Node {
 			p.Relation = RelFulfills
 			p.Children = append([]*Node{note(RelApproved, "%s, who carried it out with %s at %s",
 				nameOf(env.From), env.ID, stamp(e.Record.Time))}, p.Children...)
+			if ed := edited(t.Env, env); ed != nil {
+				p.Children = append([]*Node{ed}, p.Children...)
+			}
 			n.Children = append(n.Children, p)
 		case env.Kind == protocol.KindMCPResponse:
 			p := w.explain(t, depth+1)
@@ -407,6 +413,9 @@ func (w *walker) followers(n *Node, e *Entry, depth int) {
 		f := envNode(RelResult, r)
 		if r.Env.Kind == protocol.KindMCPRequest {
 			f.Text = "fulfilled by " + f.Text
+			if ed := edited(e.Env, r.Env); ed != nil && e.Env.Kind == protocol.KindMCPProposal {
+				f.Children = append(f.Children, ed)
+			}
 			f.Children = append(f.Children, w.admission(r)...)
 		}
 		w.followers(f, r, depth+1)
@@ -415,6 +424,59 @@ func (w *walker) followers(n *Node, e *Entry, depth int) {
 }
 
 func stamp(t time.Time) string { return protocol.FormatTime(t) }
+
+// edited says what an approver changed between a proposal and the request
+// that carried it out (the method, or the params: for a tool call its
+// arguments, key by key), or nil when it carried out what was proposed.
+func edited(proposal, request *protocol.Envelope) *Node {
+	var p, r struct {
+		Method string         `json:"method"`
+		Params map[string]any `json:"params"`
+	}
+	if json.Unmarshal(proposal.Payload, &p) != nil || json.Unmarshal(request.Payload, &r) != nil {
+		return nil
+	}
+	if p.Method != r.Method {
+		return note(RelEdited, "approved with another method: %s proposed, %s carried out", p.Method, r.Method)
+	}
+	before, after := p.Params, r.Params
+	what := "params"
+	if pa, ok := p.Params["arguments"].(map[string]any); ok {
+		if ra, ok := r.Params["arguments"].(map[string]any); ok && reflect.DeepEqual(without(p.Params, "arguments"), without(r.Params, "arguments")) {
+			before, after, what = pa, ra, "arguments"
+		}
+	}
+	if reflect.DeepEqual(before, after) {
+		return nil
+	}
+	var changed []string
+	for k, v := range after {
+		if w, ok := before[k]; !ok || !reflect.DeepEqual(v, w) {
+			changed = append(changed, k)
+		}
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			changed = append(changed, k+" (removed)")
+		}
+	}
+	slices.Sort(changed)
+	pj, _ := json.Marshal(before)
+	rj, _ := json.Marshal(after)
+	return note(RelEdited, "approved with edited %s (%s): proposed %s, carried out %s",
+		what, strings.Join(changed, ", "), clip.Bytes(string(pj), 200), clip.Bytes(string(rj), 200))
+}
+
+// without returns m less key (a copy).
+func without(m map[string]any, key string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if k != key {
+			out[k] = v
+		}
+	}
+	return out
+}
 
 // WriteTree prints the lineage as an indented tree, one node a line.
 func (n *Node) WriteTree(out io.Writer) error {
