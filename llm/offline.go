@@ -218,18 +218,26 @@ func (q *query) candidates(tools []Tool) []candidate {
 }
 
 // candidates are the tools that may answer the request: those that match
-// it and, when it names what to do ("write", "list", "read"), say in their
-// name or description that they do that. A tool the request names is
-// always one. "write s to s.txt" never falls to get_file_info because that
-// one's path is easier to fill.
+// it, do what it names when it names a change ("write", "delete", "move",
+// "create"), and change nothing when it names none, unless the request
+// says a word of the tool's own name other than the things tools work on
+// ("right" for the maze's right, not "directory" for create_directory). A
+// tool the request names is always one. "write s to s.txt" never goes to
+// get_file_info, nor "what's in the folder" to create_directory.
 func (t *turn) candidates() []candidate {
 	acts := t.q.actions()
+	change := slices.ContainsFunc(acts, func(a string) bool { return slices.Contains(mutating, a) })
 	return slices.DeleteFunc(t.q.candidates(t.tools), func(c candidate) bool {
-		if len(acts) == 0 || mentions(t.q.text, c.tool.Name) {
+		switch {
+		case mentions(t.q.text, c.tool.Name):
 			return false
+		case slices.ContainsFunc(does(c.tool), func(a string) bool { return slices.Contains(acts, a) }):
+			return false
+		case change:
+			return true
 		}
-		name, desc := toolWords(c.tool, parseSchema(c.tool.Parameters))
-		return !slices.ContainsFunc(acts, func(a string) bool { return slices.Contains(name, a) || slices.Contains(desc, a) })
+		named := slices.ContainsFunc(ownWords(c.tool.Name), func(w string) bool { return t.q.words[w] && w != "file" && w != "directory" })
+		return mutates(c.tool) && !named
 	})
 }
 
@@ -270,6 +278,9 @@ func (t *turn) plan() *Response {
 	cands := t.candidates()
 	dirs := t.knownDirs()
 	for _, c := range cands {
+		if c.score < cands[0].score {
+			break // a weaker match is no answer because its arguments are easier to fill
+		}
 		args, missing := t.q.fill(c.tool, dirs)
 		if len(missing) > 0 || t.called(c.tool.Name, args) {
 			continue

@@ -95,7 +95,8 @@ var synonyms = map[string]string{
 	"echo": "echo", "repeat": "echo", "say": "echo",
 	"file": "file", "files": "file",
 	"directory": "directory", "dir": "directory", "folder": "directory", "directories": "directory",
-	"move":  "move",
+	"move": "move", "rename": "move",
+	"create": "create", "make": "create", "mkdir": "create",
 	"north": "up", "south": "down", "west": "left", "east": "right",
 	"time": "time", "clock": "time",
 	"date": "date", "today": "date",
@@ -479,7 +480,23 @@ func (q *query) noteVerb() {
 
 // actions are the canonical words that say what to do.
 var actions = []string{"read", "write", "list", "search", "delete", "echo", "calculate",
-	"add", "subtract", "multiply", "divide", "power", "move"}
+	"add", "subtract", "multiply", "divide", "power", "move", "create"}
+
+// mutating are the actions that change something. A request that names one
+// goes only to a tool that does it; a request that names none never goes to
+// a tool that does one.
+var mutating = []string{"write", "delete", "move", "create"}
+
+// does are the actions a tool's name or description names.
+func does(t Tool) []string {
+	name, desc := toolWords(t, parseSchema(t.Parameters))
+	return slices.DeleteFunc(slices.Clone(actions), func(a string) bool { return !slices.Contains(name, a) && !slices.Contains(desc, a) })
+}
+
+// mutates tells a tool that changes something.
+func mutates(t Tool) bool {
+	return slices.ContainsFunc(does(t), func(a string) bool { return slices.Contains(mutating, a) })
+}
 
 // actions are the canonical words of the request that say what to do.
 func (q *query) actions() []string {
@@ -499,8 +516,10 @@ var (
 	recallAbout = regexp.MustCompile(`(?is)^\s*(?:what|anything|tell me what|do you know anything)\b.*?\b(?:say|said|tell|told|note|noted|remember|know|write|wrote|written|mention|mentioned)\b.*?\babout\s+(.+?)\s*[?.!]*\s*$`)
 	// "read my notes", "what are my notes", "what did I tell you".
 	recallAll = regexp.MustCompile(`(?is)` + polite + `(?:(?:read|show|display|open)\s+(?:me\s+)?(?:all\s+)?(?:of\s+)?(?:my|the|our)\s+notes|what\s+(?:are|were)\s+my\s+notes|what\s+(?:did|have)\s+i\s+(?:told|tell|said|say|noted|note)(?:\s+you)?)\s*[?.!]*\s*$`)
-	// "what files are there", "which notes do I have", "any documents?".
-	listQuestion = regexp.MustCompile(`(?is)\b(?:what|which|any|show|see)\b.*\b(?:files|notes|documents|folders|directories)\b`)
+	// "what files are there", "which notes do I have", "any documents?",
+	// "what's in the folder".
+	listQuestion = regexp.MustCompile(`(?is)\b(?:what|which|any|show|see)\b.*\b(?:files|notes|documents|folders|directories)\b|` +
+		`\bwhat(?:'s|\s+is)\s+in\s+(?:the|this|my|our)\s+(?:folder|directory)\b`)
 	// the first word after the polite ones.
 	firstWord = regexp.MustCompile(`(?is)` + polite + `([a-z]+)`)
 	// a text that describes what to write rather than giving it.
@@ -866,7 +885,7 @@ func (f *filler) text(path, loose bool) (string, bool) {
 		return f.q.quoted[f.nextQuoted-1], true
 	}
 	if path {
-		if len(f.dirs) > 0 && loose && wantsDirectory(f.tool) {
+		if len(f.dirs) > 0 && loose && fromDirectory(f.tool) {
 			return f.dirs[0], true
 		}
 		return "", false
@@ -883,6 +902,11 @@ func (f *filler) text(path, loose bool) (string, bool) {
 	}
 	return "", false
 }
+
+// fromDirectory tells a tool whose path may be a directory a tool named:
+// one that works on a directory and changes nothing (create_directory of
+// the allowed directory would create nothing).
+func fromDirectory(t Tool) bool { return wantsDirectory(t) && !mutates(t) }
 
 // wantsDirectory tells a tool that works on a directory (list_directory,
 // "Find files under a directory"): only its path may be a directory that a
@@ -914,10 +938,20 @@ func (f *filler) value(p schemaProp, required bool) (any, bool) {
 		switch p.class() {
 		case classDate:
 			return f.date()
-		case classOrigin:
-			return f.placeOf(f.q.origin)
-		case classDest:
-			return f.placeOf(f.q.dest, f.q.place)
+		case classOrigin, classDest:
+			places := []string{f.q.origin}
+			if p.class() == classDest {
+				places = []string{f.q.dest, f.q.place}
+			}
+			if v, ok := f.placeOf(places...); ok {
+				return v, true
+			}
+			// "move notes.txt to old.txt": files, not places, the first
+			// where from and the second where to.
+			if i := min(p.class()-classOrigin, 1); len(f.q.paths) == 2 && slices.Contains(does(f.tool), "move") {
+				return f.q.paths[i], true
+			}
+			return nil, false
 		case classPlace:
 			if v, ok := f.placeOf(f.q.place, f.q.dest, f.q.origin); ok || !required {
 				return v, ok

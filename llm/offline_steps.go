@@ -156,7 +156,7 @@ func (t *turn) isDirHelper(name string) bool {
 // dirHelper returns a directory tool to ask first when what tool misses is
 // only paths, tool works on a directory, and the turn has not asked it yet.
 func (t *turn) dirHelper(tool Tool, missing []schemaProp) (Tool, bool) {
-	if len(missing) == 0 || !wantsDirectory(tool) || slices.ContainsFunc(missing, func(p schemaProp) bool { return !pathish(p.name) }) {
+	if len(missing) == 0 || !fromDirectory(tool) || slices.ContainsFunc(missing, func(p schemaProp) bool { return !pathish(p.name) }) {
 		return Tool{}, false
 	}
 	for _, tl := range t.tools {
