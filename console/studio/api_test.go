@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -441,5 +442,63 @@ func TestSaveJSONDefinition(t *testing.T) {
 	}
 	if def, err := toolsagent.Load(path); err != nil || len(def.Tools) != 2 {
 		t.Errorf("load: %v", err)
+	}
+}
+
+// TestSaveKeepsFormatting: Save rewrites the tools and leaves every other
+// line as the person wrote it: four-space indentation, quoting, flow
+// mappings, blank lines and comments, above the tools and below them.
+func TestSaveKeepsFormatting(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "desk.yaml")
+	head := fmt.Sprintf(`# Written by hand.
+name:    "notes-desk"     # aligned, quoted
+version: '1.0.0'
+mode: tools
+description: >
+    Writes notes,
+    folded.
+
+mcpServers:
+    files:
+        command: %q
+        env: { MEW_STUDIO_TEST_FS: %q }
+        permission: never
+`, exe, filepath.Join(dir, "files"))
+	tail := `
+# How long it may think.
+maxIterations:    4   # kept as written
+timeout: "30s"
+`
+	tools := `tools:
+    - name: echo
+      description: Repeats.
+      prompt: "Say {text}"
+      parameters: {type: object, properties: {text: {type: string}}}
+`
+	if err := os.WriteFile(path, []byte(head+tools+tail), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, path)
+	code, body := s.post(t, "/api/save", map[string]any{"tools": []any{echoTool(), noteTool()}})
+	if code != http.StatusOK {
+		t.Fatalf("save: %d %s", code, body)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(data, []byte(head)) || !bytes.HasSuffix(data, []byte(tail)) {
+		t.Fatalf("the lines outside the tools changed:\n%s", data)
+	}
+	if !bytes.Contains(data, []byte("name: write_note")) {
+		t.Errorf("the new tool is not in the file:\n%s", data)
+	}
+	if _, err := toolsagent.Load(path); err != nil {
+		t.Fatalf("the saved file does not load: %v\n%s", err, data)
 	}
 }

@@ -49,6 +49,7 @@ func readFile(path string) ([]byte, os.FileMode, error) {
 type document struct {
 	root *yaml.Node // the document node
 	json bool       // written as JSON (a .json file)
+	src  []byte     // the file as read: what encode keeps outside the tools
 }
 
 // parseDocument decodes a definition file whose root is a mapping.
@@ -64,7 +65,7 @@ func parseDocument(path string, data []byte) (*document, error) {
 	if doc.Content[0].Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("studio: %s: the definition must be a mapping, got %s", path, yamlx.DescribeKind(doc.Content[0]))
 	}
-	return &document{root: doc, json: strings.EqualFold(filepath.Ext(path), ".json")}, nil
+	return &document{root: doc, json: strings.EqualFold(filepath.Ext(path), ".json"), src: data}, nil
 }
 
 // top returns the value of key in the root mapping, or nil.
@@ -265,18 +266,89 @@ func (d *document) encode() ([]byte, error) {
 		}
 		return buf.Bytes(), nil
 	}
+	if out, ok := d.splice(); ok {
+		if len(out) > toolsagent.MaxFileBytes {
+			return nil, fmt.Errorf("studio: %w", errTooLarge)
+		}
+		return out, nil
+	}
+	return d.encodeNode(d.root)
+}
+
+// encodeNode writes n as YAML, indented by two, within the loader's size.
+func (d *document) encodeNode(n *yaml.Node) ([]byte, error) {
 	// Indentation grows with depth: stop at the loader's bound rather than
 	// write megabytes it would refuse.
 	buf := &capped{max: toolsagent.MaxFileBytes}
 	enc := yaml.NewEncoder(buf)
 	enc.SetIndent(2)
-	if err := enc.Encode(d.root); err != nil {
+	if err := enc.Encode(n); err != nil {
 		return nil, fmt.Errorf("studio: %w", err)
 	}
 	if err := enc.Close(); err != nil {
 		return nil, fmt.Errorf("studio: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// splice writes the file as the person wrote it, but for the tools: the
+// lines of the top-level tools entry are replaced by the tools encoded
+// anew, and every other line — other keys, comments, quoting, blank lines,
+// indentation — stays byte for byte. It reports false where the file does
+// not lend itself (no tools entry yet, a flow-style document, tools on the
+// last line of another construct), and encode writes the whole document.
+func (d *document) splice() ([]byte, bool) {
+	m := d.root.Content[0]
+	if len(d.src) == 0 || m.Style&yaml.FlowStyle != 0 {
+		return nil, false
+	}
+	k := -1
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == "tools" {
+			k = i
+		}
+	}
+	if k < 0 || m.Content[k].Column != 1 {
+		return nil, false
+	}
+	lines := strings.SplitAfter(string(d.src), "\n")
+	first := m.Content[k].Line - 1 // 0-based: the tools key's line
+	end := len(lines)              // the first line after the tools entry
+	if k+2 < len(m.Content) {
+		next := m.Content[k+2]
+		end = next.Line - 1 - strings.Count(next.HeadComment, "\n") - boolInt(next.HeadComment != "")
+		// Blank lines before the next key (or its comment) stay its.
+		for end > first+1 && strings.TrimSpace(lines[end-1]) == "" {
+			end--
+		}
+	}
+	if first < 0 || first >= len(lines) || end <= first || end > len(lines) {
+		return nil, false
+	}
+	// A head comment of the tools key itself sits above its line and
+	// stays; its own comments are kept by the encoder from the nodes.
+	key, val := *m.Content[k], *m.Content[k+1]
+	key.HeadComment = ""
+	block, err := d.encodeNode(&yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{&key, &val}})
+	if err != nil {
+		return nil, false
+	}
+	var out strings.Builder
+	for _, l := range lines[:first] {
+		out.WriteString(l)
+	}
+	out.Write(block)
+	for _, l := range lines[end:] {
+		out.WriteString(l)
+	}
+	return []byte(out.String()), true
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // errTooLarge: the file would be larger than the loader reads.
