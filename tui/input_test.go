@@ -275,19 +275,28 @@ func TestToolCompletion(t *testing.T) {
 
 // TestHugeChat: a peer's megabyte of text is drawn as at most
 // maxChatLines lines with a note, once per width: later frames reuse it.
+// Past maxEntryBytes the note says where the whole is (the chat is folded);
+// below it, that /verbose shows it.
 func TestHugeChat(t *testing.T) {
 	h := newHarness(t)
 	big := strings.Repeat("word **bold** `code` ", 50000) + "\n" + strings.Repeat("line\x1b[2J\n", 20000)
 	h.recv(chat("assistant", "big", big, "you"))
 	e := h.m.entries[len(h.m.entries)-1].(*chatEntry)
 	lines := e.lines(h.m.renderCtx())
-	if len(lines) != maxChatLines+1 || !strings.Contains(lines[maxChatLines], "the rest is cut") {
+	if len(lines) < maxChatLines+1 || len(lines) > maxChatLines+3 || !strings.Contains(strings.Join(lines[maxChatLines:], " "), "mew log query --id big") {
 		t.Fatalf("%d lines, the last %q", len(lines), lines[len(lines)-1])
 	}
 	if again := e.lines(h.m.renderCtx()); &again[0] != &lines[0] {
 		t.Error("the chat was drawn again for the same width")
 	}
-	if s := h.screen(); strings.Contains(s, "\x1b") || !strings.Contains(s, "the rest is cut") {
+	if s := h.screen(); strings.Contains(s, "\x1b") || !strings.Contains(s, "folded to keep the transcript small") {
 		t.Errorf("the screen:\n%s", s)
+	}
+	// Long in lines but small in bytes: cut, and /verbose has the rest.
+	h.recv(chat("assistant", "tall", strings.Repeat("line\n", maxChatLines+50), "you"))
+	e = h.m.entries[len(h.m.entries)-1].(*chatEntry)
+	lines = e.lines(h.m.renderCtx())
+	if len(lines) != maxChatLines+1 || !strings.Contains(lines[maxChatLines], "the rest is cut") {
+		t.Fatalf("%d lines, the last %q", len(lines), lines[len(lines)-1])
 	}
 }

@@ -63,10 +63,11 @@ type Model struct {
 	connErr       error
 	joined        bool
 
-	entries  []entry
-	offset   int // lines scrolled back from the bottom
-	verbose  bool
-	thoughts bool // /thinking: reasonings show their latest thoughts
+	entries   []entry
+	textBytes int // what the entries' texts hold (sized), bounded by maxTranscriptBytes
+	offset    int // lines scrolled back from the bottom
+	verbose   bool
+	thoughts  bool // /thinking: reasonings show their latest thoughts
 
 	roster     map[string]bool            // participants present, me excluded
 	requests   map[string]*requestEntry   // mcp/requests by id, until answered
@@ -289,9 +290,33 @@ func (m *Model) add(e entry) {
 		m.offset += len(e.lines(m.renderCtx()))
 	}
 	m.entries = append(m.entries, e)
-	if len(m.entries) > maxEntries {
-		m.entries = m.entries[len(m.entries)-maxEntries:]
+	if s, ok := e.(sized); ok {
+		m.textBytes += s.size()
 	}
+	drop := max(len(m.entries)-maxEntries, 0)
+	dropped := m.droppedBytes(drop)
+	for drop < len(m.entries)-1 && m.textBytes-dropped > maxTranscriptBytes {
+		if s, ok := m.entries[drop].(sized); ok {
+			dropped += s.size()
+		}
+		drop++
+	}
+	if drop > 0 {
+		m.textBytes -= dropped
+		clear(m.entries[:drop]) // let the dropped entries go
+		m.entries = m.entries[drop:]
+	}
+}
+
+// droppedBytes is the text the first n entries hold.
+func (m *Model) droppedBytes(n int) int {
+	b := 0
+	for _, e := range m.entries[:n] {
+		if s, ok := e.(sized); ok {
+			b += s.size()
+		}
+	}
+	return b
 }
 
 // note adds a line of the program's own.
@@ -316,7 +341,7 @@ func (m *Model) observe(env *protocol.Envelope) tea.Cmd {
 func (m *Model) observeEnv(env *protocol.Envelope) tea.Cmd {
 	if m.verbose {
 		if b, err := json.Marshal(env); err == nil {
-			m.add(&rawEntry{json: string(b)})
+			m.add(newRawEntry(env.ID, string(b)))
 		}
 	}
 	if protocol.IsGatewayOnly(env.Kind) && !client.FromGateway(env) {
@@ -353,7 +378,8 @@ func (m *Model) observeEnv(env *protocol.Envelope) tea.Cmd {
 		var c protocol.Chat
 		_ = env.DecodePayload(&c)
 		m.answered(env)
-		ce := &chatEntry{from: env.From, to: env.To, text: c.Text}
+		ce := &chatEntry{id: env.ID, from: env.From, to: env.To}
+		ce.text, ce.folded = fold(c.Text)
 		m.add(ce)
 		if env.From == me && env.ID != "" {
 			m.myChats[env.ID] = ce

@@ -41,6 +41,38 @@ const indent = "    "
 // maxEntries bounds the transcript; the oldest entries are dropped.
 const maxEntries = 5000
 
+// maxTranscriptBytes bounds the text the transcript holds, the chats' and
+// the raw envelopes' of /verbose: past it the oldest entries are dropped,
+// however few. maxEntryBytes bounds one entry's text: a longer one is
+// folded (cut, with a note that says how to read the whole).
+const (
+	maxTranscriptBytes = 32 << 20
+	maxEntryBytes      = 64 << 10
+)
+
+// sized is an entry that holds text enough to count against
+// maxTranscriptBytes.
+type sized interface{ size() int }
+
+// fold cuts s to maxEntryBytes on a rune boundary and returns how many
+// bytes it left out.
+func fold(s string) (string, int) {
+	if len(s) <= maxEntryBytes {
+		return s, 0
+	}
+	c := clip.Bytes(s, maxEntryBytes)
+	return c, len(s) - len(c)
+}
+
+// foldNote says what a folded entry left out and where the whole is.
+func foldNote(rc *renderCtx, left int, id string) []string {
+	where := "the gateway's audit log has it"
+	if id != "" {
+		where = "mew log query --id " + termtext.Line(id) + " shows it"
+	}
+	return wrapText(indent+rc.st.Dim.Render(fmt.Sprintf("… %d KB more, folded to keep the transcript small; %s", (left+1023)/1024, where)), rc.width, indent)
+}
+
 // wrapText wraps s (already styled, no line breaks) to the width, each line
 // after the first indented by ind.
 func wrapText(s string, width int, ind string) []string {
@@ -107,10 +139,12 @@ func (e *noteEntry) lines(rc *renderCtx) []string {
 const maxChatRunes = 64 << 10
 
 type chatEntry struct {
-	from string
-	to   []string
-	text string
-	acks []string // who acknowledged it (chats of mine)
+	id     string
+	from   string
+	to     []string
+	text   string   // folded to maxEntryBytes
+	folded int      // bytes of the text left out
+	acks   []string // who acknowledged it (chats of mine)
 
 	// The lines as last drawn, for a width and a theme: a chat never
 	// changes, and a long one is costly to draw on every frame.
@@ -144,9 +178,15 @@ func (e *chatEntry) draw(rc *renderCtx) []string {
 		}
 		out = append(out, wrapText(l, rc.width, indent)...)
 		if len(out) > maxChatLines {
-			out = append(out[:maxChatLines], indent+rc.st.Dim.Render("… the rest is cut (/verbose shows the envelope)"))
+			out = out[:maxChatLines]
+			if e.folded == 0 {
+				out = append(out, indent+rc.st.Dim.Render("… the rest is cut (/verbose shows the envelope)"))
+			}
 			break
 		}
+	}
+	if e.folded > 0 {
+		out = append(out, foldNote(rc, e.folded, e.id)...) // the whole is in the log, not in /verbose
 	}
 	if len(e.acks) > 0 {
 		out = append(out, wrapText(indent+rc.st.Dim.Render("✓ "+names(e.acks)), rc.width, indent)...)
@@ -187,11 +227,28 @@ func (e *errorEntry) lines(rc *renderCtx) []string {
 }
 
 // rawEntry is an envelope as JSON, for /verbose.
-type rawEntry struct{ json string }
+type rawEntry struct {
+	json   string // folded to maxEntryBytes
+	folded int
+	id     string
+}
+
+func newRawEntry(id, json string) *rawEntry {
+	e := &rawEntry{id: id}
+	e.json, e.folded = fold(json)
+	return e
+}
 
 func (e *rawEntry) lines(rc *renderCtx) []string {
-	return block(rc.st.Dim.Render("» "), e.json, rc.width)
+	out := block(rc.st.Dim.Render("» "), e.json, rc.width)
+	if e.folded > 0 {
+		out = append(out, foldNote(rc, e.folded, e.id)...)
+	}
+	return out
 }
+
+func (e *rawEntry) size() int  { return len(e.json) }
+func (e *chatEntry) size() int { return len(e.text) }
 
 // requestEntry is an mcp/request, with its response once it comes:
 //

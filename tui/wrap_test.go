@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +79,29 @@ func TestIntroShown(t *testing.T) {
 	h.typeLine("/help")
 	if s := h.screen(); !strings.Contains(s, "what is 2 plus 3") {
 		t.Errorf("/help does not repeat the intro:\n%s", s)
+	}
+}
+
+// TestTranscriptBoundedByBytes: 400 chats of 100 KB, and /verbose's raw
+// envelopes of them (51 MB once folded), hold no more than the
+// transcript's byte bound; each long chat is folded with a note that says
+// how to read the whole, and the newest stay. (500 chats of 900 KB once
+// took the UI to 1 GB.)
+func TestTranscriptBoundedByBytes(t *testing.T) {
+	h := newHarness(t)
+	h.typeLine("/verbose")
+	big := strings.Repeat("0123456789abcdef", 100<<10/16)
+	for i := range 400 {
+		h.recv(chat("assistant", fmt.Sprintf("big-%d", i), big))
+	}
+	if h.m.textBytes > maxTranscriptBytes || h.m.textBytes != h.m.droppedBytes(len(h.m.entries)) {
+		t.Fatalf("the transcript holds %d bytes of text (counted %d), bound %d", h.m.droppedBytes(len(h.m.entries)), h.m.textBytes, maxTranscriptBytes)
+	}
+	last, ok := h.m.entries[len(h.m.entries)-1].(*chatEntry)
+	if !ok || last.id != "big-399" || last.folded != len(big)-maxEntryBytes || len(h.m.entries) >= 800 {
+		t.Fatalf("the newest entry: %#v", h.m.entries[len(h.m.entries)-1])
+	}
+	if s := strings.Join(strings.Fields(h.screen()), ""); !strings.Contains(s, "KBmore,foldedtokeepthetranscriptsmall;mewlogquery--idbig-399showsit") {
+		t.Errorf("the folded chat does not say where the whole is:\n%s", s)
 	}
 }
