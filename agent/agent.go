@@ -68,6 +68,7 @@ type Agent struct {
 
 	mu          sync.Mutex
 	queue       []*item
+	lastServed  string // the sender of the chat answered last (queue.go)
 	active      *run
 	recent      []line      // the latest chats of the space, for the classifier
 	unaddressed []time.Time // when unaddressed chats were taken up, over the last minute
@@ -250,19 +251,23 @@ func (a *Agent) onChat(env *protocol.Envelope) {
 	if it.floor {
 		it.notBefore = time.Now().Add(a.floorDelay())
 	}
-	if !it.classify {
-		a.acknowledge(it.env)
-	}
 	a.mu.Lock()
-	a.queue = append(a.queue, it)
-	if over := len(a.queue) - a.cfg.QueueSize; over > 0 {
-		for _, dropped := range a.queue[:over] {
-			a.log.Warn("agent: too many chats waiting; dropping the oldest", "chat", dropped.env.ID, "from", dropped.env.From)
-		}
-		a.queue = append([]*item(nil), a.queue[over:]...)
-	}
+	lost := a.admitLocked(it)
 	a.mu.Unlock()
-	signal(a.wake)
+	if lost != nil {
+		a.log.Warn("agent: too many chats waiting; one loses its place", "chat", lost.env.ID, "from", lost.env.From)
+		// A chat the agent meant to answer is owed words; an unaddressed
+		// one it would only have classified is let go quietly.
+		if !lost.classify {
+			a.tellDropped(lost)
+		}
+	}
+	if lost != it {
+		if !it.classify {
+			a.acknowledge(it.env) // it has its place: an answer will come
+		}
+		signal(a.wake)
+	}
 }
 
 // acknowledge sends chat/acknowledge for a chat the agent will answer.
@@ -370,16 +375,4 @@ func (a *Agent) waitUnpaused(ctx context.Context) bool {
 		}
 	}
 	return ctx.Err() == nil
-}
-
-// dequeue takes the oldest queued chat, nil when there is none.
-func (a *Agent) dequeue() *item {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if len(a.queue) == 0 {
-		return nil
-	}
-	env := a.queue[0]
-	a.queue = a.queue[1:]
-	return env
 }

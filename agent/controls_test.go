@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -122,8 +123,9 @@ func TestForgetAndClear(t *testing.T) {
 	}
 }
 
-// TestQueueDropsOldest: beyond QueueSize waiting chats the oldest is
-// dropped.
+// TestQueueDropsOldest: beyond QueueSize waiting chats the oldest of the
+// sender with the most waiting is dropped, and its sender told so in
+// words instead of an answer.
 func TestQueueDropsOldest(t *testing.T) {
 	g := startGateway(t)
 	llmSrv := slowModel(t, "first", 500*time.Millisecond)
@@ -144,8 +146,63 @@ func TestQueueDropsOldest(t *testing.T) {
 	rec.wait(t, "the answer to q1", answerTo("agent", q1))
 	rec.wait(t, "the answer to q3", answerTo("agent", q3))
 	for _, e := range rec.all() {
-		if answerTo("agent", q2)(e) {
-			t.Errorf("the dropped chat was answered")
+		if answerTo("agent", q2)(e) && !strings.Contains(chatText(e), "too many questions waiting") {
+			t.Errorf("the dropped chat was answered: %s", chatText(e))
+		}
+	}
+	told := rec.wait(t, "the word that q2 was dropped", answerTo("agent", q2))
+	if !strings.Contains(chatText(told), `so I will not get to yours ("q2")`) {
+		t.Errorf("the dropped asker was told %q", chatText(told))
+	}
+}
+
+// TestQueueFairToOtherAskers: one participant chatting fast cannot push
+// another's question out of the agent's queue, and the two take turns:
+// bob's question is answered before the chatter's later ones, and no
+// chat is acknowledged as processing and then dropped without a word.
+func TestQueueFairToOtherAskers(t *testing.T) {
+	g := startGateway(t)
+	llmSrv := slowModel(t, "first", 300*time.Millisecond)
+	llmSrv.SetFallback(func(r testutil.LLMRequest) testutil.LLMStep {
+		time.Sleep(50 * time.Millisecond)
+		return echo(r)
+	})
+	human := join(t, g, "human")
+	bob := join(t, g, "calc", addTool) // a second asker (the agent waits for a tool to start)
+	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{QueueSize: 3})
+	rec := record(t, human)
+	bobRec := record(t, bob)
+	first := sendChat(t, human, "c0", "agent")
+	for deadline := time.Now().Add(5 * time.Second); len(llmSrv.Requests()) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the model was never asked")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var chatter []string
+	for i := 1; i <= 4; i++ {
+		chatter = append(chatter, sendChat(t, human, fmt.Sprintf("c%d", i), "agent"))
+	}
+	q := sendChat(t, bob, "bob's question", "agent")
+	for i := 5; i <= 10; i++ {
+		chatter = append(chatter, sendChat(t, human, fmt.Sprintf("c%d", i), "agent"))
+	}
+	ans := bobRec.wait(t, "bob's answer", answerTo("agent", q))
+	if strings.Contains(chatText(ans), "too many questions") {
+		t.Fatalf("bob's question was dropped for the chatter's: %s", chatText(ans))
+	}
+	rec.wait(t, "the first answer", answerTo("agent", first))
+	// Every chatter chat the agent acknowledged as processing got either
+	// an answer or the word that it was dropped.
+	for _, id := range chatter {
+		acked := false
+		for _, e := range rec.all() {
+			if e.Kind == protocol.KindChatAcknowledge && e.From == "agent" && e.CorrelatesWith(id) {
+				acked = true
+			}
+		}
+		if acked {
+			rec.wait(t, "a word on chat "+id, answerTo("agent", id))
 		}
 	}
 }
