@@ -308,3 +308,22 @@ func TestPauseDuringAnswer(t *testing.T) {
 		return e.From == "agent" && e.Kind == protocol.KindReasoningConclusion
 	})
 }
+
+// TestHugeAnswerFits: a model's 2 MB answer reaches the asker cut to what a
+// chat may carry, with a note that says so, instead of a chat the gateway
+// refuses and silence.
+func TestHugeAnswerFits(t *testing.T) {
+	g := startGateway(t)
+	llmSrv := testutil.NewLLMServer(t)
+	llmSrv.Script(testutil.LLMReply(strings.Repeat("all work and no play ", 100_000)))
+	human := join(t, g, "human")
+	join(t, g, "calc", addTool)
+	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{})
+	rec := record(t, human)
+	q := sendChat(t, human, "tell me everything", "agent")
+	ans := rec.wait(t, "the answer", answerTo("agent", q))
+	text := chatText(ans)
+	if len(text) > 256<<10 || !strings.Contains(text, "more than a chat carries; it is cut here") || !strings.HasPrefix(text, "all work and no play") {
+		t.Errorf("the answer (%d bytes) ends %q", len(text), text[max(0, len(text)-120):])
+	}
+}

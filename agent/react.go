@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mew-protocol/mew/internal/clip"
 	"github.com/mew-protocol/mew/llm"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -76,11 +77,27 @@ func (a *Agent) answer(it *item) {
 		a.remember(llm.Message{Role: llm.RoleUser, Content: it.text, Name: env.From},
 			llm.Message{Role: llm.RoleAssistant, Content: text})
 	}
+	text = fitAnswer(text)
 	reply := &protocol.Envelope{ID: protocol.NewID(), To: []string{env.From}, CorrelationID: []string{env.ID}}
 	a.sentAnswer(reply.ID)
 	if err := a.send(a.ctx, reply, protocol.KindChat, protocol.Chat{Text: text}); err != nil {
 		a.log.Warn("agent: answer not sent", "chat", env.ID, "err", err)
 	}
+}
+
+// maxAnswerBytes bounds the text of one answer: a quarter of the gateway's
+// default envelope limit (1 MiB), which leaves room for the envelope and
+// for a gateway configured lower than its default.
+const maxAnswerBytes = 256 << 10
+
+// fitAnswer cuts an answer too long for a chat, saying so in it: the asker
+// learns what happened instead of waiting for a chat the gateway refuses.
+func fitAnswer(text string) string {
+	if len(text) <= maxAnswerBytes {
+		return text
+	}
+	kept := clip.Bytes(text, maxAnswerBytes-200)
+	return kept + fmt.Sprintf("\n\n[The answer was %d KB, more than a chat carries; it is cut here, after %d KB.]", (len(text)+1023)/1024, len(kept)/1024)
 }
 
 // react runs the ReAct loop and returns the model's final text.

@@ -21,6 +21,13 @@ const (
 	// DefaultMaxRetries is how often a call is retried after a rate limit,
 	// a server error or a broken connection.
 	DefaultMaxRetries = 2
+	// DefaultMaxResponseBytes bounds what one answer may be, as the server
+	// sends it (its JSON, or its stream's events): a model that sends more
+	// is cut off with ErrTooLarge, before the agent's memory pays for it.
+	DefaultMaxResponseBytes = 16 << 20
+	// DefaultMaxAnswerTime bounds a whole answer, however it comes: a
+	// stream that drips one byte at a time holds no agent longer than this.
+	DefaultMaxAnswerTime = 10 * time.Minute
 )
 
 // The environment variables [FromEnv] reads.
@@ -57,6 +64,12 @@ type Config struct {
 	MaxRetries int
 	// HTTPClient, when set, makes the requests.
 	HTTPClient *http.Client
+	// MaxResponseBytes bounds one answer's bytes as the server sends them
+	// (0: DefaultMaxResponseBytes), and MaxAnswerTime the whole of one
+	// answer, retries and stream included (0: DefaultMaxAnswerTime;
+	// negative: none beyond the caller's context).
+	MaxResponseBytes int64
+	MaxAnswerTime    time.Duration
 }
 
 // FromEnv returns the provider that configuration selects: the OpenAI

@@ -27,6 +27,8 @@ var (
 	// ErrBadResponse is an answer that is not what the API promises:
 	// malformed JSON, no choices, a stream with no chunks.
 	ErrBadResponse = errors.New("llm: bad response")
+	// ErrTooLarge is an answer larger than Config.MaxResponseBytes.
+	ErrTooLarge = errors.New("llm: answer too large")
 )
 
 // APIError is an error answer from the server: an HTTP error status, or an

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,6 +42,8 @@ type OpenAI struct {
 	model   string
 	where   string        // the base URL without credentials, for errors
 	timeout time.Duration // per attempt or stream piece; 0 means none
+	total   time.Duration // the whole answer; 0 means none
+	maxBody int64         // bytes of one answer as sent
 	// completionTokens sends max_completion_tokens (which OpenAI's newer
 	// models require) instead of max_tokens (which every compatible server
 	// knows).
@@ -73,6 +76,11 @@ func NewOpenAI(cfg Config) (*OpenAI, error) {
 	} else if p.timeout < 0 {
 		p.timeout = 0
 	}
+	p.total = cmp.Or(cfg.MaxAnswerTime, DefaultMaxAnswerTime)
+	if p.total < 0 {
+		p.total = 0
+	}
+	p.maxBody = cmp.Or(cfg.MaxResponseBytes, DefaultMaxResponseBytes)
 	retries := cfg.MaxRetries
 	if retries == 0 {
 		retries = DefaultMaxRetries
@@ -109,9 +117,14 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	var c capture
+	ctx, cancel := p.answerContext(ctx)
+	defer cancel(nil)
+	c := capture{maxBody: p.maxBody}
 	cc, err := p.client.Chat.Completions.New(ctx, params, option.WithMiddleware(c.middleware))
 	if err != nil {
+		if e := p.overAnswer(ctx, &c, params.Model); e != nil {
+			return nil, e
+		}
 		return nil, p.fail(ctx, err, &c, params.Model)
 	}
 	if len(cc.Choices) == 0 {
@@ -153,14 +166,16 @@ func (p *OpenAI) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 	}
 	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)}
 
-	sctx, cancel := context.WithCancelCause(ctx)
+	actx, cancelAnswer := p.answerContext(ctx)
+	defer cancelAnswer(nil)
+	sctx, cancel := context.WithCancelCause(actx)
 	defer cancel(nil)
 	var idle *time.Timer
 	if p.timeout > 0 {
 		idle = time.AfterFunc(p.timeout, func() { cancel(errIdle) })
 		defer idle.Stop()
 	}
-	var c capture
+	c := capture{maxBody: p.maxBody}
 	stream := p.client.Chat.Completions.NewStreaming(sctx, params,
 		option.WithMiddleware(c.middleware), option.WithRequestTimeout(0))
 	defer func() { _ = stream.Close() }()
@@ -176,6 +191,9 @@ func (p *OpenAI) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 		}
 	}
 	if err := stream.Err(); err != nil {
+		if e := p.overAnswer(actx, &c, params.Model); e != nil && ctx.Err() == nil {
+			return nil, e
+		}
 		if ctx.Err() == nil && errors.Is(context.Cause(sctx), errIdle) {
 			return nil, fmt.Errorf("%w: %s sent no piece of the answer within %s", ErrTimeout, p.at(params.Model), p.timeout)
 		}
@@ -338,6 +356,59 @@ type capture struct {
 	status   int
 	header   http.Header
 	body     []byte // of an error answer
+	maxBody  int64  // what a good answer's body may hold; 0: no bound
+	tooLarge bool   // an answer's body went past maxBody
+}
+
+// errAnswerTime is the cause of an answer's context ended by MaxAnswerTime.
+var errAnswerTime = errors.New("the answer took too long")
+
+// answerContext bounds one whole answer by MaxAnswerTime.
+func (p *OpenAI) answerContext(ctx context.Context) (context.Context, context.CancelCauseFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	if p.total > 0 {
+		t := time.AfterFunc(p.total, func() { cancel(errAnswerTime) })
+		return ctx, func(cause error) { t.Stop(); cancel(cause) }
+	}
+	return ctx, cancel
+}
+
+// overAnswer is the error of an answer cut off by its bounds (too large,
+// too long), or nil.
+func (p *OpenAI) overAnswer(ctx context.Context, c *capture, model string) error {
+	switch {
+	case c.tooLarge:
+		return fmt.Errorf("%w: %s sent more than %d bytes for one answer", ErrTooLarge, p.at(model), p.maxBody)
+	case errors.Is(context.Cause(ctx), errAnswerTime):
+		return fmt.Errorf("%w: %s took longer than %s for one answer", ErrTimeout, p.at(model), p.total)
+	}
+	return nil
+}
+
+// cappedBody ends an answer's body with an error past its bound, so that a
+// model that sends without end costs no more than the bound.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+	over *bool
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// At the bound: an answer that ends here is whole.
+		var one [1]byte
+		if n, err := b.ReadCloser.Read(one[:]); n == 0 && err != nil {
+			return 0, err
+		}
+		*b.over = true
+		return 0, ErrTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 func (c *capture) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
@@ -348,6 +419,9 @@ func (c *capture) middleware(req *http.Request, next option.MiddlewareNext) (*ht
 		return res, err
 	}
 	c.status, c.header = res.StatusCode, res.Header
+	if res.StatusCode < 400 && res.Body != nil && c.maxBody > 0 {
+		res.Body = &cappedBody{ReadCloser: res.Body, left: c.maxBody, over: &c.tooLarge}
+	}
 	if res.StatusCode >= 400 && res.Body != nil {
 		b, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
 		_ = res.Body.Close()
