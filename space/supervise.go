@@ -76,6 +76,11 @@ type SupervisorOptions struct {
 	// process started, exited or was given up on: the time to write the
 	// state file.
 	OnChange func()
+	// ReapAdopted makes Stop kill, last, every child of this process left:
+	// with proc.Subreaper, the descendants that escaped their process
+	// group (a server that daemonised itself with setsid). Only for a
+	// process that does nothing but supervise (mew space up).
+	ReapAdopted bool
 }
 
 // Supervisor runs processes, restarts those that crash with backoff, and
@@ -365,6 +370,11 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 	go func() { s.wg.Wait(); close(waited) }()
 	select {
 	case <-waited:
+		if s.opts.ReapAdopted {
+			for _, pid := range proc.KillAdopted(nil) {
+				s.log.Info("killed a process that escaped its group", "pid", pid)
+			}
+		}
 		s.changed()
 		return nil
 	case <-ctx.Done():

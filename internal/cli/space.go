@@ -330,8 +330,12 @@ func startSpaceNodes(ctx context.Context, opts Options, exe string, cfg *space.C
 			StartedAt: time.Now().UTC().Truncate(time.Second),
 		},
 	}
+	// This process only supervises: it adopts what its participants'
+	// processes leave behind (a daemonised MCP server), so that stopping
+	// the space stops that too.
+	reap := proc.Subreaper() == nil
 	rs.mu.Lock()
-	rs.sup = space.NewSupervisor(space.SupervisorOptions{Logger: logger, OnChange: rs.writeState})
+	rs.sup = space.NewSupervisor(space.SupervisorOptions{Logger: logger, OnChange: rs.writeState, ReapAdopted: reap})
 	rs.mu.Unlock()
 	defer func() {
 		if err != nil {

@@ -25,6 +25,7 @@ const defaultJoinWait = 30 * time.Second
 type joinReport struct {
 	joined  []string
 	failed  map[string]string // id → the cause, in words
+	exited  []string          // ended with status 0 before joining: a one-shot command, not a failure
 	pending []string          // neither joined nor failed within the wait
 }
 
@@ -55,6 +56,9 @@ func (rs *runningSpace) awaitJoins(ctx context.Context, wait time.Duration) join
 				rep.joined = append(rep.joined, id)
 				rs.setJoined(id)
 				delete(left, id)
+			case p.Exits > 0 && !p.running && strings.HasPrefix(p.LastError, "exited") && !p.GaveUp:
+				rep.exited = append(rep.exited, id)
+				delete(left, id)
 			case p.GaveUp || (p.Exits > 0 && !p.running):
 				rep.failed[id] = p.LastError
 				delete(left, id)
@@ -84,6 +88,9 @@ func (r joinReport) print(w io.Writer, wait time.Duration) {
 	}
 	for _, id := range slices.Sorted(maps.Keys(r.failed)) {
 		fmt.Fprintf(w, "failed: %s: %s\n", id, r.failed[id])
+	}
+	if len(r.exited) > 0 {
+		fmt.Fprintf(w, "exited without joining (status 0): %s\n", strings.Join(r.exited, ", "))
 	}
 	if len(r.pending) > 0 {
 		fmt.Fprintf(w, "not joined after %v: %s (see their logs; mew space status shows restarts and errors)\n", wait, strings.Join(r.pending, ", "))
@@ -171,12 +178,17 @@ func (rs *runningSpace) setJoined(id string) {
 // reportFromState prints the joins the detached supervisor recorded and
 // returns the participants that failed.
 func reportFromState(w io.Writer, st *space.RunState, wait time.Duration) []string {
+	if wait <= 0 {
+		return nil // up did not wait: it knows nothing of the joins
+	}
 	rep := joinReport{failed: map[string]string{}}
 	for _, id := range slices.Sorted(maps.Keys(st.Processes)) {
 		p := st.Processes[id]
 		switch {
 		case p.Joined:
 			rep.joined = append(rep.joined, id)
+		case p.Exits > 0 && !p.GaveUp && strings.HasPrefix(p.LastError, "exited"):
+			rep.exited = append(rep.exited, id)
 		case p.Exits > 0 || p.GaveUp:
 			rep.failed[id] = p.LastError
 		default:

@@ -358,3 +358,68 @@ func TestSpaceUpWarnsTypos(t *testing.T) {
 	}
 	waitFile(t, filepath.Join(dir, "logs", "gateway.log"), `key=participants.human.capabilites did_you_mean=capabilities`, 1)
 }
+
+// TestSpaceDownStopsEscapees: a participant's descendant that leaves its
+// process group with setsid (a daemonising server) is stopped by mew space
+// down all the same, whether its parent still runs or has exited.
+func TestSpaceDownStopsEscapees(t *testing.T) {
+	dir := t.TempDir()
+	y := `
+space: {id: escapees}
+participants:
+  human: {tokens: [human-token]}
+  stays:
+    auto_start: true
+    command: /bin/sh
+    args: [-c, 'setsid sh -c "echo \$\$ > stays.pid; exec sleep 600" & exec sleep 600']
+  leaves:
+    auto_start: true
+    restart_policy: "no"
+    command: /bin/sh
+    args: [-c, 'setsid sh -c "echo \$\$ > leaves.pid; exec sleep 600" & exit 0']
+`
+	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := mew(t, dir, "space", "up", "--detach", "-p", "0", "--wait", "0"); err != nil {
+		t.Fatalf("up: %v\n%s", err, out)
+	}
+	var pids []int
+	for _, name := range []string{"stays.pid", "leaves.pid"} {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil && pid > 0 {
+				pids = append(pids, pid)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never written", name)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	defer func() {
+		for _, pid := range pids {
+			proc.Terminate(pid, true)
+		}
+	}()
+	for _, pid := range pids {
+		if !proc.Alive(pid) {
+			t.Fatalf("escaped process %d is not running before down", pid)
+		}
+	}
+	if out, err := mew(t, dir, "space", "down"); err != nil {
+		t.Fatalf("down: %v\n%s", err, out)
+	}
+	for _, pid := range pids {
+		deadline := time.Now().Add(5 * time.Second)
+		for proc.Alive(pid) {
+			if time.Now().After(deadline) {
+				t.Errorf("process %d, which escaped its group with setsid, outlived mew space down", pid)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
