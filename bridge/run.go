@@ -19,6 +19,7 @@ import (
 	"github.com/mew-protocol/mew/internal/proc"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
 )
 
 // stopGrace is how long a stopping server has to exit after its standard
@@ -353,9 +354,29 @@ func (p *process) wait() {
 	<-p.logged
 }
 
-// logLines logs each line read from r, cut to maxStderrLine bytes, until
-// r fails.
+// stderrRate and stderrBurst bound the server's standard error lines the
+// bridge logs: each becomes a log record several times its size, so a
+// server that writes tiny lines without pause would otherwise grow the log
+// many times faster than it writes. Past the bound lines are counted, and
+// the count logged once a second.
+const (
+	stderrRate  = 50
+	stderrBurst = 200
+)
+
+// logLines logs each line read from r, cut to maxStderrLine bytes and
+// bounded in rate, until r fails.
 func logLines(r io.Reader, log *slog.Logger) {
+	lim := rate.NewLimiter(stderrRate, stderrBurst)
+	var suppressed int
+	var told time.Time
+	tell := func(now time.Time) {
+		if suppressed > 0 {
+			log.Warn("MCP server stderr lines not logged: more than the bridge logs a second", "lines", suppressed, "rate", stderrRate)
+			suppressed, told = 0, now
+		}
+	}
+	defer func() { tell(time.Now()) }()
 	br := bufio.NewReaderSize(r, maxStderrLine)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -367,8 +388,18 @@ func logLines(r io.Reader, log *slog.Logger) {
 					_, err = br.ReadSlice('\n')
 				}
 			}
-			if text != "" {
+			switch now := time.Now(); {
+			case text == "":
+			case lim.AllowN(now, 1):
+				if now.Sub(told) >= time.Second {
+					tell(now)
+				}
 				log.Info("MCP server stderr", "line", text)
+			default:
+				suppressed++
+				if now.Sub(told) >= time.Second {
+					tell(now)
+				}
 			}
 		}
 		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
