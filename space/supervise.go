@@ -107,6 +107,7 @@ type managed struct {
 	pid      int
 	running  bool
 	restarts []time.Time // recent restarts, for MaxRestarts
+	log      *procLog    // its log, across restarts
 	exits    int         // how often it exited on its own
 	lastExit string      // how it last exited ("exit status 1")
 	gaveUp   bool
@@ -191,10 +192,15 @@ func (s *Supervisor) launch(pr *managed) (*exec.Cmd, error) {
 	if err := os.MkdirAll(filepath.Dir(p.Log), 0o755); err != nil {
 		return nil, fmt.Errorf("space: %s: log directory: %w", p.Name, err)
 	}
-	logFile, err := os.OpenFile(p.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("space: %s: log: %w", p.Name, err)
+	if pr.log == nil {
+		f, err := os.OpenFile(p.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("space: %s: log: %w", p.Name, err)
+		}
+		_ = f.Close()
+		pr.log = newProcLog(p.Log)
 	}
+	logFile := pr.log
 	// A missing working directory would be reported as "fork/exec <path>:
 	// no such file or directory", which blames the program.
 	if p.Dir != "" {
@@ -212,9 +218,11 @@ func (s *Supervisor) launch(pr *managed) (*exec.Cmd, error) {
 		cmd.Stdout = io.MultiWriter(logFile, p.Stdout)
 	}
 	cmd.Stderr = logFile
+	// Output goes through pipes to the bounded log: a descendant that keeps
+	// them open (a daemonised server) must not hold Wait up for ever.
+	cmd.WaitDelay = 2 * time.Second
 	proc.Group(cmd)
-	err = cmd.Start()
-	logFile.Close() // the child has its own descriptor
+	err := cmd.Start()
 	if err != nil {
 		return nil, fmt.Errorf("space: start %s: %w", p.Name, err)
 	}
@@ -231,6 +239,7 @@ func (s *Supervisor) launch(pr *managed) (*exec.Cmd, error) {
 func (s *Supervisor) watch(pr *managed, cmd *exec.Cmd) {
 	defer s.wg.Done()
 	defer close(pr.done)
+	defer pr.log.Close()
 	backoff := s.opts.MinBackoff
 	for {
 		err := cmd.Wait()
