@@ -29,11 +29,11 @@ type procLog struct {
 	path     string
 	maxSize  int64 // logMaxSize; smaller in tests
 	maxFiles int
-	f       *os.File
-	size    int64
-	lim     *rate.Limiter
-	dropped int64
-	err     error // the last error opening or writing the file
+	f        *os.File
+	size     int64
+	lim      *rate.Limiter
+	dropped  int64
+	err      error // the last error opening or writing the file
 }
 
 func newProcLog(path string) *procLog {
