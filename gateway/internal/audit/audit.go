@@ -53,6 +53,13 @@ const (
 	// wait early, so a burst is not held back.
 	groupWindow = 5 * time.Millisecond
 	groupFull   = 1024
+	// steadyAfter is how long traffic must have kept the writer busy (no
+	// gap between two writes of quietGap or more) before it gathers: a
+	// short exchange after a quiet moment (a request, its answer a
+	// millisecond later) is written as it comes, so that a script reading
+	// the log right after its request finds the answer.
+	steadyAfter = 2 * groupWindow
+	quietGap    = 2 * groupWindow
 )
 
 // Options configure [Open].
@@ -439,8 +446,9 @@ func (l *Log) Stats() Stats {
 
 // run is the writer goroutine: it takes the whole queue at a time, writes it,
 // and flushes when the queue is empty or flushInterval has passed. Having
-// written, it gathers for groupWindow before it looks at the queue again;
-// with nothing written since, it waits until woken.
+// written while traffic is steady (writes for steadyAfter without a
+// quietGap), it gathers for groupWindow before it looks at the queue again;
+// otherwise, and with nothing written since, it waits until woken.
 func (l *Log) run() {
 	w := l.w
 	var envs []EnvelopeRecord
@@ -449,7 +457,8 @@ func (l *Log) run() {
 	gather := time.NewTimer(groupWindow)
 	gather.Stop()
 	defer gather.Stop()
-	wrote := false
+	wrote := false                     // gather before the next look at the queue
+	var busySince, lastWrite time.Time // this run of writes without a quietGap
 	for {
 		l.mu.Lock()
 		for l.queued == 0 && !l.closed {
@@ -504,7 +513,12 @@ func (l *Log) run() {
 			}
 		}
 		l.stats.records.Add(uint64(n))
-		wrote = true
+		now := time.Now()
+		if now.Sub(lastWrite) >= quietGap {
+			busySince = now
+		}
+		lastWrite = now
+		wrote = now.Sub(busySince) >= steadyAfter
 		envs = recycle(envs)
 		decs = recycle(decs)
 		if time.Since(lastFlush) >= flushInterval {

@@ -85,10 +85,12 @@
 //
 // The writer flushes whenever the queue is empty and, while it stays busy, at
 // least every 200 ms, so that scripts polling the files (tail -f, grep loops)
-// see a line soon after the event. Having written, it gathers for 5 ms before
+// see a line soon after the event. Once traffic has kept it busy for 10 ms
+// (no 10 ms gap between writes), having written, it gathers for 5 ms before
 // it looks at the queue again, unless 1024 records are queued by then: under
 // steady traffic it is woken and writes at most 200 times a second, not once
-// per record. A flush is one write system call for
+// per record; a short exchange after a quiet moment (a request and its
+// answer) is written as it comes. A flush is one write system call for
 // everything buffered (group commit). The log calls fsync only when a file
 // is rotated away and at Close, not per line or batch: a line handed to the
 // kernel survives a crash of the gateway, and only a crash of the machine
