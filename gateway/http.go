@@ -157,6 +157,7 @@ func (srv *Server) post(w http.ResponseWriter, r *http.Request) {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			rf = tooLarge(srv.opts.MaxMessageSize)
+			rf.ref = protocol.PeekIDPrefix(body[:min(len(body), maxPeek)])
 		} else {
 			rf = refuse(ErrorInvalidEnvelope, "could not read the request body")
 		}

@@ -151,7 +151,11 @@ func (srv *Server) read(conn *websocket.Conn, o origin) {
 		s.lastSeen.Store(srv.now().UnixNano())
 		switch {
 		case over:
-			sp.answer(o, tooLarge(srv.opts.MaxMessageSize))
+			// Correlated when the id can be read from the message's
+			// beginning, so that the sender's request fails at once.
+			rf := tooLarge(srv.opts.MaxMessageSize)
+			rf.ref = protocol.PeekIDPrefix(buf[:min(len(buf), maxPeek)])
+			sp.answer(o, rf)
 		case protocol.IsFrame(buf):
 			sp.streamFrame(o, buf)
 		default:
@@ -168,6 +172,9 @@ func (srv *Server) read(conn *websocket.Conn, o origin) {
 	}
 }
 
+// maxPeek is how much of an oversized message is searched for its id.
+const maxPeek = 64 << 10
+
 // readMessage reads one message into buf. Past limit it reads the rest into
 // nothing and reports over; the library bounds how much that can be.
 func readMessage(r io.Reader, buf []byte, limit int64) ([]byte, bool, error) {
@@ -175,7 +182,7 @@ func readMessage(r io.Reader, buf []byte, limit int64) ([]byte, bool, error) {
 		if len(buf) == cap(buf) {
 			if int64(len(buf)) > limit {
 				_, err := io.Copy(io.Discard, r)
-				return buf[:0], true, err
+				return buf, true, err // its beginning, for the id
 			}
 			buf = append(buf, 0)[:len(buf)]
 		}

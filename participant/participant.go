@@ -48,6 +48,13 @@ type Options struct {
 	// withdraw it, has then timed out and is no longer offered.
 	ProposalTimeout time.Duration
 
+	// MaxReplyBytes bounds the payload of an mcp/response this participant
+	// sends (default 1 MiB less 4 KiB, under the gateway's default message
+	// size with room for the envelope): a larger result is answered with an
+	// error that says so, since the gateway would refuse it and the caller
+	// wait for nothing.
+	MaxReplyBytes int
+
 	// DelegatedMethods lists MCP methods that the participant would answer
 	// itself (initialize, tools/list, tools/call, resources/list,
 	// resources/read, resources/templates/list) but hands to the OnRequest
@@ -114,6 +121,9 @@ func New(opts Options) (*Participant, error) {
 	}
 	if opts.ProposalTimeout <= 0 {
 		opts.ProposalTimeout = defaultProposalTimeout
+	}
+	if opts.MaxReplyBytes <= 0 {
+		opts.MaxReplyBytes = 1<<20 - 4<<10
 	}
 	if opts.SoftLimit <= 0 || opts.SoftLimit > 1 {
 		opts.SoftLimit = defaultSoftLimit

@@ -526,3 +526,43 @@ func TestToolTimeoutAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestOversizedRequestFailsAtOnce: a request larger than the gateway
+// accepts fails at once with the gateway's too_large, which names the
+// request's id, instead of waiting for its deadline.
+func TestOversizedRequestFailsAtOnce(t *testing.T) {
+	_, _, _, joinAs := mcpCalcSpace(t, "")
+	human := joinAs("human", participant.Options{RequestTimeout: 30 * time.Second})
+	start := time.Now()
+	_, err := human.Request(context.Background(), "calc", mcpCall("add", map[string]any{"a": 1, "b": 2, "note": strings.Repeat("x", 2<<20)}))
+	var ge *participant.GatewayError
+	if !errors.As(err, &ge) || ge.Code != "too_large" {
+		t.Fatalf("err = %v, want the gateway's too_large", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the oversized request failed after %v", took)
+	}
+}
+
+// TestOversizedReplyAnswered: a tool whose result is larger than a reply
+// may carry answers its caller with an error that says so, at once,
+// instead of a response the gateway refuses and a caller that waits.
+func TestOversizedReplyAnswered(t *testing.T) {
+	g := startSpace(t, approverSpace, gateway.Options{})
+	big := mcpJoin(t, g, "calc", participant.Options{})
+	if err := big.RegisterTool(participant.Tool{Name: "dump", InputSchema: json.RawMessage(`{"type":"object"}`),
+		Execute: func(ctx context.Context, args json.RawMessage) (any, error) {
+			return map[string]any{"content": []any{map[string]any{"type": "text", "text": strings.Repeat("y", 2<<20)}}}, nil
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	human := mcpJoin(t, g, "human", participant.Options{})
+	start := time.Now()
+	_, err := human.RequestDirect(mcpCtx(t), "calc", mcpCall("dump", map[string]any{}))
+	if err == nil || !strings.Contains(err.Error(), "more than a reply may carry") {
+		t.Fatalf("err = %v, want the tool's participant to say the result is too large", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the caller waited %v", took)
+	}
+}

@@ -730,7 +730,21 @@ func (p *Participant) reply(ctx context.Context, env *protocol.Envelope, id json
 		}
 		payload.Result = result
 	}
-	if _, err := p.send(ctx, protocol.KindMCPResponse, []string{env.From}, []string{env.ID}, payload); err != nil {
+	out, err := protocol.New(protocol.KindMCPResponse, payload)
+	if err == nil && len(out.Payload) > p.opts.MaxReplyBytes {
+		// The gateway would refuse it and the caller wait for nothing:
+		// answer with what went wrong instead.
+		n := len(out.Payload)
+		p.log.Warn("mcp/response too large; answering with an error", "request", env.ID, "bytes", n, "limit", p.opts.MaxReplyBytes)
+		out, err = protocol.New(protocol.KindMCPResponse, rpcReply{JSONRPC: "2.0", ID: rpcID(id), Error: &RPCError{Code: CodeInternalError,
+			Message: fmt.Sprintf("the result is %d bytes, more than a reply may carry through the gateway (%d): ask for less", n, p.opts.MaxReplyBytes)}})
+	}
+	if err != nil {
+		p.log.Warn("mcp/response not encoded", "request", env.ID, "err", err)
+		return
+	}
+	out.To, out.CorrelationID = []string{env.From}, []string{env.ID}
+	if err := p.Send(ctx, out); err != nil {
 		p.log.Warn("mcp/response not sent", "request", env.ID, "to", env.From, "err", err)
 	}
 }

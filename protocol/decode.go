@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"iter"
 	"strconv"
@@ -354,4 +356,48 @@ func PeekID(data []byte) string {
 		return ""
 	}
 	return id
+}
+
+// PeekIDPrefix finds the top-level "id" of an envelope of which data is only
+// the beginning (a message cut at a size limit), reading members in order
+// until it or the end of data: "" when the id comes later, is not a valid
+// id, or data is not an object.
+func PeekIDPrefix(data []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	for {
+		k, err := dec.Token()
+		key, ok := k.(string)
+		if err != nil || !ok {
+			return ""
+		}
+		if key == "id" {
+			v, err := dec.Token()
+			id, ok := v.(string)
+			if err != nil || !ok || id == "" || checkID("id", id) != nil {
+				return ""
+			}
+			return id
+		}
+		// Skip the value, however deep.
+		depth := 0
+		for {
+			t, err := dec.Token()
+			if err != nil {
+				return ""
+			}
+			if d, ok := t.(json.Delim); ok {
+				if d == '{' || d == '[' {
+					depth++
+				} else {
+					depth--
+				}
+			}
+			if depth == 0 {
+				break
+			}
+		}
+	}
 }

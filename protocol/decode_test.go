@@ -389,3 +389,19 @@ func TestPeekID(t *testing.T) {
 		}
 	}
 }
+
+// TestPeekIDPrefix: the id of an envelope cut anywhere after it is found;
+// an id that comes after the cut, a nested "id", or garbage give "".
+func TestPeekIDPrefix(t *testing.T) {
+	full := `{"protocol":"mew/v0.4","payload":{"id":"inner","x":[1,{"id":"deeper"}]},"id":"env-1","kind":"mcp/response","more":"` + strings.Repeat("a", 1000)
+	for cut := len(`{"protocol":"mew/v0.4","payload":{"id":"inner","x":[1,{"id":"deeper"}]},"id":"env-1"`); cut <= len(full); cut += 97 {
+		if got := PeekIDPrefix([]byte(full[:cut])); got != "env-1" {
+			t.Fatalf("cut at %d: %q", cut, got)
+		}
+	}
+	for _, in := range []string{`{"protocol":"mew/v0.4","payload":{"id":"inner"`, `[{"id":"x"}]`, `{"id":5}`, `{"id":"`, "", "garbage"} {
+		if got := PeekIDPrefix([]byte(in)); got != "" {
+			t.Errorf("%q: %q, want none", in, got)
+		}
+	}
+}
