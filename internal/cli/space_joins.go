@@ -29,8 +29,6 @@ type joinReport struct {
 	pending []string          // neither joined nor failed within the wait
 }
 
-func (r joinReport) ok() bool { return len(r.failed) == 0 && len(r.pending) == 0 }
-
 // awaitJoins waits, at most wait, until every participant started has
 // joined the space (the gateway lists it connected) or failed (its process
 // exited and was given up on, or exited and has not joined since). It
