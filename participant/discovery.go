@@ -544,7 +544,7 @@ func (p *Participant) listToolsPage(ctx context.Context, id, cursor string) ([]D
 	if err != nil {
 		return nil, "", err
 	}
-	if !p.CanSend(env.Kind, env.Payload) {
+	if !p.CanSendTo(env.Kind, []string{id}, env.Payload) {
 		return nil, "", fmt.Errorf("%w: this participant may not send tools/list to %s", ErrNotAllowed, id)
 	}
 	env.To, env.ID = []string{id}, protocol.NewID()
