@@ -652,7 +652,7 @@ func (p *Participant) sendStatusPayload(ctx context.Context, payload protocol.St
 		p.log.Warn("participant/status not encoded", "err", err)
 		return nil
 	}
-	if !p.CanSendTo(env.Kind, env.To, env.Payload) {
+	if !p.CanSendTo(env.Kind, to, env.Payload) {
 		p.log.Debug("participant/status not sent: not allowed by the capabilities", "status", payload.Status)
 		return nil
 	}
@@ -757,7 +757,7 @@ func (p *Participant) sendCompactDone(ctx context.Context, done protocol.Compact
 		p.log.Warn("participant/compact-done not encoded", "err", err)
 		return
 	}
-	if !p.CanSendTo(env.Kind, env.To, env.Payload) {
+	if !p.CanSendTo(env.Kind, to, env.Payload) {
 		p.log.Warn("participant/compact-done not sent: not allowed by the capabilities")
 		return
 	}
@@ -848,7 +848,7 @@ func (p *Participant) onShutdownControl(env *protocol.Envelope) {
 func (p *Participant) sendStatusAndWait(ctx context.Context, status string, to, correlation []string) {
 	payload := p.telemetry(status)
 	env, err := protocol.New(protocol.KindParticipantStatus, payload)
-	if err != nil || !p.CanSendTo(env.Kind, env.To, env.Payload) {
+	if err != nil || !p.CanSendTo(env.Kind, to, env.Payload) {
 		return
 	}
 	env.To, env.CorrelationID, env.ID = to, correlation, protocol.NewID()
