@@ -98,7 +98,7 @@ func TestNewcomerDemoTmux(t *testing.T) {
 
 	// /help: the commands, then the hints again.
 	tm.typeLine("/help")
-	s = tm.wait("the hints in /help", func(s string) bool {
+	tm.wait("the hints in /help", func(s string) bool {
 		_, after, ok := strings.Cut(s, "/exit                      leave")
 		return ok && slices.Equal(newcomerHints(after), demoHints)
 	})
