@@ -40,9 +40,7 @@ func testClusterStreams(t *testing.T, gs []*testutil.Gateway) {
 	bob, _ := testutil.Join(t, b.WSURL, "bob-token")
 	carol, _ := testutil.Join(t, c.WSURL, "carol-token")
 	agent, _ := testutil.Join(t, c.WSURL, "agent-token")
-	for _, who := range []string{"bob", "carol", "agent"} {
-		human.ExpectFunc("system/presence", presence("join", who))
-	}
+	expectJoins(human, "bob", "carol", "agent")
 	grantStreamKinds(t, human, map[string]*testutil.Peer{"bob": bob, "agent": agent})
 
 	// Open on A, targeted at carol on C. The payload's owner and writer

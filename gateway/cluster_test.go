@@ -90,6 +90,20 @@ func onBackends(t *testing.T, n int, f func(*testing.T, []*testutil.Gateway)) {
 	onClusters(t, n, clusterSpace, func(t *testing.T, c *testCluster) { f(t, c.gs) })
 }
 
+// expectJoins waits until p has seen each of ids join, in any order: joins
+// made on different nodes reach a node in no set order.
+func expectJoins(p *testutil.Peer, ids ...string) {
+	seen := map[string]bool{}
+	p.Within(15*time.Second, "the joins of "+strings.Join(ids, ", "), func(m testutil.Msg) bool {
+		for _, id := range ids {
+			if m.Kind() == "system/presence" && presence("join", id)(m) {
+				seen[id] = true
+			}
+		}
+		return len(seen) == len(ids)
+	})
+}
+
 func presence(event, id string) func(testutil.Msg) bool {
 	return func(m testutil.Msg) bool {
 		p := m.Payload()

@@ -288,16 +288,7 @@ func TestAttackRegrantOutlivesParent(t *testing.T) {
 				bob, _ := testutil.Join(t, on(1).WSURL, "bob-token")
 				carol, _ := testutil.Join(t, on(2).WSURL, "carol-token")
 				dave, _ := testutil.Join(t, on(0).WSURL, "dave-token")
-				// Joins made on other nodes arrive in any order.
-				seen := map[string]bool{}
-				admin.Within(15*time.Second, "bob, carol and dave joining", func(m testutil.Msg) bool {
-					for _, who := range []string{"bob", "carol", "dave"} {
-						if m.Kind() == "system/presence" && presence("join", who)(m) {
-							seen[who] = true
-						}
-					}
-					return len(seen) == 3
-				})
+				expectJoins(admin, "bob", "carol", "dave")
 				canRequest := func(p *testutil.Peer, id string) bool {
 					return outcome(t, p, id, `{"id":"`+id+`","kind":"mcp/request","to":["admin"],"payload":{"jsonrpc":"2.0","id":1,"method":"tools/list"}}`) == nil
 				}
