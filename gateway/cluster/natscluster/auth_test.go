@@ -420,14 +420,23 @@ func TestStartServersRoutesLocked(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	routes := servers[0].NumRoutes()
 	rogue := startServer(t, ServerOptions{Name: "rogue", ClusterName: "mew", ClusterPort: -1,
 		Routes: []string{"nats-route://" + servers[0].ClusterAddr().String()}})
 	time.Sleep(2 * time.Second) // a route without credentials is made (or not) within a second
-	if n := rogue.NumRoutes(); n != 0 || servers[0].NumRoutes() != routes {
-		t.Fatalf("a rogue server without the route password routed: %d routes (the servers' %d, was %d)", n, servers[0].NumRoutes(), routes)
+	// Only the rogue's own count is asserted: the two servers add pooled
+	// routes to each other over time, so their count is not stable.
+	if n := rogue.NumRoutes(); n != 0 {
+		t.Fatalf("a rogue server without the route password routed: %d routes", n)
 	}
-	n, err := connectNode(t, servers[1].ClientURL(), Auth{NkeyFile: path})
+	// A two-server JetStream cluster elects its meta leader only once both
+	// are up; under load (-race, two cores) that can outlast one connect
+	// attempt, so the node is given a few.
+	var n *Node
+	for try := 0; ; try++ {
+		if n, err = connectNode(t, servers[1].ClientURL(), Auth{NkeyFile: path}); err == nil || try == 3 {
+			break
+		}
+	}
 	mustWork(t, n, err)
 	if _, err := StartServer(ServerOptions{StoreDir: t.TempDir(), ClusterPort: -1, Routes: []string{"nats-route://u:sekret@[::1"}}); !errors.Is(err, cluster.ErrInvalid) || strings.Contains(err.Error(), "sekret") {
 		t.Errorf("a malformed route: %v", err)
