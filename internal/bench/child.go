@@ -45,6 +45,7 @@ type childEndpoint struct {
 	URL    string            `json:"url"`
 	URLs   []string          `json:"urls,omitempty"` // Endpoint.URLs: a cluster's nodes
 	Tokens map[string]string `json:"tokens"`
+	Audit  string            `json:"audit,omitempty"` // Endpoint.AuditDir
 }
 
 // childUse is the child's answer to "measure".
@@ -84,8 +85,9 @@ func (t ChildTarget) Start(ctx context.Context, ids []string) (*Endpoint, error)
 	return &Endpoint{
 		URL:     ep.URL,
 		URLs:    ep.URLs,
-		Tokens:  ep.Tokens,
-		Close:   c.stop,
+		Tokens:   ep.Tokens,
+		AuditDir: ep.Audit,
+		Close:    c.stop,
 		PID:     cmd.Process.Pid,
 		measure: func(ctx context.Context) (processUse, error) { return c.measure(ctx) },
 	}, nil
@@ -198,7 +200,7 @@ func ServeChild(ctx context.Context, t Target, in io.Reader, out io.Writer) (err
 		}
 	}()
 	enc := json.NewEncoder(out)
-	if err := enc.Encode(childEndpoint{URL: ep.URL, URLs: ep.URLs, Tokens: ep.Tokens}); err != nil {
+	if err := enc.Encode(childEndpoint{URL: ep.URL, URLs: ep.URLs, Tokens: ep.Tokens, Audit: ep.AuditDir}); err != nil {
 		return fmt.Errorf("serve child: %w", err)
 	}
 	// The scanner's goroutine ends when in does; ctx may end the loop

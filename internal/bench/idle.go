@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"runtime"
 	"runtime/metrics"
 	"time"
@@ -54,6 +56,11 @@ type IdleResult struct {
 	// Scope says whose side the numbers include: ScopeInProcess when the target's server runs in
 	// this process (client and server together), ScopeClientOnly for an external server.
 	Scope string `json:"scope"`
+	// JoinTime is how long the joins took, from the first dial to the last welcome.
+	JoinTime time.Duration `json:"join_time_ns"`
+	// AuditBytesPerJoin is the growth of the server's audit log directory over the joins and
+	// the settling, divided by Connections; 0 for a target without one (the relay).
+	AuditBytesPerJoin float64 `json:"audit_bytes_per_join,omitempty"`
 	// Errors counts connections that failed while they sat idle.
 	Errors uint64 `json:"errors"`
 	// FirstError describes the first failed connection, if any.
@@ -98,10 +105,13 @@ func Idle(ctx context.Context, t Target, o IdleOptions, progress func(string)) (
 	if err != nil {
 		return res, fmt.Errorf("idle: %w", err)
 	}
+	auditBefore := dirSize(ep.AuditDir)
 	say(fmt.Sprintf("connecting %d", o.Connections))
+	start := time.Now()
 	if err := f.connect(ctx, ids, func(int, []byte) {}, say); err != nil {
 		return res, fmt.Errorf("idle: %w", err)
 	}
+	res.JoinTime = time.Since(start)
 	say(fmt.Sprintf("settling for %v", o.Settle))
 	if !sleep(ctx, o.Settle) {
 		return res, fmt.Errorf("idle: %w", context.Cause(ctx))
@@ -116,11 +126,33 @@ func Idle(ctx context.Context, t Target, o IdleOptions, progress func(string)) (
 	res.StackBytesPerConn = (float64(after.stacks) - float64(before.stacks)) / n
 	res.GoroutinesPerConn = (float64(after.goroutines) - float64(before.goroutines)) / n
 	res.RSSPerConn = (float64(after.rss) - float64(before.rss)) / n
+	if ep.AuditDir != "" {
+		res.AuditBytesPerJoin = float64(dirSize(ep.AuditDir)-auditBefore) / n
+	}
 	res.Errors = f.failures.Load()
 	if e := f.firstErr(); e != nil {
 		res.FirstError = e.Error()
 	}
 	return res, nil
+}
+
+// dirSize is the total size of the regular files under dir, 0 when dir is "" or unreadable:
+// the audit log's growth is read from it, whatever files the server rotates into.
+func dirSize(dir string) int64 {
+	if dir == "" {
+		return 0
+	}
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
 }
 
 // processUse is a snapshot of the process's memory and goroutines.

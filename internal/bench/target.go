@@ -36,6 +36,9 @@ type Endpoint struct {
 	// PID is the server's process when the target started it as a child (ChildTarget); CPU time
 	// and memory are then read from /proc/PID and are the server's alone. 0 otherwise.
 	PID int
+	// AuditDir, when set, is the directory the server writes its audit log to, whose growth Idle
+	// reports; the server must have the audit log to itself there.
+	AuditDir string
 
 	// measure, if set, asks the child for its live heap, stacks and goroutines.
 	measure func(context.Context) (processUse, error)

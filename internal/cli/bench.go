@@ -454,6 +454,7 @@ func idleRatios(results []bench.IdleResult) []ratio {
 		{"bytes_per_conn", "bytes/conn", quotient(gw.BytesPerConn, rl.BytesPerConn)},
 		{"goroutines_per_conn", "goroutines/conn", quotient(gw.GoroutinesPerConn, rl.GoroutinesPerConn)},
 		{"rss_per_conn", "rss/conn", quotient(gw.RSSPerConn, rl.RSSPerConn)},
+		{"join_time", "join time", quotient(float64(gw.JoinTime), float64(rl.JoinTime))},
 	}
 }
 
@@ -483,6 +484,8 @@ func idleMetrics(r bench.IdleResult) (string, []metric) {
 		{"bytes_per_conn", "bytes/conn", r.BytesPerConn, false},
 		{"goroutines_per_conn", "goroutines/conn", r.GoroutinesPerConn, false},
 		{"rss_per_conn", "rss/conn", r.RSSPerConn, false},
+		{"join_time", "join time", float64(r.JoinTime), true},
+		{"audit_bytes_per_join", "audit bytes/join", r.AuditBytesPerJoin, false},
 	}
 }
 
@@ -574,15 +577,19 @@ func writeRPC(w io.Writer, o bench.RPCOptions, results []bench.RPCResult) error 
 
 func writeIdle(w io.Writer, o bench.IdleOptions, results []bench.IdleResult) error {
 	fmt.Fprintf(w, "idle: %s, measured after %v\n", plural(o.Connections, "connection"), o.Settle)
-	t := newTable(w, "TARGET", "CONNECTIONS", "BYTES/CONN", "STACKS/CONN", "GOROUTINES/CONN", "RSS/CONN", "ERRORS", "SCOPE")
+	t := newTable(w, "TARGET", "CONNECTIONS", "JOIN TIME", "BYTES/CONN", "STACKS/CONN", "GOROUTINES/CONN", "RSS/CONN", "AUDIT/JOIN", "ERRORS", "SCOPE")
 	var notes [][2]string
 	for _, r := range results {
 		rss := "-" // only a child's resident set is read
 		if r.Scope == bench.ScopeChild {
 			rss = fmt.Sprintf("%.0f", r.RSSPerConn)
 		}
-		t.row(r.Target, fmt.Sprint(r.Connections), fmt.Sprintf("%.0f", r.BytesPerConn), fmt.Sprintf("%.0f", r.StackBytesPerConn),
-			fmt.Sprintf("%.2f", r.GoroutinesPerConn), rss, fmt.Sprint(r.Errors), r.Scope)
+		audit := "-" // a target without an audit log
+		if r.AuditBytesPerJoin != 0 {
+			audit = fmt.Sprintf("%.0f", r.AuditBytesPerJoin)
+		}
+		t.row(r.Target, fmt.Sprint(r.Connections), r.JoinTime.Round(time.Millisecond).String(), fmt.Sprintf("%.0f", r.BytesPerConn),
+			fmt.Sprintf("%.0f", r.StackBytesPerConn), fmt.Sprintf("%.2f", r.GoroutinesPerConn), rss, audit, fmt.Sprint(r.Errors), r.Scope)
 		notes = append(notes, [2]string{r.Target, r.FirstError})
 	}
 	if err := t.flush(); err != nil {

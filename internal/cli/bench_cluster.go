@@ -64,7 +64,7 @@ func (t gatewayBench) startCluster(ctx context.Context, cfg *space.Config, dir s
 		c.nodes = append(c.nodes, node)
 		gw, err := gateway.New(gateway.Options{
 			Spaces:            []*space.Config{cfg},
-			LogDir:            filepath.Join(dir, "audit-"+id), // each node writes its own audit log
+			LogDir:            filepath.Join(dir, "audit", id), // each node writes its own audit log
 			NoAudit:           t.noAudit,
 			AuditReceivedOnly: t.receivedOnly,
 			Rate:              rate,
@@ -86,7 +86,8 @@ func (t gatewayBench) startCluster(ctx context.Context, cfg *space.Config, dir s
 		c.hss, c.serve = append(c.hss, hs), append(c.serve, served)
 		urls = append(urls, "ws://"+ln.Addr().String()+"/ws?space="+cfg.Space.ID)
 	}
-	return &bench.Endpoint{URL: urls[0], URLs: urls, Tokens: tokens, Close: func() error { return c.close(dir) }}, nil
+	return &bench.Endpoint{URL: urls[0], URLs: urls, Tokens: tokens, AuditDir: filepath.Join(dir, "audit"),
+		Close: func() error { return c.close(dir) }}, nil
 }
 
 // close stops what c started, in the reverse order: the HTTP servers and gateways, then the

@@ -85,7 +85,8 @@ func (t gatewayBench) Start(ctx context.Context, ids []string) (*bench.Endpoint,
 	go func() { served <- hs.Serve(gw.Listener(ln)) }()
 	return &bench.Endpoint{
 		URL:    "ws://" + ln.Addr().String() + "/ws?space=bench",
-		Tokens: tokens,
+		Tokens:   tokens,
+		AuditDir: filepath.Join(cfg.MewDir, "logs"), // the gateway's default LogDir
 		Close: func() error {
 			sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
