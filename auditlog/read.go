@@ -48,6 +48,11 @@ type Record struct {
 	// (welcome, presence, errors): a delivered record with no received line
 	// before it.
 	Origin bool `json:"origin,omitempty"`
+	// Everyone, on a delivered record whose Participant is EveryoneElse, is
+	// how many it went to: every participant connected then but the one it
+	// is about (the compact layout writes a presence so, since issue 33;
+	// the joins and leaves before it say who they were).
+	Everyone int `json:"everyone,omitempty"`
 
 	Result             string          `json:"result,omitempty"`              // "allowed" or "denied"
 	RequiredCapability string          `json:"required_capability,omitempty"` // the kind checked
@@ -158,7 +163,12 @@ type wireRecord struct {
 	Granted            json.RawMessage `json:"granted_capabilities"`
 	Metadata           json.RawMessage `json:"metadata"`
 	Recipients         []wireRecipient `json:"recipients"`
+	Everyone           int             `json:"everyone"`
 }
+
+// EveryoneElse is the Participant of a delivered record that went to every
+// participant connected but the one it is about (Record.Everyone).
+const EveryoneElse = "*"
 
 // wireRecipient is one recipient of a grouped delivered line.
 type wireRecipient struct {
@@ -265,6 +275,9 @@ func scanLine(path string, n int, l line, opts ReadOptions, bodies *bodyWindow, 
 		Space: w.Space, Direction: w.Direction, Transport: w.Transport,
 		Result: w.Result, RequiredCapability: w.RequiredCapability, MatchedSource: w.MatchedSource,
 		MatchedCapability: w.MatchedCapability, Granted: w.Granted, Metadata: w.Metadata,
+	}
+	if w.Event == Delivered && w.Everyone > 0 && len(w.Recipients) == 0 {
+		r.Participant, r.Everyone = EveryoneElse, w.Everyone
 	}
 	r.Time, _ = time.Parse(time.RFC3339Nano, w.Timestamp)
 	if w.Event == CapabilityCheck {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"regexp"
 	"strings"
@@ -55,6 +56,8 @@ func TestAuditLog(t *testing.T) {
 	hist := readLines(t, g.LogPath("envelope-history.jsonl"))
 	var received, rejected []map[string]any
 	delivered := map[string][]string{}
+	var welcomes []map[string]any
+	presences := 0
 	for _, l := range hist {
 		switch l["event"] {
 		case "received":
@@ -66,6 +69,17 @@ func TestAuditLog(t *testing.T) {
 			if l["participant"] != nil || l["direction"] != "outbound" {
 				t.Fatalf("delivered line %v", l)
 			}
+			if n, ok := l["everyone"].(float64); ok {
+				// A presence: to everyone connected but its subject, by number.
+				if env, _ := l["envelope"].(map[string]any); env == nil || env["kind"] != "system/presence" || n < 1 || l["recipients"] != nil {
+					t.Fatalf("everyone line %v", l)
+				}
+				presences++
+				continue
+			}
+			if env, _ := l["envelope"].(map[string]any); env != nil && env["kind"] == "system/welcome" {
+				welcomes = append(welcomes, l)
+			}
 			for _, r := range l["recipients"].([]any) {
 				delivered[l["id"].(string)] = append(delivered[l["id"].(string)], r.(map[string]any)["participant"].(string))
 			}
@@ -73,6 +87,24 @@ func TestAuditLog(t *testing.T) {
 		if l["space_id"] != "test" || l["timestamp"] == nil {
 			t.Fatalf("line %v", l)
 		}
+	}
+	if presences < 2 {
+		t.Fatalf("%d presence lines, want the joins of alice and bob", presences)
+	}
+	// A welcome is recorded without the roster it showed, its size in the
+	// metadata: alice's shows the watcher, bob's the watcher and alice.
+	var abridged []string
+	for _, w := range welcomes {
+		p := w["envelope"].(map[string]any)["payload"].(map[string]any)
+		if ps, ok := p["participants"].([]any); !ok || len(ps) != 0 {
+			t.Fatalf("welcome recorded with its participants: %v", w)
+		}
+		meta, _ := w["metadata"].(map[string]any)
+		ab, _ := meta["abridged"].(map[string]any)
+		abridged = append(abridged, fmt.Sprint(ab["participants"]))
+	}
+	if got := strings.Join(abridged, ","); got != "<nil>,1,2" { // the watcher joined an empty space
+		t.Fatalf("abridged welcomes: %s", got)
 	}
 	byID := map[string]map[string]any{}
 	for _, r := range received {

@@ -262,7 +262,12 @@ func (srv *Server) Close(ctx context.Context) error {
 }
 
 // delivered counts and logs one envelope queued for rcpts.
-func (srv *Server) delivered(sp *liveSpace, d delivery, rcpts []audit.Recipient) {
+//
+// everyone says that rcpts is every participant connected but the one a
+// presence is about: the compact audit layout then writes their number, not
+// their list, so that a join costs the audit log the same however large the
+// space.
+func (srv *Server) delivered(sp *liveSpace, d delivery, rcpts []audit.Recipient, everyone bool) {
 	srv.metrics.delivered(d.kind, len(rcpts))
 	if len(rcpts) == 0 {
 		return
@@ -273,7 +278,8 @@ func (srv *Server) delivered(sp *liveSpace, d delivery, rcpts []audit.Recipient)
 	}
 	srv.audit.Envelope(audit.EnvelopeRecord{
 		Time: d.at, Event: "delivered", ID: d.id, Envelope: logged,
-		Recipients: rcpts, Space: sp.id, Metadata: nil,
+		Abridged: d.abridged, AbridgedMeta: d.abridgedMeta,
+		Recipients: rcpts, Everyone: everyone, Space: sp.id,
 	})
 }
 

@@ -39,7 +39,15 @@ type frame struct {
 	// a private answer; someone may be waiting on it, so it ends the
 	// writer's gathering (Options.WriteCoalesce).
 	addressed bool
+	// lazy: no one waits on it (a presence), so a writer with nothing else
+	// queued holds it up to lazyCoalesce, gathering more: a burst of joins
+	// then costs each connection a write per window, not one per join.
+	lazy bool
 }
+
+// lazyCoalesce is how long lazy frames alone wait for company. A presence
+// arriving that much later changes nothing for anyone.
+const lazyCoalesce = 25 * time.Millisecond
 
 // sink is where a session's frames end up: a WebSocket or an output_log file.
 type sink interface {
@@ -102,7 +110,7 @@ func newSession(sp *liveSpace, m *member, id, transport string, queue, queueByte
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &session{
 		sp: sp, m: m, id: id, transport: transport,
-		q:        outq{limit: queue, maxBytes: queueBytes, wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1)},
+		q:        outq{limit: queue, maxBytes: queueBytes, wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1), eager: make(chan struct{}, 1)},
 		done:     make(chan struct{}),
 		sink:     sk,
 		ctx:      ctx,
@@ -164,6 +172,11 @@ type outq struct {
 	// hurry (capacity 1) is signalled by each push of an addressed frame,
 	// to end the writer's gathering.
 	hurry chan struct{}
+	// eager (capacity 1) is signalled by each push of a frame that is not
+	// lazy, to end the writer's wait for company of lazy ones; eagerN
+	// counts those queued (guarded by mu).
+	eager  chan struct{}
+	eagerN int
 }
 
 // share is what one sender has in a queue.
@@ -185,6 +198,9 @@ func (q *outq) push(f frame) (shed *member, ok bool) {
 	}
 	q.items = append(q.items, f)
 	q.bytes += len(f.data)
+	if !f.lazy {
+		q.eagerN++
+	}
 	if f.src != nil {
 		if q.shares == nil {
 			q.shares = make(map[*member]share)
@@ -196,6 +212,12 @@ func (q *outq) push(f frame) (shed *member, ok bool) {
 	select {
 	case q.wake <- struct{}{}:
 	default:
+	}
+	if !f.lazy {
+		select {
+		case q.eager <- struct{}{}:
+		default:
+		}
 	}
 	if f.addressed {
 		select {
@@ -234,6 +256,9 @@ func (q *outq) evictNewest(m *member) {
 // unshare takes a frame leaving the queue off the counts. mu must be held.
 func (q *outq) unshare(f frame) {
 	q.bytes -= len(f.data)
+	if !f.lazy {
+		q.eagerN--
+	}
 	if f.src == nil {
 		return
 	}
@@ -243,6 +268,24 @@ func (q *outq) unshare(f frame) {
 		return
 	}
 	q.shares[f.src] = share{sh.n - 1, sh.bytes - len(f.data)}
+}
+
+// release lets go of the queue's buffer when it is empty, as its writer
+// goes idle: take leaves the last batch's buffer in its place, as large as
+// the largest backlog, which an idle connection has no use for.
+func (q *outq) release() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.items) == 0 {
+		q.items = nil
+	}
+}
+
+// onlyLazy reports whether the queue holds frames, all of them lazy.
+func (q *outq) onlyLazy() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items) > 0 && q.eagerN == 0
 }
 
 // take returns the queued frames and leaves spare, emptied, as the queue's
@@ -345,9 +388,26 @@ func (s *session) write() {
 				// and started none: carry on if so, unless one has started
 				// since.
 				if len(s.q.wake) == 0 && !s.killed() || !s.writerOn.CompareAndSwap(false, true) {
+					s.q.release()
 					return
 				}
 				continue
+			}
+		}
+		if coalesce > 0 && s.q.onlyLazy() {
+			select { // an eager frame pushed before the look is in the queue
+			case <-s.q.eager:
+			default:
+			}
+			if s.q.onlyLazy() {
+				gather = restart(gather, lazyCoalesce)
+				select {
+				case <-s.done:
+					s.end()
+					return
+				case <-gather.C:
+				case <-s.q.eager: // company that someone waits for: go
+				}
 			}
 		}
 		select { // what is taken now needs no hurry

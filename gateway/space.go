@@ -201,12 +201,11 @@ func (m *member) rebuildCaps() error {
 		}
 		sets = append(sets, g.set) // compiled when granted: nothing is compiled twice
 	}
-	set := capability.Join(sets...)
-	arr, err := json.Marshal(v.list)
+	arr, err := marshalJS(v.list)
 	if err != nil {
 		return err
 	}
-	v.set, v.array = set, arr
+	v.set, v.array = capability.Join(sets...), arr
 	m.caps.Store(v)
 	return nil
 }
@@ -237,24 +236,26 @@ func overLimit(o Options) *refusal {
 
 func tokenKey(tok []byte) [32]byte { return sha256.Sum256(tok) }
 
-// rebuildLocked replaces the roster after a join or leave. mu must be held.
-func (sp *liveSpace) rebuildLocked() {
-	roster := make([]*session, 0, len(sp.sessions))
-	for _, s := range sp.roster {
-		if sp.sessions[s.id] == s {
-			roster = append(roster, s)
-		}
+// joinRosterLocked adds s, just attached, at the end of the roster. The
+// roster and recipients are appended to in place: whoever holds an earlier
+// slice of them reads only within its length, which no append changes.
+// mu must be held.
+func (sp *liveSpace) joinRosterLocked(s *session) {
+	sp.roster = append(sp.roster, s)
+	sp.recipients = append(sp.recipients, audit.Recipient{ID: s.id, Transport: s.transport})
+}
+
+// leaveRosterLocked replaces the roster with one without s, in the same
+// order. mu must be held.
+func (sp *liveSpace) leaveRosterLocked(s *session) {
+	i := slices.Index(sp.roster, s)
+	if i < 0 {
+		return
 	}
-	for _, s := range sp.sessions {
-		if !slices.Contains(roster, s) {
-			roster = append(roster, s)
-		}
-	}
-	rcpts := make([]audit.Recipient, len(roster))
-	for i, s := range roster {
-		rcpts[i] = audit.Recipient{ID: s.id, Transport: s.transport}
-	}
-	sp.roster, sp.recipients = roster, rcpts
+	roster := make([]*session, 0, len(sp.roster)-1)
+	sp.roster = append(append(roster, sp.roster[:i]...), sp.roster[i+1:]...)
+	rcpts := make([]audit.Recipient, 0, len(sp.recipients)-1)
+	sp.recipients = append(append(rcpts, sp.recipients[:i]...), sp.recipients[i+1:]...)
 }
 
 // attach makes s the connection of its member, replacing any earlier one,
@@ -299,7 +300,7 @@ func (sp *liveSpace) attach(s *session) *refusal {
 	s.m.ctl.shutdown.Store(false) // a shut-down participant takes part again by reconnecting
 	sp.presenceChangedLocked(s.m, true, sp.srv.now())
 	sp.sessions[s.id] = s
-	sp.rebuildLocked()
+	sp.joinRosterLocked(s)
 	sp.srv.metrics.connections.WithLabelValues(s.transport).Inc()
 	sp.srv.trim.moved()
 	if sp.cl != nil {
@@ -336,7 +337,7 @@ func (sp *liveSpace) detachLocked(s *session) {
 	if sp.cl != nil {
 		sp.cl.leaveLocked(s)
 	}
-	sp.rebuildLocked()
+	sp.leaveRosterLocked(s)
 	sp.streamsLeaveLocked(s)
 	sp.floorLeaveLocked(s)
 	sp.srv.metrics.connections.WithLabelValues(s.transport).Dec()
@@ -346,38 +347,102 @@ func (sp *liveSpace) detachLocked(s *session) {
 	}), nil)
 }
 
+// welcomeLocked makes s's welcome. Its participant list is assembled from
+// each member's capabilities as already encoded (capView.array), so a join
+// costs a copy of the roster, not its encoding; the compact audit layout
+// records the welcome without that list (a join is recorded as a join, not as the
+// roster it was shown), with the count in its metadata. mu must be held.
 func (sp *liveSpace) welcomeLocked(s *session) delivery {
-	w := protocol.Welcome{
-		You:           protocol.ParticipantInfo{ID: s.id, Capabilities: s.m.view().list},
-		Participants:  make([]protocol.ParticipantInfo, 0, len(sp.roster)),
-		ActiveStreams: sp.activeStreamsLocked(),
-	}
-	for _, o := range sp.roster {
-		if o != s {
-			w.Participants = append(w.Participants, protocol.ParticipantInfo{ID: o.id, Capabilities: o.m.view().list})
-		}
-	}
+	var remote []protocol.ParticipantInfo
 	if sp.cl != nil {
-		w.Participants = sp.cl.participantsLocked(w.Participants)
+		remote = sp.cl.participantsLocked(nil)
 	}
-	return sp.systemEnvelope(protocol.KindSystemWelcome, []string{s.id}, w)
+	you := appendParticipant(make([]byte, 0, 64), s.id, s.m.view())
+	size := len(you) + 64
+	for _, o := range sp.roster {
+		size += len(o.id) + len(o.m.view().array) + 24
+	}
+	list := make([]byte, 0, size)
+	n := 0
+	for _, o := range sp.roster {
+		if o == s {
+			continue
+		}
+		if n > 0 {
+			list = append(list, ',')
+		}
+		list = appendParticipant(list, o.id, o.m.view())
+		n++
+	}
+	for _, info := range remote {
+		if n > 0 {
+			list = append(list, ',')
+		}
+		list = appendJSON(list, info)
+		n++
+	}
+	streams := appendJSON(nil, sp.activeStreamsLocked())
+	welcome := func(participants []byte) []byte {
+		p := make([]byte, 0, len(you)+len(participants)+len(streams)+48)
+		p = append(append(p, `{"you":`...), you...)
+		p = append(append(append(p, `,"participants":[`...), participants...), ']')
+		return append(append(append(p, `,"active_streams":`...), streams...), '}')
+	}
+	d := sp.systemEnvelopeRaw(protocol.KindSystemWelcome, []string{s.id}, welcome(list))
+	if n > 0 {
+		d.abridged = d.withPayload(welcome(nil))
+		d.abridgedMeta = fmt.Appendf(nil, `{"abridged":{"participants":%d}}`, n)
+	}
+	return d
+}
+
+// appendParticipant appends id and v's capabilities as a participant entry
+// of a welcome or presence (protocol.ParticipantInfo's encoding).
+func appendParticipant(dst []byte, id string, v *capView) []byte {
+	dst = protocol.AppendString(append(dst, `{"id":`...), id)
+	if v.list != nil { // omitzero, as ParticipantInfo encodes it
+		dst = append(append(dst, `,"capabilities":`...), v.array...)
+	}
+	return append(dst, '}')
+}
+
+// appendJSON appends v encoded by marshalJS. Only the gateway's own types
+// reach it, which always encode.
+func appendJSON(dst []byte, v any) []byte {
+	b, err := marshalJS(v)
+	if err != nil {
+		panic(fmt.Sprintf("gateway: encode %T: %v", v, err))
+	}
+	return append(dst, b...)
+}
+
+// marshalJS encodes v as protocol.Envelope.SetPayload encodes payloads:
+// compact, strings not HTML-escaped.
+func marshalJS(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // systemEnvelope encodes an envelope from the gateway, correlated to corr
 // when given.
 func (sp *liveSpace) systemEnvelope(kind string, to []string, payload any, corr ...string) delivery {
-	env, err := protocol.New(kind, payload)
-	if err != nil {
-		// Only our own payload types reach here; they always encode.
-		panic(fmt.Sprintf("gateway: encode %s: %v", kind, err))
-	}
+	return sp.systemEnvelopeRaw(kind, to, appendJSON(nil, payload), corr...)
+}
+
+// systemEnvelopeRaw is systemEnvelope with the payload already encoded
+// (compact JSON, an object).
+func (sp *liveSpace) systemEnvelopeRaw(kind string, to []string, payload []byte, corr ...string) delivery {
 	now := sp.srv.now()
-	env.ID = protocol.NewID()
-	env.TS = protocol.FormatTime(now)
-	env.From = protocol.GatewayID
-	env.To = to
-	env.CorrelationID = corr
-	return delivery{data: env.AppendJSON(nil), id: env.ID, kind: kind, at: now, to: to}
+	env := &protocol.Envelope{
+		Protocol: protocol.Version, ID: protocol.NewID(), TS: protocol.FormatTime(now),
+		From: protocol.GatewayID, To: to, Kind: kind, CorrelationID: corr, Payload: payload,
+	}
+	return delivery{data: env.AppendJSON(nil), id: env.ID, kind: kind, at: now, to: to, env: env}
 }
 
 // delivery describes one envelope for history, metrics and the audit log.
@@ -389,8 +454,15 @@ type delivery struct {
 	// logged, when set, is what the audit log records instead of data
 	// (data with a secret blanked out).
 	logged []byte
-	src    *member  // the participant that sent it; nil for the gateway's own
-	to     []string // the envelope's addressees: their copies are not held back (frame.addressed)
+	// abridged, when set, is what the compact audit layout records instead
+	// of data: a welcome without its roster, which abridgedMeta describes
+	// (audit.EnvelopeRecord.Abridged).
+	abridged, abridgedMeta []byte
+	// env is the envelope of a gateway's own delivery (systemEnvelopeRaw),
+	// for withPayload; nil for a participant's.
+	env *protocol.Envelope
+	src *member  // the participant that sent it; nil for the gateway's own
+	to  []string // the envelope's addressees: their copies are not held back (frame.addressed)
 	// remote: another node accepted or made it (its envelope from the
 	// Broker, or what this node derives from its presence, invitation or
 	// stream change); that node put it in the cluster's history.
@@ -408,7 +480,7 @@ func (sp *liveSpace) broadcastLocked(d delivery, exclude *session) {
 	if exclude != nil {
 		rcpts = make([]audit.Recipient, 0, len(sp.recipients))
 	}
-	f := frame{data: d.data, src: d.src}
+	f := frame{data: d.data, src: d.src, lazy: d.kind == protocol.KindSystemPresence && d.src == nil}
 	var missed []int // recipients the envelope could not be queued for (rare)
 	for i, s := range sp.roster {
 		if s == exclude {
@@ -433,10 +505,21 @@ func (sp *liveSpace) broadcastLocked(d delivery, exclude *session) {
 			}
 		}
 	}
-	sp.srv.delivered(sp, d, rcpts)
+	// A presence reaches everyone connected but its subject (excluded from
+	// its own join): the audit log records how many, not who.
+	everyone := d.kind == protocol.KindSystemPresence && len(missed) == 0
+	sp.srv.delivered(sp, d, rcpts, everyone)
 	if sp.cl != nil && d.src != nil {
 		sp.cl.publishLocked(d) // a participant's envelope, accepted here
 	}
+}
+
+// withPayload encodes d's envelope, one of the gateway's own, with another
+// payload.
+func (d delivery) withPayload(payload []byte) []byte {
+	c := *d.env
+	c.Payload = payload
+	return c.AppendJSON(nil)
 }
 
 func (sp *liveSpace) unicastLocked(s *session, d delivery) {
@@ -451,7 +534,7 @@ func (sp *liveSpace) unicastLocked(s *session, d delivery) {
 		f.data = d.logged // a file gets what the audit log gets: no secrets
 	}
 	if s.enqueue(f) {
-		sp.srv.delivered(sp, d, []audit.Recipient{{ID: s.id, Transport: s.transport}})
+		sp.srv.delivered(sp, d, []audit.Recipient{{ID: s.id, Transport: s.transport}}, false)
 	}
 }
 

@@ -193,7 +193,9 @@ type Presence interface {
 	Join(ctx context.Context, space string, m Member) error
 	// Leave removes the participant's entry if it is still conn's.
 	Leave(ctx context.Context, space, participant, conn string) error
-	// List returns the participants of space connected anywhere.
+	// List returns the participants of space connected anywhere. On a
+	// replicated fabric it may lag a moment behind a Join or Leave, as
+	// State.Get may.
 	List(ctx context.Context, space string) ([]Member, error)
 	// Watch follows the space's presence: the Entry keys are participant ids
 	// and the values encoded Members (DecodeMember).

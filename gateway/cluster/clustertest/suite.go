@@ -606,7 +606,12 @@ func testPresenceReplace(t *testing.T, f Factory) {
 	if err := a.Leave(ctx, "s", "human", "a-1"); err != nil {
 		t.Fatal(err)
 	}
-	list, err := a.List(ctx, "s")
+	// A replica may answer List a moment behind (as State.Get).
+	var list []cluster.Member
+	eventually(func() bool {
+		list, err = a.List(ctx, "s")
+		return err == nil && len(list) == 2 && list[0].Node == h.Nodes[1].ID() && list[1].Node == h.Nodes[1].ID()
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

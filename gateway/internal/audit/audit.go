@@ -124,6 +124,18 @@ type EnvelopeRecord struct {
 	// compact format, one line each in the reference format. Ignored for
 	// other events.
 	Recipients []Recipient
+	// Abridged, when set, is what the compact format records in place of
+	// Envelope, with AbridgedMeta as its metadata: the envelope without a
+	// part that grows with the space (a welcome without its roster). The
+	// reference format records Envelope whole, as the reference gateway
+	// does.
+	Abridged, AbridgedMeta []byte
+	// Everyone says that Recipients are every participant connected but
+	// the one the envelope is about (a presence): the compact format writes
+	// "everyone" and their number instead of the list, so that a join
+	// costs the log the same however large the space. The reference format
+	// writes a line per recipient as ever.
+	Everyone bool
 	// Space is the space id, written as "space_id".
 	Space string
 	// Transport is the sender's transport (received, rejected), or the one

@@ -606,3 +606,50 @@ func TestLongLines(t *testing.T) {
 		t.Errorf("Stats = %+v, file size %d", s, fi.Size())
 	}
 }
+
+// TestEveryoneAndAbridged: the compact format writes a delivery to
+// everyone else (a presence) as their number on one line, and an abridged
+// record's short form with its metadata, so that neither grows with the
+// space; the reference format writes a line per recipient and the whole
+// envelope, as ever.
+func TestEveryoneAndAbridged(t *testing.T) {
+	rcpts := make([]Recipient, 600) // past maxGroup: still one compact line
+	for i := range rcpts {
+		rcpts[i] = Recipient{fmt.Sprintf("p%d", i), "websocket"}
+	}
+	records := []EnvelopeRecord{
+		{Time: fixed, Event: Delivered, ID: "p1", Envelope: []byte(`{"id":"p1","kind":"system/presence"}`),
+			Space: "demo", Recipients: rcpts, Everyone: true},
+		{Time: fixed, Event: Delivered, ID: "w1", Envelope: []byte(`{"id":"w1","payload":{"participants":[{"id":"x"}]}}`),
+			Abridged: []byte(`{"id":"w1","payload":{"participants":[]}}`), AbridgedMeta: []byte(`{"abridged":{"participants":1}}`),
+			Space: "demo", Recipients: rcpts[:1]},
+		// Everyone without recipients is a delivery to nobody: the usual line.
+		{Time: fixed, Event: Delivered, ID: "p2", Envelope: []byte(`{"id":"p2"}`), Space: "demo",
+			Participant: "solo", Transport: "http", Everyone: true},
+	}
+	for _, format := range []string{FormatCompact, FormatReference} {
+		dir := t.TempDir()
+		l := openT(t, Options{Dir: dir, EnvelopeHistory: true, Format: format})
+		for _, r := range records {
+			l.Envelope(r)
+		}
+		closeT(t, l)
+		lines := readLines(t, envPath(dir))
+		head := `{"timestamp":"` + fixedTS + `","event":"delivered","id":`
+		if format == FormatCompact {
+			want := []string{
+				head + `"p1","envelope":{"id":"p1","kind":"system/presence"},"space_id":"demo","direction":"outbound","everyone":600}`,
+				head + `"w1","envelope":{"id":"w1","payload":{"participants":[]}},"space_id":"demo","direction":"outbound","recipients":[{"participant":"p0","transport":"websocket"}],"metadata":{"abridged":{"participants":1}}}`,
+				head + `"p2","envelope":{"id":"p2"},"space_id":"demo","direction":"outbound","recipients":[{"participant":"solo","transport":"http"}]}`,
+			}
+			if diff := cmp.Diff(want, lines); diff != "" {
+				t.Errorf("compact lines (-want +got):\n%s", diff)
+			}
+			continue
+		}
+		if len(lines) != 602 || !strings.Contains(lines[599], `"participant":"p599"`) ||
+			!strings.Contains(lines[600], `"participants":[{"id":"x"}]`) || strings.Contains(lines[600], "abridged") {
+			t.Errorf("reference: %d lines, want a line per recipient and the whole welcome; line 600: %s", len(lines), lines[600])
+		}
+	}
+}

@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/mew-protocol/mew/protocol"
@@ -91,6 +92,16 @@ func appendGrouped(dst []byte, r *EnvelopeRecord, rcpts []Recipient, metadata []
 		dst = append(dst, '}')
 	}
 	dst = append(dst, ']')
+	return appendRawField(dst, `,"metadata":`, metadata)
+}
+
+// appendEveryone appends the rest of a compact delivered line that went to
+// every participant connected but the one it is about (Record.Everyone):
+// their number n in place of the recipients list.
+func appendEveryone(dst []byte, r *EnvelopeRecord, n int, metadata []byte) []byte {
+	dst = appendStringField(dst, `,"space_id":`, r.Space)
+	dst = append(dst, `,"direction":"outbound","everyone":`...)
+	dst = strconv.AppendInt(dst, int64(n), 10)
 	return appendRawField(dst, `,"metadata":`, metadata)
 }
 

@@ -428,12 +428,19 @@ func (w *writer) envelope(r *EnvelopeRecord) {
 		rcpts = []Recipient{{ID: r.Participant, Transport: r.Transport}}
 	}
 	grouped := w.compact && r.Event == Delivered
+	everyone := grouped && r.Everyone && len(r.Recipients) > 0
 	lines := len(rcpts)
-	if grouped {
+	switch {
+	case everyone:
+		lines = 1
+	case grouped:
 		lines = (len(rcpts) + maxGroup - 1) / maxGroup
 	}
 	if w.skip(w.env, lines) {
 		return
+	}
+	if w.compact && r.Abridged != nil {
+		r.Envelope, r.Metadata = r.Abridged, r.AbridgedMeta
 	}
 	body := w.envelopeValue(r)
 	metadata := w.value("metadata", r.Metadata, false, r.ID)
@@ -453,6 +460,16 @@ func (w *writer) envelope(r *EnvelopeRecord) {
 	}
 	if body != nil && w.bodies.has(r.ID, body) {
 		body = nil // its received line holds it
+	}
+	if everyone {
+		line = w.appendEnvelopeHead(line[:0], r, body)
+		line = appendEveryone(line, r, len(rcpts), metadata)
+		line = w.write(w.env, line)
+		if body != nil {
+			w.bodies.add(r.ID, body)
+		}
+		w.keepLine(line)
+		return
 	}
 	for len(rcpts) > 0 {
 		n := min(len(rcpts), maxGroup)
