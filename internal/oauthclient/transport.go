@@ -79,3 +79,11 @@ func closeBody(req *http.Request) {
 		_ = req.Body.Close()
 	}
 }
+
+// CloseIdleConnections passes the call on, so that a client using the
+// transport can close its connections.
+func (t *transport) CloseIdleConnections() {
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
