@@ -87,7 +87,7 @@ func (h *Handler) discover(ctx context.Context, ch challenge) (*endpoints, error
 	if err := httpsOrLoopback("authorisation server", issuer); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrDiscovery, err)
 	}
-	asm, err := h.serverMetadata(ctx, issuer)
+	asm, err := h.serverMetadata(ctx, issuer, legacy)
 	if err != nil {
 		return nil, err
 	}
@@ -172,8 +172,11 @@ func (h *Handler) speaksFor(resource string) error {
 }
 
 // serverMetadata fetches RFC 8414 (or OpenID Connect) metadata of issuer
-// at the well-known URLs the MCP spec lists; nil when none is there.
-func (h *Handler) serverMetadata(ctx context.Context, issuer string) (*oauthex.AuthServerMeta, error) {
+// at the well-known URLs the MCP spec lists; nil when none is there. Its
+// issuer must be the one asked for; for a server without resource
+// metadata (legacy, the 2025-03-26 revision, where the MCP server's
+// origin is the authorisation server's base), one on the same origin.
+func (h *Handler) serverMetadata(ctx context.Context, issuer string, legacy bool) (*oauthex.AuthServerMeta, error) {
 	iu, err := url.Parse(issuer)
 	if err != nil {
 		return nil, fmt.Errorf("%w: issuer %q: %w", ErrDiscovery, redact(issuer), err)
@@ -203,7 +206,9 @@ func (h *Handler) serverMetadata(ctx context.Context, issuer string) (*oauthex.A
 		if !found {
 			continue
 		}
-		if strings.TrimSuffix(asm.Issuer, "/") != strings.TrimSuffix(issuer, "/") {
+		got, _ := url.Parse(asm.Issuer)
+		sameServer := legacy && got != nil && sameOrigin(got, iu)
+		if strings.TrimSuffix(asm.Issuer, "/") != strings.TrimSuffix(issuer, "/") && !sameServer {
 			return nil, fmt.Errorf("%w: the metadata at %s is for the issuer %q, not %q", ErrDiscovery, redact(u), clip(asm.Issuer, 100), redact(issuer))
 		}
 		return &asm, nil
