@@ -284,6 +284,7 @@ func (h *Handler) obtain(ctx context.Context, ch challenge, old *record) (*recor
 	if len(scopes) == 0 {
 		scopes = ep.scopes
 	}
+	scopes = slices.Clone(scopes) // appended to below; the options' stay as they are
 	if ch.err == "insufficient_scope" && old != nil {
 		for _, s := range old.Scopes {
 			if !slices.Contains(scopes, s) {
@@ -307,7 +308,7 @@ func (h *Handler) obtain(ctx context.Context, ch challenge, old *record) (*recor
 	}
 	if h.opts.Grant == GrantAuthorizationCode && h.opts.TokenURL == "" && slices.Contains(ep.asScopes, "offline_access") && !slices.Contains(scopes, "offline_access") {
 		// Ask for a refresh token where the server says how (SEP-2207).
-		rec.Scopes = append(slices.Clip(scopes), "offline_access")
+		rec.Scopes = append(scopes, "offline_access")
 	}
 	if err := h.authorizationCode(ctx, ep, rec, old); err != nil {
 		return nil, err
