@@ -387,3 +387,37 @@ func TestOptionsChecked(t *testing.T) {
 		}
 	}
 }
+
+// The token goes only to the resource's origin, and a token file others
+// may read is made private before it is used.
+func TestTokenStaysHome(t *testing.T) {
+	_, endpoint := protectedMCP(t, oauthtest.Options{})
+	file := filepath.Join(t.TempDir(), "oauth.json")
+	h, _ := newHandler(t, oauthclient.Options{Resource: endpoint, TokenFile: file})
+	if err := echo(t, h, endpoint); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("Authorization")
+	}))
+	t.Cleanup(elsewhere.Close)
+	resp, err := (&http.Client{Transport: h.Transport(nil)}).Get(elsewhere.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if a := <-got; a != "" {
+		t.Errorf("another origin got Authorization %q", a)
+	}
+
+	if err := os.Chmod(file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := oauthclient.New(oauthclient.Options{Resource: endpoint, TokenFile: file}); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(file); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("token file: %v, %v", info.Mode(), err)
+	}
+}
