@@ -5,17 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/mew-protocol/mew/a2a"
+	"github.com/mew-protocol/mew/internal/oauthclient"
 )
 
 // Auth holds the bridge's credentials for the agent. The card says what
@@ -34,15 +32,22 @@ type Auth struct {
 	// APIKey is sent where the card's API key scheme says: a header or a
 	// query parameter of its name.
 	APIKey string
-	// ClientID and ClientSecret are OAuth 2.0 client credentials, for an
-	// OAuth 2.0 scheme with a client credentials flow: the bridge asks
-	// its tokenUrl for a token (with the flow's scopes), keeps it until
-	// it expires and sends it as a bearer token.
+	// ClientID and ClientSecret are an OAuth 2.0 client. For an OAuth 2.0
+	// scheme with a client credentials flow (both given), the bridge asks
+	// its tokenUrl for a token (with the flow's scopes), keeps it until it
+	// expires and sends it as a bearer token. For an authorization code
+	// flow (the id, and the secret if the client has one), a person signs
+	// in: the authorisation URL goes to Opener, the redirect comes back to
+	// a loopback listener, and the token (refreshed as it expires) is
+	// kept in TokenFile.
 	ClientID, ClientSecret string
+	// TokenFile keeps the tokens of an authorization code sign-in across
+	// restarts, mode 0600 ("": in memory only).
+	TokenFile string
+	// Opener takes a person to the authorisation URL; nil: the command in
+	// MEW_OAUTH_OPENER, else print the URL and try the desktop's opener.
+	Opener func(ctx context.Context, authURL string) error
 }
-
-// maxTokenResponse bounds an OAuth token endpoint's answer.
-const maxTokenResponse = 64 << 10
 
 // check refuses credentials that could not be sent as they are.
 func (a Auth) check() error {
@@ -53,8 +58,8 @@ func (a Auth) check() error {
 			return fmt.Errorf("a2abridge: the %s holds a control character", name)
 		}
 	}
-	if (a.ClientID == "") != (a.ClientSecret == "") {
-		return errors.New("a2abridge: OAuth client credentials need both the client id and the secret")
+	if a.ClientSecret != "" && a.ClientID == "" {
+		return errors.New("a2abridge: an OAuth client secret needs the client id")
 	}
 	return nil
 }
@@ -65,7 +70,7 @@ type credential func(ctx context.Context, r *http.Request) error
 // client returns an HTTP client that adds the credentials the card asks
 // for to the requests to endpoint, or base when none are needed.
 func (a Auth) client(base *http.Client, card *a2a.AgentCard, cardURL, endpoint string) (*http.Client, error) {
-	creds, err := a.choose(base, card)
+	creds, err := a.choose(base, card, endpoint)
 	if err != nil || len(creds) == 0 {
 		return base, err
 	}
@@ -107,7 +112,7 @@ func secureEnough(u *url.URL) error {
 // card that a meets. A card that requires nothing still gets the bearer
 // token or API key it was given, as its schemes say (or as a bearer token
 // and an X-API-Key header).
-func (a Auth) choose(base *http.Client, card *a2a.AgentCard) ([]credential, error) {
+func (a Auth) choose(base *http.Client, card *a2a.AgentCard, endpoint string) ([]credential, error) {
 	if len(card.SecurityRequirements) == 0 {
 		var creds []credential
 		if a.Bearer != "" {
@@ -140,7 +145,7 @@ func (a Auth) choose(base *http.Client, card *a2a.AgentCard) ([]credential, erro
 				asked = append(asked, name+" (not described by the card)")
 				break
 			}
-			c, what, err := a.credentialFor(base, s, req.Schemes[name].List)
+			c, what, err := a.credentialFor(base, s, req.Schemes[name].List, endpoint)
 			if err != nil {
 				return nil, fmt.Errorf("security scheme %q: %w", name, err)
 			}
@@ -161,7 +166,7 @@ func (a Auth) choose(base *http.Client, card *a2a.AgentCard) ([]credential, erro
 
 // credentialFor returns the credential a scheme takes from a, or nil and
 // what the scheme wants.
-func (a Auth) credentialFor(base *http.Client, s a2a.SecurityScheme, scopes []string) (credential, string, error) {
+func (a Auth) credentialFor(base *http.Client, s a2a.SecurityScheme, scopes []string, endpoint string) (credential, string, error) {
 	switch {
 	case s.HTTPAuth != nil:
 		if strings.EqualFold(s.HTTPAuth.Scheme, "bearer") && a.Bearer != "" {
@@ -175,26 +180,22 @@ func (a Auth) credentialFor(base *http.Client, s a2a.SecurityScheme, scopes []st
 		c, err := apiKey(s.APIKey, a.APIKey)
 		return c, "", err
 	case len(s.OAuth2) > 0:
-		flow, err := clientCredentialsFlow(s.OAuth2)
+		flows, err := oauthFlows(s.OAuth2)
 		if err != nil {
 			return nil, "", err
 		}
+		cc, code := flows.ClientCredentials, flows.AuthorizationCode
 		switch {
-		case flow != nil && a.ClientID != "":
-			if len(scopes) == 0 {
-				scopes = sortedKeys(flow.Scopes)
-			}
-			ts, err := newTokenSource(base, flow.TokenURL, a.ClientID, a.ClientSecret, scopes)
-			if err != nil {
-				return nil, "", err
-			}
-			return ts.credential, "", nil
+		case cc != nil && a.ClientID != "" && a.ClientSecret != "":
+			return a.oauthCredential(base, endpoint, oauthclient.GrantClientCredentials, cc, scopes)
+		case code != nil && a.ClientID != "":
+			return a.oauthCredential(base, endpoint, oauthclient.GrantAuthorizationCode, code, scopes)
 		case a.Bearer != "":
 			return bearer(a.Bearer), "", nil
-		case flow != nil:
-			return nil, "OAuth 2.0 client credentials or a bearer token", nil
+		case cc != nil || code != nil:
+			return nil, "OAuth 2.0 (a client id, with a secret for client credentials) or a bearer token", nil
 		}
-		return nil, "OAuth 2.0 (a bearer token got elsewhere; the bridge runs the client credentials flow only)", nil
+		return nil, "OAuth 2.0 (a bearer token got elsewhere; the bridge runs the client credentials and authorization code flows only)", nil
 	case len(s.OpenIDConnect) > 0:
 		if a.Bearer != "" {
 			return bearer(a.Bearer), "", nil
@@ -278,18 +279,24 @@ func (t *authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(r)
 }
 
-// oauthFlow is the client credentials flow of an OAuth 2.0 scheme.
+// oauthFlow is a flow of an OAuth 2.0 scheme.
 type oauthFlow struct {
-	TokenURL string            `json:"tokenUrl"`
-	Scopes   map[string]string `json:"scopes"`
+	AuthorizationURL string            `json:"authorizationUrl"`
+	TokenURL         string            `json:"tokenUrl"`
+	Scopes           map[string]string `json:"scopes"`
 }
 
-// clientCredentialsFlow reads an OAuth 2.0 scheme's client credentials
-// flow, nil when it has none.
-func clientCredentialsFlow(raw json.RawMessage) (*oauthFlow, error) {
+// flows are the flows of an OAuth 2.0 scheme that the bridge can run.
+type flows struct {
+	ClientCredentials *oauthFlow `json:"clientCredentials"`
+	AuthorizationCode *oauthFlow `json:"authorizationCode"`
+}
+
+// oauthFlows reads an OAuth 2.0 scheme's flows.
+func oauthFlows(raw json.RawMessage) (flows, error) {
 	var s struct {
 		Flows struct {
-			ClientCredentials *oauthFlow `json:"clientCredentials"`
+			flows
 			// The form of @a2a-js/sdk's cards (see a2a.SecurityScheme).
 			Flow *struct {
 				Case  string    `json:"$case"`
@@ -298,94 +305,59 @@ func clientCredentialsFlow(raw json.RawMessage) (*oauthFlow, error) {
 		} `json:"flows"`
 	}
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, fmt.Errorf("the OAuth 2.0 scheme does not parse: %w", err)
+		return flows{}, fmt.Errorf("the OAuth 2.0 scheme does not parse: %w", err)
 	}
-	if f := s.Flows.Flow; s.Flows.ClientCredentials == nil && f != nil && f.Case == "clientCredentials" {
-		return &f.Value, nil
-	}
-	return s.Flows.ClientCredentials, nil
-}
-
-// tokenSource gets and keeps an OAuth 2.0 access token by the client
-// credentials grant (RFC 6749 section 4.4).
-type tokenSource struct {
-	hc         *http.Client
-	tokenURL   string
-	id, secret string
-	scopes     []string
-	mu         sync.Mutex // held while a token is fetched: one fetch at a time
-	token      string
-	expiry     time.Time
-}
-
-func newTokenSource(hc *http.Client, tokenURL, id, secret string, scopes []string) (*tokenSource, error) {
-	u, err := url.Parse(tokenURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("the OAuth token URL %q is not an http(s) URL", redact(tokenURL))
-	}
-	if err := secureEnough(u); err != nil {
-		return nil, err
-	}
-	return &tokenSource{hc: hc, tokenURL: tokenURL, id: id, secret: secret, scopes: scopes}, nil
-}
-
-func (ts *tokenSource) credential(ctx context.Context, r *http.Request) error {
-	tok, err := ts.get(ctx)
-	if err != nil {
-		return err
-	}
-	r.Header.Set("Authorization", "Bearer "+tok)
-	return nil
-}
-
-// get returns the token, fetching a new one a minute before it expires.
-func (ts *tokenSource) get(ctx context.Context) (string, error) {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	if ts.token != "" && time.Now().Before(ts.expiry) {
-		return ts.token, nil
-	}
-	form := url.Values{"grant_type": {"client_credentials"}}
-	if len(ts.scopes) > 0 {
-		form.Set("scope", strings.Join(ts.scopes, " "))
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.tokenURL, strings.NewReader(form.Encode()))
-	if err != nil {
-		return "", fmt.Errorf("a2abridge: OAuth token: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	req.SetBasicAuth(url.QueryEscape(ts.id), url.QueryEscape(ts.secret))
-	resp, err := ts.hc.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("a2abridge: OAuth token from %s: %w", redact(ts.tokenURL), err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenResponse+1))
-	if err != nil || len(body) > maxTokenResponse {
-		return "", fmt.Errorf("a2abridge: OAuth token from %s: the answer is unreadable or larger than %d bytes", redact(ts.tokenURL), maxTokenResponse)
-	}
-	var t struct {
-		AccessToken string `json:"access_token"`
-		TokenType   string `json:"token_type"`
-		ExpiresIn   int64  `json:"expires_in"`
-		Error       string `json:"error"`
-	}
-	if err := json.Unmarshal(body, &t); err != nil || resp.StatusCode != http.StatusOK || t.AccessToken == "" {
-		// The body is not shown: it may echo a secret.
-		why := resp.Status
-		if t.Error != "" {
-			why += ", " + clipText(t.Error, 64)
+	f := s.Flows.flows
+	if alt := s.Flows.Flow; alt != nil {
+		v := alt.Value
+		switch {
+		case alt.Case == "clientCredentials" && f.ClientCredentials == nil:
+			f.ClientCredentials = &v
+		case alt.Case == "authorizationCode" && f.AuthorizationCode == nil:
+			f.AuthorizationCode = &v
 		}
-		return "", fmt.Errorf("a2abridge: OAuth token from %s: no token (%s)", redact(ts.tokenURL), why)
 	}
-	if t.TokenType != "" && !strings.EqualFold(t.TokenType, "bearer") {
-		return "", fmt.Errorf("a2abridge: OAuth token from %s: token type %q, not Bearer", redact(ts.tokenURL), clipText(t.TokenType, 32))
+	return f, nil
+}
+
+// oauthCredential runs a flow of the card's with the shared OAuth client
+// (internal/oauthclient): its endpoints are the card's, no discovery.
+func (a Auth) oauthCredential(base *http.Client, endpoint string, grant oauthclient.Grant, f *oauthFlow, scopes []string) (credential, string, error) {
+	if len(scopes) == 0 {
+		scopes = sortedKeys(f.Scopes)
 	}
-	life := time.Duration(t.ExpiresIn) * time.Second
-	if t.ExpiresIn <= 0 || t.ExpiresIn > 86400*365 {
-		life = 5 * time.Minute // no or an absurd lifetime: ask again soon
+	for what, u := range map[string]string{"token URL": f.TokenURL, "authorization URL": f.AuthorizationURL} {
+		if u == "" && (what == "token URL" || grant == oauthclient.GrantAuthorizationCode) {
+			return nil, "", fmt.Errorf("the OAuth flow names no %s", what)
+		}
+		if u == "" {
+			continue
+		}
+		pu, err := url.Parse(u)
+		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			return nil, "", fmt.Errorf("the OAuth %s %q is not an http(s) URL", what, redact(u))
+		}
+		if err := secureEnough(pu); err != nil {
+			return nil, "", err
+		}
 	}
-	ts.token, ts.expiry = t.AccessToken, time.Now().Add(life-min(time.Minute, life/2))
-	return ts.token, nil
+	var opener oauthclient.Opener
+	if a.Opener != nil {
+		opener = a.Opener
+	}
+	h, err := oauthclient.New(oauthclient.Options{
+		Resource: endpoint, Grant: grant, ClientID: a.ClientID, ClientSecret: a.ClientSecret, Scopes: scopes,
+		AuthURL: f.AuthorizationURL, TokenURL: f.TokenURL, TokenFile: a.TokenFile, Opener: opener, HTTPClient: base,
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return func(ctx context.Context, r *http.Request) error {
+		tok, err := h.Token(ctx)
+		if err != nil {
+			return fmt.Errorf("a2abridge: %w", err)
+		}
+		r.Header.Set("Authorization", "Bearer "+tok)
+		return nil
+	}, "", nil
 }

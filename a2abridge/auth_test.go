@@ -8,12 +8,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/mew-protocol/mew/a2a"
 	"github.com/mew-protocol/mew/a2abridge"
+	"github.com/mew-protocol/mew/internal/oauthtest"
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
 )
@@ -123,5 +126,43 @@ func TestCredentialsStayHome(t *testing.T) {
 	err = b.Run(testCtx(t))
 	if err == nil || !strings.Contains(err.Error(), "not on the card's origin") || strings.Contains(err.Error(), "precious") {
 		t.Errorf("Run: %v", err)
+	}
+}
+
+// A card whose OAuth scheme has an authorization code flow: a person
+// signs in (here, the opener follows the redirect as a browser would),
+// with PKCE and a loopback redirect, and the token is kept 0600 for the
+// next start.
+func TestCredentialsAuthorizationCode(t *testing.T) {
+	g := startSpace(t)
+	human := joinAs(t, g, "human-token")
+	as := oauthtest.NewServer(t, oauthtest.Options{ClientID: "bridge-desk"})
+	flow := fmt.Sprintf(`{"flows":{"authorizationCode":{"authorizationUrl":%q,"tokenUrl":%q,"scopes":{"agent:call":"call"}}}}`, as.URL+"/authorize", as.URL+"/token")
+	verify := as.Verifier("")
+	url := lockedAgent(t, map[string]a2a.SecurityScheme{"oauth": {OAuth2: json.RawMessage(flow)}}, require("oauth"),
+		func(r *http.Request) (string, error) {
+			tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok {
+				return "", errors.New("no token")
+			}
+			if _, err := verify(r.Context(), tok, r); err != nil {
+				return "", err
+			}
+			return "signed-in", nil
+		})
+	file := filepath.Join(t.TempDir(), "oauth", "helper.json")
+	var opened atomic.Int32
+	startBridge(t, g, url, a2abridge.Options{Auth: a2abridge.Auth{ClientID: "bridge-desk", TokenFile: file,
+		Opener: func(ctx context.Context, u string) error { opened.Add(1); return oauthtest.FollowRedirects(ctx, u) }}})
+	for range 2 {
+		if res, _ := callTool(t, human, "hello", map[string]any{"message": "hi"}); res.IsError || res.Text() != "hello signed-in" {
+			t.Errorf("%+v", res)
+		}
+	}
+	if c := as.Counts(); c.Codes != 1 || opened.Load() != 1 {
+		t.Errorf("counts %+v, %d sign-ins; want one", c, opened.Load())
+	}
+	if info, err := os.Stat(file); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("token file: %v, %v", info, err)
 	}
 }

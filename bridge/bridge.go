@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mew-protocol/mew/internal/oauthclient"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -77,6 +78,9 @@ type Server struct {
 	// Authorization header with a bearer token. Their values are never
 	// logged.
 	Headers http.Header
+	// OAuth, when set, signs the bridge in to URL as an OAuth client when
+	// the server asks (auth.go); it excludes an Authorization header.
+	OAuth *OAuth
 }
 
 // Defaults of Options.
@@ -163,6 +167,7 @@ var (
 // forwards the MCP requests addressed to the participant to the server.
 type Bridge struct {
 	opts   Options
+	oauth  *oauthclient.Handler // nil without Server.OAuth
 	log    *slog.Logger
 	p      *participant.Participant
 	client *mcp.Client
@@ -223,6 +228,12 @@ func New(opts Options) (*Bridge, error) {
 			return nil, err
 		}
 	}
+	if err := checkHeaders(s.Headers, s.OAuth != nil); err != nil {
+		return nil, err
+	}
+	if s.URL == "" && (len(s.Headers) > 0 || s.OAuth != nil) {
+		return nil, errors.New("bridge: headers and OAuth apply to a URL server only")
+	}
 	if opts.InitTimeout == 0 {
 		opts.InitTimeout = defaultInitTimeout
 	}
@@ -249,6 +260,21 @@ func New(opts Options) (*Bridge, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	opts.Logger = log
+	var oauth *oauthclient.Handler
+	if s.OAuth != nil {
+		var err error
+		if oauth, err = newOAuth(s, s.OAuth, opts); err != nil {
+			return nil, err
+		}
+		if !s.OAuth.ClientCredentials {
+			// A start may wait for a person to sign in.
+			flow := s.OAuth.FlowTimeout
+			if flow <= 0 {
+				flow = oauthclient.DefaultFlowTimeout
+			}
+			opts.InitTimeout += flow
+		}
+	}
 	popts := opts.Participant
 	popts.DelegatedMethods = delegated
 	if popts.Logger == nil {
@@ -259,6 +285,7 @@ func New(opts Options) (*Bridge, error) {
 		return nil, fmt.Errorf("bridge: %w", err)
 	}
 	b := &Bridge{
+		oauth:   oauth,
 		opts:    opts,
 		log:     log,
 		p:       p,

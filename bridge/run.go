@@ -112,6 +112,9 @@ func (b *Bridge) start(ctx context.Context) (*run, error) {
 	var watch *watchTransport // for a URL
 	if u := b.opts.Server.URL; u != "" {
 		r.http = newHTTPClient()
+		if b.oauth != nil {
+			r.http.Transport = b.oauth.Transport(r.http.Transport)
+		}
 		watch = &watchTransport{base: r.http.Transport, headers: b.opts.Server.Headers, hs: hs}
 		r.http.Transport = watch
 		transport = &mcp.StreamableClientTransport{Endpoint: u, HTTPClient: r.http}

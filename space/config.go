@@ -124,6 +124,10 @@ type MCPServer struct {
 	Args    []string
 	Env     []EnvVar
 	Cwd     string // as written; resolve it with [Config.Resolve]
+	// URL is url: a streamable HTTP endpoint, instead of a command.
+	URL string
+	// Auth is auth: the credentials sent to URL (mcpauth.go).
+	Auth *MCPAuth
 }
 
 // Defaults is the defaults section.

@@ -121,8 +121,15 @@ func (l Launch) Participant(p *Participant, token string) (Process, bool, error)
 	switch {
 	case p.Type == "mcp-bridge" && p.MCPServer != nil && p.Command == "":
 		s := p.MCPServer
+		if s.URL != "" {
+			// The bridge reads the URL and its auth from the file: no
+			// credential goes on a command line.
+			proc.Path = l.Executable
+			proc.Args = []string{"bridge", "start", "-g", l.GatewayURL(), "-s", l.Config.Space.ID, "-p", p.ID, "--space-config", l.Config.Path}
+			break
+		}
 		if s.Command == "" {
-			return Process{}, false, fmt.Errorf("space: participant %s: mcp_server has no command", p.ID)
+			return Process{}, false, fmt.Errorf("space: participant %s: mcp_server has no command or url", p.ID)
 		}
 		command := arg(s.Command)
 		if command == "mew" {

@@ -448,9 +448,17 @@ func (p *parser) mcpServer(n *yaml.Node, key string) (*MCPServer, error) {
 		"args":    set(&s.Args, p.strList),
 		"env":     set(&s.Env, p.env),
 		"cwd":     set(&s.Cwd, p.str),
+		"url":     set(&s.URL, p.mcpURL),
+		"auth":    set(&s.Auth, p.mcpAuth),
 	})
 	if err != nil {
 		return nil, err
+	}
+	switch {
+	case s.URL != "" && (s.Command != "" || len(s.Args) > 0 || len(s.Env) > 0 || s.Cwd != ""):
+		return nil, p.fail(n, key, "url and command (with args, env, cwd) are two kinds of server; give one")
+	case s.Auth != nil && s.URL == "":
+		return nil, p.fail(n, key, "auth applies to a url server (a command gets its credentials in env)")
 	}
 	return s, nil
 }

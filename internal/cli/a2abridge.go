@@ -12,6 +12,7 @@ import (
 
 	"github.com/mew-protocol/mew/a2abridge"
 	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/internal/oauthclient"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/space"
 )
@@ -65,9 +66,10 @@ func (f *bridgeFlags) a2aOptions(cmd *cobra.Command, getenv func(string) string)
 		return o, errors.New("--participant-id is required")
 	}
 	answerers := splitArgs(f.answerers)
+	var cfg *space.Config
 	if f.spaceConfig != "" || f.a2aURL == "" || f.space == "" || f.token == "" {
-		cfg, err := f.loadConfig()
-		if err != nil {
+		var err error
+		if cfg, err = f.loadConfig(); err != nil {
 			return o, err
 		}
 		p := cfg.Participant(f.participantID)
@@ -119,7 +121,17 @@ func (f *bridgeFlags) a2aOptions(cmd *cobra.Command, getenv func(string) string)
 	o.URL = f.a2aURL
 	o.Answerers = answerers
 	o.Auth = a2abridge.Auth{Bearer: getenv(envA2ABearer), APIKey: getenv(envA2AAPIKey),
-		ClientID: getenv(envA2AClientID), ClientSecret: getenv(envA2AClientSecret)}
+		ClientID: getenv(envA2AClientID), ClientSecret: getenv(envA2AClientSecret),
+		Opener: oauthclient.EnvOpener(getenv, cmd.ErrOrStderr())}
+	if o.Auth.ClientID != "" {
+		// An authorization code sign-in is kept with the space, if any.
+		if cfg == nil {
+			if path, err := space.FindConfig("."); err == nil {
+				cfg, _ = space.Load(path)
+			}
+		}
+		o.Auth.TokenFile = oauthTokenFile(cfg, f.participantID)
+	}
 	o.Participant = participant.Options{Client: client.Options{
 		Gateways:      client.SplitGateways(f.gateway),
 		Space:         f.space,

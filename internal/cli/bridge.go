@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,7 +42,9 @@ type bridgeFlags struct {
 	capabilities                         string
 	spaceConfig                          string
 	logLevel                             string
-	a2aURL, answerers                    string // a remote A2A agent instead of an MCP server (a2abridge.go)
+	a2aURL, answerers                    string    // a remote A2A agent instead of an MCP server (a2abridge.go)
+	auth                                 authFlags // credentials of a URL server (bridgeauth.go)
+	authDesc                             string    // what describeAuth says of them, for the log
 }
 
 func newBridgeStartCmd(opts Options) *cobra.Command {
@@ -113,6 +116,7 @@ MEW_A2A_BEARER, MEW_A2A_API_KEY, MEW_A2A_CLIENT_ID and MEW_A2A_CLIENT_SECRET
 	fl.StringVar(&f.spaceConfig, "space-config", "", "space configuration to read the participant's mcp_server from")
 	fl.StringVarP(&f.logLevel, "log-level", "l", "info", "log level: debug, info, warn or error")
 	fl.StringVar(&f.a2aURL, "a2a-url", "", "join the remote A2A agent at this URL instead of an MCP server (see docs/a2a.md)")
+	f.auth.register(fl)
 	fl.StringVar(&f.answerers, "answerers", "", "with --a2a-url: participants besides the asker who may answer the agent's questions, comma-separated")
 	return cmd
 }
@@ -229,20 +233,38 @@ func (f *bridgeFlags) options(cmd *cobra.Command, args []string, getenv func(str
 	if f.mcpURL != "" && (f.mcpArgs != "" || f.mcpEnv != "" || f.mcpCwd != "" || len(args) > 0) {
 		return bo, errors.New("--mcp-url: --mcp-args, --mcp-env, --mcp-cwd and arguments apply to a command only")
 	}
+	var auth *space.MCPAuth
+	authGiven := f.auth.given(changed)
+	if authGiven {
+		if f.mcpCommand != "" {
+			return bo, errors.New("--mcp-bearer-env, --mcp-header-env and --oauth* apply to a URL server (--mcp-url) only")
+		}
+		if auth, err = f.auth.spec(); err != nil {
+			return bo, err
+		}
+	}
+	var cfg *space.Config
 
 	initTimeout, reconnect, maxReconnects := f.initTimeout, f.reconnect, strconv.Itoa(f.maxReconnects)
 	if f.spaceConfig != "" || (f.mcpCommand == "" && f.mcpURL == "") {
-		cfg, err := f.loadConfig()
-		if err != nil {
+		if cfg, err = f.loadConfig(); err != nil {
 			return bo, err
 		}
 		p := cfg.Participant(f.participantID)
 		if p == nil {
 			return bo, fmt.Errorf("%s: no participant %q", cfg.Path, f.participantID)
 		}
-		if f.mcpCommand == "" && f.mcpURL == "" {
+		if f.mcpCommand == "" && f.mcpURL == "" && p.Type == "mcp-bridge" && p.MCPServer != nil && p.MCPServer.URL != "" {
+			server.URL = p.MCPServer.URL
+			if !authGiven {
+				auth = p.MCPServer.Auth
+			}
+		} else if f.mcpCommand == "" && f.mcpURL == "" {
 			if p.Type != "mcp-bridge" || p.MCPServer == nil || p.MCPServer.Command == "" {
-				return bo, fmt.Errorf("%s: participant %q is not an MCP bridge (type: mcp-bridge with an mcp_server command); or give --mcp-command or --mcp-url", cfg.Path, f.participantID)
+				return bo, fmt.Errorf("%s: participant %q is not an MCP bridge (type: mcp-bridge with an mcp_server command or url); or give --mcp-command or --mcp-url", cfg.Path, f.participantID)
+			}
+			if authGiven {
+				return bo, errors.New("--mcp-bearer-env, --mcp-header-env and --oauth* apply to a URL server only; the configuration's mcp_server is a command")
 			}
 			ms := p.MCPServer
 			server.Command = ms.Command
@@ -308,6 +330,29 @@ func (f *bridgeFlags) options(cmd *cobra.Command, args []string, getenv func(str
 	if server.Command == "mew" {
 		if exe, err := os.Executable(); err == nil {
 			server.Command = exe
+		}
+	}
+	if auth != nil {
+		tokenFile := f.auth.tokenFile
+		if tokenFile == "" && auth.OAuth != nil {
+			if cfg == nil {
+				// A space of the working directory, if any, keeps the tokens.
+				if path, err := space.FindConfig("."); err == nil {
+					cfg, _ = space.Load(path)
+				}
+			}
+			tokenFile = oauthTokenFile(cfg, f.participantID)
+		}
+		if err := applyAuth(&server, auth, getenv, cmd.ErrOrStderr(), tokenFile); err != nil {
+			return bo, err
+		}
+		f.authDesc = describeAuth(auth)
+		if auth.OAuth != nil {
+			if tokenFile == "" {
+				f.authDesc += ", tokens in memory only"
+			} else {
+				f.authDesc += ", tokens in " + tokenFile
+			}
 		}
 	}
 	bo.Server = server
@@ -419,7 +464,7 @@ func runBridge(ctx context.Context, cmd *cobra.Command, f bridgeFlags, bo bridge
 		envNames = append(envNames, name)
 	}
 	logger.Info("bridge starting", "gateway", redactedURLs(bo.Participant.Client.Gateways), "space", bo.Participant.Client.Space,
-		"server", server, "env", envNames, "cwd", bo.Server.Dir, "init_timeout", bo.InitTimeout, "restart", !bo.NoRestart, "max_restarts", bo.MaxRestarts)
+		"server", server, "auth", cmp.Or(f.authDesc, "none"), "env", envNames, "cwd", bo.Server.Dir, "init_timeout", bo.InitTimeout, "restart", !bo.NoRestart, "max_restarts", bo.MaxRestarts)
 	b, err := bridge.New(bo)
 	if err != nil {
 		return err

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# conformance-bridge.sh URL — the MCP conformance suite's "client" for its auth/* scenarios, made of mew:
+# a gateway on a free port, `mew bridge start --mcp-url URL` signing in as the scenario asks (the
+# suite's authorisation server approves at once, so MEW_OAUTH_OPENER is curl following the redirect),
+# and a caller in the space whose tools/list goes through the bridge to the scenario's server.
+#   conformance client --command "scripts/conformance-bridge.sh" --scenario auth/metadata-default
+# The suite passes the scenario in MCP_CONFORMANCE_SCENARIO and, for pre-registered clients, a JSON
+# MCP_CONFORMANCE_CONTEXT with client_id and client_secret. MEW is the mew binary (default: mew on PATH).
+set -euo pipefail
+url=${1:?usage: conformance-bridge.sh URL}
+mew=${MEW:-mew}
+scenario=${MCP_CONFORMANCE_SCENARIO:-}
+dir=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+
+cat >"$dir/space.yaml" <<'YAML'
+space: {id: conformance}
+participants:
+  server:
+    type: mcp-bridge
+    tokens: [server-token]
+    capabilities:
+      - {kind: mcp/response}
+      - {kind: participant/status}
+      - {kind: mcp/request, payload: {method: "notifications/**"}}
+  caller:
+    tokens: [caller-token]
+    capabilities: [{kind: "*"}]
+YAML
+
+"$mew" gateway start -p 0 --host 127.0.0.1 -s "$dir/space.yaml" >"$dir/gateway.out" 2>"$dir/gateway.log" &
+pids+=($!)
+addr=""
+for _ in $(seq 1 100); do
+	addr=$(grep -oE 'listening on [0-9.]+:[0-9]+' "$dir/gateway.out" | head -n 1 | cut -d' ' -f3) || true
+	[[ -n $addr ]] && break
+	sleep 0.1
+done
+[[ -n $addr ]] || { echo "the gateway did not start" >&2; cat "$dir/gateway.log" >&2; exit 1; }
+
+# What the scenario gives: a pre-registered client (id and secret) for some, client credentials for
+# the client-credentials ones; the others register dynamically.
+# The suite's client ID metadata document URL: used where the server supports those documents.
+flags=(--oauth --oauth-token-file "$dir/oauth.json" --oauth-client-metadata-url https://conformance-test.local/client-metadata.json)
+ctx=${MCP_CONFORMANCE_CONTEXT:-}
+json_field() { grep -oE "\"$1\":\"[^\"]*\"" <<<"$ctx" | head -n 1 | cut -d'"' -f4; }
+if [[ -n $ctx ]]; then
+	id=$(json_field client_id)
+	secret=$(json_field client_secret)
+	[[ -n $id ]] && flags+=(--oauth-client-id "$id")
+	if [[ -n $secret ]]; then
+		export MEW_CONFORMANCE_CLIENT_SECRET=$secret
+		flags+=(--oauth-client-secret-env MEW_CONFORMANCE_CLIENT_SECRET)
+	fi
+fi
+case $scenario in
+auth/client-credentials-*) flags+=(--oauth-grant client_credentials) ;;
+esac
+
+MEW_OAUTH_OPENER="curl -s -L -o /dev/null" "$mew" bridge start -g "ws://$addr" -s conformance -p server -t server-token \
+	--mcp-url "$url" --init-timeout 20s --max-reconnects 0 -l debug "${flags[@]}" 2>"$dir/bridge.log" &
+pids+=($!)
+ready=""
+for _ in $(seq 1 200); do
+	if grep -q "MCP server ready" "$dir/bridge.log"; then ready=1; break; fi
+	if ! kill -0 "${pids[-1]}" 2>/dev/null; then break; fi
+	sleep 0.1
+done
+cat "$dir/bridge.log" >&2
+[[ -n $ready ]] || { echo "the bridge did not become ready" >&2; exit 1; }
+
+# The caller lists the tools through the space, then calls the first one (some scenarios ask for more
+# scope on a call: the bridge signs in again); the answers come back through the bridge.
+api="http://$addr/participants/caller/messages?space=conformance"
+post() {
+	curl -s -f -H "Authorization: Bearer caller-token" -H "Content-Type: application/json" -d "$1" "$api" >/dev/null
+}
+# answer ID waits for the mcp/response to envelope ID and prints it.
+answer() {
+	local line
+	for _ in $(seq 1 150); do
+		line=$(curl -s -f -H "Authorization: Bearer caller-token" "$api&limit=1000" | tr '\n' ' ' |
+			grep -oE "\{[^{}]*\"kind\":\"mcp/response\"[^{}]*\"correlation_id\":\[\"$1\"\].*" | head -n 1) || true
+		if [[ -n $line ]]; then
+			printf '%s\n' "$line"
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+post '{"protocol":"mew/v0.4","id":"conf-1","kind":"mcp/request","to":["server"],"payload":{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}}'
+list=$(answer conf-1) || { echo "no answer to tools/list" >&2; exit 1; }
+echo "tools/list answered through the space"
+tool=$(grep -oE '"tools":\[.*' <<<"$list" | grep -oE '"name":"[^"]*"' | head -n 1 | cut -d'"' -f4) || true
+if [[ -n $tool ]]; then
+	post '{"protocol":"mew/v0.4","id":"conf-2","kind":"mcp/request","to":["server"],"payload":{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"'"$tool"'","arguments":{}}}}'
+	answer conf-2 >/dev/null || { echo "no answer to tools/call $tool" >&2; exit 1; }
+	echo "tools/call $tool answered through the space"
+fi
+cat "$dir/bridge.log" >&2
+exit 0
