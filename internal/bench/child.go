@@ -83,13 +83,13 @@ func (t ChildTarget) Start(ctx context.Context, ids []string) (*Endpoint, error)
 		return nil, errors.Join(fmt.Errorf("child target: start: %w", err), c.stop())
 	}
 	return &Endpoint{
-		URL:     ep.URL,
-		URLs:    ep.URLs,
+		URL:      ep.URL,
+		URLs:     ep.URLs,
 		Tokens:   ep.Tokens,
 		AuditDir: ep.Audit,
 		Close:    c.stop,
-		PID:     cmd.Process.Pid,
-		measure: func(ctx context.Context) (processUse, error) { return c.measure(ctx) },
+		PID:      cmd.Process.Pid,
+		measure:  func(ctx context.Context) (processUse, error) { return c.measure(ctx) },
 	}, nil
 }
 

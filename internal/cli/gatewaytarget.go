@@ -84,7 +84,7 @@ func (t gatewayBench) Start(ctx context.Context, ids []string) (*bench.Endpoint,
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(gw.Listener(ln)) }()
 	return &bench.Endpoint{
-		URL:    "ws://" + ln.Addr().String() + "/ws?space=bench",
+		URL:      "ws://" + ln.Addr().String() + "/ws?space=bench",
 		Tokens:   tokens,
 		AuditDir: filepath.Join(cfg.MewDir, "logs"), // the gateway's default LogDir
 		Close: func() error {
