@@ -27,12 +27,36 @@
 // an envelope is queued for all its recipients, so every participant sees the
 // space's envelopes in the same order.
 //
-// Lock order: Server.lazyMu, then liveSpace.mu, then credentials.mu (the one
-// table of tokens, console codes and sessions, which invitations, kicks,
-// revocations and shutdowns change). Server.mu guards only the closed flag
-// and is never held with another lock. Code holding liveSpace.mu only queues
-// frames, kills sessions, settles grants and updates the credentials, none
-// of which blocks.
+// Nothing waits on a disk, the network or a full queue while a space's lock
+// is held. The audit log's queue takes every record at once (ordering kept:
+// records are appended under the space's lock); when it has grown past
+// Options.AuditQueueSize (a disk slower than the traffic) the gateway stops
+// taking in participants' envelopes and joins, each waiting before it takes
+// any lock (audit.Log.WaitRoom), until the writer catches up. Stream frames,
+// which it does not record, flow on (TestStalledAuditDisk).
+//
+// # Locks
+//
+// Every mutex of the package, what it guards, and the order they nest in (a
+// lock may be taken while holding only those listed above it on its line
+// of descent; TestLockDoc keeps this list complete):
+//
+//	Server.lazyMu        lazy connects of output_log participants; then liveSpace.mu
+//	liveSpace.mu         a space's members, sessions, roster, streams, floor, grants;
+//	                     held to queue frames, never to wait; then any of:
+//	  credentials.mu     the one table of tokens, console codes and sessions (leaf)
+//	  clusterSpace.qmu   the space's queue of writes to the cluster (leaf)
+//	  historyWriter.mu   the cluster history's queue (leaf)
+//	  outq.mu            one connection's outbound queue (leaf)
+//	  audit.Log.mu       the audit log's queue (leaf, in gateway/internal/audit)
+//	Server.mu            the closed flag only; never held with another lock
+//	session.pingMu       a connection's ping timer (leaf)
+//	corkConn.mu          a WebSocket's write buffer, taken by its writer goroutine (leaf)
+//	connTable.mu         the listener's open connections (leaf)
+//	pendingTable.mu      connections waiting for their join message (leaf)
+//	lineageGate.mu       lineage requests' rate limits and indexes (leaf)
+//	lineageIndex.mu      one space's index of the audit log, held while it reads the
+//	                     files: never with a space's lock
 //
 // Credentials and grants have one authority each: credentials.go resolves
 // every secret and ends a participant's credentials all at once;

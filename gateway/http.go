@@ -161,6 +161,8 @@ func (srv *Server) post(w http.ResponseWriter, r *http.Request) {
 		} else {
 			rf = refuse(ErrorInvalidEnvelope, "could not read the request body")
 		}
+	case srv.audit.WaitRoom(r.Context()) != nil:
+		return // the client went away while the audit log was behind
 	default:
 		var res result
 		res, rf = sp.inbound(o, body, &inState{})

@@ -41,6 +41,12 @@ type Options struct {
 	// without it; "reference" writes the body on every line, as the
 	// reference gateway does. See docs/audit.md.
 	AuditFormat string
+	// AuditQueueSize is how many records may wait for the audit log's
+	// writer (default 65536) before the gateway stops taking in
+	// participants' envelopes and joins until it catches up (a disk slower
+	// than the traffic). Delivery never waits for it: what was taken in is
+	// delivered at once, stream frames flow on, and nothing is lost.
+	AuditQueueSize int
 
 	// Logger receives the gateway's diagnostics; nil discards them.
 	// Tokens never reach it.

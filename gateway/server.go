@@ -190,6 +190,7 @@ func (srv *Server) openAudit() error {
 		MaxFileSize:         srv.opts.AuditMaxFileSize,
 		MaxFiles:            srv.opts.AuditMaxFiles,
 		Format:              srv.opts.AuditFormat,
+		QueueSize:           srv.opts.AuditQueueSize,
 		Logger:              srv.opts.Logger,
 	})
 	if err != nil {

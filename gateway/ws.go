@@ -104,6 +104,12 @@ func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	// Reads and writes pass the library no context (a cancellable one costs
 	// a registration per message); cancelling the session closes the socket.
 	stopClosing := context.AfterFunc(s.ctx, func() { _ = nc.Conn.Close() })
+	// A join is recorded (its welcome and presence): under back-pressure
+	// from the audit log it waits here, holding no lock.
+	if srv.audit.WaitRoom(r.Context()) != nil {
+		stopClosing()
+		return
+	}
 	if rf := sp.attach(s); rf != nil {
 		stopClosing()
 		srv.reject(conn, rf)
@@ -159,6 +165,12 @@ func (srv *Server) read(conn *websocket.Conn, o origin) {
 		case protocol.IsFrame(buf):
 			sp.streamFrame(o, buf)
 		default:
+			// Back-pressure from the audit log falls here, on the sender,
+			// holding no lock; stream frames, which it does not record,
+			// never wait for it.
+			if srv.audit.WaitRoom(s.ctx) != nil {
+				return
+			}
 			if _, rf := sp.inbound(o, buf, st); rf != nil {
 				sp.answer(o, rf)
 			}

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -77,8 +78,9 @@ type Options struct {
 	// grouped delivered lines are too much; received and rejected lines are
 	// kept.
 	ReceivedOnly bool
-	// QueueSize bounds the records waiting for the writer; when it is
-	// reached, Envelope and Decision block. Not positive: DefaultQueueSize.
+	// QueueSize is how many records may wait for the writer before
+	// WaitRoom makes its callers wait (Envelope and Decision never do). Not
+	// positive: DefaultQueueSize.
 	QueueSize int
 	// MaxFileSize is the size in bytes a file may reach before it is
 	// rotated: a line that would take it past the limit goes into a new
@@ -207,7 +209,7 @@ type Log struct {
 	decs      []DecisionRecord
 	queued    int // len(envs) + len(decs)
 	max       int
-	waiters   int  // callers blocked on notFull
+	waiters   int  // callers blocked on notFull (in WaitRoom)
 	idle      bool // the writer is waiting on wake
 	gathering bool // the writer is waiting for groupWindow to pass, or on wake
 	closed    bool
@@ -216,6 +218,10 @@ type Log struct {
 	closeErr  error         // set by the writer before done is closed
 
 	w *writer // owned by the writer goroutine
+
+	// full mirrors queued >= max (written under mu), so that WaitRoom's
+	// usual answer, room, costs no lock.
+	full atomic.Bool
 }
 
 // Open opens the log described by opts and starts its writer goroutine; the
@@ -341,10 +347,12 @@ func prepareDir(dir string) error {
 	return nil
 }
 
-// Envelope queues an envelope event for envelope-history.jsonl. It blocks
-// while the queue is full, and discards the record when the file is switched
-// off, when r is a delivered record and Options.ReceivedOnly is set, or when
-// the Log is closed (counted in Stats.Dropped).
+// Envelope queues an envelope event for envelope-history.jsonl. It never
+// waits: the queue may grow past Options.QueueSize, and those who make
+// records call WaitRoom, holding no lock, before they make more. It discards
+// the record when the file is switched off, when r is a delivered record and
+// Options.ReceivedOnly is set, or when the Log is closed (counted in
+// Stats.Dropped).
 func (l *Log) Envelope(r EnvelopeRecord) {
 	if l == nil || !l.envOn || (l.receivedOnly && r.Event == Delivered) {
 		return
@@ -352,15 +360,15 @@ func (l *Log) Envelope(r EnvelopeRecord) {
 	if r.Time.IsZero() {
 		r.Time = l.now()
 	}
-	if !l.reserve() {
+	if !l.open() {
 		return
 	}
 	l.envs = append(l.envs, r)
 	l.commit()
 }
 
-// Decision queues a capability check for capability-decisions.jsonl. It
-// blocks while the queue is full, and discards the record when the file is
+// Decision queues a capability check for capability-decisions.jsonl. Like
+// Envelope it never waits, and it discards the record when the file is
 // switched off or the Log is closed (counted in Stats.Dropped).
 func (l *Log) Decision(r DecisionRecord) {
 	if l == nil || !l.decOn {
@@ -369,22 +377,48 @@ func (l *Log) Decision(r DecisionRecord) {
 	if r.Time.IsZero() {
 		r.Time = l.now()
 	}
-	if !l.reserve() {
+	if !l.open() {
 		return
 	}
 	l.decs = append(l.decs, r)
 	l.commit()
 }
 
-// reserve locks mu and waits for room in the queue. It reports false, with
-// mu unlocked, when the Log is closed.
-func (l *Log) reserve() bool {
+// WaitRoom waits while the queue holds Options.QueueSize records or more
+// (a disk slower than the traffic), until the writer has taken them, the
+// Log is closed or ctx is done, whose error it then returns. A gateway
+// calls it before it takes in the next message of a participant, holding
+// no lock: back-pressure falls on the senders, and never on delivery, which
+// appends records under a space's lock without waiting. The queue can so
+// pass its size only by what the messages already taken in produce.
+func (l *Log) WaitRoom(ctx context.Context) error {
+	if l == nil || !l.full.Load() {
+		return nil
+	}
 	l.mu.Lock()
-	for l.queued >= l.max && !l.closed {
+	if l.queued < l.max || l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	stop := context.AfterFunc(ctx, func() {
+		l.mu.Lock()
+		l.notFull.Broadcast()
+		l.mu.Unlock()
+	})
+	defer stop()
+	for l.queued >= l.max && !l.closed && ctx.Err() == nil {
 		l.waiters++
 		l.notFull.Wait()
 		l.waiters--
 	}
+	l.mu.Unlock()
+	return ctx.Err()
+}
+
+// open locks mu, or reports false, with mu unlocked, when the Log is
+// closed.
+func (l *Log) open() bool {
+	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		l.stats.dropped.Add(1)
@@ -393,11 +427,14 @@ func (l *Log) reserve() bool {
 	return true
 }
 
-// commit finishes an append made after reserve: it counts the record,
+// commit finishes an append made after open: it counts the record,
 // unlocks mu and wakes the writer if it is idle, or if it is gathering and
 // the queue is large enough to write now (a full queue always is).
 func (l *Log) commit() {
 	l.queued++
+	if l.queued >= l.max {
+		l.full.Store(true)
+	}
 	wake := l.idle || l.gathering && l.queued >= min(groupFull, l.max)
 	if wake {
 		l.idle, l.gathering = false, false
@@ -504,6 +541,7 @@ func (l *Log) run() {
 		envs, l.envs = l.envs, envs[:0]
 		decs, l.decs = l.decs, decs[:0]
 		l.queued = 0
+		l.full.Store(false)
 		if l.waiters > 0 {
 			l.notFull.Broadcast()
 		}

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -339,6 +340,7 @@ func TestDiskFull(t *testing.T) {
 		wg.Go(func() {
 			for i := range perG {
 				id := fmt.Sprintf("g%d-%d", g, i)
+				_ = l.WaitRoom(context.Background()) // as a gateway's reader does
 				l.Envelope(EnvelopeRecord{Time: fixed, Event: Received, ID: id, Envelope: []byte(`{}`)})
 				l.Decision(DecisionRecord{Time: fixed, EnvelopeID: id})
 			}
@@ -372,8 +374,10 @@ func TestDiskFull(t *testing.T) {
 
 	diskFull.Store(false)
 	for i := range 10 {
+		_ = l.WaitRoom(context.Background())
 		l.Envelope(EnvelopeRecord{Time: fixed, Event: Received, ID: fmt.Sprint("after-", i), Envelope: []byte(`{}`)})
 	}
+	waitFor(t, "the writer to write again", func() bool { return l.Stats().Lines == n+10 })
 	closeT(t, l)
 	lines := readLines(t, envPath(dir))
 	if len(lines) != 10 || !strings.Contains(lines[0], `"id":"after-0"`) {
