@@ -1,0 +1,70 @@
+package mcptest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// BookSchema is the form the "book" tool of Booking requests: a name
+// (required) and a number of seats (1 to 9, default 1).
+const BookSchema = `{"type":"object","properties":{"name":{"type":"string","title":"Name"},"seats":{"type":"integer","title":"Seats","minimum":1,"maximum":9,"default":1}},"required":["name"]}`
+
+// Booking returns a small server for the user interfaces' end-to-end
+// tests: "book" elicits a form and answers "accept {json}", "decline" or
+// "cancel"; "consent" elicits a URL (link) and answers the action;
+// "picture" returns a text and a PNG image (Picture).
+func Booking(link string) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "booking", Version: "1.0.0"}, nil)
+	obj := json.RawMessage(`{"type":"object"}`)
+	ask := func(id string, params *mcp.ElicitParams) mcp.ToolHandler {
+		return func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			// The 2026-07-28 way, which the go-sdk turns into
+			// elicitation/create for a client of an older revision.
+			answer, ok := req.Params.InputResponses[id].(*mcp.ElicitResult)
+			if !ok {
+				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{id: params}}, nil
+			}
+			text := answer.Action
+			if answer.Action == "accept" && answer.Content != nil {
+				b, err := json.Marshal(answer.Content)
+				if err != nil {
+					return nil, fmt.Errorf("mcptest: %w", err)
+				}
+				text += " " + string(b)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
+		}
+	}
+	s.AddTool(&mcp.Tool{Name: "book", Description: "Book seats: asks who travels", InputSchema: obj},
+		ask("who", &mcp.ElicitParams{Mode: "form", Message: "Who is travelling?", RequestedSchema: json.RawMessage(BookSchema)}))
+	s.AddTool(&mcp.Tool{Name: "consent", Description: "Asks the user to open a link", InputSchema: obj},
+		ask("link", &mcp.ElicitParams{Mode: "url", Message: "Please give consent", URL: link, ElicitationID: "consent-1"}))
+	s.AddTool(&mcp.Tool{Name: "picture", Description: "Returns a picture", InputSchema: obj},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{
+				&mcp.TextContent{Text: "a red square"},
+				&mcp.ImageContent{MIMEType: "image/png", Data: Picture()},
+			}}, nil
+		})
+	return s
+}
+
+// Picture is a 16×16 red PNG.
+func Picture() []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 16, 16))
+	for y := range 16 {
+		for x := range 16 {
+			img.Set(x, y, color.RGBA{R: 220, A: 255})
+		}
+	}
+	var b bytes.Buffer
+	_ = png.Encode(&b, img) // writing to memory cannot fail
+	return b.Bytes()
+}
