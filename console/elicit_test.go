@@ -147,11 +147,15 @@ func TestElicitationInConsole(t *testing.T) {
 
 	// A picture: drawn in the page, its placeholder in the text.
 	got = callTool(t, agent, "picture")
-	if text := <-got; text != "a red square\n" {
+	if text := <-got; !strings.HasPrefix(text, "a red square") {
 		t.Fatalf("picture answered %q", text)
 	}
 	p.wait("the picture drawn", `[...document.querySelectorAll(".rich-image img")].some((i) => i.complete && i.naturalWidth === 16 && i.src.startsWith("data:image/png;base64,"))`)
 	p.wait("its placeholder", `document.querySelector("#stream").innerText.includes("[image image/png ")`)
+	p.wait("the audio, the link, the resource", `!!document.querySelector(".rich-audio audio[src^='data:audio/wav;base64,']") &&
+		document.querySelector(".rich-link a").getAttribute("href") === "https://example.com/notes.txt" &&
+		document.querySelector(".rich-link a").rel === "noopener noreferrer" &&
+		document.querySelector(".rich-resource summary").textContent === "[resource file:///square.txt text/plain 3 B]"`)
 	p.shot("elicit-picture")
 }
 

@@ -19,7 +19,7 @@ const BookSchema = `{"type":"object","properties":{"name":{"type":"string","titl
 // Booking returns a small server for the user interfaces' end-to-end
 // tests: "book" elicits a form and answers "accept {json}", "decline" or
 // "cancel"; "consent" elicits a URL (link) and answers the action;
-// "picture" returns a text and a PNG image (Picture).
+// "picture" returns the RichContent.
 func Booking(link string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "booking", Version: "1.0.0"}, nil)
 	obj := json.RawMessage(`{"type":"object"}`)
@@ -48,12 +48,22 @@ func Booking(link string) *mcp.Server {
 		ask("link", &mcp.ElicitParams{Mode: "url", Message: "Please give consent", URL: link, ElicitationID: "consent-1"}))
 	s.AddTool(&mcp.Tool{Name: "picture", Description: "Returns a picture", InputSchema: obj},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{
-				&mcp.TextContent{Text: "a red square"},
-				&mcp.ImageContent{MIMEType: "image/png", Data: Picture()},
-			}}, nil
+			return &mcp.CallToolResult{Content: RichContent()}, nil
 		})
 	return s
+}
+
+// RichContent is a result of every kind of content: a text, an image
+// (Picture), audio, a resource link and an embedded resource.
+func RichContent() []mcp.Content {
+	size := int64(2048)
+	return []mcp.Content{
+		&mcp.TextContent{Text: "a red square"},
+		&mcp.ImageContent{MIMEType: "image/png", Data: Picture()},
+		&mcp.AudioContent{MIMEType: "audio/wav", Data: []byte("RIFF\x24\x00\x00\x00WAVEfmt ")},
+		&mcp.ResourceLink{URI: "https://example.com/notes.txt", Name: "notes", MIMEType: "text/plain", Size: &size},
+		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///square.txt", MIMEType: "text/plain", Text: "red"}},
+	}
 }
 
 // Picture is a 16×16 red PNG.
