@@ -297,3 +297,28 @@ func TestRichContent(t *testing.T) {
 	}))
 	h.golden("rich_content")
 }
+
+// TestFormNumbers: a number is sent as JSON writes it, whatever Go's
+// parser accepted ("0x1p4", "+5"); what is not a number is said so.
+func TestFormNumbers(t *testing.T) {
+	f := parseForm(json.RawMessage(`{"type":"object","properties":{"n":{"type":"number"},"i":{"type":"integer"}}}`))
+	for _, c := range []struct{ n, i, want, err string }{
+		{"0x1p4", "+5", `{"i":5,"n":16}`, ""},
+		{"2.50", "1e2", `{"i":100,"n":2.5}`, ""},
+		{"NaN", "1", "", "not a number"},
+		{"1", "1.5", "", "not a whole number"},
+	} {
+		f.fields[0].text, f.fields[1].text = []rune(c.n), []rune(c.i)
+		content, ok := f.content()
+		if c.err != "" {
+			if ok || f.fields[0].err+f.fields[1].err != c.err {
+				t.Errorf("%s, %s: %v %q %q", c.n, c.i, ok, f.fields[0].err, f.fields[1].err)
+			}
+			continue
+		}
+		b, err := json.Marshal(content)
+		if err != nil || string(b) != c.want {
+			t.Errorf("%s, %s: %s, %v; want %s", c.n, c.i, b, err, c.want)
+		}
+	}
+}

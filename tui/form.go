@@ -362,7 +362,9 @@ func (fd *formField) value() (any, bool, string) {
 		if fd.max != nil && x > *fd.max {
 			return nil, true, "at most " + num(*fd.max)
 		}
-		return json.Number(s), true, ""
+		// Written anew, so that what Go reads as a number ("0x1p4", "+5")
+		// is sent as JSON writes it.
+		return json.Number(num(x)), true, ""
 	}
 	n := float64(utf8.RuneCountInString(s))
 	if fd.min != nil && n < *fd.min {
