@@ -78,3 +78,16 @@ func Picture() []byte {
 	_ = png.Encode(&b, img) // writing to memory cannot fail
 	return b.Bytes()
 }
+
+type hugeIn struct {
+	MB int `json:"mb" jsonschema:"how many MiB of text to answer"`
+}
+
+// addHugeTool adds "huge": a text of mb MiB, for the bridge's limit on
+// what it reads.
+func addHugeTool(s *mcp.Server) {
+	mcp.AddTool(s, &mcp.Tool{Name: "huge", Description: "Answer mb MiB of text"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in hugeIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(bytes.Repeat([]byte("x"), in.MB<<20))}}}, nil, nil
+		})
+}
