@@ -36,6 +36,9 @@ participants:
   booking:
     tokens: [booking-token]
     capabilities: [{kind: mcp/response}, {kind: participant/status}, {kind: "elicitation/*"}]
+  mallory:
+    tokens: [mallory-token]
+    capabilities: [{kind: "elicitation/*"}]
 `
 
 // startBooking bridges mcptest.Booking into the space as "booking".
@@ -168,14 +171,15 @@ func TestElicitationConsoleHostile(t *testing.T) {
 	// what it sends is what a hostile bridge could.
 	rogue := testutil.JoinParticipant(t, g, "booking-token", participant.Options{})
 	p := openAs(t, g, "you-token", 2)
-	send := func(payload string) {
+	send := func(payload string) string {
 		t.Helper()
-		env := &protocol.Envelope{Kind: protocol.KindElicitationRequest, To: []string{"you"}, Payload: json.RawMessage(payload)}
+		env := &protocol.Envelope{ID: protocol.NewID(), Kind: protocol.KindElicitationRequest, To: []string{"you"}, Payload: json.RawMessage(payload)}
 		if err := rogue.Send(t.Context(), env); err != nil {
 			t.Fatal(err)
 		}
+		return env.ID
 	}
-	send(`{"mode":"form","message":"<img src=x onerror=alert(1)>","requestedSchema":{"type":"object","properties":{"a":{"type":"object","properties":{}}}}}`)
+	id := send(`{"mode":"form","message":"<img src=x onerror=alert(1)>","requestedSchema":{"type":"object","properties":{"a":{"type":"object","properties":{}}}}}`)
 	p.wait("the card", `[...document.querySelectorAll(".elicit-card")].some((c) => c.innerText.includes('field "a" has type "object", which a form cannot hold'))`)
 	if n := p.eval(`document.querySelectorAll(".elicit-card img").length`); n != float64(0) {
 		t.Errorf("a peer's HTML became %v elements", n)
@@ -186,4 +190,31 @@ func TestElicitationConsoleHostile(t *testing.T) {
 	if w := p.eval(`document.querySelector(".elicit-card").innerText.includes("names no call")`); w != true {
 		t.Errorf("no warning for an elicitation of no call")
 	}
+	// Only the participant that asked closes its question: mallory's done
+	// is ignored, booking's is not.
+	mallory := testutil.JoinParticipant(t, g, "mallory-token", participant.Options{})
+	done := func(who *participant.Participant, by string) {
+		t.Helper()
+		env := &protocol.Envelope{Kind: protocol.KindElicitationDone, To: []string{"you"}, CorrelationID: []string{id}}
+		if err := env.SetPayload(protocol.ElicitationDone{Status: protocol.ElicitationAnswered, By: by, Action: "accept"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := who.Send(t.Context(), env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := make(chan struct{}, 1)
+	rogue.Client().OnKind(protocol.KindElicitationDone, func(env *protocol.Envelope) {
+		if env.From == "mallory" {
+			seen <- struct{}{}
+		}
+	})
+	done(mallory, "mallory")
+	select { // the space has relayed mallory's first
+	case <-seen:
+	case <-time.After(10 * time.Second):
+		t.Fatal("mallory's elicitation/done was not relayed")
+	}
+	done(rogue, "booking")
+	p.wait("the card closed by its bridge", `document.querySelector(".elicit-card").dataset.state === "accepted by booking"`)
 }

@@ -58,7 +58,7 @@ export function readForm(schema) {
 // {err} saying why it cannot be sent.
 function checkField(f, el) {
   const p = f.p;
-  if (f.kind === "boolean") return el.dataset.set ? { value: el.checked } : {};
+  if (f.kind === "boolean") return el.dataset.set ? { value: el.checked } : f.required ? { err: "required" } : {};
   const raw = el.value.trim();
   if (raw === "") return f.required ? { err: "required" } : {};
   if (f.kind === "enum") return { value: raw };
