@@ -436,14 +436,16 @@ func (m *Model) elicitDialogLines() ([]string, *tea.Cursor) {
 	var cursor *tea.Cursor
 	add := func(s string) { body = append(body, wrapText(s, inner, "  ")...) }
 	add(st.DialogTitle.Render(termtext.Line(e.from) + " asks " + askedWho(m.me(), e.to) + forWhat(&e.req)))
-	msg := strings.Split(strings.TrimRight(termtext.Clean(clip.Runes(e.req.Message, 1000)), "\n"), "\n")
-	for i, l := range msg {
-		if i == 6 {
-			add("  …")
-			break
-		}
-		add("  " + l)
+	// The message gets a few lines: the form must fit below it (the card
+	// in the transcript has the rest).
+	var msg []string
+	for _, l := range strings.Split(strings.TrimRight(termtext.Clean(clip.Runes(e.req.Message, 1000)), "\n"), "\n") {
+		msg = append(msg, wrapText("  "+l, inner, "  ")...)
 	}
+	if most := max(min(m.height/6, 8), 2); len(msg) > most {
+		msg = append(msg[:most-1], "  …")
+	}
+	body = append(body, msg...)
 	if e.noCall {
 		add(st.Error.Render("⚠ this names no call to " + termtext.Line(e.from) + " seen here; answer only if you expect it"))
 	}
@@ -470,7 +472,9 @@ func (m *Model) elicitDialogLines() ([]string, *tea.Cursor) {
 			lw = max(lw, ansi.StringWidth(fd.label)+2)
 		}
 		lw = min(lw, 24)
-		lo, hi := fieldWindow(len(e.form.fields), e.cursor, max(m.height-14, 3))
+		// What is left of the screen, less the keys, the status bar and a
+		// few lines of the transcript, is the fields'.
+		lo, hi := fieldWindow(e.form.fields, e.cursor, max(m.height-12-len(body), 2))
 		if lo > 0 {
 			add(st.Dim.Render(fmt.Sprintf("  ↑ %d more fields", lo)))
 		}
@@ -498,11 +502,12 @@ func (m *Model) elicitDialogLines() ([]string, *tea.Cursor) {
 				line += "  " + st.Dim.Render(h)
 			}
 			body = append(body, ansi.Truncate(line, inner, "…"))
+			// One line each, so that fieldWindow counts them right.
 			if fd.desc != "" && i == e.cursor {
-				add(st.Dim.Render("    " + fd.desc))
+				body = append(body, ansi.Truncate(st.Dim.Render("    "+fd.desc), inner, "…"))
 			}
 			if fd.err != "" {
-				add(st.Error.Render("    ! " + fd.err))
+				body = append(body, ansi.Truncate(st.Error.Render("    ! "+fd.err), inner, "…"))
 			}
 		}
 		if hi < len(e.form.fields) {
@@ -533,12 +538,37 @@ func (m *Model) elicitDialogLines() ([]string, *tea.Cursor) {
 	return append(out, bs.Render("╰"+strings.Repeat("─", max(w-2, 0))+"╯")), cursor
 }
 
-// fieldWindow is the range of n fields shown in room lines, the cursor's
-// among them.
-func fieldWindow(n, cursor, room int) (lo, hi int) {
-	if n <= room {
-		return 0, n
+// fieldWindow is the range of fields shown in room lines, the cursor's
+// among them: a field takes a line, and one more for its error and, with
+// the cursor, for its description.
+func fieldWindow(fields []*formField, cursor, room int) (lo, hi int) {
+	if len(fields) == 0 {
+		return 0, 0
 	}
-	lo = min(max(cursor-room/2, 0), n-room)
-	return lo, lo + room
+	cost := func(i int) int {
+		n := 1
+		if fields[i].err != "" {
+			n++
+		}
+		if i == cursor && fields[i].desc != "" {
+			n++
+		}
+		return n
+	}
+	lo, hi = cursor, cursor+1
+	used := cost(cursor)
+	for grew := true; grew; {
+		grew = false
+		if hi < len(fields) && used+cost(hi) <= room {
+			used += cost(hi)
+			hi++
+			grew = true
+		}
+		if lo > 0 && used+cost(lo-1) <= room {
+			lo--
+			used += cost(lo)
+			grew = true
+		}
+	}
+	return lo, hi
 }

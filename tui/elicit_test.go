@@ -322,3 +322,29 @@ func TestFormNumbers(t *testing.T) {
 		}
 	}
 }
+
+// TestElicitationTall: a long message and 32 required fields, all wrong,
+// still fit the screen (goldenAt counts the lines), the field with the
+// keys among those shown.
+func TestElicitationTall(t *testing.T) {
+	props := map[string]any{}
+	var req []string
+	for i := range 32 {
+		name := fmt.Sprintf("f%02d", i)
+		props[name] = map[string]any{"type": "string", "description": strings.Repeat("long words ", 30)}
+		req = append(req, name)
+	}
+	h := newHarness(t)
+	h.recv(call("you", "c1", "files", "book", map[string]any{}))
+	r := formReq(mustJSON(t, map[string]any{"type": "object", "properties": props, "required": req}))
+	r.Message = strings.Repeat("a very long question ", 80) + "\n" + strings.Repeat("line\n", 30)
+	h.recv(elicitReq("el1", "c1", []string{"you"}, r))
+	h.key("enter")
+	for range 20 {
+		h.key("tab")
+	}
+	h.golden("elicit_tall")
+	if s := h.screen(); !strings.Contains(s, "▸ f20 *") || !strings.Contains(s, "more fields") {
+		t.Errorf("the field with the keys is not shown:\n%s", s)
+	}
+}
