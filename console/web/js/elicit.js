@@ -13,6 +13,7 @@ import { allowsTo } from "./caps.js";
 const MAX_SCHEMA = 64 * 1024;
 const MAX_FIELDS = 32;
 const MAX_OPTIONS = 64;
+const MAX_KEPT = 256; // cards followed at once; the oldest is let go
 
 // readForm reads a requested schema as fields, or says why it cannot be a
 // form: MCP allows a flat object of strings, numbers, integers, booleans
@@ -110,6 +111,7 @@ export class Elicitations {
     const me = this.st.me;
     const e = { env, settled: false, answerId: "" };
     this.open.set(env.id, e);
+    if (this.open.size > MAX_KEPT) this.open.delete(this.open.keys().next().value);
     const whom = to.length ? to.map((x) => (x === me ? "you" : short(x, 60))).join(", ") : "everyone";
     e.state = h("div", { class: "state" });
     e.note = h("div", { class: "elicit-note error" });
