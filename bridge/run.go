@@ -124,7 +124,12 @@ func (b *Bridge) start(ctx context.Context) (*run, error) {
 			return nil, err
 		}
 		r.proc = proc
-		transport = &rawTransport{Transport: &mcp.IOTransport{Reader: proc.stdout, Writer: proc.stdin}, hs: hs}
+		// A line over maxFrame is answered "result too large" by the guard
+		// instead of ending the SDK's session (oversize.go).
+		guard := newFrameGuard(proc.stdout, maxFrame, func(d dropped) {
+			b.log.Warn("MCP server message too large, dropped", "bytes", d.size, "id", string(d.id), "answer", d.response)
+		})
+		transport = &rawTransport{Transport: &mcp.IOTransport{Reader: guard, Writer: proc.stdin, MaxLineLength: sdkMaxLine}, hs: hs}
 	}
 	// mew offers its newest revision: server/discover first, then
 	// initialize; the handshake's verdict applies package mcpver to what the

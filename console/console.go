@@ -64,7 +64,7 @@ func csp(host string) string {
 	if validHost(host) {
 		connect += " ws://" + host + " wss://" + host
 	}
-	return "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src " + connect +
+	return "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self' data:; connect-src " + connect +
 		"; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 }
 

@@ -159,6 +159,14 @@ func (m *Model) cmdReview([]string) tea.Cmd {
 			n++
 		}
 	}
+	// Postponed elicitations come back too, after the proposals.
+	for _, e := range m.pendingElicits() {
+		e.postponed = false
+	}
+	m.openElicit()
+	if len(m.pending()) == 0 && len(m.pendingElicits()) > 0 {
+		return nil
+	}
 	if len(m.pending()) == 0 {
 		m.note("no proposals await your decision", false)
 		return nil

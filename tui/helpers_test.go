@@ -36,6 +36,7 @@ type fakeSpace struct {
 	edited     []string // "id params" of the fulfilments with edited params
 	settled    map[string]participant.ProposalStatus
 	noRequests bool // the user may not send mcp/request (cannot fulfil)
+	noAnswers  bool // the user may not send elicitation/response
 	tools      map[string][]string
 	now        func() time.Time
 	ledger     []LedgerGrant     // as a gateway keeps it from the grants and revokes sent
@@ -135,7 +136,7 @@ func (f *fakeSpace) Reject(_ context.Context, id, reason, message string) error 
 }
 
 func (f *fakeSpace) CanSend(kind string, _ []string, _ []byte) bool {
-	return !(kind == protocol.KindMCPRequest && f.noRequests)
+	return !(kind == protocol.KindMCPRequest && f.noRequests) && !(kind == protocol.KindElicitationResponse && f.noAnswers)
 }
 
 func (f *fakeSpace) ToolsOf(_ context.Context, id string) ([]string, error) {

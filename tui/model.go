@@ -46,6 +46,9 @@ type Options struct {
 	// Intro are lines to show a newcomer: the first lines of the
 	// transcript, and again in /help (mew demo's "what to try").
 	Intro []string
+	// Open opens a URL elicitation's link for the user (their browser);
+	// nil: the link is written in the transcript instead.
+	Open func(ctx context.Context, url string) error
 }
 
 // Model is the terminal UI's state: a tea.Model. It is owned by the program's
@@ -81,6 +84,11 @@ type Model struct {
 	byID      map[string]*proposal
 	nextN     int
 	dlg       *dialog
+
+	elicits    []*elicit // every elicitation seen, numbered from 1 (the latest maxElicits)
+	elicitByID map[string]*elicit
+	nextE      int
+	eform      *elicit // the elicitation the dialog offers, when no proposal's shows
 
 	board   boardState
 	grants  []*grant        // made in this session
@@ -119,7 +127,7 @@ func New(o Options) *Model {
 		o: o, sp: o.Space, ctx: o.Context, now: o.Now,
 		width: 80, height: 24,
 		roster: map[string]bool{}, requests: map[string]*requestEntry{}, hushed: map[string]bool{},
-		reasonings: map[string]*reasoningEntry{}, byID: map[string]*proposal{}, quiet: map[string]int{}, myChats: map[string]*chatEntry{},
+		reasonings: map[string]*reasoningEntry{}, byID: map[string]*proposal{}, elicitByID: map[string]*elicit{}, quiet: map[string]int{}, myChats: map[string]*chatEntry{},
 	}
 	if m.ctx == nil {
 		m.ctx = context.Background()
@@ -195,6 +203,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case decidedMsg:
 		return m, m.decided(msg)
+	case elicitSentMsg:
+		m.elicitSent(msg)
+	case openedMsg:
+		if msg.err != nil {
+			m.note("could not open the link: "+termtext.Line(msg.err.Error())+"; open it yourself: "+termtext.Line(clip.Runes(msg.e.req.URL, 2000)), true)
+		}
 	case grantSentMsg:
 		if msg.err != nil {
 			msg.g.state = "refused: " + termtext.Line(msg.err.Error())
@@ -223,6 +237,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.tick()
 	case tea.PasteMsg:
 		switch {
+		case m.dlg == nil && m.eform != nil:
+			if fs := m.eform.form.fields; m.eform.cursor < len(fs) {
+				fs[m.eform.cursor].typeText(msg.Content)
+			}
 		case m.dlg == nil:
 			m.in.insert(msg.Content)
 		case m.dlg.step == stepEdit:
@@ -263,6 +281,8 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		return m.refreshBoardGrants()
 	case m.dlg != nil:
 		return m.dialogKey(k)
+	case m.eform != nil:
+		return m.elicitKey(k)
 	case k.String() == "ctrl+f":
 		m.in.set("/find ")
 		return nil
@@ -373,6 +393,7 @@ func (m *Model) observeEnv(env *protocol.Envelope) tea.Cmd {
 				g.state = "refused: " + termtext.Line(e.Error)
 			}
 		}
+		m.elicitError(env, &e)
 		m.add(&errorEntry{code: e.Error, message: e.Message, attempted: e.AttemptedKind})
 	case protocol.KindChat:
 		var c protocol.Chat
@@ -435,6 +456,14 @@ func (m *Model) observeEnv(env *protocol.Envelope) tea.Cmd {
 				m.settle(p, out)
 			}
 		}
+	case protocol.KindElicitationRequest:
+		return m.elicitRequest(env)
+	case protocol.KindElicitationDone:
+		m.elicitDone(env)
+	case protocol.KindElicitationRefused:
+		m.elicitRefused(env)
+	case protocol.KindElicitationResponse:
+		// elicitation/done says who answered, and how
 	case protocol.KindReasoningStart, protocol.KindReasoningThought:
 		return m.reason(env)
 	case protocol.KindReasoningConclusion:
@@ -881,11 +910,25 @@ func (m *Model) stackLines() []string {
 
 // bottom returns the lines under the transcript: the dialog or the input.
 func (m *Model) bottom() []string {
-	if m.dlg != nil {
-		lines, _ := m.dialogLines()
+	if lines, _, ok := m.modal(); ok {
 		return lines
 	}
 	return make([]string, min(m.in.rows(), maxInputRows)) // the input's lines; frame draws them
+}
+
+// modal returns the dialog that has the keys, drawn, and its cursor:
+// a proposal's first, then an elicitation's; false when the input has
+// them.
+func (m *Model) modal() ([]string, *tea.Cursor, bool) {
+	switch {
+	case m.dlg != nil:
+		l, c := m.dialogLines()
+		return l, c, true
+	case m.eform != nil:
+		l, c := m.elicitDialogLines()
+		return l, c, true
+	}
+	return nil, nil, false
 }
 
 // maxInputRows bounds the input's lines on screen; a longer text scrolls.
@@ -908,9 +951,9 @@ func (m *Model) View() tea.View {
 // frame draws the screen as lines, exactly height of them, and returns the
 // cursor, if it shows.
 func (m *Model) frame() (string, *tea.Cursor) {
-	bottom, dcur := m.bottom(), (*tea.Cursor)(nil)
-	if m.dlg != nil {
-		bottom, dcur = m.dialogLines()
+	bottom, dcur, modal := m.modal()
+	if !modal {
+		bottom = m.bottom()
 	}
 	stack := m.stackLines()
 	vh := max(m.height-1-len(bottom)-len(stack), 1)
@@ -940,7 +983,7 @@ func (m *Model) frame() (string, *tea.Cursor) {
 	}
 	out = append(out, stack...)
 	var cursor *tea.Cursor
-	if m.dlg == nil {
+	if !modal {
 		prompt := m.st.Prompt.Render("> ")
 		lines, col, row := m.in.view(prompt, 2, m.width, maxInputRows)
 		cursor = tea.NewCursor(col, len(out)+row)
@@ -969,6 +1012,9 @@ func (m *Model) statusBar() string {
 	parts := []string{termtext.Line(m.o.SpaceName), "me " + termtext.Line(m.me())}
 	if n := len(m.pending()); n > 0 {
 		parts = append(parts, plural(n, "proposal")+" pending")
+	}
+	if n := len(m.pendingElicits()); n > 0 {
+		parts = append(parts, plural(n, "question")+" pending")
 	}
 	if n := len(m.reasonings); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d thinking", n))

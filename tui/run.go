@@ -30,6 +30,9 @@ type RunOptions struct {
 	HistoryFile string
 	// Intro are lines for a newcomer, shown first and in /help.
 	Intro []string
+	// Open opens the link of a URL elicitation addressed to the user (nil:
+	// the link is written in the transcript).
+	Open func(ctx context.Context, url string) error
 }
 
 // Run shows the space of p, a connected participant, full-screen until the
@@ -42,7 +45,7 @@ func Run(ctx context.Context, p *participant.Participant, o RunOptions) error {
 	if o.HistoryFile != "" {
 		history, _ = LoadHistory(o.HistoryFile) // a history that cannot be read starts afresh
 	}
-	m := New(Options{Space: NewSDKSpace(p, SDKOptions{Gateway: o.Gateway, Space: o.SpaceName, Token: o.Token}), SpaceName: o.SpaceName, DefaultTargets: o.DefaultTargets, Context: ctx, History: history, Intro: o.Intro})
+	m := New(Options{Space: NewSDKSpace(p, SDKOptions{Gateway: o.Gateway, Space: o.SpaceName, Token: o.Token}), SpaceName: o.SpaceName, DefaultTargets: o.DefaultTargets, Context: ctx, History: history, Intro: o.Intro, Open: o.Open})
 	if w := p.Client().Welcome(); w != nil {
 		m.welcome(w)
 	}

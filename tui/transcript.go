@@ -454,9 +454,3 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
-
-// resultText summarises an MCP result for the transcript (see summary.Result).
-func resultText(raw json.RawMessage) string {
-	text, _ := summary.Result(raw)
-	return clip.Runes(text, 2000)
-}

@@ -19,7 +19,8 @@ import (
 const (
 	// EnvMode selects the server: "normal", "silent" (never answers),
 	// "garbage" (writes a line that is not JSON-RPC, then reads its input
-	// forever) or "exit" (writes to standard error and exits with 7).
+	// forever), "exit" (writes to standard error and exits with 7) or
+	// "huge" (normal, with a tool "huge" whose answer is mb MiB long).
 	EnvMode = "MEW_TESTSERVER_MODE"
 	// EnvLifetime, a Go duration, makes a normal server exit with status 2
 	// after that long.
@@ -67,6 +68,9 @@ func Main() int {
 		revisions = strings.Split(v, ",")
 	}
 	s := NewFor(out, revisions...)
+	if os.Getenv(EnvMode) == "huge" {
+		addHugeTool(s)
+	}
 	if err := s.Run(context.Background(), &mcp.IOTransport{Reader: os.Stdin, Writer: out}); err != nil {
 		fmt.Fprintln(os.Stderr, "mcptest:", err)
 		return 1

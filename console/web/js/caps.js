@@ -40,6 +40,22 @@ export function allows(caps, kind, payload) {
   return false;
 }
 
+// allowsTo is allows for an envelope addressed to to: a capability that
+// names recipients (a "to" member) allows it only when every recipient
+// matches one of them.
+export function allowsTo(caps, kind, to, payload) {
+  for (const c of caps || []) {
+    if (!c || typeof c.kind !== "string" || !kindMatches(c.kind, kind)) continue;
+    if (c.payload && payload !== undefined && !valueMatches(c.payload, payload)) continue;
+    if (c.to !== undefined) {
+      const pats = Array.isArray(c.to) ? c.to : [c.to];
+      if (!to.length || !to.every((r) => pats.some((p) => valueMatches(p, r)))) continue;
+    }
+    return true;
+  }
+  return false;
+}
+
 // literal is a pattern matching exactly s, as the terminal UI writes it.
 export function literal(s) {
   const special = s === "" || /[*?\\]/.test(s) || s.startsWith("!") || (s.length >= 2 && s.startsWith("/") && s.endsWith("/"));

@@ -7,11 +7,13 @@ import { allows } from "./caps.js";
 import { Conn, exchange } from "./conn.js";
 import { State } from "./state.js";
 import { Approvals } from "./approve.js";
+import { Elicitations } from "./elicit.js";
+import { richContent, placeholder } from "./content.js";
 import { drawChain, drawMap } from "./pictures.js";
 import { lineageSteps } from "./lineage.js";
 
 const $ = (sel) => document.querySelector(sel);
-const HIDDEN = new Set(["chat/acknowledge", "system/heartbeat", "participant/status", "capability/grant-ack",
+const HIDDEN = new Set(["elicitation/response", "elicitation/done", "elicitation/refused", "chat/acknowledge", "system/heartbeat", "participant/status", "capability/grant-ack",
   "floor/responding-to", "floor/yield", "participant/compact-done", "system/welcome"]);
 const CONTROLS = [
   ["participant/pause", "Pause"], ["participant/resume", "Resume"], ["participant/request-status", "Status"],
@@ -38,6 +40,7 @@ let conn = null;
 const requests = new Map(); // request id -> its entry, for pairing the answer
 const thinking = new Map(); // reasoning/start id -> {el, n, started, last, ended}
 let approvals = null;
+let elicits = null;
 
 function app() {
   const root = $("#app");
@@ -109,6 +112,7 @@ function joinWithToken() {
 function start(space, cred) {
   conn = new Conn({ space, cred, onEnvelope, onFrame, onState });
   approvals = new Approvals({ st, conn, queueEl: $("#queue"), onChange: () => {} });
+  elicits = new Elicitations({ st, conn });
   conn.open();
   setInterval(tick, 1000);
 }
@@ -154,6 +158,7 @@ function onEnvelope(env) {
     if (atEnd) stream.scrollTop = stream.scrollHeight;
   }
   approvals.observe(env);
+  elicits.observe(env);
 }
 
 // answerMCP answers the MCP requests addressed to this page at once, as
@@ -259,6 +264,8 @@ function render(env) {
       return renderResponse(env);
     case "mcp/proposal":
       return approvals.renderProposal(env);
+    case "elicitation/request":
+      return elicits.render(env);
     case "mcp/reject":
     case "mcp/withdraw":
       return null; // the proposal's state line says it
@@ -311,7 +318,7 @@ function resultText(p) {
   if (p.error) return { err: true, text: (p.error.message ? short(p.error.message, 400) : json(p.error, 400)) };
   const r = p.result;
   if (r && Array.isArray(r.content)) {
-    const t = r.content.map((c) => (c?.type === "text" ? c.text : "[" + short(c?.type, 20) + "]")).join("\n");
+    const t = r.content.map((c) => (c?.type === "text" ? c.text : placeholder(c))).join("\n");
     return { err: !!r.isError, text: short(t, 2000) };
   }
   return { err: false, text: json(r, 2000) };
@@ -324,13 +331,13 @@ function renderResponse(env) {
   if (req && (req.env.to || []).includes(env.from)) {
     const r = resultText(p);
     req.el.querySelector(".answers").append(h("div", { class: "response" + (r.err ? " err" : ""), "data-id": env.id },
-      "↳ ", short(env.from, 60), " → ", short(env.to?.join(", ") || "", 60), ": ", h("span", { class: "result" }, r.text)));
+      "↳ ", short(env.from, 60), " → ", short(env.to?.join(", ") || "", 60), ": ", h("span", { class: "result" }, r.text), richContent(p.result)));
     return null;
   }
   const target = st.byId.get(env.correlation_id?.[0]);
   if (target?.kind === "mcp/request" && (target.payload?.method === "tools/list" || target.payload?.method === "initialize")) return null;
   const r = resultText(p);
-  return h("div", { class: "response" + (r.err ? " err" : "") }, who(env), ": ", r.text);
+  return h("div", { class: "response" + (r.err ? " err" : "") }, who(env), ": ", r.text, richContent(p.result));
 }
 
 function renderReasoning(env) {
