@@ -53,6 +53,12 @@ func (srv *Server) clusterOutage() {
 	if errors.Is(err, cluster.ErrClosed) {
 		return // the server is closing: its connections end anyway
 	}
+	if err == nil && !srv.clusterCurrent() {
+		// Back, but a space has not re-read the state yet: the welcome
+		// of the return waits (the spaces refuse meanwhile), and so does
+		// this look, which comes again within a second.
+		return
+	}
 	o := &srv.outage
 	rc := clusterReconnects(node)
 	blip := err == nil && !o.down && !o.settling && rc != o.reconnects
@@ -90,4 +96,15 @@ func (srv *Server) tellLocal(notice *refusal, welcome bool) {
 		}
 		sp.mu.Unlock()
 	}
+}
+
+// clusterCurrent reports whether every space's copy of the cluster's state
+// is current (clusterSpace.current).
+func (srv *Server) clusterCurrent() bool {
+	for _, sp := range srv.order {
+		if sp.cl != nil && !sp.cl.current() {
+			return false
+		}
+	}
+	return true
 }

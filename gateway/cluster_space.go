@@ -75,6 +75,14 @@ type clusterSpace struct {
 	heldGen uint64                      // counts the held envelopes released, so that a stale timer does nothing
 	timer   *time.Timer                 // releases the first held envelope after holdLimit
 	synced  [2]chan struct{}            // closed when the state and presence watches have delivered the snapshot
+	// epochs is the node's reconnection count, if it keeps one; resynced
+	// holds, per watch (state, presence), the epoch its copy is current
+	// for. Until both have reached the node's epoch, a change made
+	// elsewhere during a cut (a revoked grant) may not be applied here yet,
+	// and the space refuses (refusal) and holds the welcome of the
+	// connection's return (clusterOutage).
+	epochs   cluster.EpochReporter
+	resynced [2]atomic.Uint64
 	// inviting holds the invitations of ours being created in State, with
 	// the watch's changes of their key meanwhile (applied if ours lost).
 	inviting map[string][]cluster.Entry
@@ -169,9 +177,17 @@ func newClusterSpace(sp *liveSpace, node cluster.Node, hw *historyWriter) (*clus
 		cancel()
 		return nil, fmt.Errorf("watch presence: %w", err)
 	}
+	if ep, ok := node.(cluster.EpochReporter); ok {
+		// Read after the watches began: a reconnection before is in
+		// their snapshots, one after makes them report OpResynced.
+		cl.epochs = ep
+		e := ep.Epoch()
+		cl.resynced[0].Store(e)
+		cl.resynced[1].Store(e)
+	}
 	cl.wg.Add(2)
-	go cl.watch(sw, cl.synced[0], cl.stateChange)
-	go cl.watch(pw, cl.synced[1], cl.presenceChange)
+	go cl.watch(sw, cl.synced[0], &cl.resynced[0], cl.stateChange)
+	go cl.watch(pw, cl.synced[1], &cl.resynced[1], cl.presenceChange)
 	go cl.writer()
 	// Subscribe before serving: a node that serves a space must receive its
 	// envelopes from the first one on.
@@ -229,8 +245,9 @@ func (cl *clusterSpace) close(ctx context.Context) {
 	cl.sp.mu.Unlock()
 }
 
-// watch applies a watcher's changes until it ends.
-func (cl *clusterSpace) watch(w cluster.Watcher, synced chan struct{}, apply func(cluster.Entry)) {
+// watch applies a watcher's changes until it ends, and records in resynced
+// the epoch of each OpResynced: every change before it has been applied.
+func (cl *clusterSpace) watch(w cluster.Watcher, synced chan struct{}, resynced *atomic.Uint64, apply func(cluster.Entry)) {
 	defer cl.wg.Done()
 	defer w.Stop()
 	closed := false
@@ -240,10 +257,16 @@ func (cl *clusterSpace) watch(w cluster.Watcher, synced chan struct{}, apply fun
 			if !ok {
 				return
 			}
-			if e.Op == cluster.OpSynced {
+			switch e.Op {
+			case cluster.OpSynced:
 				if !closed {
 					close(synced)
 					closed = true
+				}
+				continue
+			case cluster.OpResynced:
+				if e.Revision > resynced.Load() {
+					resynced.Store(e.Revision)
 				}
 				continue
 			}
@@ -965,12 +988,26 @@ func (cl *clusterSpace) refusal() *refusal {
 	if err == nil && cl.behind.Load() {
 		err = errors.New("it fell behind the space's envelopes and is subscribing again")
 	}
+	if err == nil && !cl.current() {
+		err = errors.New("it is reading the space's state again after a reconnection")
+	}
 	if err != nil {
 		r := refuse(ErrorClusterUnavailable, "this gateway node cannot reach its cluster, so it accepts nothing for this space: "+err.Error())
 		r.status = http.StatusServiceUnavailable
 		return r
 	}
 	return nil
+}
+
+// current reports whether the space's copy of the cluster's state and
+// presence is current: both watches have reported the node's epoch (see
+// clusterSpace.epochs).
+func (cl *clusterSpace) current() bool {
+	if cl.epochs == nil {
+		return true
+	}
+	e := cl.epochs.Epoch()
+	return cl.resynced[0].Load() >= e && cl.resynced[1].Load() >= e
 }
 
 // clusterHealth is what /health says of the cluster, inlined in its

@@ -76,6 +76,18 @@ type Stats struct {
 	SlowConsumers uint64 // times the fabric dropped messages for this node, which did not read them fast enough
 }
 
+// EpochReporter is implemented by nodes whose link to the fabric can be cut
+// and restored while they run. Epoch counts the restorations; it grows
+// before Err turns nil again. The OpSynced and OpResynced entries of a watch
+// carry in Revision the epoch whose state they reflect, so that a consumer
+// knows its copy is current when every watch it follows has reported the
+// node's Epoch: until then a change made elsewhere during the cut (a
+// revoked grant) may not be applied yet, and the node must not act on its
+// copy.
+type EpochReporter interface {
+	Epoch() uint64
+}
+
 // StatsReporter is implemented by nodes that keep Stats.
 type StatsReporter interface {
 	Stats() Stats
@@ -111,6 +123,11 @@ const (
 	OpPut    Op = iota + 1 // the key was written
 	OpDelete               // the key was deleted, or expired
 	OpSynced               // marker: every key that existed when the watch began has been sent
+	// OpResynced is a marker after the node was cut off from the fabric
+	// and is back: the watch has read every key again and handed on every
+	// change it had missed (see EpochReporter). A consumer that applies the
+	// changes in order has applied them when it receives it.
+	OpResynced
 )
 
 func (o Op) String() string {
@@ -121,6 +138,8 @@ func (o Op) String() string {
 		return "delete"
 	case OpSynced:
 		return "synced"
+	case OpResynced:
+		return "resynced"
 	}
 	return "op?"
 }
@@ -135,7 +154,9 @@ type Entry struct {
 
 // Watcher delivers the changes to a space's keys: first the current value of
 // every key (OpPut), then one OpSynced entry, then each change as it
-// happens, in revision order. A change superseded by a later change of the
+// happens, in revision order. After the node was cut off from the fabric it
+// re-reads the keys, hands on what changed meanwhile, and then an
+// OpResynced entry (see EpochReporter); consumers skip the markers. A change superseded by a later change of the
 // same key before it was delivered may be skipped (the shared state keeps
 // one revision per key), but the last change of every key is delivered:
 // a watcher's copy converges to the state. The channel is closed when the

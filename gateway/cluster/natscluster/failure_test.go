@@ -394,6 +394,10 @@ func TestFreshServer(t *testing.T) {
 	if e := nextChange(t, w, 15*time.Second); e.Op != cluster.OpDelete || e.Key != "old" {
 		t.Fatalf("after the fresh start: %+v, want old's deletion", e)
 	}
+	// Then the marker: every change missed is handed on, at this epoch.
+	if e := nextChange(t, w, 15*time.Second); e.Op != cluster.OpResynced || e.Revision < 1 || e.Revision > b.Epoch() {
+		t.Fatalf("%+v, want resynced at epoch %d", e, b.Epoch())
+	}
 	waitFor(t, 15*time.Second, "a write to the fresh server", func() bool {
 		_, err := a.State().Put(ctx, "sp", "k", []byte("v"), cluster.PutOptions{})
 		return err == nil

@@ -103,7 +103,15 @@ type Node struct {
 
 	isClosed atomic.Bool // closed, for Err without the lock
 	down     atomic.Bool // the connection the node made is not connected
+	// epoch counts the reconnections (cluster.EpochReporter); it grows
+	// before reconn is closed and before down is cleared.
+	epoch atomic.Uint64
 }
+
+// Epoch implements cluster.EpochReporter: how many times the node's
+// connection to NATS came back. Every watch reports it in an OpResynced
+// entry once it has re-read its keys after that reconnection.
+func (n *Node) Epoch() uint64 { return n.epoch.Load() }
 
 // reconnected returns a channel closed at the next reconnection to NATS.
 func (n *Node) reconnected() <-chan struct{} {
@@ -113,11 +121,15 @@ func (n *Node) reconnected() <-chan struct{} {
 }
 
 func (n *Node) onReconnect(*nats.Conn) {
-	n.down.Store(false)
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	// The epoch first, then the watches' signal, then Err's answer: a
+	// gateway that sees the node up sees the new epoch, and refuses until
+	// every watch has reported it (OpResynced).
+	n.epoch.Add(1)
 	close(n.reconn)
 	n.reconn = make(chan struct{})
+	n.down.Store(false)
 	if n.closed || !n.ready {
 		return
 	}
@@ -314,13 +326,24 @@ func (n *Node) Presence() cluster.Presence { return presence{n} }
 // connection the node made the answer is two atomic loads, kept by the
 // connection's disconnect and reconnect handlers (which run microseconds
 // after the connection's state changes); on a Conn given in Options it asks
-// the connection.
+// the connection, and its Epoch never advances (the node has no handler
+// on that connection to count its returns).
 func (n *Node) Err() error {
 	if n.isClosed.Load() {
 		return cluster.ErrClosed
 	}
-	if n.ownConn && !n.down.Load() {
-		return nil
+	if n.ownConn {
+		// The answer never asks the connection: its status waits on the
+		// lock its reconnect loop holds while it dials (seconds, during a
+		// cut), and /health and refusals must answer at once. The node is
+		// down until onReconnect has run, even when the connection is
+		// CONNECTED already: the epoch it advances must be seen first
+		// (cluster.EpochReporter), or a gateway would act on watches that
+		// have not re-read the state.
+		if !n.down.Load() {
+			return nil
+		}
+		return fmt.Errorf("natscluster: node %s: NATS connection lost: %w", n.id, cluster.ErrUnavailable)
 	}
 	if st := n.nc.Status(); st != nats.CONNECTED {
 		return fmt.Errorf("natscluster: node %s: NATS connection %s: %w", n.id, st, cluster.ErrUnavailable)

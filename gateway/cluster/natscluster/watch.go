@@ -21,9 +21,12 @@ type watcher struct {
 	kcancel context.CancelFunc
 	prefix  string
 	out     chan cluster.Entry
-	stop    chan struct{}
-	once    sync.Once
-	done    chan struct{}
+	// reconn is the node's reconnection signal as it was before the KV
+	// watch began, so that a reconnection from then on restarts it.
+	reconn <-chan struct{}
+	stop   chan struct{}
+	once   sync.Once
+	done   chan struct{}
 }
 
 func (n *Node) watch(ctx context.Context, kv jetstream.KeyValue, space string) (cluster.Watcher, error) {
@@ -34,6 +37,7 @@ func (n *Node) watch(ctx context.Context, kv jetstream.KeyValue, space string) (
 		return nil, err
 	}
 	prefix := escape(space) + "."
+	reconn := n.reconnected() // before the KV watch: see watcher.reconn
 	// The KV watch lives until the pump ends it (drainOld), not until ctx;
 	// nats.go waits on its context in a goroutine of its own, which this
 	// cancel ends.
@@ -44,7 +48,7 @@ func (n *Node) watch(ctx context.Context, kv jetstream.KeyValue, space string) (
 		return nil, n.unavailable(err)
 	}
 	w := &watcher{n: n, kv: kv, kw: kw, kcancel: kcancel, prefix: prefix, out: make(chan cluster.Entry, 64),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		reconn: reconn, stop: make(chan struct{}), done: make(chan struct{})}
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
@@ -85,7 +89,9 @@ func hashOf(b []byte) uint64 {
 // keys that changed are handed on again, the ones that disappeared (deleted
 // or expired while the node was away, however long, or lost with the
 // server's storage) as OpDelete. So the consumer's copy converges whatever
-// happened meanwhile, and never sees a second OpSynced.
+// happened meanwhile, and never sees a second OpSynced; then an OpResynced
+// entry carrying the node's epoch as it was when the reconnection was seen
+// (cluster.EpochReporter).
 func (w *watcher) pump(ctx context.Context) {
 	defer w.n.wg.Done()
 	defer close(w.done)
@@ -93,6 +99,8 @@ func (w *watcher) pump(ctx context.Context) {
 	defer w.release()
 	known := make(map[string]seen) // keys present, as handed on
 	var resync map[string]bool     // during a re-synchronization: keys in the new snapshot
+	var epoch uint64               // the node's epoch the re-synchronization reads
+	reconn := w.reconn
 	synced := false
 	send := func(e cluster.Entry) bool {
 		select {
@@ -111,10 +119,13 @@ func (w *watcher) pump(ctx context.Context) {
 				return
 			}
 			kve = e
-		case <-w.n.reconnected():
+		case <-reconn:
 			// The server may have lost the watch's consumer (a restart):
 			// rather than wait for the ordered consumer to notice missing
-			// heartbeats, watch again and compare.
+			// heartbeats, watch again and compare. A reconnection from
+			// now on starts this again.
+			reconn = w.n.reconnected()
+			epoch = w.n.epoch.Load()
 			if !w.restart(ctx) {
 				return
 			}
@@ -142,6 +153,9 @@ func (w *watcher) pump(ctx context.Context) {
 					}
 				}
 				resync = nil
+				if !send(cluster.Entry{Op: cluster.OpResynced, Revision: epoch}) {
+					return
+				}
 			}
 			continue
 		}

@@ -1,0 +1,137 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/gateway/cluster/natscluster"
+	"github.com/mew-protocol/mew/internal/testutil"
+)
+
+// TestClusterRevokeDuringCut: a grant revoked on node 1 while node 2 is cut
+// off from the cluster is never honoured by node 2 after the heal. Node 2
+// comes back with its copy of the grants as it was before the cut; it
+// refuses everything until its watches have re-read the state (and holds
+// the welcome of its return until then), so the first envelope it accepts
+// is judged with the revoke applied. Round after round, sending at once
+// after the heal and again until the verdict comes. Meanwhile the cut-off
+// node answers /health and HTTP injections at once, not after its
+// reconnect loop's dial.
+func TestClusterRevokeDuringCut(t *testing.T) {
+	var proxy *testutil.Proxy
+	c := newTestCluster(t, 2, onNATS, clusterSpace, func(i int, o *natscluster.Options) {
+		if i == 1 {
+			proxy = testutil.StartProxy(t, strings.TrimPrefix(o.URL, "nats://"))
+			o.URL = "nats://" + proxy.Addr
+		}
+	})
+	a, b := c.gs[0], c.gs[1]
+	human, _ := testutil.Join(t, a.WSURL, "human-token")
+	agent, _ := testutil.Join(t, b.WSURL, "agent-token")
+	human.ExpectFunc("system/presence", presence("join", "agent"))
+
+	// Node 1's own view of the shared state, to know when a revoke made
+	// there has reached the fabric.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := c.nodes[0].State().Watch(ctx, "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for e := range w.Changes() {
+		if e.Op == cluster.OpSynced {
+			break
+		}
+	}
+	hasProposal := func(m testutil.Msg) bool {
+		you, _ := m.Payload()["you"].(map[string]any)
+		return strings.Contains(fmt.Sprint(you["capabilities"]), "mcp/proposal")
+	}
+	const call = `{"id":"%s","kind":"mcp/proposal","payload":{"jsonrpc":"2.0","id":1,"method":"tools/call"}}`
+
+	rounds := 100
+	if testing.Short() {
+		rounds = 10
+	}
+	var verdict []time.Duration // from the heal to the first answer that is not "unavailable"
+	refusedMeanwhile := 0
+	var answers []time.Duration // /health and an injection on the cut-off node
+	for i := range rounds {
+		g := fmt.Sprintf("g%d", i)
+		human.SendText(fmt.Sprintf(`{"id":"%s","kind":"capability/grant","payload":{"recipient":"agent","capabilities":[{"kind":"mcp/proposal"}]}}`, g))
+		agent.ExpectFunc("system/welcome", hasProposal)
+
+		proxy.Cut()
+		proxy.Reset() // node 2 sees its connection go at once, and cannot reconnect
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if code, _ := get(t, b, "/health", ""); code == http.StatusServiceUnavailable {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: node 2 does not report the cut", i)
+			}
+		}
+		// A cut-off node answers at once: /health, and an HTTP
+		// injection refused as unavailable.
+		start := time.Now()
+		if code, _ := get(t, b, "/health", ""); code != http.StatusServiceUnavailable {
+			t.Fatalf("round %d: /health of the cut-off node: %d", i, code)
+		}
+		if code, body := post(t, b, "agent", "agent-token", `{"kind":"chat","payload":{"text":"cut"}}`); code != http.StatusServiceUnavailable {
+			t.Fatalf("round %d: injection on the cut-off node: %d %v", i, code, body)
+		}
+		answers = append(answers, time.Since(start))
+		human.SendText(fmt.Sprintf(`{"id":"v%d","kind":"capability/revoke","payload":{"recipient":"agent","grant_id":"%s"}}`, i, g))
+		key := cluster.GrantKey("agent", g)
+		for e := range w.Changes() {
+			if e.Key == key && e.Op == cluster.OpDelete {
+				break
+			}
+		}
+
+		proxy.Heal()
+		healed := time.Now()
+		for n := 0; ; n++ {
+			id := fmt.Sprintf("p%d-%d", i, n)
+			e := outcome(t, agent, id, fmt.Sprintf(call, id))
+			if e == nil {
+				t.Fatalf("round %d: node 2 accepted a proposal under grant %s, revoked during its cut", i, g)
+			}
+			if e["error"] == "capability_violation" {
+				verdict = append(verdict, time.Since(healed))
+				break
+			}
+			if e["error"] != gateway.ErrorClusterUnavailable {
+				t.Fatalf("round %d: %v, want %s or capability_violation", i, e, gateway.ErrorClusterUnavailable)
+			}
+			refusedMeanwhile++
+			if time.Since(healed) > 15*time.Second {
+				t.Fatalf("round %d: node 2 still refuses 15 s after the heal", i)
+			}
+			time.Sleep(5 * time.Millisecond) // within the sender's rate limit
+
+		}
+		// The welcome of its return, sent once its copy is current, shows
+		// the revoke.
+		agent.Within(10*time.Second, "node 2's welcome after the heal", func(m testutil.Msg) bool {
+			return m.Kind() == "system/welcome" && !hasProposal(m)
+		})
+	}
+	slices.Sort(verdict)
+	slices.Sort(answers)
+	if worst := answers[len(answers)-1]; worst > time.Second {
+		t.Errorf("the cut-off node took %v to answer /health and an injection", worst)
+	}
+	t.Logf("cut-off node: /health and an injection answered in p50 %v max %v",
+		answers[len(answers)/2].Round(time.Millisecond), answers[len(answers)-1].Round(time.Millisecond))
+	t.Logf("%d rounds: from the heal to the first verdict p50 %v max %v; %d envelopes refused as unavailable meanwhile",
+		rounds, verdict[len(verdict)/2].Round(time.Millisecond), verdict[len(verdict)-1].Round(time.Millisecond), refusedMeanwhile)
+}
