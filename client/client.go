@@ -42,6 +42,10 @@ type Client struct {
 	closed atomic.Bool
 	live   atomic.Pointer[conn] // the joined connection Send uses, or nil
 
+	// seen is what a reconnect resumes from: the envelopes received
+	// (resume.go). Only the reader of the current connection changes it.
+	seen seenIDs
+
 	mu         sync.Mutex
 	state      State
 	run        *run  // from Connect until the client stops connecting
@@ -502,7 +506,7 @@ func (c *Client) reconnect(r *run) *conn {
 			return nil
 		case <-t.C:
 		}
-		cn, err := c.attempt(r.ctx, r, c.nextURL())
+		cn, err := c.attempt(r.ctx, r, c.resumeURL(c.nextURL()))
 		if err == nil {
 			return cn
 		}

@@ -198,6 +198,9 @@ func (cn *conn) handle(dec *protocol.Decoder, msg []byte) bool {
 		// make a participant's envelope pass for its own.
 		return cn.inbound(item{kind: itemError, err: fmt.Errorf("%w: %s from %q", ErrNotFromGateway, env.Kind, env.From)})
 	}
+	if env.Kind != protocol.KindSystemWelcome && cn.c.seen.repeat(env.ID) {
+		return true // replayed by a resume, and seen before the reconnect
+	}
 	switch env.Kind {
 	case protocol.KindSystemWelcome:
 		w := new(protocol.Welcome)
@@ -219,7 +222,11 @@ func (cn *conn) handle(dec *protocol.Decoder, msg []byte) bool {
 		cn.shutdown(&RefusedError{Code: se.Error, Message: se.Message}, websocket.StatusNormalClosure, "")
 		return ok
 	}
-	return cn.inbound(item{kind: itemEnvelope, env: env})
+	if !cn.inbound(item{kind: itemEnvelope, env: env}) {
+		return false // not handed on: a resume asks for it again
+	}
+	cn.c.seen.add(env.ID)
+	return true
 }
 
 // inbound queues it, or ends the connection if the handlers are too far

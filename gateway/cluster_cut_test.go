@@ -11,7 +11,6 @@ import (
 
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/gateway/cluster"
-	"github.com/mew-protocol/mew/gateway/cluster/natscluster"
 	"github.com/mew-protocol/mew/internal/testutil"
 )
 
@@ -25,13 +24,7 @@ import (
 // node answers /health and HTTP injections at once, not after its
 // reconnect loop's dial.
 func TestClusterRevokeDuringCut(t *testing.T) {
-	var proxy *testutil.Proxy
-	c := newTestCluster(t, 2, onNATS, clusterSpace, func(i int, o *natscluster.Options) {
-		if i == 1 {
-			proxy = testutil.StartProxy(t, strings.TrimPrefix(o.URL, "nats://"))
-			o.URL = "nats://" + proxy.Addr
-		}
-	})
+	c, proxy := proxiedCluster(t)
 	a, b := c.gs[0], c.gs[1]
 	human, _ := testutil.Join(t, a.WSURL, "human-token")
 	agent, _ := testutil.Join(t, b.WSURL, "agent-token")

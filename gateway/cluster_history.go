@@ -344,7 +344,7 @@ func (cl *clusterSpace) poll(w http.ResponseWriter, r *http.Request, m *member, 
 	if !private || (c.hash != "" && c.hash != hw.hash) {
 		c.priv = sp.history.next
 	}
-	priv := sp.history.since(after, c.priv, limit, m)
+	priv := sp.history.privateSince(after, c.priv, limit, m)
 	privNext := sp.history.next
 	sp.mu.Unlock()
 

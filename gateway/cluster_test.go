@@ -444,13 +444,9 @@ func outageNotice(m testutil.Msg) bool {
 	return m.Kind() == "system/error" && !corr && m.Payload()["error"] == gateway.ErrorClusterUnavailable
 }
 
-// TestClusterPartition cuts the network between node 2 and NATS silently
-// (no reset: only missed pings tell), then heals it. Node 2's participant
-// is told, and refused rather than diverge; node 1 keeps serving and sees
-// it leave within the presence TTL; after the heal, node 2's participant
-// gets a fresh welcome, node 1 sees it again, and envelopes cross both
-// ways.
-func TestClusterPartition(t *testing.T) {
+// proxiedCluster starts two nodes on one NATS server, node 2 reaching it
+// through a proxy that can cut it off.
+func proxiedCluster(t *testing.T) (*testCluster, *testutil.Proxy) {
 	var proxy *testutil.Proxy
 	c := newTestCluster(t, 2, onNATS, clusterSpace, func(i int, o *natscluster.Options) {
 		if i == 1 {
@@ -458,6 +454,17 @@ func TestClusterPartition(t *testing.T) {
 			o.URL = "nats://" + proxy.Addr
 		}
 	})
+	return c, proxy
+}
+
+// TestClusterPartition cuts the network between node 2 and NATS silently
+// (no reset: only missed pings tell), then heals it. Node 2's participant
+// is told, and refused rather than diverge; node 1 keeps serving and sees
+// it leave within the presence TTL; after the heal, node 2's participant
+// gets a fresh welcome, node 1 sees it again, and envelopes cross both
+// ways.
+func TestClusterPartition(t *testing.T) {
+	c, proxy := proxiedCluster(t)
 	a, b := c.gs[0], c.gs[1]
 	human, _ := testutil.Join(t, a.WSURL, "human-token")
 	bob, _ := testutil.Join(t, b.WSURL, "bob-token")

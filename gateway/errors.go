@@ -20,6 +20,10 @@ const (
 	ErrorUnauthorized        = protocol.ErrorUnauthorized // unknown token
 	ErrorJoinRequired        = "join_required"            // first message of a connection without a bearer header is not a join
 	ErrorUnauthorizedStream  = protocol.ErrorUnauthorizedStream
+	// ErrorResumeGap tells a client that resumed (the resume query
+	// parameter) that what it missed could not all be replayed: the
+	// envelope it named is not in the node's history any more.
+	ErrorResumeGap = "resume_gap"
 )
 
 // Close codes the gateway uses besides the standard ones.

@@ -21,6 +21,7 @@ type history struct {
 type entry struct {
 	seq   uint64
 	at    time.Time
+	id    string // the envelope's id, for a resume
 	data  []byte
 	owner *member // nil: visible to everyone; else only to this participant
 }
@@ -29,7 +30,7 @@ func newHistory(size, maxBytes int) *history {
 	return &history{buf: make([]entry, size), maxBytes: maxBytes}
 }
 
-func (h *history) add(at time.Time, data []byte, owner *member) {
+func (h *history) add(at time.Time, id string, data []byte, owner *member) {
 	if len(data) > h.maxBytes {
 		// Never kept, but numbered, so that a poller's cursor moves past it.
 		data = nil
@@ -37,7 +38,7 @@ func (h *history) add(at time.Time, data []byte, owner *member) {
 	if h.next-h.first == uint64(len(h.buf)) {
 		h.dropOldest()
 	}
-	h.buf[h.next%uint64(len(h.buf))] = entry{seq: h.next, at: at, data: data, owner: owner}
+	h.buf[h.next%uint64(len(h.buf))] = entry{seq: h.next, at: at, id: id, data: data, owner: owner}
 	h.next++
 	h.bytes += len(data)
 	for h.bytes > h.maxBytes {
@@ -65,6 +66,51 @@ func (h *history) since(after time.Time, from uint64, limit int, m *member) []en
 		}
 	}
 	return out
+}
+
+// privateSince is since for the entries that are m's alone (a node of a
+// cluster polls the public ones from the cluster's history).
+func (h *history) privateSince(after time.Time, from uint64, limit int, m *member) []entry {
+	var out []entry
+	for seq := max(h.first, from); seq < h.next && len(out) < limit; seq++ {
+		e := h.buf[seq%uint64(len(h.buf))]
+		if e.owner != nil && e.visible(after, m) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// resume returns what m missed after the envelope id: the entries visible
+// to m recorded after it, and those recorded within skew before it (on a
+// node of a cluster, where envelopes from different nodes may have been
+// delivered in another order on the node m left; the client drops what it
+// has seen). found is false when id is not in the history (too old, or
+// never delivered here).
+func (h *history) resume(id string, skew time.Duration, m *member) (out []entry, found bool) {
+	seq := h.next
+	for s := h.next; s > h.first; s-- {
+		if e := &h.buf[(s-1)%uint64(len(h.buf))]; e.id == id && e.data != nil {
+			seq = s - 1
+			break
+		}
+	}
+	if seq == h.next {
+		return nil, false
+	}
+	from := seq + 1
+	if skew > 0 {
+		at := h.buf[seq%uint64(len(h.buf))].at.Add(-skew)
+		for from > h.first && !h.buf[(from-1)%uint64(len(h.buf))].at.Before(at) {
+			from--
+		}
+	}
+	for s := from; s < h.next; s++ {
+		if e := h.buf[s%uint64(len(h.buf))]; s != seq && e.visible(time.Time{}, m) {
+			out = append(out, e)
+		}
+	}
+	return out, true
 }
 
 // visible reports whether a poll by m for the entries recorded after the

@@ -188,3 +188,40 @@ func TestRejoinOnJoinedConnection(t *testing.T) {
 	p.SendText(`{"kind":"chat","payload":{"text":"ok"}}`)
 	p.Expect("chat")
 }
+
+// TestResumeHostile: the resume parameter names only what its participant
+// may see. An id that is not in the history (unknown, forged, oversized)
+// gets a resume_gap notice, with the id cut short; a resume that names a
+// private answer made for someone else replays none of that participant's
+// private answers, only what the resuming one may see.
+func TestResumeHostile(t *testing.T) {
+	g := start(t, gateway.Options{})
+	alice, _ := testutil.Join(t, g.WSURL, "alice-token")
+	bob, _ := testutil.Join(t, g.WSURL, "bob-token")
+	alice.Expect("system/presence")
+	// A private answer for bob: his refused request.
+	bob.SendText(`{"id":"b1","kind":"mcp/request","payload":{"method":"tools/call"}}`)
+	secret := bob.Expect("system/error")
+	alice.SendText(`{"id":"a1","kind":"chat","payload":{"text":"public"}}`)
+	bob.ExpectFunc("chat", func(m testutil.Msg) bool { return m.ID() == "a1" })
+	bob.SendText(`{"id":"b2","kind":"mcp/request","payload":{"method":"tools/call"}}`) // another, after a1
+	bob.Expect("system/error")
+
+	for _, id := range []string{"never-sent", strings.Repeat("x", 10000)} {
+		p, _ := testutil.Join(t, g.WSURL+"&resume="+id, "alice-token")
+		gap := p.ExpectFunc("system/error", func(m testutil.Msg) bool { return m.Payload()["error"] == gateway.ErrorResumeGap })
+		if msg, _ := gap.Payload()["message"].(string); len(msg) > 1000 {
+			t.Errorf("the gap notice repeats a %d-byte id: %d bytes", len(id), len(msg))
+		}
+		p.Conn.CloseNow()
+	}
+	// Alice resumes from bob's private error: the envelope is not hers,
+	// but where it sits in the history is no secret; she gets a1, not b1's
+	// answer or any other of bob's.
+	p, _ := testutil.Join(t, g.WSURL+"&resume="+secret.ID(), "alice-token")
+	p.ExpectFunc("chat", func(m testutil.Msg) bool { return m.ID() == "a1" })
+	bobs := func(m testutil.Msg) bool { return strings.Contains(string(m.Raw), `"to":["bob"]`) }
+	if m, quiet := p.Quiet(300*time.Millisecond, func(m testutil.Msg) bool { return !bobs(m) }); !quiet {
+		t.Errorf("alice's resume replayed bob's private answer: %s", m.Raw)
+	}
+}

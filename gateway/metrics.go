@@ -22,6 +22,7 @@ type metrics struct {
 	pending       prometheus.Gauge
 	connRefused   *prometheus.CounterVec
 	shed          prometheus.Counter
+	resumed       prometheus.Counter
 	floor         *prometheus.CounterVec
 	routing       prometheus.Histogram
 	// Registered only on a node of a cluster (registerCluster):
@@ -52,6 +53,10 @@ func newMetrics() *metrics {
 		shed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "mew_gateway_shed_total",
 			Help: "Messages not queued for a recipient because their sender already filled its share of that recipient's queue.",
+		}),
+		resumed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mew_gateway_resumed_envelopes_total",
+			Help: "Envelopes replayed to clients that resumed after a disconnect (the resume query parameter).",
 		}),
 		floor: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mew_gateway_floor_total",
@@ -92,7 +97,7 @@ func newMetrics() *metrics {
 		m.in[k] = in.WithLabelValues(k)
 		m.out[k] = out.WithLabelValues(k)
 	}
-	m.reg.MustRegister(m.connections, m.refusals, m.slowConsumers, m.pending, m.connRefused, m.shed, m.floor, m.routing, in, out,
+	m.reg.MustRegister(m.connections, m.refusals, m.slowConsumers, m.pending, m.connRefused, m.shed, m.resumed, m.floor, m.routing, in, out,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -97,6 +97,11 @@ type session struct {
 	pinging     sync.WaitGroup
 	ping        func(context.Context) error
 
+	// resume is the id of the last envelope the client saw before it
+	// reconnected (the resume query parameter), or "": attach replays what
+	// came after it (space.go, replayLocked).
+	resume string
+
 	dropped    atomic.Int64 // messages shed for this peer since it was last told
 	lastDrop   atomic.Int64 // unix nanoseconds of the last messages_dropped notice
 	flooding   atomic.Int64 // messages of this sender shed for some peer since it was last told

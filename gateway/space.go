@@ -16,6 +16,7 @@ import (
 
 	"github.com/mew-protocol/mew/capability"
 	"github.com/mew-protocol/mew/gateway/internal/audit"
+	"github.com/mew-protocol/mew/internal/clip"
 	"github.com/mew-protocol/mew/protocol"
 	"github.com/mew-protocol/mew/space"
 )
@@ -201,7 +202,7 @@ func (m *member) rebuildCaps() error {
 		}
 		sets = append(sets, g.set) // compiled when granted: nothing is compiled twice
 	}
-	arr, err := marshalJS(v.list)
+	arr, err := protocol.Marshal(v.list)
 	if err != nil {
 		return err
 	}
@@ -308,11 +309,42 @@ func (sp *liveSpace) attach(s *session) *refusal {
 	}
 
 	sp.unicastLocked(s, sp.welcomeLocked(s))
+	if s.resume != "" {
+		sp.replayLocked(s)
+	}
 	sp.broadcastLocked(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
 		Event:       protocol.PresenceJoin,
 		Participant: protocol.ParticipantInfo{ID: s.id, Capabilities: s.m.view().list},
 	}), s)
 	return nil
+}
+
+// resumeSkew is how far before the envelope a resuming client names a node
+// of a cluster replays from: envelopes accepted on different nodes may have
+// been delivered in another order on the node the client left.
+const resumeSkew = 2 * time.Second
+
+// replayLocked sends s, just welcomed, what its participant missed after
+// the envelope it named (s.resume), from the node's history, before
+// anything else: nothing between the two is lost or doubled on one node.
+// When the envelope is not in the history any more, s is told
+// (ErrorResumeGap) and polls for what is kept. mu must be held.
+func (sp *liveSpace) replayLocked(s *session) {
+	skew := time.Duration(0)
+	if sp.cl != nil {
+		skew = resumeSkew
+	}
+	entries, found := sp.history.resume(s.resume, skew, s.m)
+	if !found {
+		sp.unicastLocked(s, sp.errorEnvelope(s.id, refuse(ErrorResumeGap, fmt.Sprintf(
+			"envelope %s is not in this node's history (it keeps the last %d envelopes): what you missed after it cannot be replayed; GET /participants/%s/messages has what is kept",
+			clip.Runes(s.resume, 64), len(sp.history.buf), s.m.name))))
+		return
+	}
+	for _, e := range entries {
+		s.enqueue(frame{data: e.data})
+	}
+	sp.srv.metrics.resumed.Add(float64(len(entries)))
 }
 
 // detach removes s from the space if it is still there and tells the others.
@@ -406,26 +438,14 @@ func appendParticipant(dst []byte, id string, v *capView) []byte {
 	return append(dst, '}')
 }
 
-// appendJSON appends v encoded by marshalJS. Only the gateway's own types
+// appendJSON appends v encoded by protocol.Marshal. Only the gateway's own types
 // reach it, which always encode.
 func appendJSON(dst []byte, v any) []byte {
-	b, err := marshalJS(v)
+	b, err := protocol.Marshal(v)
 	if err != nil {
 		panic(fmt.Sprintf("gateway: encode %T: %v", v, err))
 	}
 	return append(dst, b...)
-}
-
-// marshalJS encodes v as protocol.Envelope.SetPayload encodes payloads:
-// compact, strings not HTML-escaped.
-func marshalJS(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // systemEnvelope encodes an envelope from the gateway, correlated to corr
@@ -471,9 +491,11 @@ type delivery struct {
 
 // broadcastLocked queues data for every session but exclude. mu must be held.
 func (sp *liveSpace) broadcastLocked(d delivery, exclude *session) {
-	if sp.cl == nil {
-		sp.history.add(d.at, d.data, nil)
-	} else if !d.remote {
+	// The node's history keeps what it delivered, for resumes (and, on a
+	// single node, for polls); a node of a cluster also appends what it
+	// accepted to the cluster's history, which polls read there.
+	sp.history.add(d.at, d.id, d.data, nil)
+	if sp.cl != nil && !d.remote {
 		sp.cl.historyLocked(d) // cluster_history.go: the cluster's history, once
 	}
 	rcpts := sp.recipients
@@ -527,7 +549,7 @@ func (sp *liveSpace) unicastLocked(s *session, d delivery) {
 		// Welcomes stay out of the history: they grow with the space (a
 		// thousand joins would pin a thousand participant lists), and a
 		// poller gets its current state from GET /participants.
-		sp.history.add(d.at, d.data, s.m)
+		sp.history.add(d.at, d.id, d.data, s.m)
 	}
 	f := frame{data: d.data, src: d.src, addressed: true}
 	if d.logged != nil && s.transport == transportVirtual {

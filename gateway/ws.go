@@ -101,6 +101,9 @@ func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	nc := hj.nc // not hj, which holds net/http's response and all it refers to
 	s := newSession(sp, m, id, transportWebSocket, srv.opts.SendQueue, srv.opts.SendQueueBytes, wsSink{conn: conn, nc: nc})
+	if v := r.URL.Query().Get("resume"); v != "" {
+		s.resume = v[:min(len(v), maxResumeID+1)] // a longer one is found nowhere: a gap
+	}
 	// Reads and writes pass the library no context (a cancellable one costs
 	// a registration per message); cancelling the session closes the socket.
 	stopClosing := context.AfterFunc(s.ctx, func() { _ = nc.Conn.Close() })
@@ -183,6 +186,11 @@ func (srv *Server) read(conn *websocket.Conn, o origin) {
 		}
 	}
 }
+
+// maxResumeID bounds the envelope id a resuming client names (ids the
+// gateway accepts are shorter); a longer one is kept cut, and found
+// nowhere.
+const maxResumeID = 256
 
 // maxPeek is how much of an oversized message is searched for its id.
 const maxPeek = 64 << 10

@@ -58,13 +58,10 @@ func (e *Envelope) SetPayload(v any) error {
 		e.Payload = nil
 		return nil
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := Marshal(v)
+	if err != nil {
 		return fmt.Errorf("protocol: encode %s payload: %w", e.Kind, err)
 	}
-	b := bytes.TrimRight(buf.Bytes(), "\n")
 	if isNull(b) {
 		e.Payload = nil
 		return nil
@@ -74,6 +71,19 @@ func (e *Envelope) SetPayload(v any) error {
 	}
 	e.Payload = json.RawMessage(b)
 	return nil
+}
+
+// Marshal encodes v as envelopes carry JSON: compact, with strings not
+// HTML-escaped as json.Marshal escapes them (a json.RawMessage inside is
+// compacted, its escapes kept).
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // DecodePayload decodes the payload into v with encoding/json: JSON types must

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/mew-protocol/mew/protocol"
 	"slices"
 	"strconv"
 	"strings"
@@ -148,7 +149,7 @@ func (o *jsonObject) add(key string, v any) {
 	k, _ := json.Marshal(key)
 	o.buf.Write(k)
 	o.buf.WriteByte(':')
-	b, err := marshalValue(v)
+	b, err := protocol.Marshal(v)
 	if err != nil {
 		o.err = err
 		return
@@ -165,17 +166,6 @@ func (o *jsonObject) bytes() ([]byte, error) {
 	}
 	o.buf.WriteByte('}')
 	return o.buf.Bytes(), nil
-}
-
-// marshalValue encodes v as compact JSON without HTML escaping.
-func marshalValue(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 func (b *SchemaBase) addTo(o *jsonObject, typ string) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/mew-protocol/mew/internal/argcheck"
+	"github.com/mew-protocol/mew/protocol"
 )
 
 // MaxArgumentBytes bounds the arguments of one call, as JSON.
@@ -155,7 +156,7 @@ func defaultOf(s Schema) json.RawMessage {
 	if v == nil {
 		return nil
 	}
-	b, err := marshalValue(v)
+	b, err := protocol.Marshal(v)
 	if err != nil {
 		return nil
 	}
