@@ -51,7 +51,7 @@ participants:
   human:
     tokens: [human-token]
     capabilities: [{kind: "*"}]
-`, gateway.Options{NoAudit: true})
+`, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func BenchmarkAnswer(b *testing.B) {
 			name = "reasoning"
 		}
 		b.Run(name, func(b *testing.B) {
-			g := testutil.StartGateway(b, agentSpace, gateway.Options{Rate: 1e6, Burst: 1e6})
+			g := testutil.StartGateway(b, agentSpace, gateway.Options{Limits: gateway.Limits{Rate: 1e6, Burst: 1e6}})
 			srv := testutil.NewLLMServer(b)
 			srv.SetFallback(func(testutil.LLMRequest) testutil.LLMStep { return testutil.LLMReply("ok") })
 			prov, err := llm.NewOpenAI(llm.Config{BaseURL: srv.URL(), APIKey: "k", MaxRetries: -1})

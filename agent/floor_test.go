@@ -122,7 +122,7 @@ type floorRun struct {
 // the first and the agents spread round robin.
 func simulate(t *testing.T, floorOn, mention bool, n int, interval time.Duration, nodes int) floorRun {
 	const agents = 5
-	opts := gateway.Options{Rate: 5000, Burst: 5000}
+	opts := gateway.Options{Limits: gateway.Limits{Rate: 5000, Burst: 5000}}
 	gs := []*testutil.Gateway{}
 	if nodes > 1 {
 		gs = testutil.StartCluster(t, nodes, floorSpace(agents, floorOn), opts)

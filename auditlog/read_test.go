@@ -135,8 +135,8 @@ func sameDelivery(t *testing.T, i int, c, r delivery, everyone bool) int {
 // place, with the very body the reference layout repeats on its line.
 func TestCompactReadsBackAsReference(t *testing.T) {
 	t.Parallel()
-	compact := session(t, gateway.Options{AuditMaxFileSize: 4096, AuditMaxFiles: -1})
-	reference := session(t, gateway.Options{AuditFormat: "reference"})
+	compact := session(t, gateway.Options{Audit: gateway.AuditOptions{MaxFileSize: 4096, MaxFiles: -1}})
+	reference := session(t, gateway.Options{Audit: gateway.AuditOptions{Format: "reference"}})
 	if files, _ := auditlog.Files(compact, auditlog.EnvelopeHistory); len(files) < 3 {
 		t.Fatalf("compact log in %d files, want rotation", len(files))
 	}
@@ -182,7 +182,7 @@ func TestPerRecipientCompactLog(t *testing.T) {
 	if st.Skipped != 0 || st.Records != st.Lines {
 		t.Fatalf("%d records from %d lines, %d skipped", st.Records, st.Lines, st.Skipped)
 	}
-	r, _ := deliveries(t, session(t, gateway.Options{AuditFormat: "reference"}))
+	r, _ := deliveries(t, session(t, gateway.Options{Audit: gateway.AuditOptions{Format: "reference"}}))
 	sameDeliveries(t, c, r)
 }
 

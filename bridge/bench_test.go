@@ -80,7 +80,7 @@ func BenchmarkDirectToolCall(b *testing.B) {
 // returns a participant that may call its tools.
 func benchSpace(b *testing.B) *participant.Participant {
 	b.Helper()
-	g := testutil.StartGateway(b, bridgeSpace, gateway.Options{Rate: -1, NoAudit: true})
+	g := testutil.StartGateway(b, bridgeSpace, gateway.Options{Limits: gateway.Limits{Rate: -1}, Audit: gateway.AuditOptions{Off: true}})
 	startBridge(b, g, bridge.Options{Server: goServer(b, "normal"), RequestTimeout: time.Minute, Logger: slog.New(slog.DiscardHandler)})
 	return join(b, g, "human", participant.Options{})
 }

@@ -12,7 +12,7 @@ import (
 // BenchmarkSendEcho measures round trips through a real gateway: one client
 // sends a chat and waits for the gateway to relay it back.
 func BenchmarkSendEcho(b *testing.B) {
-	g := startGateway(b, gateway.Options{Rate: -1, NoAudit: true})
+	g := startGateway(b, gateway.Options{Limits: gateway.Limits{Rate: -1}, Audit: gateway.AuditOptions{Off: true}})
 	c := connect(b, g, client.Options{Token: "alice-token"})
 	echo := make(chan struct{}, 1)
 	c.OnKind(protocol.KindChat, func(*protocol.Envelope) { echo <- struct{}{} })

@@ -310,7 +310,7 @@ func TestSendErrors(t *testing.T) {
 
 func TestConcurrentSends(t *testing.T) {
 	const senders, each = 100, 50
-	g := startGateway(t, gateway.Options{Rate: -1, SendQueue: 1 << 14})
+	g := startGateway(t, gateway.Options{Limits: gateway.Limits{Rate: -1, SendQueue: 1 << 14}})
 	c := connect(t, g, client.Options{Token: "alice-token"})
 	var mu sync.Mutex
 	seen := make(map[string]int)
@@ -569,7 +569,7 @@ func TestRefusedErrorText(t *testing.T) {
 }
 
 func TestHeartbeat(t *testing.T) {
-	g := startGateway(t, gateway.Options{PingInterval: 200 * time.Millisecond, PongTimeout: 200 * time.Millisecond})
+	g := startGateway(t, gateway.Options{Timing: gateway.Timing{PingInterval: 200 * time.Millisecond, PongTimeout: 200 * time.Millisecond}})
 	pinging := connect(t, g, client.Options{Token: "alice-token", HeartbeatInterval: 100 * time.Millisecond})
 	silent := connect(t, g, client.Options{Token: "bob-token", HeartbeatInterval: -1})
 	evs := []*events{record(pinging), record(silent)}

@@ -116,7 +116,7 @@ func exampleGateway() (addr string, stop func()) {
 space: {id: demo}
 participants:
   alice: {tokens: [alice-token], capabilities: [{kind: "*"}]}
-`, gateway.Options{NoAudit: true})
+`, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func lostAndDoubled(counts []int) (lost, doubled int) {
 // order: each reconnect names the last envelope it saw and the gateway
 // replays what came after it.
 func TestResumeAfterBlips(t *testing.T) {
-	g := startGateway(t, gateway.Options{Rate: -1})
+	g := startGateway(t, gateway.Options{Limits: gateway.Limits{Rate: -1}})
 	proxy := testutil.StartProxy(t, g.Addr)
 	alice := newClient(t, nil, fast(client.Options{Gateway: "ws://" + proxy.Addr, Token: "alice-token"}))
 	ev := record(alice)
@@ -123,7 +123,7 @@ func TestResumeAfterBlips(t *testing.T) {
 // is told that what it missed cannot all be replayed (resume_gap), and
 // goes on with what comes next.
 func TestResumeGap(t *testing.T) {
-	g := startGateway(t, gateway.Options{Rate: -1, HistorySize: 16})
+	g := startGateway(t, gateway.Options{Limits: gateway.Limits{Rate: -1, HistorySize: 16}})
 	proxy := testutil.StartProxy(t, g.Addr)
 	alice := newClient(t, nil, fast(client.Options{Gateway: "ws://" + proxy.Addr, Token: "alice-token"}))
 	ev := record(alice)
@@ -157,7 +157,7 @@ func TestResumeGap(t *testing.T) {
 // envelopes of different origins in different orders), and the client
 // drops what it has seen.
 func TestResumeFailover(t *testing.T) {
-	gs := testutil.StartCluster(t, 2, sdkSpace, gateway.Options{Rate: -1})
+	gs := testutil.StartCluster(t, 2, sdkSpace, gateway.Options{Limits: gateway.Limits{Rate: -1}})
 	alice := newClient(t, nil, fast(client.Options{Gateways: []string{"ws://" + gs[0].Addr, "ws://" + gs[1].Addr}, Token: "alice-token"}))
 	ev := record(alice)
 	if err := alice.Connect(context.Background()); err != nil {

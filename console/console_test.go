@@ -163,7 +163,7 @@ func startFiles(t *testing.T, g *testutil.Gateway, dir string) {
 // without a dialog, its revocation from the ledger, and a correlation
 // chain; then a one-time link.
 func TestSpaceView(t *testing.T) {
-	g := testutil.StartGateway(t, webSpace, gateway.Options{NoAudit: true})
+	g := testutil.StartGateway(t, webSpace, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 	work := t.TempDir()
 	startFiles(t, g, work)
 	helper := testutil.JoinParticipant(t, g, "helper-token", participant.Options{})

@@ -104,7 +104,7 @@ func callTool(t *testing.T, who *participant.Participant, tool string) <-chan st
 // place, the right one completes the call; another participant's call is
 // answered for it from the console; a picture in a tool result is drawn.
 func TestElicitationInConsole(t *testing.T) {
-	g := testutil.StartGateway(t, elicitSpace, gateway.Options{NoAudit: true})
+	g := testutil.StartGateway(t, elicitSpace, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 	startBooking(t, g)
 	agent := testutil.JoinParticipant(t, g, "agent-token", participant.Options{})
 	p := openAs(t, g, "you-token", 3)
@@ -166,7 +166,7 @@ func TestElicitationInConsole(t *testing.T) {
 // safely (text only, no form it cannot hold), and a participant who may
 // not answer gets no controls.
 func TestElicitationConsoleHostile(t *testing.T) {
-	g := testutil.StartGateway(t, elicitSpace, gateway.Options{NoAudit: true})
+	g := testutil.StartGateway(t, elicitSpace, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 	// booking here is a plain participant allowed to send elicitation/*:
 	// what it sends is what a hostile bridge could.
 	rogue := testutil.JoinParticipant(t, g, "booking-token", participant.Options{})

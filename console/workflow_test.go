@@ -235,7 +235,7 @@ participants:
 // silence, sends plain text to the space's default_to, and sends nothing
 // for a line that starts with { but is not JSON.
 func TestConsoleAnswersAndDefaults(t *testing.T) {
-	g := testutil.StartGateway(t, defaultsSpace, gateway.Options{NoAudit: true})
+	g := testutil.StartGateway(t, defaultsSpace, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 	helper := testutil.JoinParticipant(t, g, "helper-token", participant.Options{})
 	p := openAs(t, g, "you-token", 2)
 
@@ -300,7 +300,7 @@ func TestPersonsHour(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a minute of waiting: not with -short")
 	}
-	g := testutil.StartGateway(t, hourSpace, gateway.Options{NoAudit: true, SessionGrantGrace: time.Second})
+	g := testutil.StartGateway(t, hourSpace, gateway.Options{Timing: gateway.Timing{SessionGrantGrace: time.Second}, Audit: gateway.AuditOptions{Off: true}})
 	work := t.TempDir()
 	startFiles(t, g, work)
 	helper := testutil.JoinParticipant(t, g, "helper-token", participant.Options{})

@@ -213,7 +213,7 @@ func heapMB() float64 {
 // refuses those over the caps with 503, and joined participants keep
 // talking.
 func TestAttackPreAuthFlood(t *testing.T) {
-	g := start(t, gateway.Options{MaxPending: 64, MaxPendingPerAddr: 48, JoinTimeout: 3 * time.Second})
+	g := start(t, gateway.Options{Limits: gateway.Limits{MaxPending: 64, MaxPendingPerAddr: 48}, Timing: gateway.Timing{JoinTimeout: 3 * time.Second}})
 	alice, _ := testutil.Join(t, g.WSURL, "alice-token")
 	bob, _ := testutil.Join(t, g.WSURL, "bob-token")
 	before := heapMB()
@@ -303,7 +303,7 @@ func TestAttackOversizedJoin(t *testing.T) {
 // envelopes. The byte budget refuses most, the polling history holds no
 // more than its byte bound, and a bystander keeps receiving.
 func TestAttackLargeEnvelopeFlood(t *testing.T) {
-	g := start(t, gateway.Options{HistoryBytes: 8 << 20, SendQueue: 4096, ByteRate: 1, ByteBurst: 8 << 20})
+	g := start(t, gateway.Options{Limits: gateway.Limits{HistoryBytes: 8 << 20, SendQueue: 4096, ByteRate: 1, ByteBurst: 8 << 20}})
 	alice, _ := testutil.Join(t, g.WSURL, "alice-token")
 	bob, _ := testutil.Join(t, g.WSURL, "bob-token")
 	before := heapMB()
@@ -351,7 +351,7 @@ participants:
   f1: {tokens: [f1-token], capabilities: [{kind: "stream/*"}, {kind: chat}]}
   f2: {tokens: [f2-token], capabilities: [{kind: "stream/*"}, {kind: chat}]}
   f3: {tokens: [f3-token], capabilities: [{kind: "stream/*"}, {kind: chat}]}
-`, gateway.Options{SendQueue: 256, Rate: 20000, Burst: 20000})
+`, gateway.Options{Limits: gateway.Limits{SendQueue: 256, Rate: 20000, Burst: 20000}})
 	// The victim reads, slowly: a few hundred microseconds a message.
 	victim := testutil.DialStalled(t, g.WSURL, "victim-token")
 	friend, _ := testutil.Join(t, g.WSURL, "friend-token")
@@ -436,7 +436,7 @@ participants:
 // connection is answered 503 at once, idle ones are closed to make room,
 // and a WebSocket join still gets in.
 func TestAttackIdleHTTPConnections(t *testing.T) {
-	g := start(t, gateway.Options{MaxConnections: 40, ConnectionHeadroom: 10, RequestTimeout: 2 * time.Second})
+	g := start(t, gateway.Options{Limits: gateway.Limits{MaxConnections: 40, ConnectionHeadroom: 10}, Timing: gateway.Timing{RequestTimeout: 2 * time.Second}})
 	// 30 clients each keep one keep-alive connection open after /health.
 	var clients []*http.Client
 	for range 30 {

@@ -43,7 +43,7 @@ func TestStalledAuditDisk(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatalf("mkfifo: %v", err)
 	}
-	g := testutil.StartGateway(t, stallSpace, gateway.Options{LogDir: dir, AuditQueueSize: 64, Rate: -1})
+	g := testutil.StartGateway(t, stallSpace, gateway.Options{Limits: gateway.Limits{Rate: -1}, Audit: gateway.AuditOptions{Dir: dir, QueueSize: 64}})
 	// The FIFO's reader, which reads nothing until the disk is to answer
 	// again (release); the cleanup releases it whatever happened, so that
 	// the gateway's audit log can close.

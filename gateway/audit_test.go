@@ -170,7 +170,7 @@ participants:
   a: {tokens: [a-token], capabilities: [{kind: chat}]}
 gateway_logging:
   capability_decisions: {enabled: false}
-`, gateway.Options{AuditReceivedOnly: true})
+`, gateway.Options{Audit: gateway.AuditOptions{ReceivedOnly: true}})
 	a, _ := testutil.Join(t, g.WSURL, "a-token")
 	a.SendText(`{"id":"q1","kind":"chat","payload":{"text":"x"}}`)
 	a.Expect("chat")

@@ -43,7 +43,7 @@ func benchServer(b *testing.B, n int, audit, limit bool) (*liveSpace, origin) {
 	if limit {
 		rate, bytes = 1e12, 1<<50 // the byte budget too, or the loop spends it
 	}
-	srv, err := New(Options{Spaces: []*space.Config{cfg}, NoAudit: !audit, Rate: rate, ByteRate: bytes, ByteBurst: bytes, SendQueue: 1 << 16})
+	srv, err := New(Options{Spaces: []*space.Config{cfg}, Limits: Limits{Rate: rate, ByteRate: bytes, ByteBurst: bytes, SendQueue: 1 << 16}, Audit: AuditOptions{Off: !audit}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func benchServer(b *testing.B, n int, audit, limit bool) (*liveSpace, origin) {
 		if !srv.track() {
 			b.Fatal("closed")
 		}
-		s := newSession(sp, m, m.name, transportWebSocket, srv.opts.SendQueue, srv.opts.SendQueueBytes, discardSink{})
+		s := newSession(sp, m, m.name, transportWebSocket, srv.opts.Limits.SendQueue, srv.opts.Limits.SendQueueBytes, discardSink{})
 		if rf := sp.attach(s); rf != nil {
 			b.Fatal(rf)
 		}

@@ -33,7 +33,7 @@ import (
 
 const (
 	// historyQueueBytes bounds the node's queue of envelopes waiting to be
-	// appended by size (Options.ClusterHistoryQueue, by count).
+	// appended by size (Options.Cluster.HistoryQueue, by count).
 	historyQueueBytes = 64 << 20
 	historyBatch      = 256 // the most records one AppendBatch carries
 	// settleWait bounds how long a poll waits for the node's own queued
@@ -55,7 +55,7 @@ type historyWriter struct {
 	log   cluster.Log
 	batch cluster.BatchAppender // nil: the log appends one record at a time
 	hash  string                // this node's mark in cursors (cursorHash)
-	max   int                   // the queue's bound in records (Options.ClusterHistoryQueue)
+	max   int                   // the queue's bound in records (Options.Cluster.HistoryQueue)
 
 	mu       sync.Mutex
 	queue    []cluster.Pending // guarded by mu
@@ -76,7 +76,7 @@ type historyWriter struct {
 func newHistoryWriter(srv *Server, node cluster.Node) *historyWriter {
 	ctx, cancel := context.WithCancel(context.Background())
 	hw := &historyWriter{
-		srv: srv, node: node, log: node.History(), hash: cursorHash(node.ID()), max: srv.opts.ClusterHistoryQueue,
+		srv: srv, node: node, log: node.History(), hash: cursorHash(node.ID()), max: srv.opts.Cluster.HistoryQueue,
 		wake: make(chan struct{}, 1), drain: make(chan struct{}), done: make(chan struct{}),
 		ctx: ctx, cancel: cancel, progress: make(chan struct{}),
 	}
@@ -106,7 +106,7 @@ func remote(d delivery) delivery {
 // cluster's history; sp.mu must be held, so that the queue's order is the
 // space's delivery order. It never blocks.
 func (cl *clusterSpace) historyLocked(d delivery) {
-	if len(d.data) > cl.sp.srv.opts.HistoryBytes || historyStamp+len(d.data) > cluster.MaxRecordLen {
+	if len(d.data) > cl.sp.srv.opts.Limits.HistoryBytes || historyStamp+len(d.data) > cluster.MaxRecordLen {
 		return // not kept, as on a single node (history.add)
 	}
 	cl.hist.push(cl.sp.id, d.at, d.data)

@@ -44,7 +44,7 @@ func (c *histCluster) add(t *testing.T, wrap func(cluster.Node) cluster.Node) *t
 		node = wrap(node)
 	}
 	opts := c.opts
-	opts.Cluster, opts.ClusterName, opts.Logger = node, "test", slog.New(slog.NewTextHandler(tlog{t}, nil))
+	opts.Cluster.Node, opts.Cluster.Name, opts.Logger = node, "test", slog.New(slog.NewTextHandler(tlog{t}, nil))
 	g := testutil.StartGateway(t, clusterSpace, opts)
 	c.gs = append(c.gs, g)
 	return g
@@ -427,7 +427,7 @@ func (l *gatedLog) Append(ctx context.Context, space string, data []byte) (uint6
 // goes on meanwhile.
 func TestClusterHistoryQueueFull(t *testing.T) {
 	c := newHistCluster(t, onMemory)
-	c.opts.ClusterHistoryQueue = 4
+	c.opts.Cluster.HistoryQueue = 4
 	gl := &gatedLog{open: make(chan struct{})}
 	a := c.add(t, func(n cluster.Node) cluster.Node {
 		gl.Log = n.History()

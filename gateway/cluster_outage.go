@@ -45,7 +45,7 @@ func clusterReconnects(node cluster.Node) uint64 {
 // clusterOutage compares the node's connection with the last look and tells
 // the participants of every space what changed.
 func (srv *Server) clusterOutage() {
-	node := srv.opts.Cluster
+	node := srv.opts.Cluster.Node
 	if node == nil {
 		return
 	}

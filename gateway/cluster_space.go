@@ -20,7 +20,7 @@ import (
 	"github.com/mew-protocol/mew/space"
 )
 
-// This file wires a space to the cluster (Options.Cluster): fan-out of
+// This file wires a space to the cluster (Options.Cluster.Node): fan-out of
 // accepted envelopes through the Broker, presence through Presence, runtime
 // grants through State. On a single node (no cluster) liveSpace.cl is nil
 // and none of it runs: each hook in space.go and control.go is one nil
@@ -118,11 +118,11 @@ type clusterOp struct {
 	done   chan struct{} // a barrier: closed when every write queued before it is made
 }
 
-// clusterStart links every space to opts.Cluster, if set: it subscribes to
+// clusterStart links every space to opts.Cluster.Node, if set: it subscribes to
 // each space's envelopes and waits for the watches' snapshots, so that the
 // node serves with the cluster's current grants and presence.
 func (srv *Server) clusterStart() error {
-	node := srv.opts.Cluster
+	node := srv.opts.Cluster.Node
 	if node == nil {
 		return nil
 	}
@@ -1021,11 +1021,11 @@ type clusterHealth struct {
 }
 
 func (srv *Server) clusterHealth() clusterHealth {
-	node := srv.opts.Cluster
+	node := srv.opts.Cluster.Node
 	if node == nil {
 		return clusterHealth{}
 	}
-	h := clusterHealth{Node: node.ID(), Cluster: srv.opts.ClusterName, NATS: "connected", Shared: true}
+	h := clusterHealth{Node: node.ID(), Cluster: srv.opts.Cluster.Name, NATS: "connected", Shared: true}
 	switch err := node.Err(); {
 	case err == nil:
 	case errors.Is(err, cluster.ErrClosed):
@@ -1146,7 +1146,7 @@ func (cl *clusterSpace) inviteChangeLocked(e cluster.Entry) {
 		sp.srv.opts.Logger.Warn("cluster: invitation does not compile", "space", sp.id, "key", e.Key, "err", err)
 		return
 	}
-	if sp.srv.opts.Rate > 0 {
+	if sp.srv.opts.Limits.Rate > 0 {
 		m.limiter = newLimiter(sp.srv.opts)
 	}
 	if err := sp.srv.creds.addTokens(sp, m); err != nil {

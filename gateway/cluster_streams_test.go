@@ -218,7 +218,7 @@ func TestClusterStreamsLateNode(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			newNode := nodeMaker(t, b)
 			start := func(id string) *testutil.Gateway {
-				return testutil.StartGateway(t, clusterSpace, gateway.Options{Cluster: newNode(id), ClusterName: "test", Logger: slog.New(slog.NewTextHandler(tlog{t}, nil))})
+				return testutil.StartGateway(t, clusterSpace, gateway.Options{Logger: slog.New(slog.NewTextHandler(tlog{t}, nil)), Cluster: gateway.ClusterOptions{Node: newNode(id), Name: "test"}})
 			}
 			a := start("n1")
 			human, _ := testutil.Join(t, a.WSURL, "human-token")
@@ -332,8 +332,8 @@ func TestClusterStreamsNodeLost(t *testing.T) {
 			newNode := nodeMaker(t, b)
 			logger := slog.New(slog.NewTextHandler(tlog{t}, nil))
 			lost := newNode("n1")
-			a := testutil.StartGateway(t, clusterSpace, gateway.Options{Cluster: lost, ClusterName: "test", Logger: logger})
-			b := testutil.StartGateway(t, clusterSpace, gateway.Options{Cluster: newNode("n2"), ClusterName: "test", Logger: logger})
+			a := testutil.StartGateway(t, clusterSpace, gateway.Options{Logger: logger, Cluster: gateway.ClusterOptions{Node: lost, Name: "test"}})
+			b := testutil.StartGateway(t, clusterSpace, gateway.Options{Logger: logger, Cluster: gateway.ClusterOptions{Node: newNode("n2"), Name: "test"}})
 			carol, _ := testutil.Join(t, b.WSURL, "carol-token")
 			human, _ := testutil.Join(t, a.WSURL, "human-token")
 			carol.ExpectFunc("system/presence", presence("join", "human"))

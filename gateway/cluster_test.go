@@ -73,7 +73,7 @@ func newTestCluster(t *testing.T, n int, b backend, spaceYAML string, tune func(
 		}
 		node := c.node(t, i, fmt.Sprintf("n%d", i+1), tuneI)
 		c.nodes = append(c.nodes, node)
-		c.gs = append(c.gs, testutil.StartGateway(t, spaceYAML, gateway.Options{Cluster: node, ClusterName: "test", Logger: slog.New(slog.NewTextHandler(tlog{t}, nil))}))
+		c.gs = append(c.gs, testutil.StartGateway(t, spaceYAML, gateway.Options{Logger: slog.New(slog.NewTextHandler(tlog{t}, nil)), Cluster: gateway.ClusterOptions{Node: node, Name: "test"}}))
 	}
 	return c
 }

@@ -57,7 +57,7 @@ func TestWriteCoalesce(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				srv, err := New(Options{Spaces: []*space.Config{cfg}, NoAudit: true, WriteCoalesce: c.coalesce})
+				srv, err := New(Options{Spaces: []*space.Config{cfg}, Timing: Timing{WriteCoalesce: c.coalesce}, Audit: AuditOptions{Off: true}})
 				if err != nil {
 					t.Fatal(err)
 				}

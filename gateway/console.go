@@ -29,7 +29,7 @@ const (
 // the page, the one-time links that open it, their exchange for a session,
 // and the grants ledger and the lineage API under a session.
 func (srv *Server) consoleRoutes(mux *http.ServeMux) {
-	if srv.opts.NoConsole {
+	if srv.opts.Console.Off {
 		return
 	}
 	page := http.StripPrefix("/console", console.Handler(console.Options{}))
@@ -56,7 +56,7 @@ func (srv *Server) consoleLink(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, errorBody{Error: ErrorUnauthorized, Message: "a participant's token of this space is needed (Authorization: Bearer)"})
 		return
 	}
-	code, expires, err := srv.creds.mint(sp, m, credCode, "", srv.now(), srv.opts.ConsoleLinkTTL)
+	code, expires, err := srv.creds.mint(sp, m, credCode, "", srv.now(), srv.opts.Console.LinkTTL)
 	if err != nil {
 		srv.metrics.refusals.WithLabelValues(ErrorLimitExceeded).Inc()
 		writeJSON(w, http.StatusTooManyRequests, errorBody{Error: ErrorLimitExceeded, Message: err.Error()})
@@ -146,7 +146,7 @@ func (srv *Server) consoleExchange(w http.ResponseWriter, r *http.Request) {
 	var expires time.Time
 	if ok {
 		var err error
-		cred, expires, err = srv.creds.mint(g.sp, g.m, credSession, sessionPrefix, now, srv.opts.ConsoleSessionTTL)
+		cred, expires, err = srv.creds.mint(g.sp, g.m, credSession, sessionPrefix, now, srv.opts.Console.SessionTTL)
 		ok = err == nil
 	}
 	if !ok {
@@ -196,7 +196,7 @@ func (srv *Server) consoleCaller(w http.ResponseWriter, r *http.Request) (sp *li
 // WebSocket.
 func (srv *Server) joinLookup(cred, spaceID string) (*liveSpace, *member) {
 	kinds := []credKind{credToken, credInvite}
-	if !srv.opts.NoConsole {
+	if !srv.opts.Console.Off {
 		kinds = append(kinds, credSession)
 	}
 	return srv.creds.resolve(cred, spaceID, srv.now(), kinds...)

@@ -99,7 +99,7 @@ func joinWith(t *testing.T, wsURL, spaceID, cred string, hdr http.Header) (strin
 }
 
 func TestConsolePageHeaders(t *testing.T) {
-	g := start(t, gateway.Options{NoAudit: true})
+	g := start(t, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 	resp, err := http.Get(g.URL + "/console/")
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +132,7 @@ func TestConsolePageHeaders(t *testing.T) {
 }
 
 func TestConsoleOff(t *testing.T) {
-	g := start(t, gateway.Options{NoAudit: true, NoConsole: true})
+	g := start(t, gateway.Options{Audit: gateway.AuditOptions{Off: true}, Console: gateway.ConsoleOptions{Off: true}})
 	resp, err := http.Get(g.URL + "/console/")
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +149,7 @@ func TestConsoleOff(t *testing.T) {
 // TestConsoleLinkOnce: a link opens one session, once; the session joins
 // as the participant that asked for the link, with its capabilities.
 func TestConsoleLinkOnce(t *testing.T) {
-	g := start(t, gateway.Options{NoAudit: true})
+	g := start(t, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 	code := link(t, g.URL, "bob-token", "test")
 	st, m := exchange(t, g.URL, code)
 	if st != http.StatusOK || m["participant"] != "bob" || m["space"] != "test" {
@@ -185,7 +185,7 @@ func TestConsoleLinkOnce(t *testing.T) {
 }
 
 func TestConsoleNoToken(t *testing.T) {
-	g := start(t, gateway.Options{NoAudit: true})
+	g := start(t, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 	for _, tok := range []string{"", "nope", "mcs_forged", strings.Repeat("x", 8000)} {
 		if st, m := consoleCall(t, http.MethodPost, g.URL+"/console/links", tok, "", nil); st != http.StatusUnauthorized || m["code"] != nil {
 			t.Errorf("POST /console/links with %.10q: %d %v", tok, st, m)
@@ -200,7 +200,7 @@ func TestConsoleNoToken(t *testing.T) {
 }
 
 func TestConsoleExpiredLink(t *testing.T) {
-	g := start(t, gateway.Options{NoAudit: true, ConsoleLinkTTL: time.Millisecond})
+	g := start(t, gateway.Options{Audit: gateway.AuditOptions{Off: true}, Console: gateway.ConsoleOptions{LinkTTL: time.Millisecond}})
 	code := link(t, g.URL, "alice-token", "test")
 	time.Sleep(10 * time.Millisecond)
 	if st, m := exchange(t, g.URL, code); st != http.StatusUnauthorized || m["session"] != nil {
@@ -211,7 +211,7 @@ func TestConsoleExpiredLink(t *testing.T) {
 // TestConsoleExchangeHostile: the exchange takes exactly one small JSON
 // body with the custom header from the gateway's own origin.
 func TestConsoleExchangeHostile(t *testing.T) {
-	g := start(t, gateway.Options{NoAudit: true})
+	g := start(t, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 	code := link(t, g.URL, "alice-token", "test")
 	good := `{"code":"` + code + `"}`
 	cases := []struct {
@@ -249,7 +249,7 @@ func TestConsoleExchangeHostile(t *testing.T) {
 // open a WebSocket; the gateway's own origin and clients without Origin
 // can.
 func TestConsoleCrossOriginWebSocket(t *testing.T) {
-	g := start(t, gateway.Options{NoAudit: true, OriginPatterns: []string{"console.example:8443"}})
+	g := start(t, gateway.Options{OriginPatterns: []string{"console.example:8443"}, Audit: gateway.AuditOptions{Off: true}})
 	for _, o := range []string{"http://evil.example", "http://127.0.0.1.evil.example", "null", "http://console.example:9999"} {
 		if kind, _ := joinWith(t, g.WSURL, "test", "alice-token", http.Header{"Origin": {o}}); !strings.HasPrefix(kind, "http 403") {
 			t.Errorf("WebSocket from %s: %s", o, kind)
@@ -271,7 +271,7 @@ func TestConsoleCrossOriginWebSocket(t *testing.T) {
 // TestConsoleOtherSpace: a token or a session of one space opens nothing
 // in another space of the same gateway.
 func TestConsoleOtherSpace(t *testing.T) {
-	base := serveSpaces(t, gateway.Options{NoAudit: true},
+	base := serveSpaces(t, gateway.Options{Audit: gateway.AuditOptions{Off: true}},
 		"space: {id: one}\nparticipants:\n  ann: {tokens: [ann-token], capabilities: [{kind: \"*\"}]}\n",
 		"space: {id: two}\nparticipants:\n  ben: {tokens: [ben-token], capabilities: [{kind: \"*\"}]}\n")
 	if st, m := consoleCall(t, http.MethodPost, base+"/console/links?space=one", "ben-token", "", nil); st != http.StatusUnauthorized {
@@ -310,7 +310,7 @@ defaults:
   routing:
     default_to: {chat: [everyone-bot], "mcp/proposal": [you]}
 `
-	g := testutil.StartGateway(t, meSpace, gateway.Options{NoAudit: true})
+	g := testutil.StartGateway(t, meSpace, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 	st, m := consoleCall(t, http.MethodGet, g.URL+"/console/me", "you-token", "", nil)
 	dt, _ := m["default_to"].(map[string]any)
 	if st != http.StatusOK || m["participant"] != "you" || fmt.Sprint(dt["chat"]) != "[helper]" || fmt.Sprint(dt["mcp/proposal"]) != "[you]" {

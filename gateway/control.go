@@ -364,7 +364,7 @@ func (sp *liveSpace) invite(o origin, env *protocol.Envelope, now time.Time) (ou
 	if err := m.setCapabilities(caps, sp.cfg.Defaults.Capabilities); err != nil {
 		return outcome{}, refuse(ErrorInvalidEnvelope, err.Error())
 	}
-	if sp.srv.opts.Rate > 0 {
+	if sp.srv.opts.Limits.Rate > 0 {
 		m.limiter = newLimiter(sp.srv.opts)
 	}
 	m.tokenFile, m.fileToken = true, tok

@@ -310,7 +310,7 @@ func TestKick(t *testing.T) {
 func TestPauseResumeShutdown(t *testing.T) {
 	clk := &clock{t: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
 	// WriteTimeout sets the watchdog's period, which ends timed-out pauses.
-	g := testutil.StartGateway(t, trustSpace, gateway.Options{Now: clk.Now, WriteTimeout: 100 * time.Millisecond})
+	g := testutil.StartGateway(t, trustSpace, gateway.Options{Now: clk.Now, Timing: gateway.Timing{WriteTimeout: 100 * time.Millisecond}})
 	lead, _ := testutil.Join(t, g.WSURL, "lead-token")
 	agent, _ := testutil.Join(t, g.WSURL, "agent-token")
 	chat := func(id string) map[string]any {

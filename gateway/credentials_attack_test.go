@@ -70,7 +70,7 @@ func refusedEverywhere(t *testing.T, base, wsURL, token, session, code string) {
 // file then lets it back; a shut-down participant loses its console
 // credentials but keeps its token, with which it takes part again.
 func TestAttackKickedComesBackThroughConsole(t *testing.T) {
-	g := testutil.StartGateway(t, credSpace, gateway.Options{NoAudit: true, WriteTimeout: 400 * time.Millisecond})
+	g := testutil.StartGateway(t, credSpace, gateway.Options{Timing: gateway.Timing{WriteTimeout: 400 * time.Millisecond}, Audit: gateway.AuditOptions{Off: true}})
 	admin, _ := testutil.Join(t, g.WSURL, "admin-token")
 
 	t.Run("kick", func(t *testing.T) {
@@ -148,7 +148,7 @@ func TestAttackKickedComesBackThroughConsole(t *testing.T) {
 // the human out nor voids the human's link; past its quota of links it is
 // refused (429), and the refusals are counted.
 func TestAttackConsoleCredentialQuota(t *testing.T) {
-	g := testutil.StartGateway(t, credSpace, gateway.Options{NoAudit: true})
+	g := testutil.StartGateway(t, credSpace, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 	humanSession, _ := consoleCreds(t, g.URL, "admin-token")
 	humanCode := link(t, g.URL, "admin-token", "")
 
@@ -203,7 +203,7 @@ func TestAttackConsoleCredentialQuota(t *testing.T) {
 // TestAttackConsoleSessionsPerParticipant: a participant's own sessions
 // past its quota end oldest first, and only its own.
 func TestAttackConsoleSessionsPerParticipant(t *testing.T) {
-	g := testutil.StartGateway(t, credSpace, gateway.Options{NoAudit: true})
+	g := testutil.StartGateway(t, credSpace, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 	humanSession, _ := consoleCreds(t, g.URL, "admin-token")
 	var agentSessions []string
 	for range 20 {
@@ -279,9 +279,9 @@ func TestAttackRegrantOutlivesParent(t *testing.T) {
 			t.Run(fmt.Sprintf("%d-nodes/%s", nodes, end), func(t *testing.T) {
 				var gs []*testutil.Gateway
 				if nodes == 1 {
-					gs = []*testutil.Gateway{testutil.StartGateway(t, grantChainSpace, gateway.Options{NoAudit: true})}
+					gs = []*testutil.Gateway{testutil.StartGateway(t, grantChainSpace, gateway.Options{Audit: gateway.AuditOptions{Off: true}})}
 				} else {
-					gs = testutil.StartCluster(t, nodes, grantChainSpace, gateway.Options{NoAudit: true})
+					gs = testutil.StartCluster(t, nodes, grantChainSpace, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 				}
 				on := func(i int) *testutil.Gateway { return gs[i%len(gs)] }
 				admin, _ := testutil.Join(t, on(0).WSURL, "admin-token")
@@ -353,7 +353,7 @@ func TestAttackRegrantOutlivesParent(t *testing.T) {
 // administrator kicks it on node 1; on every node nothing of it works any
 // more.
 func TestAttackKickedAcrossNodes(t *testing.T) {
-	gs := testutil.StartCluster(t, 3, credSpace, gateway.Options{NoAudit: true})
+	gs := testutil.StartCluster(t, 3, credSpace, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 	admin, _ := testutil.Join(t, gs[0].WSURL, "admin-token")
 	session, code := consoleCreds(t, gs[1].URL, "agent-token")
 	agent, _ := testutil.Join(t, gs[2].WSURL, "agent-token")

@@ -293,7 +293,7 @@ func TestRevokeRules(t *testing.T) {
 // the holder gets a welcome without it and may no longer send what it
 // allowed; malformed lifetimes are refused.
 func TestGrantExpires(t *testing.T) {
-	g := testutil.StartGateway(t, delegSpace, gateway.Options{WriteTimeout: 200 * time.Millisecond})
+	g := testutil.StartGateway(t, delegSpace, gateway.Options{Timing: gateway.Timing{WriteTimeout: 200 * time.Millisecond}})
 	admin, _ := testutil.Join(t, g.WSURL, "admin-token")
 	agent, _ := testutil.Join(t, g.WSURL, "agent-token")
 	for _, bad := range []string{

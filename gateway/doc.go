@@ -30,7 +30,7 @@
 // Nothing waits on a disk, the network or a full queue while a space's lock
 // is held. The audit log's queue takes every record at once (ordering kept:
 // records are appended under the space's lock); when it has grown past
-// Options.AuditQueueSize (a disk slower than the traffic) the gateway stops
+// Options.Audit.QueueSize (a disk slower than the traffic) the gateway stops
 // taking in participants' envelopes and joins, each waiting before it takes
 // any lock (audit.Log.WaitRoom), until the writer catches up. Stream frames,
 // which it does not record, flow on (TestStalledAuditDisk).

@@ -145,7 +145,7 @@ func startBubble(t *testing.T, spaceYAML string, opts gateway.Options) *bubble {
 		t.Fatal(err)
 	}
 	logs := &testutil.Buffer{}
-	opts.Spaces, opts.LogDir = []*space.Config{cfg}, filepath.Join(dir, "logs")
+	opts.Spaces, opts.Audit.Dir = []*space.Config{cfg}, filepath.Join(dir, "logs")
 	opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv, err := gateway.New(opts)
 	if err != nil {

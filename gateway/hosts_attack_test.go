@@ -152,7 +152,7 @@ func TestAttackDNSRebinding(t *testing.T) {
 // ending like a configured one, or one configured as a pattern's parent,
 // is not.
 func TestHostAllowList(t *testing.T) {
-	g := start(t, gateway.Options{NoAudit: true, AllowedHosts: []string{"gw.example.com", "*.corp.example", "192.0.2.10", "[2001:db8::1]"}})
+	g := start(t, gateway.Options{AllowedHosts: []string{"gw.example.com", "*.corp.example", "192.0.2.10", "[2001:db8::1]"}, Audit: gateway.AuditOptions{Off: true}})
 	port := strings.Split(g.Addr, ":")[1]
 	for _, tc := range []struct {
 		host string
@@ -198,7 +198,7 @@ func TestHostAllowList(t *testing.T) {
 // either with a port (empty, with user info, huge, broken IPv6 forms, with
 // a zone, with spaces) are refused before any route.
 func TestHostMalformed(t *testing.T) {
-	g := start(t, gateway.Options{NoAudit: true, AllowedHosts: []string{"gw.example.com"}})
+	g := start(t, gateway.Options{AllowedHosts: []string{"gw.example.com"}, Audit: gateway.AuditOptions{Off: true}})
 	req := func(proto, host string) string {
 		h := ""
 		if host != "-" {
@@ -251,7 +251,7 @@ func TestHostMalformed(t *testing.T) {
 // serves any IP address as Host, which no rebound name can produce, and
 // still refuses names it was not given.
 func TestHostListenAddress(t *testing.T) {
-	_, port, err := net.SplitHostPort(serveSpacesOn(t, "0.0.0.0:0", gateway.Options{NoAudit: true}, testSpace))
+	_, port, err := net.SplitHostPort(serveSpacesOn(t, "0.0.0.0:0", gateway.Options{Audit: gateway.AuditOptions{Off: true}}, testSpace))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestAllowedHostsBad(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, h := range []string{"", "gw.example.com:8080", "http://gw.example.com", "user@gw.example.com", "*.", "*example.com", "a..b", "bad name", "gw/x", "ünïcode.example", "[fe80::1%lo]", strings.Repeat("a", 254)} {
-		_, err := gateway.New(gateway.Options{Spaces: []*space.Config{cfg}, NoAudit: true, AllowedHosts: []string{h}})
+		_, err := gateway.New(gateway.Options{Spaces: []*space.Config{cfg}, AllowedHosts: []string{h}, Audit: gateway.AuditOptions{Off: true}})
 		if err == nil || !strings.Contains(err.Error(), "allowed host") {
 			t.Errorf("AllowedHosts %q: %v, want an error", h, err)
 		}

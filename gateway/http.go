@@ -150,13 +150,13 @@ func (srv *Server) post(w http.ResponseWriter, r *http.Request) {
 	o.s = m.sess
 	sp.mu.Unlock()
 
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, srv.opts.MaxMessageSize))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, srv.opts.Limits.MaxMessageSize))
 	var rf *refusal
 	switch {
 	case err != nil:
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			rf = tooLarge(srv.opts.MaxMessageSize)
+			rf = tooLarge(srv.opts.Limits.MaxMessageSize)
 			rf.ref = protocol.PeekIDPrefix(body[:min(len(body), maxPeek)])
 		} else {
 			rf = refuse(ErrorInvalidEnvelope, "could not read the request body")

@@ -45,7 +45,7 @@ func TestHealthAndParticipants(t *testing.T) {
 }
 
 func TestHTTPInjection(t *testing.T) {
-	g := start(t, gateway.Options{MaxMessageSize: 4 << 10, Rate: 50, Burst: 20})
+	g := start(t, gateway.Options{Limits: gateway.Limits{MaxMessageSize: 4 << 10, Rate: 50, Burst: 20}})
 	alice, _ := testutil.Join(t, g.WSURL, "alice-token")
 
 	code, ok := post(t, g, "bob", "bob-token", `{"kind":"chat","payload":{"text":"over http"}}`)

@@ -95,7 +95,7 @@ func TestWelcomeAndPresence(t *testing.T) {
 }
 
 func TestJoinRefusals(t *testing.T) {
-	g := start(t, gateway.Options{JoinTimeout: 300 * time.Millisecond})
+	g := start(t, gateway.Options{Timing: gateway.Timing{JoinTimeout: 300 * time.Millisecond}})
 	root := "ws://" + g.Addr + "/"
 	cases := []struct {
 		name, header, first, wantErr string

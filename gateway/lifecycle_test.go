@@ -11,7 +11,7 @@ import (
 )
 
 func TestSilentPeerIsDropped(t *testing.T) {
-	g := start(t, gateway.Options{PingInterval: 100 * time.Millisecond, PongTimeout: 200 * time.Millisecond})
+	g := start(t, gateway.Options{Timing: gateway.Timing{PingInterval: 100 * time.Millisecond, PongTimeout: 200 * time.Millisecond}})
 	alice, _ := testutil.Join(t, g.WSURL, "alice-token")
 	// A peer that never reads never answers pings either.
 	testutil.DialStalled(t, g.WSURL, "bob-token")

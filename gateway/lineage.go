@@ -68,8 +68,8 @@ type lineageIndex struct {
 
 func newLineageGate(o Options) *lineageGate {
 	return &lineageGate{
-		rate: rate.Limit(o.LineageRate), burst: o.LineageBurst,
-		slots: make(chan struct{}, o.LineageConcurrency), idle: lineageIdle,
+		rate: rate.Limit(o.Limits.LineageRate), burst: o.Limits.LineageBurst,
+		slots: make(chan struct{}, o.Limits.LineageConcurrency), idle: lineageIdle,
 		limiters: map[*member]*rate.Limiter{}, indexes: map[string]*lineageIndex{},
 	}
 }
@@ -150,7 +150,7 @@ func (srv *Server) consoleLineage(w http.ResponseWriter, r *http.Request) {
 // m of sp, connected as id, may see it.
 func (srv *Server) writeLineage(w http.ResponseWriter, r *http.Request, sp *liveSpace, m *member, id string) {
 	lg := sp.cfg.Logging
-	if srv.opts.NoAudit || !lg.Enabled || !lg.EnvelopeHistory {
+	if srv.opts.Audit.Off || !lg.Enabled || !lg.EnvelopeHistory {
 		writeJSON(w, http.StatusNotFound, errorBody{Error: "no_audit_log", Message: "this gateway keeps no envelope history"})
 		return
 	}

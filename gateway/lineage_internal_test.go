@@ -24,7 +24,7 @@ func TestLineageIndexIdle(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "envelope-history.jsonl"), []byte(`{"timestamp":"2026-05-01T10:00:00.000Z","event":"received","id":"e1","envelope":{"protocol":"mew/v0.4","id":"e1","kind":"chat","from":"ann","payload":{"text":"hi"}},"participant":"ann","space_id":"s"}`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Options{Spaces: []*space.Config{cfg}, LogDir: dir})
+	srv, err := New(Options{Spaces: []*space.Config{cfg}, Audit: AuditOptions{Dir: dir}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestLineageIndexIdle(t *testing.T) {
 // once there are many, those of participants that asked nothing lately
 // first; one that is still drained is kept.
 func TestLineageLimitersBounded(t *testing.T) {
-	g := newLineageGate(Options{LineageRate: 1, LineageBurst: 2, LineageConcurrency: 1})
+	g := newLineageGate(Options{Limits: Limits{LineageRate: 1, LineageBurst: 2, LineageConcurrency: 1}})
 	now := time.Unix(1_700_000_000, 0)
 	drained := &member{name: "drained"}
 	for range 2 {

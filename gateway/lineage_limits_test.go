@@ -234,7 +234,7 @@ func TestAttackLineageFlood(t *testing.T) {
 // still traces at most LineageConcurrency lineages at once: requests past
 // it are answered 429 busy at once instead of queueing scans of the log.
 func TestAttackLineageInFlight(t *testing.T) {
-	g := start(t, gateway.Options{LineageRate: -1, LineageConcurrency: 1})
+	g := start(t, gateway.Options{Limits: gateway.Limits{LineageRate: -1, LineageConcurrency: 1}})
 	chatScene(t, g, 2)
 	// A log of some size, so that reading it takes a while: the history
 	// the next requests must read on from.
@@ -308,7 +308,7 @@ func fullScanLineage(t *testing.T, dir, space, env string) any {
 func TestLineageIndexRotation(t *testing.T) {
 	for _, keep := range []int{-1, 2} {
 		t.Run(fmt.Sprintf("files kept %d", keep), func(t *testing.T) {
-			g := start(t, gateway.Options{LineageRate: -1, AuditMaxFileSize: 2048, AuditMaxFiles: keep})
+			g := start(t, gateway.Options{Limits: gateway.Limits{LineageRate: -1}, Audit: gateway.AuditOptions{MaxFileSize: 2048, MaxFiles: keep}})
 			dir := filepath.Join(g.Dir, ".mew", "logs")
 			alice, _ := testutil.Join(t, g.WSURL, "alice-token")
 			bob, _ := testutil.Join(t, g.WSURL, "bob-token")

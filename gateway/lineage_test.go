@@ -109,7 +109,7 @@ func flatten(n map[string]any) string {
 // TestLineageAPIWithoutAudit: a gateway that keeps no envelope history
 // says so.
 func TestLineageAPIWithoutAudit(t *testing.T) {
-	g := testutil.StartGateway(t, testSpace, gateway.Options{NoAudit: true})
+	g := testutil.StartGateway(t, testSpace, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 	if code, body := get(t, g, "/participants/alice/lineage/x", "alice-token"); code != http.StatusNotFound || body["error"] != "no_audit_log" {
 		t.Fatalf("%d %v", code, body)
 	}

@@ -3,9 +3,9 @@ package gateway
 // Connection limits. A gateway has a fixed budget of file descriptors and
 // memory; these limits keep any one class of client from spending all of it:
 //
-//   - open connections are capped (Options.MaxConnections). Past the cap a
+//   - open connections are capped (Options.Limits.MaxConnections). Past the cap a
 //     new connection gets a plain 503 and is closed at once. Near the cap
-//     (within Options.ConnectionHeadroom) plain HTTP requests get 503 and
+//     (within Options.Limits.ConnectionHeadroom) plain HTTP requests get 503 and
 //     idle keep-alive connections are closed, so the headroom stays free for
 //     participants joining over WebSocket;
 //   - connections that have not yet authenticated (a WebSocket waiting for
@@ -30,10 +30,10 @@ import (
 func (srv *Server) HTTPServer() *http.Server {
 	return &http.Server{
 		Handler:           srv,
-		ReadHeaderTimeout: min(srv.opts.RequestTimeout, 10*time.Second),
-		ReadTimeout:       srv.opts.RequestTimeout,
-		WriteTimeout:      srv.opts.RequestTimeout,
-		IdleTimeout:       srv.opts.IdleTimeout,
+		ReadHeaderTimeout: min(srv.opts.Timing.RequestTimeout, 10*time.Second),
+		ReadTimeout:       srv.opts.Timing.RequestTimeout,
+		WriteTimeout:      srv.opts.Timing.RequestTimeout,
+		IdleTimeout:       srv.opts.Timing.IdleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ConnState:         srv.conns.state,
 		ErrorLog:          srv.errorLog,
@@ -44,7 +44,7 @@ func (srv *Server) HTTPServer() *http.Server {
 // headers need far less than net/http's 1 MiB default.
 const maxHeaderBytes = 16 << 10
 
-// Listener wraps ln so that at most Options.MaxConnections connections are
+// Listener wraps ln so that at most Options.Limits.MaxConnections connections are
 // open at once; past that a connection is answered 503 and closed. When ln
 // listens on every address (0.0.0.0, ::), requests naming any IP address in
 // their Host header are served (see Options.AllowedHosts).

@@ -10,7 +10,8 @@ import (
 )
 
 // Options configures a Server. The zero value of every field but Spaces
-// means its documented default.
+// means its documented default. Related settings are grouped: Limits (sizes,
+// queues, rates), Timing (timeouts and intervals), Audit, Console and Cluster.
 type Options struct {
 	// Spaces are the spaces this server hosts, one per config. A token
 	// identifies one participant of one space.
@@ -20,38 +21,48 @@ type Options struct {
 	// space.TokenStore{Dir: <MewDir>/tokens}.
 	TokenStore func(*space.Config) space.TokenStore
 
-	// LogDir is where the audit log goes; "" means <MewDir>/logs of the
-	// first space.
-	LogDir string
-	// NoAudit turns the audit log off (the space config's gateway_logging
-	// switches can also turn parts of it off).
-	NoAudit bool
-	// AuditReceivedOnly skips the audit log's per-recipient "delivered" lines,
-	// for large spaces where they would dominate the log.
-	AuditReceivedOnly bool
-	// AuditMaxFileSize is the size in bytes at which an audit log file is
-	// rotated (default 256 MiB; negative: never), and AuditMaxFiles how many
-	// rotated files of each log are kept (default 10; negative: all). A
-	// write that fails (a full disk) loses its line, which is counted in
-	// mew_gateway_audit_lost_lines_total; routing goes on.
-	AuditMaxFileSize int64
-	AuditMaxFiles    int
-	// AuditFormat is the layout of envelope-history.jsonl: "compact" (also
-	// "", the default) writes each envelope's body once and delivered lines
-	// without it; "reference" writes the body on every line, as the
-	// reference gateway does. See docs/audit.md.
-	AuditFormat string
-	// AuditQueueSize is how many records may wait for the audit log's
-	// writer (default 65536) before the gateway stops taking in
-	// participants' envelopes and joins until it catches up (a disk slower
-	// than the traffic). Delivery never waits for it: what was taken in is
-	// delivered at once, stream frames flow on, and nothing is lost.
-	AuditQueueSize int
-
 	// Logger receives the gateway's diagnostics; nil discards them.
 	// Tokens never reach it.
 	Logger *slog.Logger
 
+	// OriginPatterns lists the browser origins, besides the gateway's own
+	// host, allowed to open WebSockets (see websocket.AcceptOptions).
+	OriginPatterns []string
+	// AllowedHosts lists the host names a request may name in its Host
+	// header, besides those always served: "localhost" and the loopback
+	// addresses, the address the connection reached, and any IP address
+	// when a listener given to Server.Listener listens on every address
+	// (0.0.0.0, ::). A name matches in any case and with any port;
+	// "*.example.com" matches the names under example.com (not
+	// example.com itself); "*" turns the check off. Other requests, WebSocket
+	// upgrades included, are answered 421 Misdirected Request: a page of
+	// another site that reaches the gateway by DNS rebinding names its own
+	// host (see docs/security.md). Behind a reverse proxy, list the name
+	// the proxy passes on. An entry that is none of these fails New.
+	AllowedHosts []string
+
+	// KeepFreeMemory leaves the process's free memory to the Go runtime.
+	// By default, once at least 64 joins and leaves have been followed by a
+	// second without any, the gateway runs a garbage collection and returns
+	// the free memory to the operating system (debug.FreeOSMemory), at most
+	// every 30 s: the heap grown for a burst of joins is otherwise kept for
+	// good. A program that embeds the gateway and manages memory itself
+	// sets this.
+	KeepFreeMemory bool
+
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+
+	Limits  Limits
+	Timing  Timing
+	Audit   AuditOptions
+	Console ConsoleOptions
+	Cluster ClusterOptions
+}
+
+// Limits bound what a participant and the server may use: message sizes,
+// queues, rates, the polling history and connections.
+type Limits struct {
 	// MaxMessageSize bounds one inbound envelope or frame in bytes
 	// (default 1 MiB). Larger messages are refused with too_large and the
 	// connection stays open.
@@ -85,33 +96,6 @@ type Options struct {
 	ByteRate  int
 	ByteBurst int
 
-	// PingInterval is how often a silent peer is pinged (default 30 s);
-	// PongTimeout is how long it has to answer (default 15 s).
-	PingInterval time.Duration
-	PongTimeout  time.Duration
-	// WriteTimeout bounds one write to a peer (default 10 s).
-	WriteTimeout time.Duration
-	// WriteCoalesce is how long a connection's writer, having written,
-	// gathers what comes next before it writes again (default 2 ms;
-	// negative: never). A frame to a connection that was sent nothing for
-	// that long leaves at once, and so does one addressed to the participant
-	// (in the envelope's to, or a private answer); under steady traffic the
-	// rest leave in fewer, fuller writes, which is most of what a delivery
-	// costs. A deployment that counts every millisecond of latency turns it
-	// off.
-	WriteCoalesce time.Duration
-	// KeepFreeMemory leaves the process's free memory to the Go runtime.
-	// By default, once at least 64 joins and leaves have been followed by a
-	// second without any, the gateway runs a garbage collection and returns
-	// the free memory to the operating system (debug.FreeOSMemory), at most
-	// every 30 s: the heap grown for a burst of joins is otherwise kept for
-	// good. A program that embeds the gateway and manages memory itself
-	// sets this.
-	KeepFreeMemory bool
-	// JoinTimeout is how long a connection without a bearer header has to
-	// send its join message (default 5 s).
-	JoinTimeout time.Duration
-
 	// HistorySize is the number of envelopes kept per space for HTTP
 	// polling (default 1024).
 	HistorySize int
@@ -138,27 +122,6 @@ type Options struct {
 	// header (default 16 KiB): before it authenticates, a client may not
 	// make the gateway hold a large message.
 	MaxJoinSize int64
-	// RequestTimeout bounds reading and answering one plain HTTP request
-	// (default 30 s); IdleTimeout closes a keep-alive connection that sends
-	// nothing (default 60 s). Neither applies to an upgraded WebSocket.
-	RequestTimeout time.Duration
-	IdleTimeout    time.Duration
-
-	// OriginPatterns lists the browser origins, besides the gateway's own
-	// host, allowed to open WebSockets (see websocket.AcceptOptions).
-	OriginPatterns []string
-	// AllowedHosts lists the host names a request may name in its Host
-	// header, besides those always served: "localhost" and the loopback
-	// addresses, the address the connection reached, and any IP address
-	// when a listener given to Server.Listener listens on every address
-	// (0.0.0.0, ::). A name matches in any case and with any port;
-	// "*.example.com" matches the names under example.com (not
-	// example.com itself); "*" turns the check off. Other requests, WebSocket
-	// upgrades included, are answered 421 Misdirected Request: a page of
-	// another site that reaches the gateway by DNS rebinding names its own
-	// host (see docs/security.md). Behind a reverse proxy, list the name
-	// the proxy passes on. An entry that is none of these fails New.
-	AllowedHosts []string
 
 	// LineageRate is how many lineage requests (GET
 	// /participants/{id}/lineage/… and GET /console/lineage/…) each
@@ -170,37 +133,100 @@ type Options struct {
 	LineageRate        float64
 	LineageBurst       int
 	LineageConcurrency int
+}
 
-	// NoConsole turns the web console at /console/ off, with its one-time
-	// links and sessions (see docs/console.md). ConsoleLinkTTL is how long a
-	// one-time link may wait for its exchange (default 2 min), and
-	// ConsoleSessionTTL how long the session it opens lets the page join
-	// (default 12 h).
-	NoConsole         bool
-	ConsoleLinkTTL    time.Duration
-	ConsoleSessionTTL time.Duration
+// Timing holds the server's timeouts and intervals.
+type Timing struct {
+	// PingInterval is how often a silent peer is pinged (default 30 s);
+	// PongTimeout is how long it has to answer (default 15 s).
+	PingInterval time.Duration
+	PongTimeout  time.Duration
+	// WriteTimeout bounds one write to a peer (default 10 s).
+	WriteTimeout time.Duration
+	// WriteCoalesce is how long a connection's writer, having written,
+	// gathers what comes next before it writes again (default 2 ms;
+	// negative: never). A frame to a connection that was sent nothing for
+	// that long leaves at once, and so does one addressed to the participant
+	// (in the envelope's to, or a private answer); under steady traffic the
+	// rest leave in fewer, fuller writes, which is most of what a delivery
+	// costs. A deployment that counts every millisecond of latency turns it
+	// off.
+	WriteCoalesce time.Duration
+	// JoinTimeout is how long a connection without a bearer header has to
+	// send its join message (default 5 s).
+	JoinTimeout time.Duration
 
 	// SessionGrantGrace is how long a grant bound to its granter's
 	// presence (capability/grant with "session": true) outlives the
 	// granter's last connection, so that a reconnect keeps it (default
 	// 10 s).
 	SessionGrantGrace time.Duration
+	// RequestTimeout bounds reading and answering one plain HTTP request
+	// (default 30 s); IdleTimeout closes a keep-alive connection that sends
+	// nothing (default 60 s). Neither applies to an upgraded WebSocket.
+	RequestTimeout time.Duration
+	IdleTimeout    time.Duration
+}
 
-	// Now returns the current time; nil means time.Now.
-	Now func() time.Time
+// AuditOptions configures the audit log (see docs/audit.md).
+type AuditOptions struct {
+	// Dir is where the audit log goes; "" means <MewDir>/logs of the
+	// first space.
+	Dir string
+	// Off turns the audit log off (the space config's gateway_logging
+	// switches can also turn parts of it off).
+	Off bool
+	// ReceivedOnly skips the audit log's per-recipient "delivered" lines,
+	// for large spaces where they would dominate the log.
+	ReceivedOnly bool
+	// MaxFileSize is the size in bytes at which an audit log file is
+	// rotated (default 256 MiB; negative: never), and MaxFiles how many
+	// rotated files of each log are kept (default 10; negative: all). A
+	// write that fails (a full disk) loses its line, which is counted in
+	// mew_gateway_audit_lost_lines_total; routing goes on.
+	MaxFileSize int64
+	MaxFiles    int
+	// Format is the layout of envelope-history.jsonl: "compact" (also
+	// "", the default) writes each envelope's body once and delivered lines
+	// without it; "reference" writes the body on every line, as the
+	// reference gateway does. See docs/audit.md.
+	Format string
+	// QueueSize is how many records may wait for the audit log's
+	// writer (default 65536) before the gateway stops taking in
+	// participants' envelopes and joins until it catches up (a disk slower
+	// than the traffic). Delivery never waits for it: what was taken in is
+	// delivered at once, stream frames flow on, and nothing is lost.
+	QueueSize int
+}
 
-	// Cluster, when set, makes this server one node of a cluster of gateways
+// ConsoleOptions configures the web console at /console/ (see
+// docs/console.md).
+type ConsoleOptions struct {
+	// Off turns the web console at /console/ off, with its one-time
+	// links and sessions (see docs/console.md). LinkTTL is how long a
+	// one-time link may wait for its exchange (default 2 min), and
+	// SessionTTL how long the session it opens lets the page join
+	// (default 12 h).
+	Off        bool
+	LinkTTL    time.Duration
+	SessionTTL time.Duration
+}
+
+// ClusterOptions makes the server a node of a cluster (see
+// docs/cluster.md).
+type ClusterOptions struct {
+	// Node, when set, makes this server one node of a cluster of gateways
 	// serving the same spaces (see docs/cluster.md): accepted envelopes, presence
 	// and runtime grants are shared through it. nil is a single node, with
 	// nothing shared. The caller owns the node and closes it after the
-	// server. ClusterName is what /health reports as the cluster's name.
-	Cluster     cluster.Node
-	ClusterName string
-	// ClusterHistoryQueue bounds the envelopes a node of a cluster has
+	// server. Name is what /health reports as the cluster's name.
+	Node cluster.Node
+	Name string
+	// HistoryQueue bounds the envelopes a node of a cluster has
 	// accepted and not yet appended to the cluster's polling history
 	// (default 8192, and 64 MiB); past it they are delivered but left out
 	// of the history, and counted.
-	ClusterHistoryQueue int
+	HistoryQueue int
 }
 
 const (
@@ -233,43 +259,43 @@ const (
 
 // withDefaults returns o with every zero field set to its default.
 func (o Options) withDefaults() Options {
-	setDefault(&o.MaxMessageSize, defaultMaxMessageSize)
-	setDefault(&o.MaxDiscardSize, defaultMaxDiscardSize)
-	if o.MaxDiscardSize < o.MaxMessageSize {
-		o.MaxDiscardSize = o.MaxMessageSize
+	setDefault(&o.Limits.MaxMessageSize, defaultMaxMessageSize)
+	setDefault(&o.Limits.MaxDiscardSize, defaultMaxDiscardSize)
+	if o.Limits.MaxDiscardSize < o.Limits.MaxMessageSize {
+		o.Limits.MaxDiscardSize = o.Limits.MaxMessageSize
 	}
-	setDefault(&o.SendQueue, defaultSendQueue)
-	setDefault(&o.VirtualQueue, defaultVirtualQueue)
-	setDefault(&o.SendQueueBytes, defaultSendQueueBytes)
-	o.SendQueueBytes = max(o.SendQueueBytes, 2*int(o.MaxMessageSize))
-	setDefault(&o.Rate, defaultRate)
-	setDefault(&o.Burst, defaultBurst)
-	setDefault(&o.ByteRate, defaultByteRate)
-	setDefault(&o.ByteBurst, defaultByteBurst)
-	o.ByteBurst = max(o.ByteBurst, int(o.MaxMessageSize))
-	setDefault(&o.PingInterval, defaultPingInterval)
-	setDefault(&o.PongTimeout, defaultPongTimeout)
-	setDefault(&o.WriteTimeout, defaultWriteTimeout)
-	setDefault(&o.WriteCoalesce, defaultWriteCoalesce)
-	setDefault(&o.JoinTimeout, defaultJoinTimeout)
-	setDefault(&o.HistorySize, defaultHistorySize)
-	setDefault(&o.HistoryBytes, defaultHistoryBytes)
-	setDefault(&o.ClusterHistoryQueue, defaultClusterHistoryQueue)
-	setDefault(&o.MaxConnections, defaultMaxConnections())
-	setDefault(&o.ConnectionHeadroom, max(o.MaxConnections/10, 1))
-	o.ConnectionHeadroom = min(o.ConnectionHeadroom, o.MaxConnections-1)
-	setDefault(&o.MaxPending, defaultMaxPending)
-	setDefault(&o.MaxPendingPerAddr, defaultPendingPerAddr)
-	setDefault(&o.MaxJoinSize, defaultMaxJoinSize)
-	setDefault(&o.RequestTimeout, defaultRequestTimeout)
-	setDefault(&o.IdleTimeout, defaultIdleTimeout)
-	setDefault(&o.LineageRate, defaultLineageRate)
-	setDefault(&o.LineageBurst, defaultLineageBurst)
-	setDefault(&o.LineageConcurrency, defaultLineageConcurrency)
-	o.LineageBurst, o.LineageConcurrency = max(o.LineageBurst, 1), max(o.LineageConcurrency, 1)
-	setDefault(&o.ConsoleLinkTTL, 2*time.Minute)
-	setDefault(&o.ConsoleSessionTTL, 12*time.Hour)
-	setDefault(&o.SessionGrantGrace, 10*time.Second)
+	setDefault(&o.Limits.SendQueue, defaultSendQueue)
+	setDefault(&o.Limits.VirtualQueue, defaultVirtualQueue)
+	setDefault(&o.Limits.SendQueueBytes, defaultSendQueueBytes)
+	o.Limits.SendQueueBytes = max(o.Limits.SendQueueBytes, 2*int(o.Limits.MaxMessageSize))
+	setDefault(&o.Limits.Rate, defaultRate)
+	setDefault(&o.Limits.Burst, defaultBurst)
+	setDefault(&o.Limits.ByteRate, defaultByteRate)
+	setDefault(&o.Limits.ByteBurst, defaultByteBurst)
+	o.Limits.ByteBurst = max(o.Limits.ByteBurst, int(o.Limits.MaxMessageSize))
+	setDefault(&o.Timing.PingInterval, defaultPingInterval)
+	setDefault(&o.Timing.PongTimeout, defaultPongTimeout)
+	setDefault(&o.Timing.WriteTimeout, defaultWriteTimeout)
+	setDefault(&o.Timing.WriteCoalesce, defaultWriteCoalesce)
+	setDefault(&o.Timing.JoinTimeout, defaultJoinTimeout)
+	setDefault(&o.Limits.HistorySize, defaultHistorySize)
+	setDefault(&o.Limits.HistoryBytes, defaultHistoryBytes)
+	setDefault(&o.Cluster.HistoryQueue, defaultClusterHistoryQueue)
+	setDefault(&o.Limits.MaxConnections, defaultMaxConnections())
+	setDefault(&o.Limits.ConnectionHeadroom, max(o.Limits.MaxConnections/10, 1))
+	o.Limits.ConnectionHeadroom = min(o.Limits.ConnectionHeadroom, o.Limits.MaxConnections-1)
+	setDefault(&o.Limits.MaxPending, defaultMaxPending)
+	setDefault(&o.Limits.MaxPendingPerAddr, defaultPendingPerAddr)
+	setDefault(&o.Limits.MaxJoinSize, defaultMaxJoinSize)
+	setDefault(&o.Timing.RequestTimeout, defaultRequestTimeout)
+	setDefault(&o.Timing.IdleTimeout, defaultIdleTimeout)
+	setDefault(&o.Limits.LineageRate, defaultLineageRate)
+	setDefault(&o.Limits.LineageBurst, defaultLineageBurst)
+	setDefault(&o.Limits.LineageConcurrency, defaultLineageConcurrency)
+	o.Limits.LineageBurst, o.Limits.LineageConcurrency = max(o.Limits.LineageBurst, 1), max(o.Limits.LineageConcurrency, 1)
+	setDefault(&o.Console.LinkTTL, 2*time.Minute)
+	setDefault(&o.Console.SessionTTL, 12*time.Hour)
+	setDefault(&o.Timing.SessionGrantGrace, 10*time.Second)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -117,7 +117,7 @@ func (sp *liveSpace) settleGrantsLocked(now time.Time) map[*member]bool {
 		sp.grantsDue, sp.sessionGrants = time.Time{}, 0
 		return nil
 	}
-	grace := sp.srv.opts.SessionGrantGrace
+	grace := sp.srv.opts.Timing.SessionGrantGrace
 	var eval func(st *grantState)
 	eval = func(st *grantState) {
 		if st.done {

@@ -106,7 +106,7 @@ func TestExpiryDecidedWhenJudged(t *testing.T) {
 // HTTP, which has no session to last as long as, it is refused.
 func TestSessionGrantEndsWithGranter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := startBubble(t, chainSpace, gateway.Options{SessionGrantGrace: 2 * time.Second})
+		b := startBubble(t, chainSpace, gateway.Options{Timing: gateway.Timing{SessionGrantGrace: 2 * time.Second}})
 		admin := pipeJoin(t, b.tr, "admin-token")
 		p1 := pipeJoin(t, b.tr, "p1-token")
 		p2 := pipeJoin(t, b.tr, "p2-token")
@@ -231,7 +231,7 @@ func TestGrantChainProperty(t *testing.T) {
 
 func runChainProperty(t *testing.T, seed uint64, grace time.Duration) {
 	rng := rand.New(rand.NewPCG(seed, 0x6d6577))
-	b := startBubble(t, chainSpace, gateway.Options{SessionGrantGrace: grace})
+	b := startBubble(t, chainSpace, gateway.Options{Timing: gateway.Timing{SessionGrantGrace: grace}})
 	names := []string{"admin", "p1", "p2", "p3"}
 	model := &chainModel{grace: grace, away: map[string]time.Time{}, present: map[string]bool{}, kicked: map[string]bool{}}
 	peers := map[string]*pipePeer{}

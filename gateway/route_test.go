@@ -60,7 +60,7 @@ type refusalCase struct {
 }
 
 func TestRefusals(t *testing.T) {
-	g := start(t, gateway.Options{MaxMessageSize: 64 << 10})
+	g := start(t, gateway.Options{Limits: gateway.Limits{MaxMessageSize: 64 << 10}})
 	bob, _ := testutil.Join(t, g.WSURL, "bob-token")
 	alice, _ := testutil.Join(t, g.WSURL, "alice-token")
 	bob.Expect("system/presence")
@@ -171,7 +171,7 @@ func TestRefusals(t *testing.T) {
 }
 
 func TestBurstIsRateLimitedAndOthersUndisturbed(t *testing.T) {
-	g := start(t, gateway.Options{Rate: 1000, Burst: 500})
+	g := start(t, gateway.Options{Limits: gateway.Limits{Rate: 1000, Burst: 500}})
 	bob, _ := testutil.Join(t, g.WSURL, "bob-token")
 	alice, _ := testutil.Join(t, g.WSURL, "alice-token")
 	bob.Expect("system/presence")
@@ -225,7 +225,7 @@ func TestBurstIsRateLimitedAndOthersUndisturbed(t *testing.T) {
 func TestSlowConsumerIsolation(t *testing.T) {
 	// The sender stays under its rate limit: a flood over the limit would be
 	// refused, and an unlimited one would outrun healthy readers too.
-	g := start(t, gateway.Options{Rate: 4000, Burst: 1000, ByteRate: 64 << 20})
+	g := start(t, gateway.Options{Limits: gateway.Limits{Rate: 4000, Burst: 1000, ByteRate: 64 << 20}})
 	sender, _ := testutil.Join(t, g.WSURL, "alice-token")
 	fast, _ := testutil.Join(t, g.WSURL, "bob-token")
 	stalled := testutil.DialStalled(t, g.WSURL, g.Token(t, "carol"))

@@ -57,10 +57,10 @@ type Server struct {
 // goroutine of its own.
 func (srv *Server) watchdog() {
 	defer close(srv.watchDone)
-	period := min(max(srv.opts.WriteTimeout/4, 10*time.Millisecond), time.Second)
+	period := min(max(srv.opts.Timing.WriteTimeout/4, 10*time.Millisecond), time.Second)
 	t := time.NewTicker(period)
 	defer t.Stop()
-	limit := int64(srv.opts.WriteTimeout)
+	limit := int64(srv.opts.Timing.WriteTimeout)
 	for {
 		select {
 		case <-srv.stopWatch:
@@ -123,9 +123,9 @@ func New(opts Options) (*Server, error) {
 	if !opts.KeepFreeMemory {
 		srv.trim = newMemTrim()
 	}
-	srv.conns = connTable{max: int64(opts.MaxConnections), soft: int64(opts.MaxConnections - opts.ConnectionHeadroom),
+	srv.conns = connTable{max: int64(opts.Limits.MaxConnections), soft: int64(opts.Limits.MaxConnections - opts.Limits.ConnectionHeadroom),
 		refused: srv.metrics.connRefused.WithLabelValues("full")}
-	srv.pending = pendingTable{max: opts.MaxPending, perAddr: opts.MaxPendingPerAddr,
+	srv.pending = pendingTable{max: opts.Limits.MaxPending, perAddr: opts.Limits.MaxPendingPerAddr,
 		gauge: srv.metrics.pending, refused: srv.metrics.connRefused.WithLabelValues("unauthenticated")}
 	srv.errorLog = slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn)
 	for _, cfg := range opts.Spaces {
@@ -168,11 +168,11 @@ func New(opts Options) (*Server, error) {
 	return srv, nil
 }
 
-// auditDir is the audit log's directory: Options.LogDir, or the logs
+// auditDir is the audit log's directory: Options.Audit.Dir, or the logs
 // directory of the first space.
 func (srv *Server) auditDir() string {
-	if srv.opts.LogDir != "" {
-		return srv.opts.LogDir
+	if srv.opts.Audit.Dir != "" {
+		return srv.opts.Audit.Dir
 	}
 	return filepath.Join(srv.order[0].cfg.MewDir, "logs")
 }
@@ -181,16 +181,16 @@ func (srv *Server) openAudit() error {
 	first := srv.order[0].cfg
 	dir := srv.auditDir()
 	lg := first.Logging
-	on := !srv.opts.NoAudit && lg.Enabled
+	on := !srv.opts.Audit.Off && lg.Enabled
 	a, err := audit.Open(audit.Options{
 		Dir:                 dir,
 		EnvelopeHistory:     on && lg.EnvelopeHistory,
 		CapabilityDecisions: on && lg.CapabilityDecisions,
-		ReceivedOnly:        srv.opts.AuditReceivedOnly,
-		MaxFileSize:         srv.opts.AuditMaxFileSize,
-		MaxFiles:            srv.opts.AuditMaxFiles,
-		Format:              srv.opts.AuditFormat,
-		QueueSize:           srv.opts.AuditQueueSize,
+		ReceivedOnly:        srv.opts.Audit.ReceivedOnly,
+		MaxFileSize:         srv.opts.Audit.MaxFileSize,
+		MaxFiles:            srv.opts.Audit.MaxFiles,
+		Format:              srv.opts.Audit.Format,
+		QueueSize:           srv.opts.Audit.QueueSize,
 		Logger:              srv.opts.Logger,
 	})
 	if err != nil {
@@ -295,7 +295,7 @@ func (srv *Server) connectVirtual(sp *liveSpace, m *member) error {
 		sk.close(0, "")
 		return ErrClosed
 	}
-	s := newSession(sp, m, m.name, transportVirtual, srv.opts.VirtualQueue, 4*srv.opts.SendQueueBytes, sk)
+	s := newSession(sp, m, m.name, transportVirtual, srv.opts.Limits.VirtualQueue, 4*srv.opts.Limits.SendQueueBytes, sk)
 	if r := sp.attach(s); r != nil {
 		srv.wg.Done()
 		sk.close(0, "")

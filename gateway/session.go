@@ -37,7 +37,7 @@ type frame struct {
 	src    *member // the participant that sent it; nil for the gateway's own
 	// addressed: the recipient is among the envelope's addressees, or it is
 	// a private answer; someone may be waiting on it, so it ends the
-	// writer's gathering (Options.WriteCoalesce).
+	// writer's gathering (Options.Timing.WriteCoalesce).
 	addressed bool
 	// lazy: no one waits on it (a presence), so a writer with nothing else
 	// queued holds it up to lazyCoalesce, gathering more: a burst of joins
@@ -355,7 +355,7 @@ func (s *session) wakeWriter() {
 
 // write is the writer goroutine, the only one while writerOn is set: it
 // drains the queue into the sink and exits when nothing came for
-// writerLinger. Having written, it gathers for Options.WriteCoalesce before
+// writerLinger. Having written, it gathers for Options.Timing.WriteCoalesce before
 // it looks at the queue again, so that under steady traffic the frames leave
 // in fewer, fuller writes, while a frame after a quiet spell, and one
 // addressed to this participant (a request, a response, a private answer),
@@ -373,7 +373,7 @@ func (s *session) write() {
 			gather.Stop()
 		}
 	}()
-	coalesce := s.sp.srv.opts.WriteCoalesce
+	coalesce := s.sp.srv.opts.Timing.WriteCoalesce
 	for {
 		select {
 		case <-s.done:
@@ -506,7 +506,7 @@ func (s *session) startPings(ping func(context.Context) error) {
 		return
 	}
 	s.ping = ping
-	s.pingTimer = time.AfterFunc(s.sp.srv.opts.PingInterval, s.pingIfSilent)
+	s.pingTimer = time.AfterFunc(s.sp.srv.opts.Timing.PingInterval, s.pingIfSilent)
 }
 
 // pingIfSilent is the ping timer's function. It runs on a goroutine of the
@@ -521,8 +521,8 @@ func (s *session) pingIfSilent() {
 	s.pingMu.Unlock()
 	defer s.pinging.Done()
 	srv := s.sp.srv
-	if srv.now().UnixNano()-s.lastSeen.Load() >= int64(srv.opts.PingInterval) {
-		ctx, cancel := context.WithTimeout(s.ctx, srv.opts.PongTimeout)
+	if srv.now().UnixNano()-s.lastSeen.Load() >= int64(srv.opts.Timing.PingInterval) {
+		ctx, cancel := context.WithTimeout(s.ctx, srv.opts.Timing.PongTimeout)
 		err := s.ping(ctx)
 		cancel()
 		if err != nil {
@@ -533,7 +533,7 @@ func (s *session) pingIfSilent() {
 	}
 	s.pingMu.Lock()
 	if !s.pingStopped {
-		s.pingTimer.Reset(srv.opts.PingInterval)
+		s.pingTimer.Reset(srv.opts.Timing.PingInterval)
 	}
 	s.pingMu.Unlock()
 }

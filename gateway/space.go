@@ -130,7 +130,7 @@ func newLiveSpace(srv *Server, cfg *space.Config) (*liveSpace, error) {
 		members:  make(map[string]*member, len(cfg.Participants)),
 		sessions: make(map[string]*session),
 		aliases:  make(map[string]*member),
-		history:  newHistory(srv.opts.HistorySize, srv.opts.HistoryBytes),
+		history:  newHistory(srv.opts.Limits.HistorySize, srv.opts.Limits.HistoryBytes),
 	}
 	store := srv.opts.TokenStore(cfg)
 	for _, p := range cfg.Participants {
@@ -148,7 +148,7 @@ func newLiveSpace(srv *Server, cfg *space.Config) (*liveSpace, error) {
 		if err := m.setCapabilities(p.Capabilities, cfg.Defaults.Capabilities); err != nil {
 			return nil, fmt.Errorf("gateway: space %s: participant %s: %w", sp.id, p.ID, err)
 		}
-		if srv.opts.Rate > 0 {
+		if srv.opts.Limits.Rate > 0 {
 			m.limiter = newLimiter(srv.opts)
 		}
 		sp.members[p.ID] = m
@@ -220,8 +220,8 @@ type limiter struct {
 
 func newLimiter(o Options) *limiter {
 	return &limiter{
-		msgs:  rate.NewLimiter(rate.Limit(o.Rate), o.Burst),
-		bytes: rate.NewLimiter(rate.Limit(o.ByteRate), o.ByteBurst),
+		msgs:  rate.NewLimiter(rate.Limit(o.Limits.Rate), o.Limits.Burst),
+		bytes: rate.NewLimiter(rate.Limit(o.Limits.ByteRate), o.Limits.ByteBurst),
 	}
 }
 
@@ -232,7 +232,7 @@ func (l *limiter) allow(n int) bool {
 
 // overLimit is the refusal of a message over its sender's budget.
 func overLimit(o Options) *refusal {
-	return refuse(ErrorRateLimited, fmt.Sprintf("over the rate limit of %g messages or %d bytes per second", o.Rate, o.ByteRate))
+	return refuse(ErrorRateLimited, fmt.Sprintf("over the rate limit of %g messages or %d bytes per second", o.Limits.Rate, o.Limits.ByteRate))
 }
 
 func tokenKey(tok []byte) [32]byte { return sha256.Sum256(tok) }

@@ -81,7 +81,11 @@ func streamBench(b *testing.B, target string, readers, size int) float64 {
 		}
 		// Rate -1 turns the stream's frame bucket off with the rest.
 		g := testutil.StartGateway(b, y.String(), gateway.Options{
-			Rate: -1, NoAudit: true, SendQueue: 4 * streamBenchWindow,
+			Limits: gateway.Limits{
+				Rate:      -1,
+				SendQueue: 4 * streamBenchWindow,
+			},
+			Audit: gateway.AuditOptions{Off: true},
 		})
 		url, stop = g.WSURL, func() { g.Stop(b) }
 	case "relay":

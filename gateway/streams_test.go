@@ -677,7 +677,7 @@ func TestStreamLimits(t *testing.T) {
 }
 
 func TestStreamFrameRateLimit(t *testing.T) {
-	g := startStreams(t, gateway.Options{SendQueue: 1 << 14, Rate: 500, Burst: 1000})
+	g := startStreams(t, gateway.Options{Limits: gateway.Limits{SendQueue: 1 << 14, Rate: 500, Burst: 1000}})
 	ps := joinAll(t, g, "alice", "bob")
 	alice, bob := ps[0], ps[1]
 	// Three streams buy no more than one: frames count against their

@@ -17,7 +17,7 @@ import (
 // to file-server and someone else, are refused. A narrower to may be handed
 // on; a wider one (or none) may not.
 func TestGrantWithTo(t *testing.T) {
-	g := testutil.StartGateway(t, delegSpace, gateway.Options{NoAudit: true})
+	g := testutil.StartGateway(t, delegSpace, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 	admin, _ := testutil.Join(t, g.WSURL, "admin-token")
 	agent, _ := testutil.Join(t, g.WSURL, "agent-token")
 	narrow, _ := testutil.Join(t, g.WSURL, "narrow-token")
@@ -65,7 +65,7 @@ func TestGrantWithTo(t *testing.T) {
 // is told so, not that its token is unknown; a wrong token for a served
 // space is still an unknown token, and nothing else is said of either.
 func TestJoinUnknownSpace(t *testing.T) {
-	g := testutil.StartGateway(t, delegSpace, gateway.Options{NoAudit: true})
+	g := testutil.StartGateway(t, delegSpace, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 	for _, c := range []struct{ space, token, want string }{
 		{"delg", "admin-token", `no space \"delg\" on this gateway`},
 		{"deleg", "nope", "unknown token for this space"},

@@ -70,7 +70,7 @@ func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	if token == "" {
 		// Twice the join limit: a join a little too large is read and
 		// answered too_large; past that the library closes with 1009.
-		conn.SetReadLimit(2 * srv.opts.MaxJoinSize)
+		conn.SetReadLimit(2 * srv.opts.Limits.MaxJoinSize)
 		j, ok := srv.readJoin(conn)
 		release()
 		if !ok {
@@ -79,7 +79,7 @@ func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		token, requested = j.token, j.participantID
 		spaceID = cmp.Or(j.space, spaceID)
 	}
-	conn.SetReadLimit(srv.opts.MaxDiscardSize)
+	conn.SetReadLimit(srv.opts.Limits.MaxDiscardSize)
 	sp, m := srv.joinLookup(token, spaceID) // a token, or a console session (console.go)
 	if m == nil {
 		srv.metrics.refusals.WithLabelValues(ErrorUnauthorized).Inc()
@@ -100,7 +100,7 @@ func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		id = requested // a runtime alias of m (spec 3.6.4)
 	}
 	nc := hj.nc // not hj, which holds net/http's response and all it refers to
-	s := newSession(sp, m, id, transportWebSocket, srv.opts.SendQueue, srv.opts.SendQueueBytes, wsSink{conn: conn, nc: nc})
+	s := newSession(sp, m, id, transportWebSocket, srv.opts.Limits.SendQueue, srv.opts.Limits.SendQueueBytes, wsSink{conn: conn, nc: nc})
 	if v := r.URL.Query().Get("resume"); v != "" {
 		s.resume = v[:min(len(v), maxResumeID+1)] // a longer one is found nowhere: a gap
 	}
@@ -153,7 +153,7 @@ func (srv *Server) read(conn *websocket.Conn, o origin) {
 			return
 		}
 		var over bool
-		buf, over, err = readMessage(rd, buf[:0], srv.opts.MaxMessageSize)
+		buf, over, err = readMessage(rd, buf[:0], srv.opts.Limits.MaxMessageSize)
 		if err != nil {
 			return
 		}
@@ -162,7 +162,7 @@ func (srv *Server) read(conn *websocket.Conn, o origin) {
 		case over:
 			// Correlated when the id can be read from the message's
 			// beginning, so that the sender's request fails at once.
-			rf := tooLarge(srv.opts.MaxMessageSize)
+			rf := tooLarge(srv.opts.Limits.MaxMessageSize)
 			rf.ref = protocol.PeekIDPrefix(buf[:min(len(buf), maxPeek)])
 			sp.answer(o, rf)
 		case protocol.IsFrame(buf):
@@ -223,15 +223,15 @@ func (srv *Server) readJoin(conn *websocket.Conn) (joinRequest, bool) {
 	// A read deadline would close the connection before the error could be
 	// sent, so a timer refuses the connection and the read then fails.
 	fired := make(chan struct{})
-	timer := time.AfterFunc(srv.opts.JoinTimeout, func() {
+	timer := time.AfterFunc(srv.opts.Timing.JoinTimeout, func() {
 		defer close(fired)
-		srv.reject(conn, refuse(ErrorJoinRequired, "no join message within "+srv.opts.JoinTimeout.String()))
+		srv.reject(conn, refuse(ErrorJoinRequired, "no join message within "+srv.opts.Timing.JoinTimeout.String()))
 	})
 	_, rd, err := conn.Reader(context.Background())
 	var data []byte
 	var over bool
 	if err == nil {
-		data, over, err = readMessage(rd, nil, srv.opts.MaxJoinSize)
+		data, over, err = readMessage(rd, nil, srv.opts.Limits.MaxJoinSize)
 	}
 	if !timer.Stop() {
 		<-fired
@@ -241,7 +241,7 @@ func (srv *Server) readJoin(conn *websocket.Conn) (joinRequest, bool) {
 		return joinRequest{}, false // the peer went away
 	}
 	if over {
-		srv.reject(conn, tooLarge(srv.opts.MaxJoinSize))
+		srv.reject(conn, tooLarge(srv.opts.Limits.MaxJoinSize))
 		return joinRequest{}, false
 	}
 	j, ok := parseJoin(data)

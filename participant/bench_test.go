@@ -15,7 +15,7 @@ import (
 // serving add, and returns calc and human.
 func benchSpace(b *testing.B) (calc, human *participant.Participant) {
 	b.Helper()
-	g := testutil.StartGateway(b, sdkSpace, gateway.Options{Rate: -1, NoAudit: true})
+	g := testutil.StartGateway(b, sdkSpace, gateway.Options{Limits: gateway.Limits{Rate: -1}, Audit: gateway.AuditOptions{Off: true}})
 	connect := func(id string) *participant.Participant {
 		p, err := participant.New(participant.Options{Client: client.Options{
 			Gateway: "ws://" + g.Addr, Space: g.Config.Space.ID, Token: id + "-token",

@@ -315,7 +315,7 @@ func TestPauseAndResume(t *testing.T) {
 func TestPauseTimesOut(t *testing.T) {
 	// A short write timeout makes the gateway's watchdog, which ends pauses,
 	// look every 100 ms.
-	g := startSpace(t, ctlSpace, gateway.Options{WriteTimeout: 400 * time.Millisecond})
+	g := startSpace(t, ctlSpace, gateway.Options{Timing: gateway.Timing{WriteTimeout: 400 * time.Millisecond}})
 	boss := joinReady(t, g, "boss", participant.Options{})
 	worker := joinReady(t, g, "worker", participant.Options{})
 	seen := watch(boss.Client())

@@ -38,7 +38,7 @@ func exampleGateway() (url string, stop func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	s, err := testutil.Serve(dir, exampleSpaceYAML, gateway.Options{NoAudit: true})
+	s, err := testutil.Serve(dir, exampleSpaceYAML, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 	if err != nil {
 		log.Fatal(err)
 	}

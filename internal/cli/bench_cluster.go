@@ -63,14 +63,20 @@ func (t gatewayBench) startCluster(ctx context.Context, cfg *space.Config, dir s
 		}
 		c.nodes = append(c.nodes, node)
 		gw, err := gateway.New(gateway.Options{
-			Spaces:            []*space.Config{cfg},
-			LogDir:            filepath.Join(dir, "audit", id), // each node writes its own audit log
-			NoAudit:           t.noAudit,
-			AuditReceivedOnly: t.receivedOnly,
-			Rate:              rate,
-			MaxMessageSize:    16 << 20,
-			Cluster:           node,
-			ClusterName:       natscluster.DefaultCluster,
+			Spaces: []*space.Config{cfg},
+			Limits: gateway.Limits{
+				Rate:           rate,
+				MaxMessageSize: 16 << 20,
+			},
+			Audit: gateway.AuditOptions{
+				Dir:          filepath.Join(dir, "audit", id), // each node writes its own audit log
+				Off:          t.noAudit,
+				ReceivedOnly: t.receivedOnly,
+			},
+			Cluster: gateway.ClusterOptions{
+				Node: node,
+				Name: natscluster.DefaultCluster,
+			},
 		})
 		if err != nil {
 			return fail(fmt.Errorf("node %s: %w", id, err))

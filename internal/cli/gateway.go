@@ -231,29 +231,37 @@ func runGateway(ctx context.Context, cmd *cobra.Command, f gatewayFlags, explici
 	}
 	defer leave() // after the gateway's Close below
 	gw, err := gateway.New(gateway.Options{
-		Cluster:           node,
-		ClusterName:       f.clusterName,
-		Spaces:            []*space.Config{cfg},
-		LogDir:            f.logDir,
-		NoAudit:           f.noAudit,
-		AuditReceivedOnly: f.auditReceivedOnly,
-		Logger:            logger,
-		MaxMessageSize:    f.maxMessageSize,
-		Rate:              f.rate,
-		Burst:             f.burst,
-		SendQueue:         f.sendQueue,
-		WriteCoalesce:     cmp.Or(f.writeCoalesce, -1), // the flag's 0 is off
-		AuditMaxFileSize:  f.auditMaxSize,
-		AuditMaxFiles:     f.auditMaxFiles,
-		AuditFormat:       f.auditFormat,
-		ByteRate:          f.byteRate,
-		HistoryBytes:      f.historyBytes,
-		MaxConnections:    f.maxConnections,
-		MaxPending:        f.maxPending,
-		MaxPendingPerAddr: f.maxPendingPerAddr,
-		NoConsole:         f.noConsole,
-		OriginPatterns:    f.allowOrigins,
-		AllowedHosts:      allowedHosts(f, os.Getenv),
+		Spaces:         []*space.Config{cfg},
+		Logger:         logger,
+		OriginPatterns: f.allowOrigins,
+		AllowedHosts:   allowedHosts(f, os.Getenv),
+		Limits: gateway.Limits{
+			MaxMessageSize:    f.maxMessageSize,
+			Rate:              f.rate,
+			Burst:             f.burst,
+			SendQueue:         f.sendQueue,
+			ByteRate:          f.byteRate,
+			HistoryBytes:      f.historyBytes,
+			MaxConnections:    f.maxConnections,
+			MaxPending:        f.maxPending,
+			MaxPendingPerAddr: f.maxPendingPerAddr,
+		},
+		Timing: gateway.Timing{
+			WriteCoalesce: cmp.Or(f.writeCoalesce, -1), // the flag's 0 is off
+		},
+		Audit: gateway.AuditOptions{
+			Dir:          f.logDir,
+			Off:          f.noAudit,
+			ReceivedOnly: f.auditReceivedOnly,
+			MaxFileSize:  f.auditMaxSize,
+			MaxFiles:     f.auditMaxFiles,
+			Format:       f.auditFormat,
+		},
+		Console: gateway.ConsoleOptions{Off: f.noConsole},
+		Cluster: gateway.ClusterOptions{
+			Node: node,
+			Name: f.clusterName,
+		},
 	})
 	if err != nil {
 		return err

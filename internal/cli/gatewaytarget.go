@@ -64,11 +64,15 @@ func (t gatewayBench) Start(ctx context.Context, ids []string) (*bench.Endpoint,
 		return t.startCluster(ctx, cfg, dir, tokens, rate)
 	}
 	gw, err := gateway.New(gateway.Options{
-		Spaces:            []*space.Config{cfg},
-		NoAudit:           t.noAudit,
-		AuditReceivedOnly: t.receivedOnly,
-		Rate:              rate,
-		MaxMessageSize:    16 << 20,
+		Spaces: []*space.Config{cfg},
+		Limits: gateway.Limits{
+			Rate:           rate,
+			MaxMessageSize: 16 << 20,
+		},
+		Audit: gateway.AuditOptions{
+			Off:          t.noAudit,
+			ReceivedOnly: t.receivedOnly,
+		},
 	})
 	if err != nil {
 		_ = os.RemoveAll(dir)

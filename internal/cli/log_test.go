@@ -87,7 +87,7 @@ func TestAuditLogReferenceGreps(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			t.Parallel()
 			const n = 5
-			dir := writeAuditLog(t, gateway.Options{AuditFormat: format}, n)
+			dir := writeAuditLog(t, gateway.Options{Audit: gateway.AuditOptions{Format: format}}, n)
 			hist := filepath.Join(dir, auditlog.EnvelopeHistory)
 			for i := range n {
 				id := fmt.Sprintf("a%d", i)
@@ -164,7 +164,7 @@ participants:
 	for _, format := range []string{"compact", "reference"} {
 		t.Run(format, func(t *testing.T) {
 			t.Parallel()
-			g := testutil.StartGateway(t, cfg, gateway.Options{AuditFormat: format})
+			g := testutil.StartGateway(t, cfg, gateway.Options{Audit: gateway.AuditOptions{Format: format}})
 			alice, _ := testutil.Join(t, g.WSURL, "alice-token")
 			bob, _ := testutil.Join(t, g.WSURL, "bob-token")
 			m, _ := testutil.Join(t, g.WSURL, "mal-token")
@@ -256,6 +256,7 @@ func TestAuditLogCompactBodies(t *testing.T) {
 			Event, ID, Participant string
 			Envelope               json.RawMessage
 			Recipients             []struct{ Participant string }
+			Everyone               int // a presence to everyone but its subject, by number
 		}
 		if err := json.Unmarshal([]byte(l), &rec); err != nil {
 			t.Fatal(err)
@@ -266,7 +267,7 @@ func TestAuditLogCompactBodies(t *testing.T) {
 		if rec.Event != "delivered" {
 			continue
 		}
-		if rec.Participant != "" || len(rec.Recipients) == 0 {
+		if rec.Participant != "" || (len(rec.Recipients) == 0) == (rec.Everyone == 0) {
 			t.Fatalf("delivered line not grouped: %s", l)
 		}
 		delivered++
@@ -334,7 +335,7 @@ func copyDir(t *testing.T, src string) string {
 // where it was made, and verify exits non-zero.
 func TestLogVerify(t *testing.T) {
 	t.Parallel()
-	src := writeAuditLog(t, gateway.Options{AuditMaxFileSize: 4096, AuditMaxFiles: -1}, 60)
+	src := writeAuditLog(t, gateway.Options{Audit: gateway.AuditOptions{MaxFileSize: 4096, MaxFiles: -1}}, 60)
 	files, err := auditlog.Files(src, auditlog.EnvelopeHistory)
 	if err != nil || len(files) < 4 {
 		t.Fatalf("%d envelope history files (%v), want 4 or more", len(files), err)

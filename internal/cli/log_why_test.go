@@ -28,7 +28,7 @@ participants:
 // agent's next call (c3) is refused. It returns the log directory.
 func writeConversation(t *testing.T, format string) string {
 	t.Helper()
-	g := testutil.StartGateway(t, whySpace, gateway.Options{AuditFormat: format, WriteTimeout: 200 * time.Millisecond})
+	g := testutil.StartGateway(t, whySpace, gateway.Options{Timing: gateway.Timing{WriteTimeout: 200 * time.Millisecond}, Audit: gateway.AuditOptions{Format: format}})
 	human, _ := testutil.Join(t, g.WSURL, "human-token")
 	agent, _ := testutil.Join(t, g.WSURL, "agent-token")
 	calc, _ := testutil.Join(t, g.WSURL, "calc-token")

@@ -35,7 +35,7 @@ func TestTokenCommands(t *testing.T) {
 	}
 
 	// The gateway for that space accepts the token as agent's.
-	s, err := testutil.Serve(dir, yaml, gateway.Options{NoAudit: true})
+	s, err := testutil.Serve(dir, yaml, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ participants:
 // space's human, without a display opens nothing and still succeeds, and
 // the link's code opens one session.
 func TestSpaceConnectWeb(t *testing.T) {
-	g := testutil.StartGateway(t, webSpace, gateway.Options{NoAudit: true})
+	g := testutil.StartGateway(t, webSpace, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 	noDisplay := Options{Getenv: func(string) string { return "" }}
 	out, errOut, err := run(t, noDisplay, "space", "connect", "--web", "-d", g.Dir, "--gateway", "ws://"+g.Addr)
 	if err != nil {
@@ -61,7 +61,7 @@ func TestSpaceConnectWeb(t *testing.T) {
 }
 
 func TestSpaceConnectWebNoConsole(t *testing.T) {
-	g := testutil.StartGateway(t, webSpace, gateway.Options{NoAudit: true, NoConsole: true})
+	g := testutil.StartGateway(t, webSpace, gateway.Options{Audit: gateway.AuditOptions{Off: true}, Console: gateway.ConsoleOptions{Off: true}})
 	_, _, err := run(t, Options{Getenv: func(string) string { return "" }}, "space", "connect", "--web", "-d", g.Dir, "--gateway", "ws://"+g.Addr)
 	if err == nil || !strings.Contains(err.Error(), "no web console") {
 		t.Fatalf("against a gateway without a console: %v", err)

@@ -42,7 +42,7 @@ type fabric struct {
 // it asks for nothing.
 func clusterFromEnv(opts *gateway.Options) (*fabric, error) {
 	mode := ClusterMode()
-	if mode == "" || opts.Cluster != nil {
+	if mode == "" || opts.Cluster.Node != nil {
 		return nil, nil
 	}
 	f := &fabric{}
@@ -69,7 +69,7 @@ func clusterFromEnv(opts *gateway.Options) (*fabric, error) {
 		f.close()
 		return nil, fmt.Errorf("testutil: %s=%s: %w", ClusterEnv, mode, err)
 	}
-	opts.Cluster, opts.ClusterName = f.node, "test"
+	opts.Cluster.Node, opts.Cluster.Name = f.node, "test"
 	return f, nil
 }
 
@@ -115,7 +115,7 @@ func StartCluster(t testing.TB, n int, spaceYAML string, opts gateway.Options) [
 		}
 		t.Cleanup(func() { _ = node.Close() })
 		o := opts
-		o.Cluster, o.ClusterName = node, "test"
+		o.Cluster.Node, o.Cluster.Name = node, "test"
 		gs = append(gs, StartGateway(t, spaceYAML, o))
 	}
 	return gs
