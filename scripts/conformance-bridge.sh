@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# conformance-bridge.sh URL — the MCP conformance suite's "client" for its auth/* scenarios, made of mew:
-# a gateway on a free port, `mew bridge start --mcp-url URL` signing in as the scenario asks (the
+# conformance-bridge.sh URL — the MCP conformance suite's "client", made of mew: a gateway on a free
+# port, `mew bridge start --mcp-url URL` (signing in as the scenario asks for the auth/* ones: the
 # suite's authorisation server approves at once, so MEW_OAUTH_OPENER is curl following the redirect),
-# and a caller in the space whose tools/list goes through the bridge to the scenario's server.
+# and a caller in the space whose tools/list and tools/call go through the bridge to the scenario's
+# server. The caller also answers, through the space, every elicitation the bridge asks it: it accepts
+# with an empty form, and the bridge's MCP client fills in the schema's defaults (SEP-1034).
 #   conformance client --command "scripts/conformance-bridge.sh" --scenario auth/metadata-default
+#   conformance client --command "scripts/conformance-bridge.sh" --scenario elicitation-sep1034-client-defaults
 # The suite passes the scenario in MCP_CONFORMANCE_SCENARIO and, for pre-registered clients, a JSON
 # MCP_CONFORMANCE_CONTEXT with client_id and client_secret. MEW is the mew binary (default: mew on PATH).
 set -euo pipefail
@@ -29,6 +32,7 @@ participants:
       - {kind: mcp/response}
       - {kind: participant/status}
       - {kind: mcp/request, payload: {method: "notifications/**"}}
+      - {kind: "elicitation/*"}
   caller:
     tokens: [caller-token]
     capabilities: [{kind: "*"}]
@@ -95,12 +99,35 @@ answer() {
 	done
 	return 1
 }
+# answer_elicitations accepts, with an empty form, each elicitation/request addressed to the caller.
+answer_elicitations() {
+	local seen=" " ids id
+	while :; do
+		ids=$(curl -s -f -H "Authorization: Bearer caller-token" "$api&limit=1000" | tr '\n' ' ' |
+			grep -oE '"id":"[^"]*"[^{}]*"to":\["caller"\],"kind":"elicitation/request"' | cut -d'"' -f4) || true
+		for id in $ids; do
+			[[ $seen == *" $id "* ]] && continue
+			seen+="$id "
+			post '{"protocol":"mew/v0.4","kind":"elicitation/response","to":["server"],"correlation_id":["'"$id"'"],"payload":{"action":"accept","content":{}}}' &&
+				echo "elicitation $id answered through the space" >&2
+		done
+		sleep 0.1
+	done
+}
+answer_elicitations &
+pids+=($!)
+
 post '{"protocol":"mew/v0.4","id":"conf-1","kind":"mcp/request","to":["server"],"payload":{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}}'
 list=$(answer conf-1) || { echo "no answer to tools/list" >&2; exit 1; }
 echo "tools/list answered through the space"
 tool=$(grep -oE '"tools":\[.*' <<<"$list" | grep -oE '"name":"[^"]*"' | head -n 1 | cut -d'"' -f4) || true
+# The arguments the scenario's tool asks for: add_numbers (tools_call) adds a and b.
+args='{}'
+case $tool in
+add_numbers) args='{"a":2,"b":3}' ;;
+esac
 if [[ -n $tool ]]; then
-	post '{"protocol":"mew/v0.4","id":"conf-2","kind":"mcp/request","to":["server"],"payload":{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"'"$tool"'","arguments":{}}}}'
+	post '{"protocol":"mew/v0.4","id":"conf-2","kind":"mcp/request","to":["server"],"payload":{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"'"$tool"'","arguments":'"$args"'}}}'
 	answer conf-2 >/dev/null || { echo "no answer to tools/call $tool" >&2; exit 1; }
 	echo "tools/call $tool answered through the space"
 fi
