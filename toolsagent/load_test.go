@@ -429,3 +429,19 @@ func FuzzToolsAgentParse(f *testing.F) {
 		}
 	})
 }
+
+// TestFaresDefinitionLoads: testdata/fares.yaml, which CI's conformance
+// step serves, loads with its output schema.
+func TestFaresDefinitionLoads(t *testing.T) {
+	def, err := toolsagent.Load(filepath.Join("testdata", "fares.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fare, ok := def.Tool("fare")
+	if !ok || fare.Output == nil {
+		t.Fatalf("fare: %+v", fare)
+	}
+	if out, err := fare.OutputSchema(); err != nil || !strings.Contains(string(out), `"required":["price","currency"]`) {
+		t.Errorf("output schema %s, %v", out, err)
+	}
+}
