@@ -8,8 +8,9 @@
 # bash, curl and node (the suite runs on node).
 #   conformance client --command "scripts/conformance-bridge.sh" --scenario auth/metadata-default
 #   conformance client --command "scripts/conformance-bridge.sh" --scenario elicitation-sep1034-client-defaults
-# The suite passes the scenario in MCP_CONFORMANCE_SCENARIO and, for pre-registered clients, a JSON
-# MCP_CONFORMANCE_CONTEXT with client_id and client_secret. MEW is the mew binary (default: mew on PATH).
+# The suite passes the scenario in MCP_CONFORMANCE_SCENARIO and, for some, a JSON MCP_CONFORMANCE_CONTEXT:
+# client_id and client_secret for pre-registered clients, toolCalls (name, arguments) for the calls a
+# scenario wants made. MEW is the mew binary (default: mew on PATH).
 set -euo pipefail
 url=${1:?usage: conformance-bridge.sh URL}
 mew=${MEW:-mew}
@@ -86,7 +87,7 @@ api="http://$addr/participants/caller/messages?space=conformance"
 post() {
 	curl -s -f -H "Authorization: Bearer caller-token" -H "Content-Type: application/json" -d "$1" "$api" >/dev/null
 }
-# answer ID waits for the mcp/response to envelope ID and prints it.
+# answer ID waits for the mcp/response to envelope ID and prints the history from it on.
 answer() {
 	local line
 	for _ in $(seq 1 150); do
