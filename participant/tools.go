@@ -62,6 +62,11 @@ type Tool struct {
 	// documents outside the schema are not loaded. Arguments that fail it
 	// are refused with CodeInvalidParams before Execute runs.
 	InputSchema json.RawMessage
+	// OutputSchema, when set, is the JSON Schema of the tool's structured
+	// results, listed as the MCP tool's outputSchema; a tool with one
+	// answers *ToolResult values whose StructuredContent fits it (the
+	// participant does not check them).
+	OutputSchema json.RawMessage
 	// Execute runs the tool with the call's arguments (a JSON object,
 	// {} when the call had none). It runs on a goroutine of its own; ctx is
 	// cancelled after Options.RequestTimeout or when the participant
@@ -79,9 +84,10 @@ type Tool struct {
 
 // ToolInfo describes a tool as tools/list lists it.
 type ToolInfo struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"inputSchema"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 }
 
 // ToolResult is the result of an MCP tools/call. IsError marks a tool that
@@ -286,7 +292,7 @@ func (p *Participant) RegisterTool(t Tool) error {
 		return fmt.Errorf("%w: tool %q", ErrAlreadyRegistered, t.Name)
 	}
 	r.tools[t.Name] = &ownTool{
-		info:   ToolInfo{Name: t.Name, Description: t.Description, InputSchema: schema.JSON()},
+		info:   ToolInfo{Name: t.Name, Description: t.Description, InputSchema: schema.JSON(), OutputSchema: t.OutputSchema},
 		schema: schema,
 		exec:   t.Execute,
 	}

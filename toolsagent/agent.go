@@ -222,6 +222,9 @@ type Result struct {
 	Tools []string
 	// Steps counts the model's answers.
 	Steps int
+	// Structured is the answer as a compact JSON object that fits the
+	// tool's output schema; nil for a tool without one.
+	Structured json.RawMessage
 }
 
 // Call runs the tool name with args (a JSON object): it checks the
@@ -229,7 +232,9 @@ type Result struct {
 // and runs a fresh headless session, its own context id and no history
 // (unless Definition.SharedHistory), with the tools the agent may use
 // without approval, for at most Definition.Model.MaxIterations model calls
-// and Definition.Timeout. It returns the model's final answer. ctx ends
+// and Definition.Timeout. It returns the model's final answer (for a tool
+// with an output schema, also as Result.Structured; an answer that does not
+// fit the schema fails with an *OutputError). ctx ends
 // the call early; a call that ran out of time fails with ErrTimeout, and
 // one under way when the agent closes with ErrClosed.
 func (a *Agent) Call(ctx context.Context, name string, args json.RawMessage, opts CallOptions) (*Result, error) {
@@ -308,6 +313,10 @@ func (a *Agent) Call(ctx context.Context, name string, args json.RawMessage, opt
 	}
 	if a.def.SharedHistory {
 		a.history.add(user, llm.Message{Role: llm.RoleAssistant, Content: text})
+	}
+	if res.Structured, err = t.Structured(text); err != nil {
+		log.Info("toolsagent: call failed", "err", err)
+		return nil, err
 	}
 	res.Text = text
 	log.Info("toolsagent: call done", "steps", res.Steps)

@@ -668,7 +668,7 @@ func (l *loader) participants(n *yaml.Node, path string) []ParticipantConfig {
 	return out
 }
 
-var toolKeys = []string{"name", "description", "parameters", "prompt", "tags", "examples", "inputModes", "outputModes"}
+var toolKeys = []string{"name", "description", "parameters", "output", "prompt", "tags", "examples", "inputModes", "outputModes"}
 
 // toolProperties are the tool's own members a prompt may name.
 var toolProperties = []string{"name", "description"}
@@ -710,7 +710,7 @@ func (l *loader) tool(n *yaml.Node, path string) *Tool {
 		return nil
 	}
 	t := &Tool{}
-	var promptNode, paramsNode *yaml.Node
+	var promptNode, paramsNode, outputNode *yaml.Node
 	for _, f := range fields {
 		fp := joinPath(path, f.Key)
 		var err error
@@ -731,6 +731,15 @@ func (l *loader) tool(n *yaml.Node, path string) *Tool {
 				t.Parameters = s
 			default:
 				l.errorf(f.Value, joinPath(fp, "type"), "the root of parameters must be an object (MCP tools take an object of arguments), got %s", s.Type())
+			}
+		case "output":
+			outputNode = f.Value
+			switch s := l.schema(f.Value, fp, 1).(type) {
+			case nil:
+			case *ObjectSchema:
+				t.Output = s
+			default:
+				l.errorf(f.Value, joinPath(fp, "type"), "the root of output must be an object (an MCP tool's structured content is an object), got %s", s.Type())
 			}
 		case "prompt":
 			promptNode = f.Value
@@ -761,6 +770,13 @@ func (l *loader) tool(n *yaml.Node, path string) *Tool {
 		l.errorf(paramsNode, joinPath(path, "parameters"), "%v", err)
 	} else {
 		t.compiled = compiled
+	}
+	if t.Output != nil {
+		if compiled, err := compileOutput(t.Name, t.Output); err != nil {
+			l.errorf(outputNode, joinPath(path, "output"), "%v", err)
+		} else {
+			t.outCompiled = compiled
+		}
 	}
 	if promptNode == nil {
 		l.errorf(n, joinPath(path, "prompt"), "required: the template a call fills")

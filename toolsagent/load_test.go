@@ -97,6 +97,10 @@ func TestToolsAgentLoadErrors(t *testing.T) {
 			"tools[0].parameters.required[1]", `"y" is not a property (properties: x)`},
 		{"root not an object", head + "tools:\n  - {name: t, description: d, parameters: {type: string}, prompt: p}\n",
 			"tools[0].parameters.type", "the root of parameters must be an object"},
+		{"output root not an object", head + "tools:\n  - {name: t, description: d, output: {type: array, items: {type: string}}, prompt: p}\n",
+			"tools[0].output.type", "the root of output must be an object"},
+		{"output with an unknown key", head + "tools:\n  - {name: t, description: d, output: {type: object, format: x}, prompt: p}\n",
+			"tools[0].output.format", "not part of the schema of an object"},
 		{"placeholder naming nothing", head + oneTool("{type: string}", "use {x} and {y}"), "tools[0].prompt",
 			"{y} names neither a parameter (x) nor a tool property (name, description)"},
 		{"unclosed brace", head + oneTool("{type: string}", "use {x} {"), "tools[0].prompt", "a '{' that is not closed at byte 8"},
@@ -109,7 +113,7 @@ func TestToolsAgentLoadErrors(t *testing.T) {
 		{"bad tool name", head + "tools:\n  - {name: \"book flight\", description: d, prompt: p}\n", "tools[0].name",
 			`"book flight": a tool name is letters, digits`},
 		{"unknown tool key", head + "tools:\n  - {name: t, description: d, prompt: p, promt: q}\n", "tools[0].promt",
-			"unknown key in a tool (allowed: name, description, parameters, prompt, tags, examples, inputModes, outputModes)"},
+			"unknown key in a tool (allowed: name, description, parameters, output, prompt, tags, examples, inputModes, outputModes)"},
 		{"no tools", head + "tools: []\n", "tools", "no tools"},
 		{"tools missing", head, "tools", "required"},
 		{"name missing", strings.Replace(head, "name: desk\n", "", 1) + tool, "name", "required"},
@@ -424,4 +428,20 @@ func FuzzToolsAgentParse(f *testing.F) {
 			_, _ = tl.Preview(nil)
 		}
 	})
+}
+
+// TestFaresDefinitionLoads: testdata/fares.yaml, which CI's conformance
+// step serves, loads with its output schema.
+func TestFaresDefinitionLoads(t *testing.T) {
+	def, err := toolsagent.Load(filepath.Join("testdata", "fares.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fare, ok := def.Tool("fare")
+	if !ok || fare.Output == nil {
+		t.Fatalf("fare: %+v", fare)
+	}
+	if out, err := fare.OutputSchema(); err != nil || !strings.Contains(string(out), `"required":["price","currency"]`) {
+		t.Errorf("output schema %s, %v", out, err)
+	}
 }

@@ -478,3 +478,105 @@ func TestToolsAgentMCPPromptsCompletionLogging(t *testing.T) {
 		t.Error("no log message")
 	}
 }
+
+// fareTool is a tool with an output schema, appended to the travel
+// definition.
+const fareTool = `
+  - name: fare
+    description: Prices a route.
+    parameters:
+      type: object
+      properties:
+        route: {type: string}
+    output:
+      type: object
+      properties:
+        price: {type: number, minimum: 0}
+        currency: {type: string, enum: [EUR, USD]}
+      required: [price, currency]
+      additionalProperties: false
+    prompt: "Price {route}."
+`
+
+// A tool with an output schema lists it as outputSchema, asks the model
+// for a JSON object that fits it, and returns that object as
+// structuredContent with the same JSON as text; an answer that does not
+// fit is an isError result that says why.
+func TestToolsAgentMCPStructuredContent(t *testing.T) {
+	tr := loadTravel(t, fareTool)
+	srv := testutil.NewLLMServer(t)
+	srv.Script(
+		testutil.LLMReply("```json\n{\"price\": 120.5,\n \"currency\": \"EUR\"}\n```"),
+		testutil.LLMReply(`{"price": -1, "currency": "GBP"}`),
+		testutil.LLMReply("About 120 euros."),
+	)
+	m := serveInMemory(t, tr.def, srv)
+	list, err := m.session.ListTools(ctxFor(t, 10*time.Second), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fare *mcp.Tool
+	for _, tl := range list.Tools {
+		switch tl.Name {
+		case "fare":
+			fare = tl
+		case "echo", "find_flights":
+			if tl.OutputSchema != nil {
+				t.Errorf("%s has an output schema: %v", tl.Name, tl.OutputSchema)
+			}
+		}
+	}
+	if fare == nil {
+		t.Fatalf("no fare tool in %v", list.Tools)
+	}
+	got, _ := json.Marshal(fare.OutputSchema)
+	want := `{"type":"object","properties":{"currency":{"type":"string","enum":["EUR","USD"]},"price":{"type":"number","minimum":0}},"required":["price","currency"],"additionalProperties":false}`
+	if !jsonEqual(t, got, want) {
+		t.Errorf("outputSchema %s, want %s", got, want)
+	}
+
+	call := func() *mcp.CallToolResult {
+		t.Helper()
+		res, err := m.session.CallTool(ctxFor(t, 30*time.Second), &mcp.CallToolParams{Name: "fare", Arguments: map[string]any{"route": "OSL-FCO"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := call()
+	structured, _ := json.Marshal(res.StructuredContent)
+	if res.IsError || string(structured) != `{"currency":"EUR","price":120.5}` || resultText(res) != `{"price":120.5,"currency":"EUR"}` {
+		t.Errorf("result %+v: structured %s, text %s", res, structured, resultText(res))
+	}
+	u := userMessage(srv.Requests()[0])
+	if !strings.HasPrefix(u, "Price OSL-FCO.\n\nAnswer with one JSON object") || !strings.HasSuffix(u, `"additionalProperties":false}`) {
+		t.Errorf("prompt %q", u)
+	}
+	for _, tc := range []struct{ want []string }{
+		{[]string{"does not fit its output schema", "currency: ", "price: at least 0"}},
+		{[]string{"does not fit its output schema", "the answer is not one JSON value"}},
+	} {
+		res := call()
+		if !res.IsError || res.StructuredContent != nil {
+			t.Errorf("an answer that does not fit: %+v", res)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(resultText(res), w) {
+				t.Errorf("%q lacks %q", resultText(res), w)
+			}
+		}
+	}
+}
+
+// jsonEqual says whether two JSON texts hold the same value.
+func jsonEqual(t *testing.T, a []byte, b string) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(b), &y); err != nil {
+		t.Fatal(err)
+	}
+	return cmp.Equal(x, y)
+}

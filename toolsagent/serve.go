@@ -62,7 +62,15 @@ func (a *Agent) newMCPServer(serve context.Context) (*mcp.Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := addTool(s, &mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: schema}, a.mcpHandler(serve, t.Name)); err != nil {
+		out, err := t.OutputSchema()
+		if err != nil {
+			return nil, err
+		}
+		tool := &mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: schema}
+		if out != nil { // a nil json.RawMessage in the interface would be "outputSchema": null
+			tool.OutputSchema = out
+		}
+		if err := addTool(s, tool, a.mcpHandler(serve, t.Name)); err != nil {
 			return nil, err
 		}
 		s.AddPrompt(toolPrompt(t), a.promptHandler(t))
@@ -106,6 +114,15 @@ func (a *Agent) mcpHandler(serve context.Context, name string) mcp.ToolHandler {
 			return r, nil
 		}
 		pr.done()
+		if res.Structured != nil {
+			// The object, checked against the output schema, and the same
+			// JSON as text for clients that read only text.
+			return &mcp.CallToolResult{
+				Content:           []mcp.Content{&mcp.TextContent{Text: string(res.Structured)}},
+				StructuredContent: res.Structured,
+				Meta:              mcp.Meta{MetaContextID: id},
+			}, nil
+		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}, Meta: mcp.Meta{MetaContextID: id}}, nil
 	}
 }

@@ -139,17 +139,22 @@ func (s *spaceConn) register() error {
 		if err != nil {
 			return err
 		}
+		out, err := t.OutputSchema()
+		if err != nil {
+			return err
+		}
 		name := t.Name
 		err = s.p.RegisterTool(participant.Tool{
-			Name:        name,
-			Description: t.Description,
-			InputSchema: schema,
+			Name:         name,
+			Description:  t.Description,
+			InputSchema:  schema,
+			OutputSchema: out,
 			Execute: func(ctx context.Context, args json.RawMessage) (any, error) {
 				res, err := s.a.Call(ctx, name, args, CallOptions{})
 				if err != nil {
 					return nil, err
 				}
-				return res.Text, nil
+				return spaceResult(res), nil
 			},
 		})
 		if err != nil {
@@ -307,8 +312,18 @@ func (s *spaceConn) serveCall(ctx context.Context, r *participant.Request, c *sp
 		}
 	default:
 		s.conclude(c, protocol.Reasoning{Message: "Answer: " + clip.Mark(res.Text, 200)})
-		s.answer(r, participant.TextResult(res.Text), nil)
+		s.answer(r, spaceResult(res), nil)
 	}
+}
+
+// spaceResult is a call's result as the space gets it: the answer as text
+// and, for a tool with an output schema, the checked object as structured
+// content (its compact JSON is then the text), as over MCP.
+func spaceResult(res *Result) *participant.ToolResult {
+	if res.Structured == nil {
+		return participant.TextResult(res.Text)
+	}
+	return &participant.ToolResult{Content: []participant.Content{participant.TextContent(string(res.Structured))}, StructuredContent: res.Structured}
 }
 
 // send sends an envelope of kind when the definition and the

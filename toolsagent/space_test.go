@@ -133,7 +133,14 @@ func (r *recorder) find(ok func(*protocol.Envelope) bool) *protocol.Envelope {
 // startDesk serves deskDefinition in g until the test ends.
 func startDesk(t *testing.T, g *testutil.Gateway, srv *testutil.LLMServer) *toolsagent.Agent {
 	t.Helper()
-	def, err := toolsagent.Parse([]byte(deskDefinition))
+	return startDeskDefinition(t, g, srv, deskDefinition)
+}
+
+// startDeskDefinition serves the definition text in g as desk until the
+// test ends.
+func startDeskDefinition(t *testing.T, g *testutil.Gateway, srv *testutil.LLMServer, text string) *toolsagent.Agent {
+	t.Helper()
+	def, err := toolsagent.Parse([]byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,5 +354,44 @@ func TestToolsAgentSpaceCancel(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("a call stopped by reasoning/cancel was not answered")
+	}
+}
+
+// A tool with an output schema, in a space: tools/list gives its
+// outputSchema, and a call's result carries the checked object as
+// structuredContent with the same JSON as text.
+func TestToolsAgentSpaceStructuredContent(t *testing.T) {
+	g := testutil.StartGateway(t, deskSpace, gateway.Options{})
+	human := join(t, g, "human-token")
+	srv := testutil.NewLLMServer(t)
+	srv.Script(testutil.LLMReply(`{"sum": 42}`))
+	startDeskDefinition(t, g, srv, deskDefinition+`
+  - name: sum_data
+    description: Adds numbers, as data.
+    parameters:
+      type: object
+      properties:
+        a: {type: number}
+        b: {type: number}
+    output:
+      type: object
+      properties:
+        sum: {type: number}
+      required: [sum]
+    prompt: "What is {a} plus {b}?"
+`)
+	waitDesk(t, human)
+	raw, err := human.Request(ctxFor(t, 10*time.Second), "desk", map[string]any{"method": "tools/list"})
+	if err != nil || !strings.Contains(string(raw), `"name":"sum_data"`) ||
+		!strings.Contains(string(raw), `"outputSchema":{"type":"object","properties":{"sum":{"type":"number"}},"required":["sum"]}`) {
+		t.Errorf("tools/list: %s, %v", raw, err)
+	}
+	raw, err = human.Request(ctxFor(t, 30*time.Second), "desk", map[string]any{"method": "tools/call", "params": map[string]any{"name": "sum_data", "arguments": map[string]any{"a": 2, "b": 40}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res participant.ToolResult
+	if err := json.Unmarshal(raw, &res); err != nil || res.IsError || res.Text() != `{"sum":42}` || string(res.StructuredContent) != `{"sum":42}` {
+		t.Errorf("sum_data: %s, %v", raw, err)
 	}
 }

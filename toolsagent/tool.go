@@ -26,6 +26,11 @@ type Tool struct {
 	// Prompt is the template: {name} and {description} are the tool's,
 	// {param} a call argument; "{{" and "}}" are literal braces.
 	Prompt string
+	// Output, when set, is the schema of the result, the MCP tool's
+	// outputSchema: the model is asked for one JSON object that fits it,
+	// and a call's result carries that object as structured content (see
+	// Structured). Its root is an object.
+	Output *ObjectSchema
 	// Tags, Examples, InputModes and OutputModes describe the tool as an
 	// A2A skill (an agent served with ServeA2A); MCP does not show them.
 	// Examples are requests a client might send; the modes are media
@@ -34,6 +39,8 @@ type Tool struct {
 
 	tmpl     *template        // parsed Prompt, set by the loader
 	compiled *argcheck.Schema // compiled Parameters, set by the loader
+	// compiled Output, set by the loader
+	outCompiled *argcheck.Schema
 }
 
 // InputSchema returns the parameters as JSON Schema, the tool's MCP
@@ -118,6 +125,13 @@ func (t *Tool) render(vals map[string]json.RawMessage, missing func(string) stri
 	})
 	if err != nil {
 		return "", fmt.Errorf("toolsagent: tool %s: %w", t.Name, err)
+	}
+	out, err := t.OutputSchema()
+	if err != nil {
+		return "", err
+	}
+	if out != nil {
+		prompt += outputInstruction(out)
 	}
 	return prompt, nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -12,13 +14,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/mew-protocol/mew/internal/mcpserve"
 	"github.com/mew-protocol/mew/internal/mcpserver"
 )
 
 func newMCPCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp",
-		Short: "MCP servers that ship with mew, over stdio (calculator, cat-maze, filesystem)",
+		Short: "MCP servers that ship with mew, over stdio or streamable HTTP (calculator, cat-maze, filesystem)",
 		// A name that is no server is an error, not help and exit 0: a
 		// bridge or an MCP host that runs `mew mcp NAME` must fail, not
 		// restart a command that printed help forever.
@@ -36,15 +39,17 @@ func newMCPCmd() *cobra.Command {
 			return fmt.Errorf("mcp: no MCP server %q (the servers: %s; mew mcp list)", args[0], strings.Join(known, ", "))
 		},
 	}
-	cmd.AddCommand(&cobra.Command{
-		Use:   "calculator",
+	var httpAddr string
+	calc := &cobra.Command{
+		Use:   "calculator [--http ADDR]",
 		Short: "A calculator MCP server: add, subtract, multiply, divide",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serveStdio(cmd, mcpserver.Calculator())
+			return serveMCP(cmd, mcpserver.Calculator(), httpAddr)
 		},
-	}, &cobra.Command{
-		Use:   "filesystem DIR",
+	}
+	fs := &cobra.Command{
+		Use:   "filesystem DIR [--http ADDR]",
 		Short: "A filesystem MCP server confined to DIR (created when missing)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -53,16 +58,21 @@ func newMCPCmd() *cobra.Command {
 				return err
 			}
 			defer closeRoot()
-			return serveStdio(cmd, s)
+			return serveMCP(cmd, s, httpAddr)
 		},
-	}, &cobra.Command{
-		Use:   "cat-maze",
+	}
+	maze := &cobra.Command{
+		Use:   "cat-maze [--http ADDR]",
 		Short: "The cat-maze game: guide the cat through ten mazes with view, up, down, left, right, restart",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serveStdio(cmd, mcpserver.CatMaze())
+			return serveMCP(cmd, mcpserver.CatMaze(), httpAddr)
 		},
-	}, &cobra.Command{
+	}
+	for _, c := range []*cobra.Command{calc, fs, maze} {
+		c.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP at http://ADDR/mcp (such as 127.0.0.1:8931) instead of stdio")
+	}
+	cmd.AddCommand(calc, fs, maze, &cobra.Command{
 		Use:   "list",
 		Short: "List the servers",
 		Args:  cobra.NoArgs,
@@ -73,6 +83,24 @@ func newMCPCmd() *cobra.Command {
 		},
 	})
 	return cmd
+}
+
+// serveMCP serves s over streamable HTTP on httpAddr (the tools agent's
+// serving, package mcpserve) when it is set, else over stdio.
+func serveMCP(cmd *cobra.Command, s *mcp.Server, httpAddr string) error {
+	if httpAddr == "" {
+		return serveStdio(cmd, s)
+	}
+	l, err := net.Listen("tcp", httpAddr)
+	if err != nil {
+		return fmt.Errorf("mcp: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+	logger.Info("serving MCP over streamable HTTP", "server", cmd.Name(), "url", "http://"+l.Addr().String()+mcpserve.Path)
+	if err := mcpserve.ServeHTTP(cmd.Context(), l, s, logger); err != nil {
+		return fmt.Errorf("mcp %s: %w", cmd.Name(), err)
+	}
+	return nil
 }
 
 // stdinGrace is how long a server whose standard input has closed may take

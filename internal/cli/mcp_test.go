@@ -1,14 +1,19 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mew-protocol/mew/internal/testutil"
 )
 
 // TestMCPServersOverStdio runs the built binary's servers as an MCP host
@@ -67,4 +72,100 @@ func TestMCPUnknownServer(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), `mew: mcp: no MCP server "nope"`) {
 		t.Errorf("mew mcp nope: %v: %s", err, out)
 	}
+}
+
+// TestMCPServersOverHTTP runs the built binary's servers with --http as an
+// MCP host reaches them over streamable HTTP: a tool call, completion/complete
+// (nothing to complete: an empty list, not "method not found"), and a clean
+// exit on SIGINT.
+func TestMCPServersOverHTTP(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		tool string
+		in   map[string]any
+		want string
+	}{
+		{[]string{"mcp", "calculator"}, "multiply", map[string]any{"a": 6, "b": 7}, "42"},
+		{[]string{"mcp", "filesystem", filepath.Join(dir, "files")}, "write_file", map[string]any{"path": "a.txt", "content": "abc"}, "wrote 3 bytes to a.txt"},
+	} {
+		t.Run(tc.args[1], func(t *testing.T) {
+			cmd := exec.Command(mewBinary(t), append(tc.args, "--http", "127.0.0.1:0")...)
+			url, exited, logs := startLogging(t, cmd, regexp.MustCompile(`url=(http://\S+)`))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, logs)
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tc.tool, Arguments: tc.in})
+			if err != nil || res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, tc.want) {
+				t.Errorf("%s: %+v, %v", tc.tool, res, err)
+			}
+			if cs.InitializeResult().Capabilities.Completions == nil {
+				t.Error("no completions capability")
+			}
+			comp, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "p"}, Argument: mcp.CompleteParamsArgument{Name: "a", Value: "x"}})
+			if err != nil || comp.Completion.Values == nil || len(comp.Completion.Values) != 0 {
+				t.Errorf("complete: %+v, %v", comp, err)
+			}
+			_ = cs.Close()
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Errorf("after SIGINT: %v\n%s", err, logs)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatalf("did not stop on SIGINT\n%s", logs)
+			}
+		})
+	}
+}
+
+// startLogging starts cmd, collects its standard error and returns the
+// first submatch of re in it, a channel that gets cmd.Wait's error, and the
+// log. The process is killed at the end of the test if still running.
+func startLogging(t *testing.T, cmd *exec.Cmd, re *regexp.Regexp) (string, <-chan error, *testutil.Buffer) {
+	t.Helper()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	logs := &testutil.Buffer{}
+	found := make(chan string, 1)
+	exited := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			_, _ = logs.Write(append(sc.Bytes(), '\n'))
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case found <- m[1]:
+				default:
+				}
+			}
+		}
+		exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	select {
+	case s := <-found:
+		return s, exited, logs
+	case err := <-exited:
+		t.Fatalf("exited: %v\n%s", err, logs)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s not logged\n%s", re, logs)
+	}
+	return "", nil, nil
 }

@@ -6,8 +6,6 @@ import (
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mew-protocol/mew/internal/mcpserve"
 )
 
 // Version is the version the servers report.
@@ -28,7 +26,7 @@ func number(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
 // Calculator returns the calculator server.
 func Calculator() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "mew-calculator", Version: Version}, mcpserve.Options(nil))
+	s := mcp.NewServer(&mcp.Implementation{Name: "mew-calculator", Version: Version}, serverOptions(""))
 	for _, op := range []struct {
 		name, desc string
 		f          func(a, b float64) (float64, error)

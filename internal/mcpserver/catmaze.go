@@ -7,8 +7,6 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mew-protocol/mew/internal/mcpserve"
 )
 
 // The tiles of a cat-maze board, as the reference's game draws them: a
@@ -261,9 +259,9 @@ func (g *catGame) move(dir string) (string, MazeState) {
 func CatMaze() *mcp.Server {
 	g := newCatGame()
 	s := mcp.NewServer(&mcp.Implementation{Name: "mew-cat-maze", Version: Version},
-		mcpserve.Options(&mcp.ServerOptions{Instructions: "A maze game: move the cat (🐈) one tile at a time (up, down, left, right) " +
-			"through the walkways (🟩) around the walls (⬛) to its home (🏡). Reaching home starts the next of ten levels. " +
-			"view shows the board."}))
+		serverOptions("A maze game: move the cat (🐈) one tile at a time (up, down, left, right) "+
+			"through the walkways (🟩) around the walls (⬛) to its home (🏡). Reaching home starts the next of ten levels. "+
+			"view shows the board."))
 	tool := func(name, desc string, play func() (string, MazeState)) {
 		mcp.AddTool(s, &mcp.Tool{Name: name, Description: desc},
 			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, MazeState, error) {

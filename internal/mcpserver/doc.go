@@ -1,7 +1,9 @@
 // Package mcpserver holds the MCP servers that ship with mew, served over
-// stdio by `mew mcp calculator`, `mew mcp cat-maze` and `mew mcp filesystem
-// DIR` so that a space (the demo, the built-in templates) has tools without
-// Node or a network:
+// stdio (or, with --http, streamable HTTP) by `mew mcp calculator`, `mew mcp
+// cat-maze` and `mew mcp filesystem DIR` so that a space (the demo, the
+// built-in templates) has tools without Node or a network. Each declares
+// completions and answers completion/complete with an empty list (it has
+// no prompts or resource templates):
 //
 //   - Calculator: add, subtract, multiply, divide.
 //   - CatMaze: the reference's maze game, in mazes of our own: guide the

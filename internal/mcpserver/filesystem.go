@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mew-protocol/mew/internal/mcpserve"
 )
 
 // Limits of the filesystem server.
@@ -67,7 +65,7 @@ func Filesystem(dir string) (*mcp.Server, func() error, error) {
 	}
 	f := &fsys{dir: abs, root: root}
 	s := mcp.NewServer(&mcp.Implementation{Name: "mew-filesystem", Version: Version},
-		mcpserve.Options(&mcp.ServerOptions{Instructions: "Files in " + abs + ": every path is inside it (relative paths are relative to it)."}))
+		serverOptions("Files in "+abs+": every path is inside it (relative paths are relative to it)."))
 	read := func(_ context.Context, _ *mcp.CallToolRequest, in pathIn) (*mcp.CallToolResult, any, error) {
 		return f.read(in.Path)
 	}

@@ -424,3 +424,25 @@ func sortedCopy(s []string) []string {
 	slices.Sort(c)
 	return c
 }
+
+// TestComplete: every server declares completions and answers
+// completion/complete with an empty list (it has nothing to complete).
+func TestComplete(t *testing.T) {
+	fs, closeRoot, err := Filesystem(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeRoot()
+	for name, s := range map[string]*mcp.Server{"calculator": Calculator(), "filesystem": fs, "cat-maze": CatMaze()} {
+		cs := connect(t, s)
+		if cs.InitializeResult().Capabilities.Completions == nil {
+			t.Errorf("%s: no completions capability", name)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "p"}, Argument: mcp.CompleteParamsArgument{Name: "a", Value: "x"}})
+		cancel()
+		if err != nil || res.Completion.Values == nil || len(res.Completion.Values) != 0 {
+			t.Errorf("%s: %+v, %v", name, res, err)
+		}
+	}
+}
