@@ -1,19 +1,17 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/internal/oauthclient"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/tui"
 )
@@ -79,7 +77,7 @@ func runTUI(ctx context.Context, cmd *cobra.Command, o lineClientOptions) error 
 	}
 	err = tui.Run(ctx, p, tui.RunOptions{
 		SpaceName: o.Space, Gateway: o.Gateway, Token: o.Token, DefaultTargets: targets, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout(),
-		HistoryFile: history, Intro: o.Intro, Open: linkOpener(getenv("MEW_OAUTH_OPENER")),
+		HistoryFile: history, Intro: o.Intro, Open: linkOpener(getenv),
 	})
 	if err != nil && ctx.Err() == nil {
 		return fmt.Errorf("disconnected: %w", err)
@@ -88,19 +86,8 @@ func runTUI(ctx context.Context, cmd *cobra.Command, o lineClientOptions) error 
 }
 
 // linkOpener is how the UI opens a link for the user: the command in
-// MEW_OAUTH_OPENER (split on spaces, the link as its last argument), as
-// the bridge opens an authorisation URL; nil when it is unset, so the UI
-// writes the link out instead.
-func linkOpener(cmdline string) func(ctx context.Context, url string) error {
-	argv := strings.Fields(cmdline)
-	if len(argv) == 0 {
-		return nil
-	}
-	return func(ctx context.Context, url string) error {
-		c := exec.CommandContext(ctx, argv[0], append(argv[1:], url)...)
-		if out, err := c.CombinedOutput(); err != nil {
-			return fmt.Errorf("%s: %w: %s", argv[0], err, bytes.TrimSpace(out))
-		}
-		return nil
-	}
+// MEW_OAUTH_OPENER, as the bridges open an authorisation URL; nil when it
+// is unset, so the UI writes the link out instead.
+func linkOpener(getenv func(string) string) func(ctx context.Context, url string) error {
+	return oauthclient.CommandOpener(getenv(oauthclient.OpenerEnv), nil)
 }

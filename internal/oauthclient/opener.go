@@ -29,15 +29,8 @@ func EnvOpener(getenv func(string) string, stderr io.Writer) Opener {
 	if stderr == nil {
 		stderr = io.Discard
 	}
-	if fields := strings.Fields(getenv(OpenerEnv)); len(fields) > 0 {
-		return func(ctx context.Context, authURL string) error {
-			cmd := exec.CommandContext(ctx, fields[0], append(fields[1:], authURL)...)
-			cmd.Stdout, cmd.Stderr = stderr, stderr
-			if err := cmd.Run(); err != nil {
-				return fmt.Errorf("%s %s: %w", OpenerEnv, fields[0], err)
-			}
-			return nil
-		}
+	if open := CommandOpener(getenv(OpenerEnv), stderr); open != nil {
+		return open
 	}
 	return func(ctx context.Context, authURL string) error {
 		fmt.Fprintf(stderr, "To authorise the bridge, open this URL in a browser:\n\n  %s\n\n", authURL)
@@ -48,6 +41,28 @@ func EnvOpener(getenv func(string) string, stderr io.Writer) Opener {
 		if path, err := exec.LookPath(name); err == nil {
 			// Quietly: without a desktop it fails, and the printed URL stays.
 			_ = exec.CommandContext(ctx, path, authURL).Run()
+		}
+		return nil
+	}
+}
+
+// CommandOpener returns an opener that runs cmdline (split on spaces) with
+// the URL as its last argument, its output sent to stderr (nil: dropped),
+// or nil when cmdline is empty. The terminal UI opens the links of
+// URL-mode elicitations with it too.
+func CommandOpener(cmdline string, stderr io.Writer) Opener {
+	fields := strings.Fields(cmdline)
+	if len(fields) == 0 {
+		return nil
+	}
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	return func(ctx context.Context, authURL string) error {
+		cmd := exec.CommandContext(ctx, fields[0], append(fields[1:], authURL)...)
+		cmd.Stdout, cmd.Stderr = stderr, stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s %s: %w", OpenerEnv, fields[0], err)
 		}
 		return nil
 	}
