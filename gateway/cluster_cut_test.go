@@ -128,3 +128,90 @@ func TestClusterRevokeDuringCut(t *testing.T) {
 	t.Logf("%d rounds: from the heal to the first verdict p50 %v max %v; %d envelopes refused as unavailable meanwhile",
 		rounds, verdict[len(verdict)/2].Round(time.Millisecond), verdict[len(verdict)-1].Round(time.Millisecond), refusedMeanwhile)
 }
+
+// TestClusterPublishConfirmed: node 2's connection to NATS is cut silently
+// while its participant floods the space; node 2 goes on accepting until
+// missed pings tell it. Every envelope node 2 accepted either reaches the
+// participant on node 1 or its sender is told (a correlated
+// cluster_unavailable) that it may not have: none is lost in silence, as
+// those written into the cut connection were.
+func TestClusterPublishConfirmed(t *testing.T) {
+	c, proxy := proxiedCluster(t)
+	a, b := c.gs[0], c.gs[1]
+	bob, _ := testutil.Join(t, a.WSURL, "bob-token")
+	human, _ := testutil.Join(t, b.WSURL, "human-token")
+	bob.ExpectFunc("system/presence", presence("join", "human"))
+
+	const n = 600
+	for round := range 2 {
+		ids := make([]string, n)
+		got, told := map[string]bool{}, map[string]bool{}
+		for i := range n {
+			ids[i] = fmt.Sprintf("f%d-%d", round, i)
+			human.SendText(fmt.Sprintf(`{"id":"%s","kind":"chat","payload":{"text":"%d"}}`, ids[i], i))
+			if i == n/2 {
+				for !got[ids[n/4]] { // flowing
+					m := bob.Next()
+					if m.Kind() == "chat" {
+						got[m.ID()] = true
+					}
+				}
+				proxy.Cut() // a silent cut: what node 2 writes now goes nowhere, and it cannot know yet
+			}
+			time.Sleep(200 * time.Microsecond) // a steady flow, not one burst
+		}
+		// Node 2 notices (missed pings), then the network heals.
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if code, _ := get(t, b, "/health", ""); code == http.StatusServiceUnavailable {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("node 2 did not notice the cut")
+			}
+		}
+		proxy.Heal()
+		// What reached node 1, and what node 2 told human: read until both
+		// go quiet.
+		drain := func(p *testutil.Peer, f func(testutil.Msg)) {
+			for {
+				m, err := p.Read(1500 * time.Millisecond)
+				if err != nil {
+					return
+				}
+				f(m)
+			}
+		}
+		drain(bob, func(m testutil.Msg) {
+			if m.Kind() == "chat" {
+				got[m.ID()] = true
+			}
+		})
+		drain(human, func(m testutil.Msg) {
+			if m.Kind() != "system/error" || m.Payload()["error"] != gateway.ErrorClusterUnavailable {
+				return
+			}
+			if c, _ := m.Env["correlation_id"].([]any); len(c) == 1 {
+				told[fmt.Sprint(c[0])] = true
+			}
+		})
+		silent := 0
+		for _, id := range ids {
+			if !got[id] && !told[id] {
+				silent++
+			}
+		}
+		t.Logf("round %d: %d of %d reached node 1, %d senders told, %d lost in silence", round, len(got), n, len(told), silent)
+		if silent > 0 {
+			t.Errorf("round %d: %d envelopes accepted by node 2 reached no other node and nobody was told", round, silent)
+		}
+		// Both nodes up again before the next round.
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if code, _ := get(t, b, "/health", ""); code == http.StatusOK {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("node 2 did not come back")
+			}
+		}
+	}
+}

@@ -83,6 +83,13 @@ type clusterSpace struct {
 	// connection's return (clusterOutage).
 	epochs   cluster.EpochReporter
 	resynced [2]atomic.Uint64
+	// confirmer, when the broker has one, confirms what was published
+	// (confirmLoop); unconfirmed lists those publishes, guarded by
+	// liveSpace.mu, with the node's epoch at the first of them.
+	confirmer        cluster.Confirmer
+	unconfirmed      []published
+	unconfirmedEpoch uint64
+	confirmWake      chan struct{}
 	// inviting holds the invitations of ours being created in State, with
 	// the watch's changes of their key meanwhile (applied if ours lost).
 	inviting map[string][]cluster.Entry
@@ -98,6 +105,22 @@ type clusterSpace struct {
 	// (cluster_history.go); shared by the node's spaces.
 	hist *historyWriter
 }
+
+// published is a participant's envelope handed to the Broker, whose sender
+// is told if it may not have reached the other nodes.
+type published struct {
+	m  *member
+	id string
+}
+
+// Bounds of the confirmation of publishes: a batch is confirmed
+// confirmGather after its first publish (one round trip for many), and at
+// most maxUnconfirmed are tracked at once (beyond, a failure is only
+// logged for the rest).
+const (
+	confirmGather  = 20 * time.Millisecond
+	maxUnconfirmed = 1 << 16
+)
 
 // maxOrphans bounds the changes kept for participants not known yet, so that
 // garbage in State cannot grow a node's memory without limit.
@@ -188,6 +211,11 @@ func newClusterSpace(sp *liveSpace, node cluster.Node, hw *historyWriter) (*clus
 	cl.wg.Add(2)
 	go cl.watch(sw, cl.synced[0], &cl.resynced[0], cl.stateChange)
 	go cl.watch(pw, cl.synced[1], &cl.resynced[1], cl.presenceChange)
+	if c, ok := node.Broker().(cluster.Confirmer); ok {
+		cl.confirmer, cl.confirmWake = c, make(chan struct{}, 1)
+		cl.wg.Add(1)
+		go cl.confirmLoop()
+	}
 	go cl.writer()
 	// Subscribe before serving: a node that serves a space must receive its
 	// envelopes from the first one on.
@@ -415,6 +443,90 @@ func (cl *clusterSpace) ownLocked(e cluster.Entry) bool {
 func (cl *clusterSpace) publishLocked(d delivery) {
 	if err := cl.node.Broker().Publish(cl.ctx, cl.sp.id, d.data); err != nil {
 		cl.sp.srv.opts.Logger.Warn("cluster publish failed", "space", cl.sp.id, "id", d.id, "err", err)
+		cl.notSharedLocked([]published{{d.src, d.id}}, err)
+		return
+	}
+	if cl.confirmer == nil {
+		return
+	}
+	if len(cl.unconfirmed) == 0 {
+		cl.unconfirmedEpoch = cl.epoch()
+	}
+	if len(cl.unconfirmed) < maxUnconfirmed {
+		cl.unconfirmed = append(cl.unconfirmed, published{d.src, d.id})
+	}
+	select {
+	case cl.confirmWake <- struct{}{}:
+	default:
+	}
+}
+
+// epoch is the node's reconnection count, 0 when it keeps none.
+func (cl *clusterSpace) epoch() uint64 {
+	if cl.epochs == nil {
+		return 0
+	}
+	return cl.epochs.Epoch()
+}
+
+// confirmLoop confirms what the space published, a batch at a time: when
+// the fabric cannot say it has them all (the connection died as they were
+// written, or came back meanwhile), their senders are told, so that an
+// envelope accepted here either reaches every node or its sender knows it
+// may not have. It runs until the clusterSpace stops.
+func (cl *clusterSpace) confirmLoop() {
+	defer cl.wg.Done()
+	t := time.NewTimer(confirmGather)
+	t.Stop()
+	defer t.Stop()
+	for {
+		select {
+		case <-cl.confirmWake:
+		case <-cl.ctx.Done():
+			return
+		}
+		t.Reset(confirmGather)
+		select {
+		case <-t.C:
+		case <-cl.ctx.Done():
+			return
+		}
+		sp := cl.sp
+		sp.mu.Lock()
+		batch, epoch := cl.unconfirmed, cl.unconfirmedEpoch
+		cl.unconfirmed = nil
+		sp.mu.Unlock()
+		if len(batch) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
+		err := cl.confirmer.Confirm(ctx)
+		cancel()
+		if err == nil && cl.epoch() != epoch {
+			err = errors.New("the node reconnected to the cluster meanwhile")
+		}
+		if err != nil && cl.ctx.Err() == nil {
+			sp.srv.opts.Logger.Warn("cluster: publishes not confirmed; telling their senders", "space", sp.id, "envelopes", len(batch), "err", err)
+			sp.mu.Lock()
+			cl.notSharedLocked(batch, err)
+			sp.mu.Unlock()
+		}
+	}
+}
+
+// notSharedLocked tells the senders of envelopes accepted and delivered
+// here that they may not have reached the other nodes (a system/error
+// cluster_unavailable correlated to each). mu must be held.
+func (cl *clusterSpace) notSharedLocked(list []published, err error) {
+	sp := cl.sp
+	for _, p := range list {
+		s := p.m.sess
+		if s == nil || sp.sessions[s.id] != s {
+			continue // gone: nobody to tell
+		}
+		r := refuse(ErrorClusterUnavailable, "accepted and delivered on this gateway node, but it may not have reached the other nodes of the cluster: "+err.Error())
+		r.ref = p.id
+		sp.unicastLocked(s, sp.errorEnvelope(s.id, r))
 	}
 }
 
@@ -1027,6 +1139,9 @@ func (srv *Server) clusterHealth() clusterHealth {
 	}
 	h := clusterHealth{Node: node.ID(), Cluster: srv.opts.Cluster.Name, NATS: "connected", Shared: true}
 	switch err := node.Err(); {
+	case err == nil && !srv.clusterCurrent():
+		// Back, and refusing until its copy of the state is current.
+		h.NATS, h.Error = "resyncing", "connected again, reading the spaces' state again before it accepts envelopes"
 	case err == nil:
 	case errors.Is(err, cluster.ErrClosed):
 		h.NATS, h.Error = "closed", err.Error()

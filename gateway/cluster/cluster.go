@@ -110,6 +110,17 @@ type Broker interface {
 	Subscribe(ctx context.Context, space string, h func(Message)) (Subscription, error)
 }
 
+// Confirmer is implemented by brokers whose Publish returns before the
+// fabric has the message (bytes written into a connection that may be
+// dying). Confirm returns once everything published before the call has
+// reached the fabric, or an error wrapping ErrUnavailable when some of it
+// may not have. A reconnection between a Publish and a successful Confirm
+// may have lost it too: the caller compares the node's Epoch
+// (EpochReporter).
+type Confirmer interface {
+	Confirm(ctx context.Context) error
+}
+
 // Subscription is a Broker subscription.
 type Subscription interface {
 	Unsubscribe() error

@@ -47,6 +47,18 @@ func (b broker) Publish(_ context.Context, space string, data []byte) error {
 	return nil
 }
 
+// Confirm implements cluster.Confirmer: a round trip to the NATS server,
+// which has then read everything published before it.
+func (b broker) Confirm(ctx context.Context) error {
+	if err := b.n.Err(); err != nil {
+		return err
+	}
+	if err := b.n.nc.FlushWithContext(ctx); err != nil {
+		return fmt.Errorf("natscluster: confirm: %w", b.n.unavailable(err))
+	}
+	return nil
+}
+
 type subscription struct {
 	n    *Node
 	sub  *nats.Subscription
