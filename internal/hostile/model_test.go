@@ -18,12 +18,12 @@ import (
 
 // hostileModel is an OpenAI-compatible endpoint that answers a question
 // naming an attack with that attack, and any other question with "fine:"
-// and the question.
+// and the question after delay.
 //
 //   - "flood": 100 MB in one answer (one JSON body, or one stream event);
 //   - "endless": a stream that never ends;
 //   - "drip": a stream of one byte every 3 s.
-func hostileModel(t *testing.T) *httptest.Server {
+func hostileModel(t *testing.T, delay time.Duration) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -52,6 +52,11 @@ func hostileModel(t *testing.T) *httptest.Server {
 		case strings.Contains(question, "drip"):
 			drip(ctx, w, req.Stream, 3*time.Second)
 		default:
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(delay):
+			}
 			var text string
 			_ = json.Unmarshal(req.Messages[len(req.Messages)-1].Content, &text)
 			answer(w, req.Stream, "fine: "+text)
@@ -233,7 +238,7 @@ func TestHostileModel(t *testing.T) {
 	human, asker := join(t, g, "human"), join(t, g, "asker")
 	heardHuman, heardAsker := listen(human), listen(asker)
 	const answerTime = 4 * time.Second
-	model := hostileModel(t)
+	model := hostileModel(t, 0)
 	a := startAgent(t, g, model.URL+"/v1", answerTime, human, heardHuman)
 	t.Logf("the agent's peak resident set before the attacks: %.1f MiB", float64(procStatus(t, a.pid(), "VmHWM"))/mib)
 	by := startBystander(t, g)
