@@ -205,3 +205,47 @@ func TestHostileToolArguments(t *testing.T) {
 		t.Errorf("the heap grew from %.1f to %.1f MiB after the call", float64(before)/mib, float64(after)/mib)
 	}
 }
+
+// TestHostileStderr (class 9): a stdio MCP server writes 200,000 lines of
+// one byte to its standard error (400 KB) as fast as it can. The bridge's
+// log (`mew bridge start`'s standard error) stays a small fraction of
+// that: lines past 50 a second are counted, not logged, and the count is
+// logged; the bridge keeps answering and the bystanders' chats flow. (That
+// `mew space up` bounds and rotates each process's log file is
+// space.TestProcLogBounded.)
+func TestHostileStderr(t *testing.T) {
+	const lines = 200_000
+	g := startSpace(t)
+	human := join(t, g, "human")
+	by := startBystander(t, g)
+	b := startMew(t, nil, bridgeArgs(g, stdioServer(t, fmt.Sprintf("%s=%d", envStderrLines, lines))...)...)
+	waitBridge(t, human, b)
+	start := time.Now()
+	waitFor(t, 20*time.Second, "the server's last line in the bridge's log", func() bool {
+		return strings.Contains(b.out.String(), fmt.Sprintf("wrote %d lines", lines))
+	})
+	checkEcho(t, human)
+	by.check(t, time.Second)
+	size, logLines := b.out.size()
+	counted := 0
+	for _, l := range strings.Split(b.out.String(), "\n") {
+		if _, n, ok := strings.Cut(l, "lines="); ok && strings.Contains(l, "stderr lines not logged") {
+			var k int
+			if _, err := fmt.Sscanf(n, "%d", &k); err == nil {
+				counted += k
+			}
+		}
+	}
+	hwm := procStatus(t, b.pid(), "VmHWM")
+	t.Logf("%d stderr lines (%d KB) in %v became %d log lines, %d KB (%.2f of the input); %d counted as left out; the bridge's peak resident set %.1f MiB",
+		lines, 2*lines/1000, time.Since(start), logLines, size/1000, float64(size)/float64(2*lines), counted, float64(hwm)/mib)
+	if size > 64<<10 {
+		t.Errorf("the bridge logged %d bytes for %d bytes of stderr", size, 2*lines)
+	}
+	if counted < lines/2 {
+		t.Errorf("the log counts %d lines left out of %d", counted, lines)
+	}
+	if hwm > bridgeRSSLimit() {
+		t.Errorf("the bridge's peak resident set is %.1f MiB, over %d MiB", float64(hwm)/mib, bridgeRSSLimit()/mib)
+	}
+}

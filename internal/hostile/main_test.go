@@ -89,7 +89,7 @@ func runMCP() int {
 }
 
 // floodStderr writes n lines of one byte to standard error, a write each,
-// then reports how long that took.
+// then, after a pause, reports how long that took.
 func floodStderr(n int) {
 	start := time.Now()
 	line := []byte("e\n")
@@ -98,5 +98,8 @@ func floodStderr(n int) {
 			return
 		}
 	}
-	fmt.Fprintf(os.Stderr, "hostile mcp: wrote %d lines in %v\n", n, time.Since(start))
+	took := time.Since(start)
+	// After a pause, so that this line is not one of those left out.
+	time.Sleep(1500 * time.Millisecond)
+	fmt.Fprintf(os.Stderr, "hostile mcp: wrote %d lines in %v\n", n, took)
 }
