@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -25,6 +26,9 @@ const (
 	// envStderrLines, for the MCP server: how many tiny lines it writes to
 	// its standard error, as fast as it can, once it has started.
 	envStderrLines = "MEW_HOSTILE_STDERR_LINES"
+	// envDetach, for the MCP server: a file to write the pid of a child
+	// it starts in a session of its own (setsid), as a daemon does.
+	envDetach = "MEW_HOSTILE_DETACH"
 )
 
 func TestMain(m *testing.M) {
@@ -81,6 +85,12 @@ func runMCP() int {
 	if n, err := strconv.Atoi(os.Getenv(envStderrLines)); err == nil && n > 0 {
 		go floodStderr(n)
 	}
+	if path := os.Getenv(envDetach); path != "" {
+		if err := detach(path); err != nil {
+			fmt.Fprintln(os.Stderr, "hostile mcp:", err)
+			return 1
+		}
+	}
 	if err := hostileServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "hostile mcp:", err)
 		return 1
@@ -102,4 +112,18 @@ func floodStderr(n int) {
 	// After a pause, so that this line is not one of those left out.
 	time.Sleep(1500 * time.Millisecond)
 	fmt.Fprintf(os.Stderr, "hostile mcp: wrote %d lines in %v\n", n, took)
+}
+
+// detach starts `sleep 600` in a session of its own, writes its pid to
+// path and leaves it running: it escapes the server's process group.
+func detach(path string) error {
+	cmd := exec.Command("sleep", "600")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting the detached child: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
+		return fmt.Errorf("writing its pid: %w", err)
+	}
+	return cmd.Process.Release()
 }
