@@ -249,3 +249,43 @@ func TestHostileStderr(t *testing.T) {
 		t.Errorf("the bridge's peak resident set is %.1f MiB, over %d MiB", float64(hwm)/mib, bridgeRSSLimit()/mib)
 	}
 }
+
+// TestHostileResultOverSDKLimit (class 12): a stdio server answers three
+// calls with 17 MiB, more than the MCP SDK reads in one message. Each
+// caller is told "result too large" at once; the server is not restarted
+// (its pid stays), the bridge reads the lines without holding them, and
+// the bystanders' chats flow.
+func TestHostileResultOverSDKLimit(t *testing.T) {
+	g := startSpace(t)
+	human := join(t, g, "human")
+	b := startMew(t, nil, bridgeArgs(g, stdioServer(t)...)...)
+	waitBridge(t, human, b)
+	pid, err, _ := askFiles(t, human, toolCall("pid", map[string]any{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := startBystander(t, g)
+	var worst time.Duration
+	for i := range 3 {
+		raw, err, took := askFiles(t, human, toolCall("big", map[string]any{"bytes": 17 * mib}))
+		worst = max(worst, took)
+		if err == nil || !strings.Contains(errorText(err), "result too large") {
+			t.Fatalf("call %d: %.200s, %v: want result too large", i+1, raw, err)
+		}
+		if took > 5*time.Second {
+			t.Errorf("call %d was answered after %v", i+1, took)
+		}
+	}
+	if again, err, _ := askFiles(t, human, toolCall("pid", map[string]any{})); err != nil || string(again) != string(pid) {
+		t.Errorf("the server's pid after the large answers: %s (%v), was %s", again, err, pid)
+	}
+	checkEcho(t, human)
+	by.check(t, time.Second)
+	hwm := procStatus(t, b.pid(), "VmHWM")
+	t.Logf("17 MiB answers: slowest %v; the bridge's peak resident set %.1f MiB", worst, float64(hwm)/mib)
+	// A line up to the SDK's 16 MiB is a message the bridge must hold to
+	// pass on; past it the line is read in pieces and dropped.
+	if limit := bridgeRSSLimit() + 64*mib*raceScale(); hwm > limit {
+		t.Errorf("the bridge's peak resident set is %.1f MiB, over %d MiB", float64(hwm)/mib, limit/mib)
+	}
+}

@@ -64,8 +64,8 @@ type textIn struct {
 	Text string `json:"text"`
 }
 
-// hostileServer is the MCP server the tests bridge: "echo" behaves, "big"
-// answers with as many bytes as it is asked for.
+// hostileServer is the MCP server the tests bridge: "echo" and "pid"
+// behave, "big" answers with as many bytes as it is asked for.
 func hostileServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "hostile", Version: "1.0.0"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text"},
@@ -75,6 +75,10 @@ func hostileServer() *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "Answer with bytes bytes of text"},
 		func(_ context.Context, _ *mcp.CallToolRequest, in bigIn) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("b", in.Bytes)}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "pid", Description: "Answer the server's process id"},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(os.Getpid())}}}, nil, nil
 		})
 	return s
 }
