@@ -110,8 +110,8 @@ func TestHostileToolResultStdio(t *testing.T) {
 	}
 }
 
-// hugeListServer is an MCP server over streamable HTTP whose tools/list
-// is one page of n tools.
+// hugeListServer is hostileServer over streamable HTTP, its tools/list
+// one page of n tools when n > 0.
 func hugeListServer(t *testing.T, n int) *httptest.Server {
 	t.Helper()
 	s := hostileServer()
@@ -122,7 +122,7 @@ func hugeListServer(t *testing.T, n int) *httptest.Server {
 	}
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/list" {
+			if method == "tools/list" && n > 0 {
 				return &mcp.ListToolsResult{Tools: tools}, nil
 			}
 			return next(ctx, method, req)
@@ -285,6 +285,42 @@ func TestHostileResultOverSDKLimit(t *testing.T) {
 	t.Logf("17 MiB answers: slowest %v; the bridge's peak resident set %.1f MiB", worst, float64(hwm)/mib)
 	// A line up to the SDK's 16 MiB is a message the bridge must hold to
 	// pass on; past it the line is read in pieces and dropped.
+	if limit := bridgeRSSLimit() + 64*mib*raceScale(); hwm > limit {
+		t.Errorf("the bridge's peak resident set is %.1f MiB, over %d MiB", float64(hwm)/mib, limit/mib)
+	}
+}
+
+// TestHostileToolResultHTTP (classes 6 and 12 over HTTP): an MCP server
+// over streamable HTTP answers with 2 MB (more than the gateway relays)
+// and with 40 MB (more than the bridge reads from a stdio server). Each
+// caller is answered at once with an error that says the result is too
+// large; the bridge stays bounded, keeps its server and the bystanders'
+// chats flow.
+func TestHostileToolResultHTTP(t *testing.T) {
+	g := startSpace(t)
+	human := join(t, g, "human")
+	hs := hugeListServer(t, 0)
+	b := startMew(t, nil, bridgeArgs(g, "--mcp-url", hs.URL)...)
+	waitBridge(t, human, b)
+	by := startBystander(t, g)
+	for _, c := range []struct {
+		size int
+		want string
+	}{{2 * mib, "more than a reply may carry"}, {40 * mib, "result too large"}} {
+		size := c.size
+		raw, err, took := askFiles(t, human, toolCall("big", map[string]any{"bytes": size}))
+		if err == nil || !strings.Contains(errorText(err), c.want) {
+			t.Fatalf("a %d MiB answer: %.200s, %v: want an error saying it is too large", size/mib, raw, err)
+		}
+		if took > 5*time.Second {
+			t.Errorf("a %d MiB answer was answered after %v", size/mib, took)
+		}
+		t.Logf("a %d MiB answer over HTTP: the caller told in %v: %.200s", size/mib, took, errorText(err))
+	}
+	checkEcho(t, human)
+	by.check(t, time.Second)
+	hwm := procStatus(t, b.pid(), "VmHWM")
+	t.Logf("the bridge's peak resident set %.1f MiB", float64(hwm)/mib)
 	if limit := bridgeRSSLimit() + 64*mib*raceScale(); hwm > limit {
 		t.Errorf("the bridge's peak resident set is %.1f MiB, over %d MiB", float64(hwm)/mib, limit/mib)
 	}
