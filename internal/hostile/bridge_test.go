@@ -54,19 +54,19 @@ func toolCall(name string, args any) map[string]any {
 	return map[string]any{"method": "tools/call", "params": map[string]any{"name": name, "arguments": args}}
 }
 
-// askFiles sends payload to the bridge as p and returns the answer, its
-// error and how long it took.
-func askFiles(t *testing.T, p *participant.Participant, payload any) (json.RawMessage, error, time.Duration) {
+// askFiles sends payload to the bridge as p and returns the answer, how
+// long it took and its error.
+func askFiles(t *testing.T, p *participant.Participant, payload any) (json.RawMessage, time.Duration, error) {
 	t.Helper()
 	start := time.Now()
 	raw, err := p.Request(ctxFor(t, 20*time.Second), "files", payload)
-	return raw, err, time.Since(start)
+	return raw, time.Since(start), err
 }
 
 // checkEcho fails the test unless the bridge still answers a normal call.
 func checkEcho(t *testing.T, p *participant.Participant) {
 	t.Helper()
-	raw, err, _ := askFiles(t, p, toolCall("echo", map[string]any{"text": "still here"}))
+	raw, _, err := askFiles(t, p, toolCall("echo", map[string]any{"text": "still here"}))
 	if err != nil || !strings.Contains(string(raw), "still here") {
 		t.Errorf("a normal call after the attack: %.200s, %v", raw, err)
 	}
@@ -90,7 +90,7 @@ func TestHostileToolResultStdio(t *testing.T) {
 	by := startBystander(t, g)
 	var worst time.Duration
 	for i := range 3 {
-		raw, err, took := askFiles(t, human, toolCall("big", map[string]any{"bytes": 2 * mib}))
+		raw, took, err := askFiles(t, human, toolCall("big", map[string]any{"bytes": 2 * mib}))
 		worst = max(worst, took)
 		msg := errorText(err)
 		if err == nil || !strings.Contains(msg, "more than a reply may carry") {
@@ -153,7 +153,7 @@ func TestHostileToolListHTTP(t *testing.T) {
 	waitBridge(t, human, b)
 	t.Logf("the bridge's peak resident set once it had listed the tools: %.1f MiB", float64(procStatus(t, b.pid(), "VmHWM"))/mib)
 	by := startBystander(t, g)
-	raw, err, took := askFiles(t, human, map[string]any{"method": "tools/list"})
+	raw, took, err := askFiles(t, human, map[string]any{"method": "tools/list"})
 	if err == nil || !strings.Contains(errorText(err), "more than a reply may carry") {
 		t.Fatalf("tools/list of 100,000 tools: %.200s, %v: want an error saying the answer is too large", raw, err)
 	}
@@ -186,7 +186,7 @@ func TestHostileToolArguments(t *testing.T) {
 	before := heapLive()
 	peak := startHeapPeak()
 	arg := strings.Repeat("a", 20*mib)
-	raw, err, took := askFiles(t, human, toolCall("echo", map[string]any{"text": arg}))
+	raw, took, err := askFiles(t, human, toolCall("echo", map[string]any{"text": arg}))
 	var ge *participant.GatewayError
 	if !asGatewayError(err, &ge) || ge.Code != "too_large" {
 		t.Fatalf("20 MB of arguments: %.200s, %v: want the gateway's too_large", raw, err)
@@ -260,14 +260,14 @@ func TestHostileResultOverSDKLimit(t *testing.T) {
 	human := join(t, g, "human")
 	b := startMew(t, nil, bridgeArgs(g, stdioServer(t)...)...)
 	waitBridge(t, human, b)
-	pid, err, _ := askFiles(t, human, toolCall("pid", map[string]any{}))
+	pid, _, err := askFiles(t, human, toolCall("pid", map[string]any{}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	by := startBystander(t, g)
 	var worst time.Duration
 	for i := range 3 {
-		raw, err, took := askFiles(t, human, toolCall("big", map[string]any{"bytes": 17 * mib}))
+		raw, took, err := askFiles(t, human, toolCall("big", map[string]any{"bytes": 17 * mib}))
 		worst = max(worst, took)
 		if err == nil || !strings.Contains(errorText(err), "result too large") {
 			t.Fatalf("call %d: %.200s, %v: want result too large", i+1, raw, err)
@@ -276,7 +276,7 @@ func TestHostileResultOverSDKLimit(t *testing.T) {
 			t.Errorf("call %d was answered after %v", i+1, took)
 		}
 	}
-	if again, err, _ := askFiles(t, human, toolCall("pid", map[string]any{})); err != nil || string(again) != string(pid) {
+	if again, _, err := askFiles(t, human, toolCall("pid", map[string]any{})); err != nil || string(again) != string(pid) {
 		t.Errorf("the server's pid after the large answers: %s (%v), was %s", again, err, pid)
 	}
 	checkEcho(t, human)
@@ -308,7 +308,7 @@ func TestHostileToolResultHTTP(t *testing.T) {
 		want string
 	}{{2 * mib, "more than a reply may carry"}, {40 * mib, "result too large"}} {
 		size := c.size
-		raw, err, took := askFiles(t, human, toolCall("big", map[string]any{"bytes": size}))
+		raw, took, err := askFiles(t, human, toolCall("big", map[string]any{"bytes": size}))
 		if err == nil || !strings.Contains(errorText(err), c.want) {
 			t.Fatalf("a %d MiB answer: %.200s, %v: want an error saying it is too large", size/mib, raw, err)
 		}
