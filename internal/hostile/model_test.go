@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +23,10 @@ import (
 //
 //   - "flood": 100 MB in one answer (one JSON body, or one stream event);
 //   - "endless": a stream that never ends;
-//   - "drip": a stream of one byte every 3 s.
+//   - "drip": a stream of one byte every 3 s;
+//   - "bigargs": a call of files_echo with 20 MB of arguments, then, once
+//     the tool's answer is in the conversation, "fine: the tool said" and
+//     its beginning.
 func hostileModel(t *testing.T, delay time.Duration) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -37,10 +41,13 @@ func hostileModel(t *testing.T, delay time.Duration) *httptest.Server {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		question := ""
+		question, toolSaid := "", ""
 		for _, m := range req.Messages {
-			if m.Role == "user" {
+			switch m.Role {
+			case "user":
 				question = string(m.Content)
+			case "tool":
+				toolSaid = string(m.Content)
 			}
 		}
 		ctx := r.Context()
@@ -51,6 +58,10 @@ func hostileModel(t *testing.T, delay time.Duration) *httptest.Server {
 			endless(ctx, w, req.Stream)
 		case strings.Contains(question, "drip"):
 			drip(ctx, w, req.Stream, 3*time.Second)
+		case strings.Contains(question, "bigargs") && toolSaid == "":
+			bigArguments(w, req.Stream, 20*mib)
+		case strings.Contains(question, "bigargs"):
+			answer(w, req.Stream, "fine: the tool said "+toolSaid[:min(len(toolSaid), 300)])
 		default:
 			select {
 			case <-ctx.Done():
@@ -78,15 +89,44 @@ const (
 	streamEnd      = `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n"
 )
 
-// answer writes a well-behaved answer of text (plain ASCII).
+// answer writes a well-behaved answer of text.
 func answer(w http.ResponseWriter, stream bool, text string) {
+	quoted, err := json.Marshal(text)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	inner := string(quoted[1 : len(quoted)-1]) // the heads and tails hold the quotes
 	if stream {
 		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, chunkHead+text+chunkTail+streamEnd)
+		fmt.Fprint(w, chunkHead+inner+chunkTail+streamEnd)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprint(w, completionHead+text+completionTail)
+	fmt.Fprint(w, completionHead+inner+completionTail)
+}
+
+// bigArguments answers with a call of the tool files_echo (the bridged
+// server's echo, as the agent names it) whose arguments are n bytes.
+func bigArguments(w http.ResponseWriter, stream bool, n int) {
+	args, err := json.Marshal(map[string]string{"text": strings.Repeat("a", n)})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	call := map[string]any{"id": "call_1", "type": "function", "function": map[string]any{"name": "files_echo", "arguments": string(args)}}
+	if stream {
+		w.Header().Set("Content-Type", "text/event-stream")
+		call["index"] = 0
+		chunk, _ := json.Marshal(map[string]any{"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+			"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "tool_calls": []any{call}}, "finish_reason": "tool_calls"}}})
+		fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", chunk)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"id": "c", "object": "chat.completion", "created": 1, "model": "m",
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "tool_calls", "message": map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{call}}}},
+		"usage":   map[string]int{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
 }
 
 // flood writes an answer of n bytes, a MiB at a time, until the reader
@@ -205,9 +245,9 @@ func (c *chats) answerTo(t *testing.T, id string, d time.Duration) string {
 
 // startAgent runs `mew agent run` as agent against the model at base,
 // with an answer bounded to answerTime, and waits until it answers.
-func startAgent(t *testing.T, g *testutil.Gateway, base string, answerTime time.Duration, human *participant.Participant, heard *chats) *child {
+func startAgent(t *testing.T, g *testutil.Gateway, base string, answerTime time.Duration, human *participant.Participant, heard *chats, env ...string) *child {
 	t.Helper()
-	a := startMew(t, []string{"MEW_LLM_MAX_ANSWER_TIME=" + answerTime.String(), "OPENAI_API_KEY="},
+	a := startMew(t, append([]string{"MEW_LLM_MAX_ANSWER_TIME=" + answerTime.String(), "OPENAI_API_KEY="}, env...),
 		"agent", "run", "-g", "ws://"+g.Addr, "-s", g.Config.Space.ID, "--id", "agent", "-t", "agent-token", "--base-url", base, "-m", "m")
 	// Asked again every 2 s until the agent, once joined, answers.
 	var id string
@@ -277,6 +317,42 @@ func TestHostileModel(t *testing.T) {
 	hwm := procStatus(t, a.pid(), "VmHWM")
 	t.Logf("the agent's peak resident set through the attacks: %.1f MiB", float64(hwm)/mib)
 	if limit := 128 * mib * raceScale(); hwm > limit {
+		t.Errorf("the agent's peak resident set is %.1f MiB, over %d MiB", float64(hwm)/mib, limit/mib)
+	}
+}
+
+// TestHostileAgentArguments (class 6, through an agent): a model tells
+// `mew agent run` (its answers allowed 64 MiB, so that the call is made)
+// to call the bridged server's echo with 20 MB of arguments. The gateway
+// refuses the request and names it, so the agent's call fails at once;
+// the agent tells its model, which answers the asker; the bystanders'
+// chats flow.
+func TestHostileAgentArguments(t *testing.T) {
+	g := startSpace(t)
+	human, asker := join(t, g, "human"), join(t, g, "asker")
+	heardHuman, heardAsker := listen(human), listen(asker)
+	b := startMew(t, nil, bridgeArgs(g, stdioServer(t)...)...)
+	waitBridge(t, human, b)
+	model := hostileModel(t, 0)
+	a := startAgent(t, g, model.URL+"/v1", time.Minute, human, heardHuman, "MEW_LLM_MAX_RESPONSE_BYTES="+strconv.Itoa(64*mib))
+	by := startBystander(t, g)
+	start := time.Now()
+	q := ask(t, asker, "please call echo with bigargs")
+	text := heardAsker.answerTo(t, q, 3*soon())
+	took := time.Since(start)
+	if !strings.HasPrefix(text, "fine: the tool said") || !strings.Contains(text, "too_large") {
+		t.Errorf("the asker was told %q, want the model's answer quoting the gateway's too_large", text)
+	}
+	if took > soon() {
+		t.Errorf("the asker was answered after %v", took)
+	}
+	by.check(t, time.Second)
+	hwm := procStatus(t, a.pid(), "VmHWM")
+	t.Logf("20 MB of tool arguments from the agent: the asker answered in %v: %.160q; the agent's peak resident set %.1f MiB", took, text, float64(hwm)/mib)
+	// The model's answer (20 MB of arguments, under the 64 MiB allowed)
+	// is held a few times over while it is decoded and sent: bounded by
+	// MEW_LLM_MAX_RESPONSE_BYTES, whose default (16 MiB) would refuse it.
+	if limit := 512 * mib * raceScale(); hwm > limit {
 		t.Errorf("the agent's peak resident set is %.1f MiB, over %d MiB", float64(hwm)/mib, limit/mib)
 	}
 }
