@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -24,7 +23,7 @@ import (
 //   - "flood": 100 MB in one answer (one JSON body, or one stream event);
 //   - "endless": a stream that never ends;
 //   - "drip": a stream of one byte every 3 s;
-//   - "bigargs": a call of files_echo with 20 MB of arguments, then, once
+//   - "bigargs": a call of files_echo with 4 MB of arguments, then, once
 //     the tool's answer is in the conversation, "fine: the tool said" and
 //     its beginning.
 func hostileModel(t *testing.T, delay time.Duration) *httptest.Server {
@@ -59,7 +58,7 @@ func hostileModel(t *testing.T, delay time.Duration) *httptest.Server {
 		case strings.Contains(question, "drip"):
 			drip(ctx, w, req.Stream, 3*time.Second)
 		case strings.Contains(question, "bigargs") && toolSaid == "":
-			bigArguments(w, req.Stream, 20*mib)
+			bigArguments(w, req.Stream, 4*mib)
 		case strings.Contains(question, "bigargs"):
 			answer(w, req.Stream, "fine: the tool said "+toolSaid[:min(len(toolSaid), 300)])
 		default:
@@ -322,11 +321,12 @@ func TestHostileModel(t *testing.T) {
 }
 
 // TestHostileAgentArguments (class 6, through an agent): a model tells
-// `mew agent run` (its answers allowed 64 MiB, so that the call is made)
-// to call the bridged server's echo with 20 MB of arguments. The gateway
-// refuses the request and names it, so the agent's call fails at once;
-// the agent tells its model, which answers the asker; the bystanders'
-// chats flow.
+// `mew agent run` to call the bridged server's echo with 4 MB of
+// arguments, more than the gateway relays (TestHostileToolArguments sends
+// 20 MB as a participant; a model's 20 MB answer is over the llm package's
+// default bound and refused before any call). The gateway refuses the
+// request and names it, so the agent's call fails at once; the agent
+// tells its model, which answers the asker; the bystanders' chats flow.
 func TestHostileAgentArguments(t *testing.T) {
 	g := startSpace(t)
 	human, asker := join(t, g, "human"), join(t, g, "asker")
@@ -334,7 +334,7 @@ func TestHostileAgentArguments(t *testing.T) {
 	b := startMew(t, nil, bridgeArgs(g, stdioServer(t)...)...)
 	waitBridge(t, human, b)
 	model := hostileModel(t, 0)
-	a := startAgent(t, g, model.URL+"/v1", time.Minute, human, heardHuman, "MEW_LLM_MAX_RESPONSE_BYTES="+strconv.Itoa(64*mib))
+	a := startAgent(t, g, model.URL+"/v1", time.Minute, human, heardHuman)
 	by := startBystander(t, g)
 	start := time.Now()
 	q := ask(t, asker, "please call echo with bigargs")
@@ -348,11 +348,8 @@ func TestHostileAgentArguments(t *testing.T) {
 	}
 	by.check(t, time.Second)
 	hwm := procStatus(t, a.pid(), "VmHWM")
-	t.Logf("20 MB of tool arguments from the agent: the asker answered in %v: %.160q; the agent's peak resident set %.1f MiB", took, text, float64(hwm)/mib)
-	// The model's answer (20 MB of arguments, under the 64 MiB allowed)
-	// is held a few times over while it is decoded and sent: bounded by
-	// MEW_LLM_MAX_RESPONSE_BYTES, whose default (16 MiB) would refuse it.
-	if limit := 512 * mib * raceScale(); hwm > limit {
+	t.Logf("4 MB of tool arguments from the agent: the asker answered in %v: %.160q; the agent's peak resident set %.1f MiB", took, text, float64(hwm)/mib)
+	if limit := 192 * mib * raceScale(); hwm > limit {
 		t.Errorf("the agent's peak resident set is %.1f MiB, over %d MiB", float64(hwm)/mib, limit/mib)
 	}
 }
