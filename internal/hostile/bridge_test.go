@@ -74,7 +74,7 @@ func checkEcho(t *testing.T, p *participant.Participant) {
 
 // bridgeRSSLimit bounds the bridge's resident set (its peak) through
 // class 6's attacks: the bridge once grew to 370 MB on them.
-func bridgeRSSLimit() int64 { return 96 * mib * raceScale() }
+func bridgeRSSLimit() int64 { return 128 * mib * raceScale() }
 
 // TestHostileToolResultStdio (class 6): a stdio MCP server answers a call
 // with 2 MB, more than the gateway relays. The caller is answered at once
