@@ -69,6 +69,13 @@
 // addressed to the bridge restarts the server at once (not counted as a
 // failure) and a participant/shutdown stops the bridge.
 //
+// An answer over the most the bridge reads of one message (the go-sdk's
+// line limit, 16 MiB) is dropped, and its call answered with
+// CodeResultTooLarge: a stdio server's line is read in pieces and left
+// out (oversize.go's frame guard), an HTTP server's JSON body or event is
+// cut off as it is read. A result within that but over what the gateway
+// relays is answered with an error by the participant (Options.MaxReplyBytes).
+//
 // The server's standard error goes to Options.Logger, one record per line,
 // never into the space (log messages it sends over MCP, a feature MCP
 // deprecates, are not asked for and are dropped). A command runs in a

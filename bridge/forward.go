@@ -311,6 +311,10 @@ func (b *Bridge) forward(ctx context.Context, r *participant.Request) (any, *par
 	if err == nil {
 		return result, nil
 	}
+	if slot.tooLarge.Load() {
+		b.log.Warn("MCP server answer too large, dropped", "method", r.Method, "limit", maxFrame)
+		return nil, &participant.RPCError{Code: CodeResultTooLarge, Message: errHTTPTooLarge.Error() + "; the server keeps running"}
+	}
 	var bad badParams
 	if errors.As(err, &bad) {
 		return nil, &participant.RPCError{Code: participant.CodeInvalidParams, Message: "Invalid params: " + bad.Error()}

@@ -150,7 +150,8 @@ func (h *handshake) parseLocked(c *capture) {
 }
 
 // watchTransport is the HTTP transport of a URL server's run: it adds the
-// configured headers to every request (auth.go) and, while the bridge
+// configured headers to every request (auth.go), bounds what is read of
+// each answer (boundedBody) and, while the bridge
 // connects, keeps the answers to server/discover and initialize for the
 // handshake.
 type watchTransport struct {
@@ -192,8 +193,13 @@ func (t *watchTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := t.base.RoundTrip(req)
-	if err != nil || method == "" {
+	if err != nil {
 		return resp, err
+	}
+	slot, _ := req.Context().Value(rawSlotKey{}).(*rawSlot)
+	resp.Body = newBoundedBody(resp.Body, resp.Header.Get("Content-Type"), maxFrame, slot)
+	if method == "" {
+		return resp, nil
 	}
 	c := &capture{method: method}
 	hs.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -61,7 +62,9 @@ func listAll[T any](ctx context.Context, what string, next page[T]) ([]T, error)
 		}
 		out = append(out, items...)
 		if len(out) > maxItems {
-			return out[:maxItems], nil
+			// A copy: the first maxItems of out would keep every item
+			// listed alive, as long as the lists are kept.
+			return slices.Clone(out[:maxItems]), nil
 		}
 		if nc == "" {
 			return out, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/mew-protocol/mew/internal/mcptest"
 	"github.com/mew-protocol/mew/internal/oauthtest"
 	"github.com/mew-protocol/mew/participant"
+	"github.com/mew-protocol/mew/protocol"
 )
 
 // An OAuth-protected MCP server joins a space: the bridge signs in (the
@@ -35,6 +36,7 @@ func TestBridgeOAuth(t *testing.T) {
 		RequestTimeout: 10 * time.Second, MaxRestarts: 1, RestartDelay: 10 * time.Millisecond}
 	b := startBridge(t, g, opts)
 	human := join(t, g, "human", participant.Options{})
+	presence := watch(human, protocol.KindSystemPresence)
 	if r := callTool(t, human, "echo", map[string]any{"text": "signed in"}); r.text() != "signed in" {
 		t.Errorf("echo: %+v", r)
 	}
@@ -52,6 +54,15 @@ func TestBridgeOAuth(t *testing.T) {
 			t.Errorf("a token is in the bridge's log:\n%s", b.logs.String())
 		}
 	}
+
+	// The first bridge's leave, seen before the second joins: seen after,
+	// it would fail the call to the second as a call to one who left.
+	waitFor(t, "the first bridge's leave", func() bool {
+		return presence.find(func(env *protocol.Envelope) bool {
+			var p protocol.Presence
+			return env.DecodePayload(&p) == nil && p.Event == protocol.PresenceLeave && p.Participant.ID == "files"
+		}) != nil
+	})
 
 	// A restart of the bridge: the kept token, no second sign-in.
 	opts.Server.OAuth.Opener = nil // MEW_OAUTH_OPENER is not set: it would print

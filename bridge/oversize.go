@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -202,4 +203,65 @@ func (s *topScan) byte(c byte) {
 			s.expectKey, s.inID = true, false
 		}
 	}
+}
+
+// An HTTP server's answer is bounded as a stdio server's line is: a JSON
+// body, or one event of an event stream, over maxFrame bytes ends the
+// body's reading with errHTTPTooLarge, so that the SDK never holds more
+// than that of one message and the call fails with the reason.
+
+// errHTTPTooLarge ends the reading of an HTTP answer over maxFrame.
+var errHTTPTooLarge = fmt.Errorf("result too large: the MCP server's answer is over %d bytes, the most the bridge reads", maxFrame)
+
+// boundedBody reads an HTTP response's body, failing past limit bytes in
+// all (a JSON body) or in one event (an event stream, whose events end
+// with a blank line).
+type boundedBody struct {
+	io.ReadCloser
+	slot   *rawSlot // the call's, told when the body goes over; may be nil
+	limit  int
+	stream bool
+	run    int  // bytes since the body's start, or the last event's end
+	nl     bool // the last byte was a newline (a '\r' before it aside)
+}
+
+func newBoundedBody(body io.ReadCloser, contentType string, limit int, slot *rawSlot) *boundedBody {
+	stream := strings.HasPrefix(strings.ToLower(strings.TrimSpace(contentType)), "text/event-stream")
+	return &boundedBody{ReadCloser: body, limit: limit, stream: stream, slot: slot}
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.run > b.limit {
+		return 0, errHTTPTooLarge
+	}
+	// Past the limit, run stays over it: the next Read fails at once.
+	n, err := b.ReadCloser.Read(p)
+	over := false
+	if !b.stream {
+		b.run += n
+		over = b.run > b.limit
+	} else {
+		for _, c := range p[:n] {
+			switch {
+			case c == '\n' && b.nl:
+				b.run = -1 // the event ends with this byte
+			case c == '\n':
+				b.nl = true
+			case c != '\r':
+				b.nl = false
+			}
+			b.run++
+			if b.run > b.limit {
+				over = true
+				break
+			}
+		}
+	}
+	if over {
+		if b.slot != nil {
+			b.slot.tooLarge.Store(true)
+		}
+		return n, errHTTPTooLarge
+	}
+	return n, err
 }

@@ -3,6 +3,7 @@ package bridge
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -65,5 +66,33 @@ func TestFrameGuard(t *testing.T) {
 	}
 	if len(drops) != 7 || drops[2].response || drops[3].response || drops[4].response || drops[5].id != nil {
 		t.Errorf("drops: %+v", drops)
+	}
+}
+
+// TestBoundedBody: a JSON body is bounded in all, an event stream per
+// event; the call's slot learns that its answer went over.
+func TestBoundedBody(t *testing.T) {
+	read := func(body, contentType string, limit int) (string, bool, error) {
+		slot := &rawSlot{}
+		b := newBoundedBody(io.NopCloser(strings.NewReader(body)), contentType, limit, slot)
+		out, err := io.ReadAll(b)
+		return string(out), slot.tooLarge.Load(), err
+	}
+	events := strings.Repeat("data: 0123456789\n\n", 100) // 1,800 bytes, 18 an event
+	if out, over, err := read(events, "text/event-stream", 32); err != nil || over || out != events {
+		t.Errorf("small events: %d bytes, over %v, %v", len(out), over, err)
+	}
+	if _, over, err := read(events, "text/event-stream; charset=utf-8", 16); !errors.Is(err, errHTTPTooLarge) || !over {
+		t.Errorf("events over the limit: over %v, %v", over, err)
+	}
+	crlf := strings.Repeat("data: 0123456789\r\n\r\n", 100)
+	if _, over, err := read(crlf, "text/event-stream", 32); err != nil || over {
+		t.Errorf("CRLF events: over %v, %v", over, err)
+	}
+	if _, over, err := read(events, "application/json", 1000); !errors.Is(err, errHTTPTooLarge) || !over {
+		t.Errorf("a JSON body over the limit (blank lines do not reset it): over %v, %v", over, err)
+	}
+	if out, _, err := read(`{"ok":true}`, "application/json", 1000); err != nil || out != `{"ok":true}` {
+		t.Errorf("a small JSON body: %q, %v", out, err)
 	}
 }

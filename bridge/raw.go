@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mew-protocol/mew/internal/mcpver"
 
@@ -29,12 +30,15 @@ import (
 // rawSlotKey is the context key of a *rawSlot.
 type rawSlotKey struct{}
 
-// rawSlot receives the raw result of one call.
+// rawSlot receives the raw result of one call. Over HTTP, tooLarge is set
+// when an answer's body on the call's request went over maxFrame
+// (boundedBody): the SDK reports that only as a request without answer.
 type rawSlot struct {
-	mu     sync.Mutex
-	result json.RawMessage
-	conn   *rawConn
-	id     jsonrpc.ID
+	mu       sync.Mutex
+	result   json.RawMessage
+	conn     *rawConn
+	id       jsonrpc.ID
+	tooLarge atomic.Bool
 }
 
 // withRawSlot returns ctx carrying a new slot.

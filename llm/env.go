@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -35,6 +36,11 @@ const (
 	EnvAPIKey  = "OPENAI_API_KEY"
 	EnvBaseURL = "OPENAI_BASE_URL"
 	EnvModel   = "OPENAI_MODEL"
+	// EnvMaxResponseBytes (a number of bytes) and EnvMaxAnswerTime (a Go
+	// duration such as 2m) set Config.MaxResponseBytes and MaxAnswerTime
+	// for a command such as mew agent run.
+	EnvMaxResponseBytes = "MEW_LLM_MAX_RESPONSE_BYTES"
+	EnvMaxAnswerTime    = "MEW_LLM_MAX_ANSWER_TIME"
 )
 
 // Config configures the OpenAI provider, and through [FromEnv] the choice of
@@ -78,7 +84,8 @@ type Config struct {
 // ([NeedsAPIKey]): the reference's templates set OpenAI's URL whether or
 // not there is a key, and without one that is no choice of a server, so it
 // gets the offline provider, as no configuration does. Configuration comes from getenv (nil means [os.Getenv]: the variables
-// [EnvAPIKey], [EnvBaseURL] and [EnvModel]), and each non-zero field of
+// [EnvAPIKey], [EnvBaseURL], [EnvModel], [EnvMaxResponseBytes] and
+// [EnvMaxAnswerTime]; a malformed bound is an error), and each non-zero field of
 // overrides (a command's --base-url, --model, ...) takes precedence over it.
 func FromEnv(getenv func(string) string, overrides Config) (Provider, error) {
 	if getenv == nil {
@@ -93,6 +100,20 @@ func FromEnv(getenv func(string) string, overrides Config) (Provider, error) {
 	}
 	if cfg.Model == "" {
 		cfg.Model = getenv(EnvModel)
+	}
+	if v := strings.TrimSpace(getenv(EnvMaxResponseBytes)); v != "" && cfg.MaxResponseBytes == 0 {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("llm: %s=%q: want a positive number of bytes", EnvMaxResponseBytes, v)
+		}
+		cfg.MaxResponseBytes = n
+	}
+	if v := strings.TrimSpace(getenv(EnvMaxAnswerTime)); v != "" && cfg.MaxAnswerTime == 0 {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("llm: %s=%q: want a positive duration such as 2m", EnvMaxAnswerTime, v)
+		}
+		cfg.MaxAnswerTime = d
 	}
 	switch cfg.Provider {
 	case "":

@@ -2,6 +2,8 @@ package llm_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/mew-protocol/mew/internal/testutil"
@@ -112,5 +114,27 @@ func TestFromEnvReachesServer(t *testing.T) {
 	r := srv.Requests()[0]
 	if r.Model != "local-model" || r.Header.Get("Authorization") != "" {
 		t.Errorf("model %q, Authorization %q: no key was configured", r.Model, r.Header.Get("Authorization"))
+	}
+}
+
+// TestFromEnvBounds: MEW_LLM_MAX_RESPONSE_BYTES and MEW_LLM_MAX_ANSWER_TIME
+// bound the provider FromEnv returns; malformed values are refused.
+func TestFromEnvBounds(t *testing.T) {
+	srv := testutil.NewLLMServer(t)
+	srv.Script(testutil.LLMReply(strings.Repeat("x", 8<<10)))
+	p, err := llm.FromEnv(env(map[string]string{"OPENAI_BASE_URL": srv.URL(), llm.EnvMaxResponseBytes: "4096", llm.EnvMaxAnswerTime: "30s"}), llm.Config{MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Complete(context.Background(), llm.Request{Messages: []llm.Message{user("hi")}}); !errors.Is(err, llm.ErrTooLarge) {
+		t.Errorf("an 8 KiB answer with a 4 KiB bound: %v, want ErrTooLarge", err)
+	}
+	for _, bad := range []map[string]string{
+		{llm.EnvMaxResponseBytes: "lots"}, {llm.EnvMaxResponseBytes: "-1"}, {llm.EnvMaxAnswerTime: "forever"}, {llm.EnvMaxAnswerTime: "0s"},
+	} {
+		bad["OPENAI_BASE_URL"] = srv.URL()
+		if _, err := llm.FromEnv(env(bad), llm.Config{}); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
 	}
 }

@@ -152,7 +152,9 @@ func (r *Request) RespondRPCError(ctx context.Context, e *RPCError) error {
 
 // Answer answers the request with rpcErr when it is not nil, else with
 // result: for code that forwards an answer it got from elsewhere (an MCP
-// server, a tool run) without caring which of the two it is.
+// server, a tool run) without caring which of the two it is. A result
+// larger than Options.MaxReplyBytes is answered with an error that says so,
+// since the gateway would refuse it.
 func (r *Request) Answer(ctx context.Context, result any, rpcErr *RPCError) error {
 	return r.answer(ctx, result, rpcErr)
 }
@@ -164,12 +166,13 @@ func (r *Request) answer(ctx context.Context, result any, rpcErr *RPCError) erro
 	if !r.answered.CompareAndSwap(false, true) {
 		return fmt.Errorf("participant: request %s already answered", r.Envelope.ID)
 	}
-	payload := rpcReply{JSONRPC: "2.0", ID: rpcID(r.RPCID), Result: result, Error: rpcErr}
-	if rpcErr == nil && result == nil {
-		payload.Result = struct{}{}
+	// A result too large for the gateway is answered with an error that
+	// says so (response), as the participant's own tools are.
+	out, err := r.p.response(r.Envelope, r.RPCID, result, rpcErr)
+	if err != nil {
+		return err
 	}
-	_, err := r.p.send(ctx, protocol.KindMCPResponse, []string{r.Envelope.From}, []string{r.Envelope.ID}, payload)
-	return err
+	return r.p.Send(ctx, out)
 }
 
 // Proposal is another participant's mcp/proposal, as OnProposal handlers

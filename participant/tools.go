@@ -727,6 +727,22 @@ func textual(mime string) bool {
 // reply sends the mcp/response to a request: to the requester, correlated
 // to the request's envelope, echoing its JSON-RPC id.
 func (p *Participant) reply(ctx context.Context, env *protocol.Envelope, id json.RawMessage, result any, rpcErr *RPCError) {
+	out, err := p.response(env, id, result, rpcErr)
+	if err != nil {
+		p.log.Warn("mcp/response not encoded", "request", env.ID, "err", err)
+		return
+	}
+	if err := p.Send(ctx, out); err != nil {
+		p.log.Warn("mcp/response not sent", "request", env.ID, "to", env.From, "err", err)
+	}
+}
+
+// response is the mcp/response to the request env: to the requester,
+// correlated to the request's envelope, echoing its JSON-RPC id. A result
+// whose payload would be over Options.MaxReplyBytes is replaced by an
+// error that says so: the gateway would refuse the response and the
+// caller wait for nothing.
+func (p *Participant) response(env *protocol.Envelope, id json.RawMessage, result any, rpcErr *RPCError) (*protocol.Envelope, error) {
 	payload := rpcReply{JSONRPC: "2.0", ID: rpcID(id)}
 	if rpcErr != nil {
 		payload.Error = rpcErr
@@ -738,21 +754,16 @@ func (p *Participant) reply(ctx context.Context, env *protocol.Envelope, id json
 	}
 	out, err := protocol.New(protocol.KindMCPResponse, payload)
 	if err == nil && len(out.Payload) > p.opts.MaxReplyBytes {
-		// The gateway would refuse it and the caller wait for nothing:
-		// answer with what went wrong instead.
 		n := len(out.Payload)
 		p.log.Warn("mcp/response too large; answering with an error", "request", env.ID, "bytes", n, "limit", p.opts.MaxReplyBytes)
 		out, err = protocol.New(protocol.KindMCPResponse, rpcReply{JSONRPC: "2.0", ID: rpcID(id), Error: &RPCError{Code: CodeInternalError,
 			Message: fmt.Sprintf("the result is %d bytes, more than a reply may carry through the gateway (%d): ask for less", n, p.opts.MaxReplyBytes)}})
 	}
 	if err != nil {
-		p.log.Warn("mcp/response not encoded", "request", env.ID, "err", err)
-		return
+		return nil, fmt.Errorf("participant: %w", err)
 	}
 	out.To, out.CorrelationID = []string{env.From}, []string{env.ID}
-	if err := p.Send(ctx, out); err != nil {
-		p.log.Warn("mcp/response not sent", "request", env.ID, "to", env.From, "err", err)
-	}
+	return out, nil
 }
 
 // replyNow sends an error reply from the dispatch goroutine without waiting

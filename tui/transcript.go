@@ -60,7 +60,8 @@ func fold(s string) (string, int) {
 	if len(s) <= maxEntryBytes {
 		return s, 0
 	}
-	c := clip.Bytes(s, maxEntryBytes)
+	// A copy: the prefix of s would keep all of s alive.
+	c := strings.Clone(clip.Bytes(s, maxEntryBytes))
 	return c, len(s) - len(c)
 }
 
