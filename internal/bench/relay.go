@@ -30,18 +30,25 @@ const readLimit = 64 << 20
 // validates, enforces and logs nothing. Like the gateway it gives each connection a buffered
 // outbound queue drained by a writer goroutine of its own; a full queue makes the forwarding
 // reader wait (backpressure), so the relay never drops a message.
-type RelayTarget struct{}
+//
+// With Presence it also announces each join to everyone already there, with a minimal
+// system/presence of its own, one message per recipient as it forwards: the cost a protocol with
+// presence cannot avoid, for comparing the time of many joins like for like.
+type RelayTarget struct {
+	Presence bool
+}
 
 // Name returns "relay".
 func (RelayTarget) Name() string { return "relay" }
 
 // Start listens on 127.0.0.1:0 and serves the relay at /ws, with a random token per id.
-func (RelayTarget) Start(ctx context.Context, ids []string) (*Endpoint, error) {
+func (t RelayTarget) Start(ctx context.Context, ids []string) (*Endpoint, error) {
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
 	r := &relay{
+		presence:  t.Presence,
 		ids:       make(map[string]string, len(ids)),
 		peers:     make(map[*relayPeer]struct{}),
 		serveDone: make(chan struct{}),
@@ -72,6 +79,7 @@ func (RelayTarget) Start(ctx context.Context, ids []string) (*Endpoint, error) {
 // relay is the server behind RelayTarget. Each connection has a handler goroutine, which reads
 // and forwards, and a writer goroutine, which the handler starts and waits for.
 type relay struct {
+	presence  bool              // announce joins (RelayTarget.Presence)
 	ids       map[string]string // token → participant id; read-only after Start
 	srv       *http.Server
 	serveDone chan struct{} // closed when srv.Serve returns
@@ -137,6 +145,9 @@ func (r *relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	go p.write()
+	if r.presence {
+		r.forward(p, relayMsg{websocket.MessageText, relayPresence(id)})
+	}
 	defer func() {
 		r.remove(p)
 		close(p.done)
@@ -150,11 +161,19 @@ func (r *relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		if err != nil {
 			return
 		}
-		for _, q := range *r.list.Load() {
-			select {
-			case q.out <- relayMsg{typ, data}:
-			case <-q.gone:
-			}
+		r.forward(nil, relayMsg{typ, data})
+	}
+}
+
+// forward queues m for every peer but skip, waiting for room (backpressure).
+func (r *relay) forward(skip *relayPeer, m relayMsg) {
+	for _, q := range *r.list.Load() {
+		if q == skip {
+			continue
+		}
+		select {
+		case q.out <- m:
+		case <-q.gone:
 		}
 	}
 }
@@ -242,6 +261,12 @@ func (r *relay) close() error {
 }
 
 // relayWelcome returns the minimal system/welcome the relay greets participant id with.
+// relayPresence is the relay's announcement that id joined.
+func relayPresence(id string) []byte {
+	q, _ := json.Marshal(id) // a string always marshals
+	return fmt.Appendf(nil, `{"protocol":"mew/v0.4","id":"p","from":"system:gateway","kind":"system/presence","payload":{"event":"join","participant":{"id":%s}}}`, q)
+}
+
 func relayWelcome(id string) []byte {
 	q, _ := json.Marshal(id) // a string always marshals
 	return fmt.Appendf(nil, `{"protocol":"mew/v0.4","id":"w","from":"system:gateway","to":[%s],"kind":"system/welcome","payload":{"you":{"id":%s,"capabilities":[]},"participants":[]}}`, q, q)

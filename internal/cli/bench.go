@@ -37,6 +37,9 @@ type benchFlags struct {
 	spawn   bool   // run the gateway and relay targets as child processes
 	limit   bool   // the gateway target's default rate limits on
 	nodes   int    // the gateway target as a cluster of this many nodes
+	// relayPresence makes the relay announce each join to the others, as
+	// the gateway's system/presence does (bench.RelayTarget.Presence)
+	relayPresence bool
 }
 
 // newBenchCmd returns `mew bench` with its workloads. gatewayTarget supplies the gateway as a
@@ -172,6 +175,7 @@ func addTargetFlags(cmd *cobra.Command, f *benchFlags) {
 	cmd.Flags().StringVar(&f.audit, "audit", "full", "the gateway's audit log: full, received (no delivered lines) or off")
 	cmd.Flags().BoolVar(&f.limit, "rate-limit", false, "the gateway's default rate limits on (off by default: the benchmark sets the rate)")
 	cmd.Flags().IntVar(&f.nodes, "nodes", 1, "run the gateway as a cluster of this many nodes on an embedded NATS server, the participants spread round robin over them")
+	cmd.Flags().BoolVar(&f.relayPresence, "relay-presence", false, "the relay announces each join to everyone else, as the gateway's presence does (a like-for-like join cost)")
 }
 
 func newBenchFanoutCmd(opts Options, gatewayTarget func() bench.Target) *cobra.Command {
@@ -292,7 +296,7 @@ func benchTargets(f *benchFlags, targetSet bool, gatewayTarget func() bench.Targ
 			}
 			targets = append(targets, t)
 		case targetRelay:
-			t, err := spawned(f, targetRelay, bench.RelayTarget{})
+			t, err := spawned(f, targetRelay, bench.RelayTarget{Presence: f.relayPresence})
 			if err != nil {
 				return nil, err
 			}
@@ -334,6 +338,9 @@ func spawned(f *benchFlags, name string, t bench.Target) (bench.Target, error) {
 	}
 	if name == targetGateway && f.nodes > 1 {
 		args = append(args, "--nodes", strconv.Itoa(f.nodes))
+	}
+	if name == targetRelay && f.relayPresence {
+		args = append(args, "--relay-presence")
 	}
 	return bench.ChildTarget{Label: name, Command: args}, nil
 }
