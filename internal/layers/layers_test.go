@@ -32,7 +32,7 @@ var layer = map[string]int{
 	"auditlog":          3,
 	"internal/testutil": 7, "internal/bench": 7,
 	"internal/cli": 8,
-	"cmd/mew":      9,
+	"cmd/mew":      9, "internal/hostile": 9, // hostile: the hostile-peer suite, tests only
 }
 
 type pkg struct {
