@@ -92,19 +92,27 @@ func lostAndDoubled(counts []int) (lost, doubled int) {
 	return lost, doubled
 }
 
-// TestResumeAfterBlips: a client whose connection is reset three times
-// while another participant chats receives every chat exactly once, in
-// order: each reconnect names the last envelope it saw and the gateway
-// replays what came after it.
-func TestResumeAfterBlips(t *testing.T) {
-	g := startGateway(t, gateway.Options{Limits: gateway.Limits{Rate: -1}})
+// proxiedAlice starts a gateway with limits, alice's reconnecting client
+// reaching it through a proxy that can cut her off, and carol's client,
+// connected directly; it returns the proxy, alice's events and carol.
+func proxiedAlice(t *testing.T, limits gateway.Limits) (*testutil.Proxy, *events, *client.Client) {
+	t.Helper()
+	g := startGateway(t, gateway.Options{Limits: limits})
 	proxy := testutil.StartProxy(t, g.Addr)
 	alice := newClient(t, nil, fast(client.Options{Gateway: "ws://" + proxy.Addr, Token: "alice-token"}))
 	ev := record(alice)
 	if err := alice.Connect(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	carol := connect(t, g, client.Options{Token: "carol-token"})
+	return proxy, ev, connect(t, g, client.Options{Token: "carol-token"})
+}
+
+// TestResumeAfterBlips: a client whose connection is reset three times
+// while another participant chats receives every chat exactly once, in
+// order: each reconnect names the last envelope it saw and the gateway
+// replays what came after it.
+func TestResumeAfterBlips(t *testing.T) {
+	proxy, ev, carol := proxiedAlice(t, gateway.Limits{Rate: -1})
 
 	const n = 300
 	wait := sendSeq(t, carol, n, 2*time.Millisecond)
@@ -123,14 +131,7 @@ func TestResumeAfterBlips(t *testing.T) {
 // is told that what it missed cannot all be replayed (resume_gap), and
 // goes on with what comes next.
 func TestResumeGap(t *testing.T) {
-	g := startGateway(t, gateway.Options{Limits: gateway.Limits{Rate: -1, HistorySize: 16}})
-	proxy := testutil.StartProxy(t, g.Addr)
-	alice := newClient(t, nil, fast(client.Options{Gateway: "ws://" + proxy.Addr, Token: "alice-token"}))
-	ev := record(alice)
-	if err := alice.Connect(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	carol := connect(t, g, client.Options{Token: "carol-token"})
+	proxy, ev, carol := proxiedAlice(t, gateway.Limits{Rate: -1, HistorySize: 16})
 	first := chat(t, "before")
 	send(t, carol, first)
 	ev.waitEnv(t, "the first chat", withID(first.ID))

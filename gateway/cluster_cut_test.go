@@ -25,10 +25,8 @@ import (
 // reconnect loop's dial.
 func TestClusterRevokeDuringCut(t *testing.T) {
 	c, proxy := proxiedCluster(t)
-	a, b := c.gs[0], c.gs[1]
-	human, _ := testutil.Join(t, a.WSURL, "human-token")
-	agent, _ := testutil.Join(t, b.WSURL, "agent-token")
-	human.ExpectFunc("system/presence", presence("join", "agent"))
+	b := c.gs[1]
+	human, agent := joinPair(t, c, "human", "agent")
 
 	// Node 1's own view of the shared state, to know when a revoke made
 	// there has reached the fabric.
@@ -137,10 +135,8 @@ func TestClusterRevokeDuringCut(t *testing.T) {
 // those written into the cut connection were.
 func TestClusterPublishConfirmed(t *testing.T) {
 	c, proxy := proxiedCluster(t)
-	a, b := c.gs[0], c.gs[1]
-	bob, _ := testutil.Join(t, a.WSURL, "bob-token")
-	human, _ := testutil.Join(t, b.WSURL, "human-token")
-	bob.ExpectFunc("system/presence", presence("join", "human"))
+	b := c.gs[1]
+	bob, human := joinPair(t, c, "bob", "human")
 
 	const n = 600
 	for round := range 2 {
@@ -214,4 +210,14 @@ func TestClusterPublishConfirmed(t *testing.T) {
 			}
 		}
 	}
+}
+
+// joinPair joins first on node 1 and second on node 2 (each with the token
+// "<name>-token"), once first has seen second join.
+func joinPair(t *testing.T, c *testCluster, first, second string) (*testutil.Peer, *testutil.Peer) {
+	t.Helper()
+	p1, _ := testutil.Join(t, c.gs[0].WSURL, first+"-token")
+	p2, _ := testutil.Join(t, c.gs[1].WSURL, second+"-token")
+	p1.ExpectFunc("system/presence", presence("join", second))
+	return p1, p2
 }
