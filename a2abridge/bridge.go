@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/a2a"
+	"github.com/mew-protocol/mew/internal/jobs"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -120,13 +121,9 @@ type Bridge struct {
 	card *a2a.AgentCard
 	rc   *a2a.Client
 
-	// Work started by handlers: goMu orders admissions against Run's
-	// shutdown; wg counts the goroutines; jobCtx is their parent.
-	goMu     sync.Mutex
-	stopping bool
-	wg       sync.WaitGroup
-	jobCtx   context.Context
-	jobStop  context.CancelCauseFunc
+	// work runs what handlers start, which Run's shutdown refuses and
+	// waits for; its context is the tasks' parent.
+	work *jobs.Group
 
 	// mu guards the tables below; it is never held while sending or
 	// calling the agent.
@@ -198,7 +195,7 @@ func New(opts Options) (*Bridge, error) {
 	}
 	b := &Bridge{opts: opts, log: log, p: p, ready: make(chan struct{}),
 		jobs: map[string]*job{}, waiting: map[string]*waiting{}}
-	b.jobCtx, b.jobStop = context.WithCancelCause(context.Background())
+	b.work = jobs.New()
 	return b, nil
 }
 
@@ -238,7 +235,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	if !b.ran.CompareAndSwap(false, true) {
 		return ErrRunning
 	}
-	defer b.jobStop(errShutdown)
+	defer b.work.Cancel(errShutdown)
 	parent := ctx
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -340,11 +337,9 @@ func (b *Bridge) start(ctx context.Context) error {
 // shutdown refuses new work, cancels the tasks under way (each tells the
 // agent) and waits for them, then leaves the space.
 func (b *Bridge) shutdown() {
-	b.goMu.Lock()
-	b.stopping = true
-	b.goMu.Unlock()
-	b.jobStop(errShutdown)
-	b.wg.Wait()
+	b.work.Refuse()
+	b.work.Cancel(errShutdown)
+	b.work.Wait()
 	b.cancelWaiting()
 	if err := b.p.Close(); err != nil {
 		b.log.Warn("leaving the space", "err", err)
@@ -353,19 +348,11 @@ func (b *Bridge) shutdown() {
 
 // goOwned runs f on a goroutine that Run waits for; it does nothing once
 // Run is stopping.
-func (b *Bridge) goOwned(f func(ctx context.Context)) bool {
-	b.goMu.Lock()
-	defer b.goMu.Unlock()
-	if b.stopping {
-		return false
-	}
-	b.wg.Go(func() { f(b.jobCtx) })
-	return true
-}
+func (b *Bridge) goOwned(f func(ctx context.Context)) bool { return b.work.Go(f) }
 
 // reportStatus reports the participant's status, the card in it.
 func (b *Bridge) reportStatus() {
-	ctx, cancel := context.WithTimeout(b.jobCtx, sendTimeout)
+	ctx, cancel := context.WithTimeout(b.work.Context(), sendTimeout)
 	defer cancel()
 	if err := b.p.ReportStatus(ctx, ""); err != nil && !errors.Is(err, participant.ErrNotAllowed) {
 		b.log.Info("participant/status not sent", "err", err)

@@ -89,7 +89,7 @@ func (b *Bridge) onChat(env *protocol.Envelope) {
 		b.takeAnswer(j, env, c.Text)
 		return
 	}
-	ctx, cancel := context.WithCancelCause(b.jobCtx)
+	ctx, cancel := context.WithCancelCause(b.work.Context())
 	j := &job{key: env.ID, asker: env.From, chat: env.ID, cancel: cancel, answers: make(chan answer, 1)}
 	if !b.admit(j) {
 		cancel(nil)

@@ -114,7 +114,7 @@ func (b *Bridge) callSkill(ctx context.Context, s a2a.AgentSkill, name string, r
 	defer b.release(j)
 	tctx, cancel := context.WithTimeoutCause(ctx, b.opts.TaskTimeout, errTaskTimeout)
 	defer cancel()
-	stop := context.AfterFunc(b.jobCtx, func() { cancel() })
+	stop := context.AfterFunc(b.work.Context(), func() { cancel() })
 	defer stop()
 	o, err := b.exchange(tctx, userMessage(in.Message, in.Data, s.ID, in.TaskID, contextID), nil)
 	if err != nil {
@@ -122,7 +122,7 @@ func (b *Bridge) callSkill(ctx context.Context, s a2a.AgentSkill, name string, r
 		switch {
 		case ctx.Err() != nil:
 			return nil, fmt.Errorf("canceled: %w", context.Cause(ctx))
-		case b.jobCtx.Err() != nil:
+		case b.work.Context().Err() != nil:
 			return nil, errShutdown
 		case errors.Is(err, errTaskTimeout) || errors.Is(context.Cause(tctx), errTaskTimeout):
 			return nil, fmt.Errorf("%s did not finish within %s; the task was canceled", b.card.Name, b.opts.TaskTimeout)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mew-protocol/mew/internal/jobs"
 	"github.com/mew-protocol/mew/internal/oauthclient"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/protocol"
@@ -185,13 +186,9 @@ type Bridge struct {
 	changed  chan struct{} // closed and replaced at every change of the above
 	ready    chan struct{} // closed when the bridge is first ready
 
-	// Work started by handlers: goMu orders admissions against Run's
-	// shutdown; wg counts the goroutines; reqCtx is their parent.
-	goMu     sync.Mutex
-	stopping bool
-	wg       sync.WaitGroup
-	reqCtx   context.Context
-	reqStop  context.CancelFunc
+	// jobs runs the work handlers start, which Run's shutdown refuses and
+	// waits for; its context is the requests' parent.
+	jobs     *jobs.Group
 	inflight inflightTable
 	elicits  elicitTable
 
@@ -294,7 +291,7 @@ func New(opts Options) (*Bridge, error) {
 		ready:   make(chan struct{}),
 		wake:    make(chan struct{}, 1),
 	}
-	b.reqCtx, b.reqStop = context.WithCancel(context.Background())
+	b.jobs = jobs.New()
 	b.inflight.calls = make(map[string]*call)
 	b.client = b.newClient()
 	return b, nil
@@ -394,7 +391,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	if !b.ran.CompareAndSwap(false, true) {
 		return ErrRunning
 	}
-	defer b.reqStop()
+	defer b.jobs.Cancel(nil)
 	// parent is the caller's context: only its end is a stop that Run
 	// answers with nil. ctx also ends when the connection is lost for good
 	// (a refused join: a wrong token), which is an error.
@@ -457,11 +454,9 @@ func (b *Bridge) Run(ctx context.Context) error {
 // shutdown refuses new work, answers the requests in flight, stops the
 // server still running (r, or the current one) and leaves the space.
 func (b *Bridge) shutdown(r *run) {
-	b.goMu.Lock()
-	b.stopping = true
-	b.goMu.Unlock()
+	b.jobs.Refuse()
 	b.inflight.cancelAll(errShutdown)
-	b.wg.Wait()
+	b.jobs.Wait()
 	b.mu.Lock()
 	if r == nil {
 		r = b.cur
@@ -479,15 +474,7 @@ func (b *Bridge) shutdown(r *run) {
 
 // goOwned runs f on a goroutine that Run waits for before it returns; it
 // does nothing once Run is stopping.
-func (b *Bridge) goOwned(f func(ctx context.Context)) bool {
-	b.goMu.Lock()
-	defer b.goMu.Unlock()
-	if b.stopping {
-		return false
-	}
-	b.wg.Go(func() { f(b.reqCtx) })
-	return true
-}
+func (b *Bridge) goOwned(f func(ctx context.Context)) bool { return b.jobs.Go(f) }
 
 // describeServer names the server for logs: its command and arguments or
 // URL, never its environment (which may hold secrets).

@@ -144,7 +144,7 @@ func (b *Bridge) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 		c.pause()
 		defer c.resume(b.opts.RequestTimeout)
 	}
-	sctx, cancel := context.WithTimeout(b.reqCtx, answerTimeout)
+	sctx, cancel := context.WithTimeout(b.jobs.Context(), answerTimeout)
 	err = b.p.Send(sctx, &protocol.Envelope{Kind: protocol.KindElicitationRequest, ID: e.id, To: e.to, CorrelationID: correlation, Payload: body})
 	cancel()
 	if err != nil {
@@ -170,7 +170,7 @@ func (b *Bridge) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 		b.elicits.close(e.id, "")
 		done = protocol.ElicitationDone{Status: protocol.ElicitationCancelled, Reason: "the call ended: " + context.Cause(ctx).Error()}
 		resErr = context.Cause(ctx)
-	case <-b.reqCtx.Done():
+	case <-b.jobs.Context().Done():
 		b.elicits.close(e.id, "")
 		done = protocol.ElicitationDone{Status: protocol.ElicitationCancelled, Reason: errShutdown.Error()}
 		resErr = errShutdown

@@ -153,7 +153,7 @@ func (b *Bridge) onRequest(r *participant.Request) {
 		b.answerLater(r, &participant.RPCError{Code: participant.CodeMethodNotFound, Message: "Method not found: " + r.Method})
 		return
 	}
-	ctx, cancel := context.WithCancelCause(b.reqCtx)
+	ctx, cancel := context.WithCancelCause(b.jobs.Context())
 	c := &call{req: r, cancel: cancel, started: time.Now()}
 	c.timer = time.AfterFunc(b.opts.RequestTimeout, func() { cancel(context.DeadlineExceeded) })
 	cancelTimeout := func() { c.timer.Stop() }

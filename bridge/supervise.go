@@ -91,7 +91,7 @@ func (b *Bridge) install(r *run, restarted bool) {
 	b.log.Info("MCP server ready", "server", name, "protocol", r.lists.protocol, "tools", len(r.lists.tools), "resources", len(r.lists.resources),
 		"resource_templates", len(r.lists.templates), "prompts", len(r.lists.prompts), "restarted", restarted)
 	if restarted {
-		b.announce(b.reqCtx, differs(&old, &r.lists))
+		b.announce(b.jobs.Context(), differs(&old, &r.lists))
 	}
 }
 

@@ -1,0 +1,5 @@
+// Package jobs holds Group: goroutines their owner starts on behalf of
+// others (a handler's work), refuses once it is stopping, and waits for
+// before it returns, each given the group's context. The MCP bridge and the
+// A2A bridge run their request handlers' work in one.
+package jobs
