@@ -85,9 +85,23 @@ func (p page) text(sel string) string {
 	return s
 }
 
+// click clicks the first node sel matches. The page re-renders a list when
+// an envelope arrives, replacing its nodes: a click that found a node the
+// re-render then replaced ("Could not find node with given id") is made
+// again on the new one, as a person's next click would be.
 func (p page) click(sel string) {
 	p.t.Helper()
-	p.do("click "+sel, chromedp.Click(chromedp.CSS(sel)))
+	var err error
+	for range 5 {
+		err = chromedp.Do(p.ctx, chromedp.Click(chromedp.CSS(sel)))
+		if err == nil || !strings.Contains(err.Error(), "Could not find node with given id") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		p.t.Fatalf("click %s: %v\n%s", sel, err, p.text("#app"))
+	}
 }
 
 // shot writes a screenshot to $MEW_SCREENSHOTS/name.png when it is set (a
