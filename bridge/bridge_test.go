@@ -71,7 +71,11 @@ func TestBridgeForwardsToGoServer(t *testing.T) {
 	if r := callTool(t, human, "echo", map[string]any{"text": "hi <there> & all"}); r.text() != "hi <there> & all" || r.IsError {
 		t.Errorf("echo: %+v", r)
 	}
-	resp := responses.find(func(env *protocol.Envelope) bool { return strings.Contains(string(env.Payload), "there") })
+	// The call returns as the response is handled; the watcher's handler
+	// may run a moment later.
+	echoed := func(env *protocol.Envelope) bool { return strings.Contains(string(env.Payload), "there") }
+	waitFor(t, "echo's response envelope", func() bool { return responses.find(echoed) != nil })
+	resp := responses.find(echoed)
 	if resp == nil || resp.From != "files" || !slices.Equal(resp.To, []string{"human"}) || len(resp.CorrelationID) != 1 {
 		t.Errorf("echo's response envelope %+v", resp)
 	}
