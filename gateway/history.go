@@ -58,24 +58,22 @@ func (h *history) dropOldest() {
 // since returns up to limit entries visible to m, recorded after the time
 // after (when set) and with a sequence number ≥ from.
 func (h *history) since(after time.Time, from uint64, limit int, m *member) []entry {
-	var out []entry
-	for seq := max(h.first, from); seq < h.next && len(out) < limit; seq++ {
-		e := h.buf[seq%uint64(len(h.buf))]
-		if e.visible(after, m) {
-			out = append(out, e)
-		}
-	}
-	return out
+	return h.collect(from, limit, func(e *entry) bool { return e.visible(after, m) })
 }
 
 // privateSince is since for the entries that are m's alone (a node of a
 // cluster polls the public ones from the cluster's history).
 func (h *history) privateSince(after time.Time, from uint64, limit int, m *member) []entry {
+	return h.collect(from, limit, func(e *entry) bool { return e.owner != nil && e.visible(after, m) })
+}
+
+// collect returns up to limit entries from sequence number from on that
+// keep accepts.
+func (h *history) collect(from uint64, limit int, keep func(*entry) bool) []entry {
 	var out []entry
 	for seq := max(h.first, from); seq < h.next && len(out) < limit; seq++ {
-		e := h.buf[seq%uint64(len(h.buf))]
-		if e.owner != nil && e.visible(after, m) {
-			out = append(out, e)
+		if e := &h.buf[seq%uint64(len(h.buf))]; keep(e) {
+			out = append(out, *e)
 		}
 	}
 	return out
