@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/nats-io/nats.go"
@@ -213,7 +214,9 @@ func EnsureNkeyFile(path string) (string, error) {
 	return NkeyPublicKey(path)
 }
 
-// createNkeyFile writes a new user seed to path, which must not exist.
+// createNkeyFile writes a new user seed to path, which must not exist. The
+// seed is written to a file of its own first and linked to path complete:
+// a concurrent caller that finds path never reads it half written.
 func createNkeyFile(path string) error {
 	kp, err := nkeys.CreateUser()
 	if err != nil {
@@ -225,10 +228,12 @@ func createNkeyFile(path string) error {
 		return fmt.Errorf("natscluster: a new nkey: %w", err)
 	}
 	defer clear(seed)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return fmt.Errorf("natscluster: nkey file: %w", err)
 	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
 	_, err = f.Write(append(seed, '\n'))
 	if err == nil {
 		err = f.Sync()
@@ -236,8 +241,10 @@ func createNkeyFile(path string) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil {
+		err = os.Link(tmp, path) // fails with fs.ErrExist when another caller was first
+	}
 	if err != nil {
-		_ = os.Remove(path)
 		return fmt.Errorf("natscluster: nkey file: %w", err)
 	}
 	return nil
