@@ -309,14 +309,12 @@ func parseClusterCursor(s string) (c clusterCursor, private bool, err error) {
 func (cl *clusterSpace) poll(w http.ResponseWriter, r *http.Request, m *member, after time.Time, cursor string, limit int) {
 	c, private, err := parseClusterCursor(cursor)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, errorBody{Error: "invalid_request",
-			Message: "cursor must be one a poll returned (L.P.H) or a non-negative integer"})
+		writeError(w, http.StatusBadRequest, "invalid_request", "cursor must be one a poll returned (L.P.H) or a non-negative integer")
 		return
 	}
 	hw := cl.hist
 	if err := cl.node.Err(); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: ErrorClusterUnavailable,
-			Message: "this gateway node cannot reach the cluster, which keeps the history: try another node"})
+		writeError(w, http.StatusServiceUnavailable, ErrorClusterUnavailable, "this gateway node cannot reach the cluster, which keeps the history: try another node")
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), clusterOpTimeout)
@@ -330,8 +328,7 @@ func (cl *clusterSpace) poll(w http.ResponseWriter, r *http.Request, m *member, 
 	pub, scanned, err := cl.readHistory(ctx, c.log, after, limit)
 	if err != nil {
 		cl.sp.srv.opts.Logger.Warn("cluster: reading the polling history", "space", cl.sp.id, "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: ErrorClusterUnavailable,
-			Message: "the cluster's history could not be read: try again"})
+		writeError(w, http.StatusServiceUnavailable, ErrorClusterUnavailable, "the cluster's history could not be read: try again")
 		return
 	}
 

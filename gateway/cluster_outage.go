@@ -82,9 +82,6 @@ func (srv *Server) clusterOutage() {
 // space, the notice (if any) and then, with welcome, a fresh system/welcome.
 func (srv *Server) tellLocal(notice *refusal, welcome bool) {
 	for _, sp := range srv.order {
-		if sp.cl == nil {
-			continue
-		}
 		sp.mu.Lock()
 		for _, s := range sp.roster {
 			if notice != nil {
@@ -102,7 +99,7 @@ func (srv *Server) tellLocal(notice *refusal, welcome bool) {
 // is current (clusterSpace.current).
 func (srv *Server) clusterCurrent() bool {
 	for _, sp := range srv.order {
-		if sp.cl != nil && !sp.cl.current() {
+		if !sp.link.current() {
 			return false
 		}
 	}

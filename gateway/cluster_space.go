@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
+
 	"net/http"
 	"slices"
 	"strings"
@@ -159,7 +159,7 @@ func (srv *Server) clusterStart() error {
 			hw.close(context.Background())
 			return fmt.Errorf("gateway: space %s: cluster: %w", sp.id, err)
 		}
-		sp.cl = cl
+		sp.link = cl
 	}
 	return nil
 }
@@ -169,9 +169,9 @@ func (srv *Server) clusterStart() error {
 func (srv *Server) clusterStop(ctx context.Context) {
 	var hw *historyWriter
 	for _, sp := range srv.order {
-		if sp.cl != nil {
-			sp.cl.close(ctx)
-			hw = sp.cl.hist
+		sp.link.close(ctx)
+		if cl, ok := sp.link.(*clusterSpace); ok {
+			hw = cl.hist
 		}
 	}
 	if hw != nil {
@@ -436,6 +436,26 @@ func (cl *clusterSpace) ownLocked(e cluster.Entry) bool {
 }
 
 // --- fan-out ---
+
+// deliveredLocked puts d, delivered here, in the cluster's history when
+// this node accepted or made it (cluster_history.go: once in the whole
+// cluster), and sends a participant's envelope to the other nodes.
+func (cl *clusterSpace) deliveredLocked(d delivery) {
+	if !d.remote {
+		cl.historyLocked(d)
+	}
+	if d.src != nil {
+		cl.publishLocked(d)
+	}
+}
+
+// resumeSkew: envelopes accepted on different nodes may have been
+// delivered in another order on the node a resuming client left.
+func (cl *clusterSpace) resumeSkew() time.Duration { return resumeSkew }
+
+// speaksForLocked: the node m is connected to announces what the gateway
+// does to it.
+func (cl *clusterSpace) speaksForLocked(m *member) bool { return m.sess != nil }
 
 // publishLocked sends an accepted envelope to the other nodes; mu must be
 // held, so that the space's order of this node's senders is the order
@@ -806,9 +826,10 @@ func (cl *clusterSpace) participantLocked(m *member, v *participantView) {
 	}
 }
 
-// participantsLocked appends those connected on other nodes to a welcome's
-// list; mu must be held.
-func (cl *clusterSpace) participantsLocked(list []protocol.ParticipantInfo) []protocol.ParticipantInfo {
+// participantsLocked lists those connected on other nodes, for a welcome;
+// mu must be held.
+func (cl *clusterSpace) participantsLocked() []protocol.ParticipantInfo {
+	var list []protocol.ParticipantInfo
 	names := make([]string, 0, len(cl.remote))
 	for name := range cl.remote {
 		names = append(names, name)
@@ -855,9 +876,7 @@ func (cl *clusterSpace) presenceChange(e cluster.Entry) {
 			sp.presenceChangedLocked(lm, false, sp.srv.now())
 		}
 		cl.streamsGoneLocked(m) // cluster_streams.go: as when a connection here ends
-		sp.broadcastLocked(remote(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
-			Event: protocol.PresenceLeave, Participant: protocol.ParticipantInfo{ID: remoteInfo(m).ID},
-		})), nil)
+		sp.broadcastLocked(remote(sp.presenceEnvelope(protocol.PresenceLeave, protocol.ParticipantInfo{ID: remoteInfo(m).ID})), nil)
 		return
 	}
 	m, err := cluster.DecodeMember(e.Value)
@@ -891,9 +910,7 @@ func (cl *clusterSpace) presenceChange(e cluster.Entry) {
 	if had && prev.Conn == m.Conn {
 		return // a refresh
 	}
-	sp.broadcastLocked(remote(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
-		Event: protocol.PresenceJoin, Participant: remoteInfo(m),
-	})), nil)
+	sp.broadcastLocked(remote(sp.presenceEnvelope(protocol.PresenceJoin, remoteInfo(m))), nil)
 }
 
 // --- runtime grants ---
@@ -952,10 +969,9 @@ func (cl *clusterSpace) grantsChangedLocked(m *member, before []grant) {
 // controlLocked shares m's pause, shutdown and kick state after a change
 // made here (reason: the kick's); mu must be held.
 func (cl *clusterSpace) controlLocked(m *member, reason string) {
-	b, err := cluster.Encode(cluster.Control{
-		Participant: m.name, PausedUntil: m.ctl.pausedUntil.Load(), PauseID: m.ctl.pauseID,
-		Shutdown: m.ctl.shutdown.Load(), Kicked: m.ctl.kicked, Reason: reason,
-	})
+	c := controlOf(m)
+	c.Reason = reason
+	b, err := cluster.Encode(c)
 	if err != nil {
 		cl.sp.srv.opts.Logger.Error("cluster: encode control", "space", cl.sp.id, "participant", m.name, "err", err)
 		return
@@ -984,23 +1000,7 @@ func (cl *clusterSpace) controlChange(e cluster.Entry) {
 		cl.orphanLocked(c.Participant, e)
 		return
 	}
-	until := c.PausedUntil
-	if until != math.MaxInt64 && until <= sp.srv.now().UnixNano() {
-		until = 0
-	}
-	m.ctl.pausedUntil.Store(until)
-	m.ctl.pauseID = c.PauseID
-	if c.Shutdown && m.sess != nil {
-		m.ctl.shutdown.Store(true)
-	}
-	if c.Shutdown {
-		sp.srv.creds.end(m, standingGood, credCode, credSession) // as on the node that shut it down
-	}
-	if !c.Kicked || m.ctl.kicked {
-		return
-	}
-	m.ctl.kicked = true
-	sp.endParticipantLocked(m, standingKicked, CloseKicked, c.Reason)
+	sp.setControlLocked(m, c) // as on the node that made the change
 }
 
 // stateChange applies a change of the space's State made by another node.
@@ -1047,26 +1047,26 @@ func (cl *clusterSpace) stateChangeLocked(kind string, e cluster.Entry) {
 		return
 	}
 	id := parts[2]
-	i := slices.IndexFunc(m.grants, func(g grant) bool { return g.id == id })
-	before := m.grants
+	now := sp.srv.now()
+	var rf *refusal
 	if e.Op == cluster.OpDelete {
+		i := slices.IndexFunc(m.grants, func(g grant) bool { return g.id == id })
 		if i < 0 {
 			return
 		}
-		sp.ended.add(id)
-		m.grants = slices.Delete(slices.Clone(m.grants), i, i+1)
+		rf = sp.setGrantsLocked(m, slices.Delete(slices.Clone(m.grants), i, i+1), now)
 	} else {
 		rec, err := cluster.DecodeGrant(e.Value)
 		if err != nil || rec.ID != id || rec.To != m.name {
 			sp.srv.opts.Logger.Warn("cluster: bad grant", "space", sp.id, "key", e.Key, "err", err)
 			return
 		}
-		if !rec.Expires.IsZero() && !sp.srv.now().Before(rec.Expires) {
+		if !rec.Expires.IsZero() && !now.Before(rec.Expires) {
 			return
 		}
-		caps, set, rf := compactPatterns(rec.Capabilities)
-		if rf != nil {
-			sp.srv.opts.Logger.Warn("cluster: bad grant", "space", sp.id, "key", e.Key, "err", rf.message)
+		caps, set, bad := compactPatterns(rec.Capabilities)
+		if bad != nil {
+			sp.srv.opts.Logger.Warn("cluster: bad grant", "space", sp.id, "key", e.Key, "err", bad.message)
 			return
 		}
 		links, err := sp.checkLinksLocked(rec, set)
@@ -1077,19 +1077,12 @@ func (cl *clusterSpace) stateChangeLocked(kind string, e cluster.Entry) {
 			return
 		}
 		g := grant{id: id, from: rec.From, at: rec.At, expires: rec.Expires, session: rec.Session, links: links, caps: caps, set: set}
-		m.grants = slices.Clone(m.grants)
-		if i < 0 {
-			m.grants = append(m.grants, g)
-		} else {
-			m.grants[i] = g
-		}
+		rf = sp.putGrantLocked(m, g, now) // as on the node that made it
 	}
-	if err := m.rebuildCaps(); err != nil {
-		m.grants = before
-		sp.srv.opts.Logger.Warn("cluster: grant does not compile", "space", sp.id, "key", e.Key, "err", err)
+	if rf != nil {
+		sp.srv.opts.Logger.Warn("cluster: grant does not compile", "space", sp.id, "key", e.Key, "err", rf.message)
 		return
 	}
-	sp.changedLocked(m, sp.srv.now()) // its links checked, and what leaned on a deleted grant ends
 	cl.releaseLocked(false)
 }
 
@@ -1257,23 +1250,11 @@ func (cl *clusterSpace) inviteChangeLocked(e cluster.Entry) {
 		return
 	}
 	m := &member{name: id, hashes: [][32]byte{[32]byte(inv.TokenHash)}}
-	if err := m.setCapabilities(caps, sp.cfg.Defaults.Capabilities); err != nil {
-		sp.srv.opts.Logger.Warn("cluster: invitation does not compile", "space", sp.id, "key", e.Key, "err", err)
+	if rf := sp.admitLocked(m, caps); rf != nil { // as on the node that invited it
+		sp.srv.opts.Logger.Warn("cluster: invitation not admitted", "space", sp.id, "key", e.Key, "err", rf.message)
 		return
 	}
-	if sp.srv.opts.Limits.Rate > 0 {
-		m.limiter = newLimiter(sp.srv.opts)
-	}
-	if err := sp.srv.creds.addTokens(sp, m); err != nil {
-		sp.srv.opts.Logger.Warn("cluster: invitation not registered", "space", sp.id, "participant", id, "err", err)
-		return
-	}
-	sp.members[id] = m
-	sp.order = append(sp.order, m)
-	sp.broadcastLocked(remote(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
-		Event: protocol.PresenceInvited, Participant: protocol.ParticipantInfo{ID: id, Capabilities: m.view().list},
-		InvitedBy: inv.From, Reason: inv.Reason,
-	})), nil)
+	sp.broadcastLocked(remote(sp.invitedEnvelope(m, inv.From, inv.Reason)), nil)
 	orphans := cl.orphans[id]
 	delete(cl.orphans, id)
 	cl.nOrphans -= len(orphans)

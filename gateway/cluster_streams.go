@@ -509,12 +509,10 @@ func (cl *clusterSpace) streamsGoneLocked(gone cluster.Member) {
 	for _, st := range t.sorted() {
 		if st.ownerM == m {
 			t.remove(st)
-			d, err := sp.streamEnvelope(protocol.KindStreamClose, nil, []string{st.openID}, protocol.StreamClose{
+			d := sp.systemEnvelope(protocol.KindStreamClose, nil, protocol.StreamClose{
 				StreamID: st.id, Reason: StreamCloseOwnerLeft,
-			})
-			if err == nil { // a fixed payload type: it always encodes
-				sp.broadcastLocked(remote(d), nil)
-			}
+			}, st.openID)
+			sp.broadcastLocked(remote(d), nil)
 			continue
 		}
 		st.writers = slices.DeleteFunc(st.writers, func(w string) bool {

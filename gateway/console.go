@@ -53,13 +53,13 @@ func (srv *Server) consoleLink(w http.ResponseWriter, r *http.Request) {
 	sp, m := srv.creds.token(bearer(r), spaceParam(r))
 	if m == nil {
 		srv.metrics.refusals.WithLabelValues(ErrorUnauthorized).Inc()
-		writeJSON(w, http.StatusUnauthorized, errorBody{Error: ErrorUnauthorized, Message: "a participant's token of this space is needed (Authorization: Bearer)"})
+		writeError(w, http.StatusUnauthorized, ErrorUnauthorized, "a participant's token of this space is needed (Authorization: Bearer)")
 		return
 	}
 	code, expires, err := srv.creds.mint(sp, m, credCode, "", srv.now(), srv.opts.Console.LinkTTL)
 	if err != nil {
 		srv.metrics.refusals.WithLabelValues(ErrorLimitExceeded).Inc()
-		writeJSON(w, http.StatusTooManyRequests, errorBody{Error: ErrorLimitExceeded, Message: err.Error()})
+		writeError(w, http.StatusTooManyRequests, ErrorLimitExceeded, err.Error())
 		return
 	}
 	q := url.Values{"code": {code}, "space": {sp.id}}
@@ -109,11 +109,11 @@ func (srv *Server) sameOrigin(r *http.Request) bool {
 func (srv *Server) csrfSafe(w http.ResponseWriter, r *http.Request, body bool) bool {
 	switch {
 	case r.Header.Get(consoleHeader) != "1":
-		writeJSON(w, http.StatusForbidden, errorBody{Error: "forbidden", Message: "missing " + consoleHeader + " header"})
+		writeError(w, http.StatusForbidden, "forbidden", "missing "+consoleHeader+" header")
 	case !srv.sameOrigin(r):
-		writeJSON(w, http.StatusForbidden, errorBody{Error: "forbidden", Message: "origin not allowed"})
+		writeError(w, http.StatusForbidden, "forbidden", "origin not allowed")
 	case body && !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json"):
-		writeJSON(w, http.StatusUnsupportedMediaType, errorBody{Error: "invalid_request", Message: "the body must be application/json"})
+		writeError(w, http.StatusUnsupportedMediaType, "invalid_request", "the body must be application/json")
 	default:
 		return true
 	}
@@ -134,10 +134,10 @@ func (srv *Server) consoleExchange(w http.ResponseWriter, r *http.Request) {
 	if err := dec.Decode(&in); err != nil || in.Code == "" || dec.More() {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{Error: ErrorTooLarge, Message: "the body is too large"})
+			writeError(w, http.StatusRequestEntityTooLarge, ErrorTooLarge, "the body is too large")
 			return
 		}
-		writeJSON(w, http.StatusBadRequest, errorBody{Error: "invalid_request", Message: `the body must be {"code":"..."}`})
+		writeError(w, http.StatusBadRequest, "invalid_request", `the body must be {"code":"..."}`)
 		return
 	}
 	now := srv.now()
@@ -151,7 +151,7 @@ func (srv *Server) consoleExchange(w http.ResponseWriter, r *http.Request) {
 	}
 	if !ok {
 		srv.metrics.refusals.WithLabelValues(ErrorUnauthorized).Inc()
-		writeJSON(w, http.StatusUnauthorized, errorBody{Error: ErrorUnauthorized, Message: "unknown, used or expired code"})
+		writeError(w, http.StatusUnauthorized, ErrorUnauthorized, "unknown, used or expired code")
 		return
 	}
 	srv.opts.Logger.Info("console session opened", "space", g.sp.id, "participant", g.m.name, "remote", r.RemoteAddr)
@@ -170,7 +170,7 @@ func (srv *Server) consoleLogout(w http.ResponseWriter, r *http.Request) {
 	}
 	cred := bearer(r)
 	if !strings.HasPrefix(cred, sessionPrefix) {
-		writeJSON(w, http.StatusUnauthorized, errorBody{Error: ErrorUnauthorized, Message: "a console session is needed"})
+		writeError(w, http.StatusUnauthorized, ErrorUnauthorized, "a console session is needed")
 		return
 	}
 	srv.creds.drop(cred)
@@ -184,7 +184,7 @@ func (srv *Server) consoleCaller(w http.ResponseWriter, r *http.Request) (sp *li
 	sp, m = srv.joinLookup(bearer(r), spaceParam(r))
 	if m == nil {
 		srv.metrics.refusals.WithLabelValues(ErrorUnauthorized).Inc()
-		writeJSON(w, http.StatusUnauthorized, errorBody{Error: ErrorUnauthorized, Message: "a token or a console session is needed (Authorization: Bearer)"})
+		writeError(w, http.StatusUnauthorized, ErrorUnauthorized, "a token or a console session is needed (Authorization: Bearer)")
 		return nil, nil, false
 	}
 	return sp, m, true

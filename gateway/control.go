@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/capability"
+	"github.com/mew-protocol/mew/gateway/cluster"
 	"github.com/mew-protocol/mew/gateway/internal/audit"
 	"github.com/mew-protocol/mew/internal/clip"
 	"github.com/mew-protocol/mew/protocol"
@@ -65,6 +66,37 @@ type control struct {
 	pauseID     string // the pause envelope's id, for the gateway's resume
 }
 
+// controlOf is m's control state as a record: what a change to it starts
+// from, and what the space's link shares. mu must be held.
+func controlOf(m *member) cluster.Control {
+	return cluster.Control{
+		Participant: m.name, PausedUntil: m.ctl.pausedUntil.Load(), PauseID: m.ctl.pauseID,
+		Shutdown: m.ctl.shutdown.Load(), Kicked: m.ctl.kicked,
+	}
+}
+
+// setControlLocked applies c, m's new control state, whichever node it was
+// made on: the one place a pause, resume, shutdown or kick takes effect. A
+// pause whose time has passed is none (each node ends pauses itself, see
+// expirePauses); a shutdown ends the console codes and sessions made from
+// m's token (reconnecting with the token takes part again); a kick ends m
+// for good. mu must be held.
+func (sp *liveSpace) setControlLocked(m *member, c cluster.Control) {
+	until := c.PausedUntil
+	if until != math.MaxInt64 && until <= sp.srv.now().UnixNano() {
+		until = 0
+	}
+	m.ctl.pausedUntil.Store(until)
+	m.ctl.pauseID = c.PauseID
+	if c.Shutdown && m.ctl.shutdown.CompareAndSwap(false, true) {
+		sp.srv.creds.end(m, standingGood, credCode, credSession)
+	}
+	if c.Kicked && !m.ctl.kicked {
+		m.ctl.kicked = true
+		sp.endParticipantLocked(m, standingKicked, CloseKicked, c.Reason)
+	}
+}
+
 // whilePaused lists what a paused participant may still send: answers,
 // status and cancellations, never new work.
 var whilePaused = []string{
@@ -80,10 +112,8 @@ const kindFrame = "#frame"
 // checkControl refuses what a paused or shut-down participant may not send:
 // an envelope of kind, or a stream frame (kindFrame).
 func (sp *liveSpace) checkControl(o origin, kind string, now time.Time) *refusal {
-	if sp.cl != nil {
-		if rf := sp.cl.refusal(); rf != nil {
-			return rf
-		}
+	if rf := sp.link.refusal(); rf != nil {
+		return rf
 	}
 	if st := o.m.standingOf(); st != standingGood {
 		return refuse(ErrorUnauthorized, o.m.name+" is "+st.String())
@@ -144,13 +174,11 @@ func (sp *liveSpace) grant(o origin, env *protocol.Envelope, now time.Time) (out
 		return outcome{}, refuse(ErrorInvalidEnvelope, "a grant with id "+env.ID+" is already in force")
 	}
 	g := grant{id: env.ID, from: o.m.name, at: now, expires: expires, session: p.Session, links: chain, caps: caps, set: set}
-	if rf := sp.addGrantLocked(rm, g, now); rf != nil {
+	if rf := sp.putGrantLocked(rm, g, now); rf != nil {
 		sp.mu.Unlock()
 		return outcome{}, rf
 	}
-	if sp.cl != nil {
-		sp.cl.grantLocked(rm, rm.grants[len(rm.grants)-1])
-	}
+	sp.link.grantLocked(rm, rm.grants[len(rm.grants)-1])
 	sp.mu.Unlock()
 
 	// The grant chain: for each pattern granted, which of the granter's
@@ -231,16 +259,10 @@ func (sp *liveSpace) revoke(o origin, env *protocol.Envelope, now time.Time) (ou
 		return outcome{}, refuse(ErrorInvalidRequest, fmt.Sprintf("%s holds no grant %s", rm.name, p.GrantID))
 	}
 	old := rm.grants
-	rm.grants = kept
-	sp.endedLocked(old, kept)
-	if err := rm.rebuildCaps(); err != nil {
-		rm.grants = old
-		return outcome{}, refuse(ErrorInvalidEnvelope, err.Error())
+	if rf := sp.setGrantsLocked(rm, kept, now); rf != nil { // what leaned on the revoked patterns goes with them
+		return outcome{}, rf
 	}
-	if sp.cl != nil {
-		sp.cl.grantsChangedLocked(rm, old)
-	}
-	sp.changedLocked(rm, now) // what leaned on the revoked patterns goes with them
+	sp.link.grantsChangedLocked(rm, old)
 	return relayed, nil
 }
 
@@ -268,17 +290,59 @@ func grantExpiry(p protocol.Grant, now time.Time) (time.Time, *refusal) {
 	return time.Time{}, nil
 }
 
-// addGrantLocked adds g to rm's grants and settles them, which gives g its
-// effective end (no later than its parents'). mu must be held.
-func (sp *liveSpace) addGrantLocked(rm *member, g grant, now time.Time) *refusal {
-	before := rm.grants
-	rm.grants = append(slices.Clone(rm.grants), g)
-	if err := rm.rebuildCaps(); err != nil {
-		rm.grants = before
+// admitLocked adds m, invited with caps, to the space, whichever node the
+// invitation was made on. mu must be held.
+func (sp *liveSpace) admitLocked(m *member, caps []json.RawMessage) *refusal {
+	if err := m.setCapabilities(caps, sp.cfg.Defaults.Capabilities); err != nil {
 		return refuse(ErrorInvalidEnvelope, err.Error())
 	}
-	sp.changedLocked(rm, now)
+	if sp.srv.opts.Limits.Rate > 0 {
+		m.limiter = newLimiter(sp.srv.opts)
+	}
+	if err := sp.srv.creds.addTokens(sp, m); err != nil {
+		return refuse(ErrorInvalidRequest, "could not register the new participant")
+	}
+	sp.members[m.name] = m
+	sp.order = append(sp.order, m)
 	return nil
+}
+
+// invitedEnvelope announces m, invited by by for reason.
+func (sp *liveSpace) invitedEnvelope(m *member, by, reason string) delivery {
+	return sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
+		Event: protocol.PresenceInvited, Participant: protocol.ParticipantInfo{ID: m.name, Capabilities: m.view().list},
+		InvitedBy: by, Reason: reason,
+	})
+}
+
+// setGrantsLocked gives m the list grants, whichever node the change was
+// made on: the one place a grant is added, replaced or removed. m's
+// capabilities are rebuilt (on failure it keeps what it held), the grants it
+// no longer holds are marked ended for their children, and what leaned on
+// what changed is settled, which gives a new grant its effective end (no
+// later than its parents'). mu must be held.
+func (sp *liveSpace) setGrantsLocked(m *member, grants []grant, now time.Time) *refusal {
+	before := m.grants
+	m.grants = grants
+	if err := m.rebuildCaps(); err != nil {
+		m.grants = before
+		return refuse(ErrorInvalidEnvelope, err.Error())
+	}
+	sp.endedLocked(before, grants)
+	sp.changedLocked(m, now)
+	return nil
+}
+
+// putGrantLocked adds g to m's grants, or replaces the one with its id.
+// mu must be held.
+func (sp *liveSpace) putGrantLocked(m *member, g grant, now time.Time) *refusal {
+	grants := slices.Clone(m.grants)
+	if i := slices.IndexFunc(grants, func(k grant) bool { return k.id == g.id }); i >= 0 {
+		grants[i] = g
+	} else {
+		grants = append(grants, g)
+	}
+	return sp.setGrantsLocked(m, grants, now)
 }
 
 // welcomeUpdateLocked sends m's connection, if any, a welcome with its new
@@ -286,9 +350,7 @@ func (sp *liveSpace) addGrantLocked(rm *member, g grant, now time.Time) *refusal
 func (sp *liveSpace) welcomeUpdateLocked(m *member) {
 	if s := m.sess; s != nil {
 		sp.unicastLocked(s, sp.welcomeLocked(s))
-		if sp.cl != nil {
-			sp.cl.infoLocked(s) // what other nodes' welcomes list of it
-		}
+		sp.link.infoLocked(s) // what other nodes' welcomes list of it
 	}
 }
 
@@ -333,15 +395,15 @@ func (sp *liveSpace) invite(o origin, env *protocol.Envelope, now time.Time) (ou
 	}
 	var clusterErr error
 	shared := false
-	if !exists && sp.cl != nil {
+	if !exists {
 		// Created in the cluster's State first, by create-if-absent: of two
 		// invitations of one id made on two nodes at once, one wins.
-		exists, shared, clusterErr = sp.cl.shareInvite(o.id, id, tok, caps, p.Reason, now)
+		exists, shared, clusterErr = sp.link.shareInvite(o.id, id, tok, caps, p.Reason, now)
 	}
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	if shared {
-		sp.cl.invitedLocked(id, exists || clusterErr != nil)
+		sp.link.invitedLocked(id, exists || clusterErr != nil)
 	}
 	if clusterErr != nil {
 		r := refuse(ErrorClusterUnavailable, "the invitation could not be shared with the other gateway nodes: "+clusterErr.Error())
@@ -360,27 +422,15 @@ func (sp *liveSpace) invite(o origin, env *protocol.Envelope, now time.Time) (ou
 			"status": protocol.InviteAlreadyExists, "participant_id": id, "message": "Participant " + id + " already exists",
 		}}, nil
 	}
-	m := &member{name: id, tokens: [][]byte{[]byte(tok)}}
-	if err := m.setCapabilities(caps, sp.cfg.Defaults.Capabilities); err != nil {
-		return outcome{}, refuse(ErrorInvalidEnvelope, err.Error())
+	m := &member{name: id, tokens: [][]byte{[]byte(tok)}, tokenFile: true, fileToken: tok}
+	if rf := sp.admitLocked(m, caps); rf != nil {
+		return outcome{}, rf
 	}
-	if sp.srv.opts.Limits.Rate > 0 {
-		m.limiter = newLimiter(sp.srv.opts)
-	}
-	m.tokenFile, m.fileToken = true, tok
-	if err := sp.srv.creds.addTokens(sp, m); err != nil {
-		return outcome{}, refuse(ErrorInvalidRequest, "could not register the new participant")
-	}
-	sp.members[id] = m
-	sp.order = append(sp.order, m)
 	ack := sp.inviteAck(o, env, protocol.InviteAck{Status: protocol.InviteCreated, ParticipantID: id, Token: tok})
 	if o.s != nil {
 		sp.unicastLocked(o.s, ack)
 	}
-	sp.broadcastLocked(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
-		Event: protocol.PresenceInvited, Participant: protocol.ParticipantInfo{ID: id, Capabilities: m.view().list},
-		InvitedBy: o.id, Reason: p.Reason,
-	}), o.s)
+	sp.broadcastLocked(sp.invitedEnvelope(m, o.id, p.Reason), o.s)
 	return outcome{status: http.StatusOK, body: map[string]string{
 		"id": ack.id, "status": protocol.InviteCreated, "participant_id": id, "token": tok,
 	}}, nil
@@ -415,15 +465,13 @@ func (sp *liveSpace) kick(o origin, env *protocol.Envelope, _ time.Time) (outcom
 	case km == o.m:
 		return outcome{}, refuse(ErrorInvalidRequest, "a participant cannot kick itself")
 	}
-	km.ctl.kicked = true
-	reason := "kicked by " + o.id
+	c := controlOf(km)
+	c.Kicked, c.Reason = true, "kicked by "+o.id
 	if p.Reason != "" {
-		reason += ": " + p.Reason
+		c.Reason += ": " + p.Reason
 	}
-	sp.endParticipantLocked(km, standingKicked, CloseKicked, reason)
-	if sp.cl != nil {
-		sp.cl.controlLocked(km, reason)
-	}
+	sp.setControlLocked(km, c)
+	sp.link.controlLocked(km, c.Reason)
 	return relayed, nil
 }
 
@@ -459,28 +507,23 @@ func (sp *liveSpace) control(o origin, env *protocol.Envelope, now time.Time) (o
 		targets = append(targets, m)
 	}
 	for _, m := range targets {
+		c := controlOf(m)
 		switch env.Kind {
 		case protocol.KindParticipantPause:
-			until := int64(math.MaxInt64)
+			c.PausedUntil = math.MaxInt64
 			// Past a century a timeout means "until resumed" (and a bigger
 			// one would overflow a Duration).
 			if pause.TimeoutSeconds > 0 && pause.TimeoutSeconds < 100*365*24*3600 {
-				until = now.Add(time.Duration(pause.TimeoutSeconds) * time.Second).UnixNano()
+				c.PausedUntil = now.Add(time.Duration(pause.TimeoutSeconds) * time.Second).UnixNano()
 			}
-			m.ctl.pauseID = env.ID
-			m.ctl.pausedUntil.Store(until)
+			c.PauseID = env.ID
 		case protocol.KindParticipantResume:
-			m.ctl.pausedUntil.Store(0)
+			c.PausedUntil = 0
 		case protocol.KindParticipantShutdown:
-			m.ctl.shutdown.Store(true)
-			// A shut-down participant takes part again by reconnecting
-			// with its token; the console codes and sessions made from
-			// that token end now.
-			sp.srv.creds.end(m, standingGood, credCode, credSession)
+			c.Shutdown = true
 		}
-		if sp.cl != nil {
-			sp.cl.controlLocked(m, "")
-		}
+		sp.setControlLocked(m, c)
+		sp.link.controlLocked(m, "")
 	}
 	return relayed, nil
 }
@@ -504,7 +547,7 @@ func (sp *liveSpace) expirePauses(now time.Time) {
 			corr = []string{m.ctl.pauseID}
 		}
 		d := sp.systemEnvelope(protocol.KindParticipantResume, []string{to}, protocol.Resume{Reason: "timeout"}, corr...)
-		if sp.cl != nil && m.sess == nil {
+		if !sp.link.speaksForLocked(m) {
 			// Every node of a cluster ends the pause for its own
 			// participants; the node the paused participant is on puts the
 			// resume in the cluster's history, once.

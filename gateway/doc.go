@@ -64,6 +64,12 @@
 // the space's configuration, its lifetime, its granter's standing and
 // presence).
 //
+// A space's state has one authority too: the core changes it, once, and
+// tells the space's link (link.go), which on one node is solo (nothing
+// to share) and in a cluster is clusterSpace (cluster_*.go: shares the change
+// through Options.Cluster.Node and applies other nodes' changes through the
+// same core functions).
+//
 // A space changes while it runs: grants and revocations (a participant may
 // delegate only what it holds), invitations, kicks, and pause and shutdown,
 // which the gateway enforces rather than leaving to the paused participant.

@@ -90,9 +90,7 @@ func (sp *liveSpace) floorNote(o origin, env *protocol.Envelope) {
 		}
 		if c.holder == o.m {
 			delete(f.claims, msg)
-			if sp.cl != nil {
-				sp.cl.floorClearLocked(msg, c)
-			}
+			sp.link.floorClearLocked(msg, c)
 		} else if o.m.yielded(msg) {
 			// An agent told to yield answered anyway: advisory, so it is
 			// delivered, but counted.
@@ -111,9 +109,12 @@ func (sp *liveSpace) floorClaim(o origin, env *protocol.Envelope, now time.Time)
 		return outcome{}, refuse(ErrorInvalidEnvelope, "floor/responding-to: "+err.Error())
 	}
 	msg := env.CorrelationID[0]
-	if sp.cl != nil {
-		return sp.cl.floorClaim(o, msg, p.StartedAt, now)
-	}
+	return sp.link.floorClaim(o, msg, p.StartedAt, now)
+}
+
+// floorClaimHere settles a claim of the floor of msg on this node alone
+// (the solo link's floorClaim).
+func (sp *liveSpace) floorClaimHere(o origin, msg string, startedAt int64, now time.Time) (outcome, *refusal) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	f := &sp.floor
@@ -122,7 +123,7 @@ func (sp *liveSpace) floorClaim(o origin, env *protocol.Envelope, now time.Time)
 		return relayed, nil // addressed messages have their responder already
 	}
 	sp.srv.metrics.floor.WithLabelValues("claims").Inc()
-	mine := &claim{holder: o.m, id: o.id, startedAt: p.StartedAt, expires: now.Add(sp.floorTTL())}
+	mine := &claim{holder: o.m, id: o.id, startedAt: startedAt, expires: now.Add(sp.floorTTL())}
 	cur := f.claims[msg]
 	if cur != nil && !now.Before(cur.expires) {
 		sp.srv.metrics.floor.WithLabelValues("expiries").Inc()
@@ -162,9 +163,7 @@ func (sp *liveSpace) floorLeaveLocked(s *session) {
 	for msg, c := range sp.floor.claims {
 		if c.holder == s.m {
 			delete(sp.floor.claims, msg)
-			if sp.cl != nil {
-				sp.cl.floorClearLocked(msg, c)
-			}
+			sp.link.floorClearLocked(msg, c)
 		}
 	}
 }

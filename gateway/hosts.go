@@ -219,8 +219,7 @@ func (srv *Server) hostHandler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !srv.hosts.allows(r) {
 			srv.metrics.refusals.WithLabelValues(ErrorMisdirected).Inc()
-			writeJSON(w, http.StatusMisdirectedRequest, errorBody{Error: ErrorMisdirected,
-				Message: "this gateway does not serve the host this request names; list it with --allowed-host (Options.AllowedHosts)"})
+			writeError(w, http.StatusMisdirectedRequest, ErrorMisdirected, "this gateway does not serve the host this request names; list it with --allowed-host (Options.AllowedHosts)")
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -39,12 +39,18 @@ func (srv *Server) root(w http.ResponseWriter, r *http.Request) {
 		srv.serveWS(w, r)
 		return
 	}
-	writeJSON(w, http.StatusNotFound, errorBody{Error: "not_found", Message: "no such endpoint: " + r.Method + " " + r.URL.Path})
+	writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 }
 
 type errorBody struct {
 	Error   string `json:"error"`
 	Message string `json:"message,omitempty"`
+}
+
+// writeError answers an HTTP request with status and the error body of code
+// and msg.
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, errorBody{Error: code, Message: msg})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -91,7 +97,7 @@ type participantView struct {
 func (srv *Server) participants(w http.ResponseWriter, r *http.Request) {
 	sp := srv.space(r.URL.Query().Get("space"))
 	if sp == nil {
-		writeJSON(w, http.StatusNotFound, errorBody{Error: "unknown_space", Message: "no such space"})
+		writeError(w, http.StatusNotFound, "unknown_space", "no such space")
 		return
 	}
 	list := make([]participantView, 0, len(sp.members))
@@ -103,8 +109,8 @@ func (srv *Server) participants(w http.ResponseWriter, r *http.Request) {
 			if s.id != m.name {
 				v.ID, v.Name = s.id, m.name
 			}
-		} else if sp.cl != nil {
-			sp.cl.participantLocked(m, &v)
+		} else {
+			sp.link.participantLocked(m, &v)
 		}
 		list = append(list, v)
 	}
@@ -120,7 +126,7 @@ func (srv *Server) authorize(w http.ResponseWriter, r *http.Request) (*liveSpace
 	tok := bearer(r)
 	if tok == "" {
 		srv.metrics.refusals.WithLabelValues(ErrorUnauthorized).Inc()
-		writeJSON(w, http.StatusUnauthorized, errorBody{Error: ErrorUnauthorized, Message: "Missing or invalid authorization header"})
+		writeError(w, http.StatusUnauthorized, ErrorUnauthorized, "Missing or invalid authorization header")
 		return nil, nil, "", false
 	}
 	id := r.PathValue("id")
@@ -131,7 +137,7 @@ func (srv *Server) authorize(w http.ResponseWriter, r *http.Request) (*liveSpace
 	sp, m := srv.creds.token(tok, q)
 	if m == nil || (id != m.name && sp.resolve(id) != m) {
 		srv.metrics.refusals.WithLabelValues(ErrorUnauthorized).Inc()
-		writeJSON(w, http.StatusForbidden, errorBody{Error: ErrorUnauthorized, Message: "Invalid token for participant"})
+		writeError(w, http.StatusForbidden, ErrorUnauthorized, "Invalid token for participant")
 		return nil, nil, "", false
 	}
 	return sp, m, id, true
@@ -215,31 +221,34 @@ func (srv *Server) poll(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("since"); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, errorBody{Error: "invalid_request", Message: "since must be an RFC 3339 time"})
+			writeError(w, http.StatusBadRequest, "invalid_request", "since must be an RFC 3339 time")
 			return
 		}
 		after = t
 	}
 	limit, err := parseUint(q.Get("limit"))
 	if err != nil || limit > 1000 {
-		writeJSON(w, http.StatusBadRequest, errorBody{Error: "invalid_request", Message: "limit must be an integer from 1 to 1000"})
+		writeError(w, http.StatusBadRequest, "invalid_request", "limit must be an integer from 1 to 1000")
 		return
 	}
 	if limit == 0 {
 		limit = 100
 	}
-	if sp.cl != nil {
-		// A node of a cluster: the cluster's history (cluster_history.go).
-		sp.cl.poll(w, r, m, after, q.Get("cursor"), int(limit))
-		return
-	}
-	from, err := parseUint(q.Get("cursor"))
+	// A node of a cluster reads the cluster's history (cluster_history.go);
+	// one node alone, its own (pollHere).
+	sp.link.poll(w, r, m, after, q.Get("cursor"), int(limit))
+}
+
+// pollHere answers a poll from this node's history (the solo link's
+// poll).
+func (sp *liveSpace) pollHere(w http.ResponseWriter, m *member, after time.Time, cursor string, limit int) {
+	from, err := parseUint(cursor)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, errorBody{Error: "invalid_request", Message: "cursor must be a non-negative integer"})
+		writeError(w, http.StatusBadRequest, "invalid_request", "cursor must be a non-negative integer")
 		return
 	}
 	sp.mu.Lock()
-	entries := sp.history.since(after, from, int(limit), m)
+	entries := sp.history.since(after, from, limit, m)
 	next := sp.history.next
 	sp.mu.Unlock()
 	if len(entries) > 0 {

@@ -151,7 +151,7 @@ func (srv *Server) consoleLineage(w http.ResponseWriter, r *http.Request) {
 func (srv *Server) writeLineage(w http.ResponseWriter, r *http.Request, sp *liveSpace, m *member, id string) {
 	lg := sp.cfg.Logging
 	if srv.opts.Audit.Off || !lg.Enabled || !lg.EnvelopeHistory {
-		writeJSON(w, http.StatusNotFound, errorBody{Error: "no_audit_log", Message: "this gateway keeps no envelope history"})
+		writeError(w, http.StatusNotFound, "no_audit_log", "this gateway keeps no envelope history")
 		return
 	}
 	if wait, ok := srv.lineages.allow(m, time.Now()); !ok {
@@ -171,14 +171,14 @@ func (srv *Server) writeLineage(w http.ResponseWriter, r *http.Request, sp *live
 	case err != nil && r.Context().Err() != nil:
 		// The client went away; what was read is kept for the next one.
 	case errors.Is(err, auditlog.ErrTooLarge):
-		writeJSON(w, http.StatusInsufficientStorage, errorBody{Error: "log_too_large", Message: "the audit log is too large to trace over HTTP; use mew log why"})
+		writeError(w, http.StatusInsufficientStorage, "log_too_large", "the audit log is too large to trace over HTTP; use mew log why")
 	case err != nil:
 		srv.opts.Logger.Error("lineage: reading the audit log", "err", err)
-		writeJSON(w, http.StatusInternalServerError, errorBody{Error: "audit_log_unreadable", Message: "the audit log could not be read"})
+		writeError(w, http.StatusInternalServerError, "audit_log_unreadable", "the audit log could not be read")
 	case status == http.StatusNotFound:
-		writeJSON(w, status, errorBody{Error: "not_found", Message: "no envelope with this id that you may see"})
+		writeError(w, status, "not_found", "no envelope with this id that you may see")
 	case status != http.StatusOK:
-		writeJSON(w, status, errorBody{Error: ErrorUnauthorized, Message: "the lineage holds envelopes you did not see"})
+		writeError(w, status, ErrorUnauthorized, "the lineage holds envelopes you did not see")
 	default:
 		writeJSON(w, http.StatusOK, struct {
 			Space    string         `json:"space"`
@@ -227,7 +227,7 @@ func (srv *Server) traceLineage(r *http.Request, sp *liveSpace, m *member, id, e
 func (srv *Server) refuseLineage(w http.ResponseWriter, label, code, msg string, wait time.Duration) {
 	srv.metrics.refusals.WithLabelValues(label).Inc()
 	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
-	writeJSON(w, http.StatusTooManyRequests, errorBody{Error: code, Message: msg})
+	writeError(w, http.StatusTooManyRequests, code, msg)
 }
 
 // lineageAccess decides whether member m, connected as id, may read the

@@ -211,7 +211,7 @@ func (srv *Server) crowdedHandler(next http.Handler) http.Handler {
 			srv.metrics.connRefused.WithLabelValues("crowded").Inc()
 			w.Header().Set("Connection", "close")
 			w.Header().Set("Retry-After", "1")
-			writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "too_many_connections", Message: "the gateway is near its connection limit"})
+			writeError(w, http.StatusServiceUnavailable, "too_many_connections", "the gateway is near its connection limit")
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -263,9 +263,7 @@ func (sp *liveSpace) grantEndedLocked(m *member, g grant, why string, now time.T
 		Time: now, EnvelopeID: g.id, Participant: m.name, Space: sp.id, Allowed: false,
 		Kind: protocol.KindCapabilityRevoke, Source: "dynamic", Metadata: append(meta, '}'),
 	})
-	if sp.cl != nil {
-		sp.cl.grantGoneLocked(m, g)
-	}
+	sp.link.grantGoneLocked(m, g)
 }
 
 // viewAt is m's capabilities as they stand at now: when one of its grants'

@@ -121,7 +121,7 @@ type liveSpace struct {
 	sessionGrants int         // grants bound to their granter's presence
 	ended         endedGrants // ids of grants that ended here, for their children (provenance.go)
 	tokWatch      tokenWatch
-	cl            *clusterSpace // nil on a single node; see cluster_space.go
+	link          spaceLink // solo on a single node; clusterSpace in a cluster (link.go)
 }
 
 func newLiveSpace(srv *Server, cfg *space.Config) (*liveSpace, error) {
@@ -132,6 +132,7 @@ func newLiveSpace(srv *Server, cfg *space.Config) (*liveSpace, error) {
 		aliases:  make(map[string]*member),
 		history:  newHistory(srv.opts.Limits.HistorySize, srv.opts.Limits.HistoryBytes),
 	}
+	sp.link = solo{sp}
 	store := srv.opts.TokenStore(cfg)
 	for _, p := range cfg.Participants {
 		toks, err := store.Tokens(p)
@@ -288,9 +289,7 @@ func (sp *liveSpace) attach(s *session) *refusal {
 		case !ok:
 			sp.aliases[s.id] = s.m
 			s.m.aliases++
-			if sp.cl != nil {
-				sp.cl.aliasLocked(s.id, s.m) // bound in the whole cluster
-			}
+			sp.link.aliasLocked(s.id, s.m) // bound in the whole cluster
 		}
 	}
 	if old := s.m.sess; old != nil {
@@ -304,18 +303,13 @@ func (sp *liveSpace) attach(s *session) *refusal {
 	sp.joinRosterLocked(s)
 	sp.srv.metrics.connections.WithLabelValues(s.transport).Inc()
 	sp.srv.trim.moved()
-	if sp.cl != nil {
-		sp.cl.joinLocked(s)
-	}
+	sp.link.joinLocked(s)
 
 	sp.unicastLocked(s, sp.welcomeLocked(s))
 	if s.resume != "" {
 		sp.replayLocked(s)
 	}
-	sp.broadcastLocked(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
-		Event:       protocol.PresenceJoin,
-		Participant: protocol.ParticipantInfo{ID: s.id, Capabilities: s.m.view().list},
-	}), s)
+	sp.broadcastLocked(sp.presenceEnvelope(protocol.PresenceJoin, protocol.ParticipantInfo{ID: s.id, Capabilities: s.m.view().list}), s)
 	return nil
 }
 
@@ -330,11 +324,7 @@ const resumeSkew = 2 * time.Second
 // When the envelope is not in the history any more, s is told
 // (ErrorResumeGap) and polls for what is kept. mu must be held.
 func (sp *liveSpace) replayLocked(s *session) {
-	skew := time.Duration(0)
-	if sp.cl != nil {
-		skew = resumeSkew
-	}
-	entries, found := sp.history.resume(s.resume, skew, s.m)
+	entries, found := sp.history.resume(s.resume, sp.link.resumeSkew(), s.m)
 	if !found {
 		sp.unicastLocked(s, sp.errorEnvelope(s.id, refuse(ErrorResumeGap, fmt.Sprintf(
 			"envelope %s is not in this node's history (it keeps the last %d envelopes): what you missed after it cannot be replayed; GET /participants/%s/messages has what is kept",
@@ -362,21 +352,16 @@ func (sp *liveSpace) detachLocked(s *session) {
 	sp.srv.trim.moved()
 	if s.m.sess == s {
 		s.m.sess = nil
-		if sp.cl == nil || !sp.cl.connectedElsewhereLocked(s.m) {
+		if !sp.link.connectedElsewhereLocked(s.m) {
 			sp.presenceChangedLocked(s.m, false, sp.srv.now())
 		}
 	}
-	if sp.cl != nil {
-		sp.cl.leaveLocked(s)
-	}
+	sp.link.leaveLocked(s)
 	sp.leaveRosterLocked(s)
 	sp.streamsLeaveLocked(s)
 	sp.floorLeaveLocked(s)
 	sp.srv.metrics.connections.WithLabelValues(s.transport).Dec()
-	sp.broadcastLocked(sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{
-		Event:       protocol.PresenceLeave,
-		Participant: protocol.ParticipantInfo{ID: s.id},
-	}), nil)
+	sp.broadcastLocked(sp.presenceEnvelope(protocol.PresenceLeave, protocol.ParticipantInfo{ID: s.id}), nil)
 }
 
 // welcomeLocked makes s's welcome. Its participant list is assembled from
@@ -385,10 +370,7 @@ func (sp *liveSpace) detachLocked(s *session) {
 // records the welcome without that list (a join is recorded as a join, not as the
 // roster it was shown), with the count in its metadata. mu must be held.
 func (sp *liveSpace) welcomeLocked(s *session) delivery {
-	var remote []protocol.ParticipantInfo
-	if sp.cl != nil {
-		remote = sp.cl.participantsLocked(nil)
-	}
+	remote := sp.link.participantsLocked()
 	you := appendParticipant(make([]byte, 0, 64), s.id, s.m.view())
 	size := len(you) + 64
 	for _, o := range sp.roster {
@@ -410,10 +392,10 @@ func (sp *liveSpace) welcomeLocked(s *session) delivery {
 		if n > 0 {
 			list = append(list, ',')
 		}
-		list = appendJSON(list, info)
+		list = sp.appendJSON(list, info)
 		n++
 	}
-	streams := appendJSON(nil, sp.activeStreamsLocked())
+	streams := sp.appendJSON(nil, sp.activeStreamsLocked())
 	welcome := func(participants []byte) []byte {
 		p := make([]byte, 0, len(you)+len(participants)+len(streams)+48)
 		p = append(append(p, `{"you":`...), you...)
@@ -440,10 +422,13 @@ func appendParticipant(dst []byte, id string, v *capView) []byte {
 
 // appendJSON appends v encoded by protocol.Marshal. Only the gateway's own types
 // reach it, which always encode.
-func appendJSON(dst []byte, v any) []byte {
+func (sp *liveSpace) appendJSON(dst []byte, v any) []byte {
 	b, err := protocol.Marshal(v)
 	if err != nil {
-		panic(fmt.Sprintf("gateway: encode %T: %v", v, err))
+		// The gateway's own types always encode; should one not (a bug,
+		// never a participant's input), every space goes on.
+		sp.srv.opts.Logger.Error("gateway: cannot encode its own value", "space", sp.id, "type", fmt.Sprintf("%T", v), "err", err)
+		return append(dst, "{}"...)
 	}
 	return append(dst, b...)
 }
@@ -451,7 +436,13 @@ func appendJSON(dst []byte, v any) []byte {
 // systemEnvelope encodes an envelope from the gateway, correlated to corr
 // when given.
 func (sp *liveSpace) systemEnvelope(kind string, to []string, payload any, corr ...string) delivery {
-	return sp.systemEnvelopeRaw(kind, to, appendJSON(nil, payload), corr...)
+	return sp.systemEnvelopeRaw(kind, to, sp.appendJSON(nil, payload), corr...)
+}
+
+// presenceEnvelope announces the join or leave (event) of who, here or on
+// another node.
+func (sp *liveSpace) presenceEnvelope(event string, who protocol.ParticipantInfo) delivery {
+	return sp.systemEnvelope(protocol.KindSystemPresence, nil, protocol.Presence{Event: event, Participant: who})
 }
 
 // systemEnvelopeRaw is systemEnvelope with the payload already encoded
@@ -495,9 +486,6 @@ func (sp *liveSpace) broadcastLocked(d delivery, exclude *session) {
 	// single node, for polls); a node of a cluster also appends what it
 	// accepted to the cluster's history, which polls read there.
 	sp.history.add(d.at, d.id, d.data, nil)
-	if sp.cl != nil && !d.remote {
-		sp.cl.historyLocked(d) // cluster_history.go: the cluster's history, once
-	}
 	rcpts := sp.recipients
 	if exclude != nil {
 		rcpts = make([]audit.Recipient, 0, len(sp.recipients))
@@ -531,9 +519,7 @@ func (sp *liveSpace) broadcastLocked(d delivery, exclude *session) {
 	// its own join): the audit log records how many, not who.
 	everyone := d.kind == protocol.KindSystemPresence && len(missed) == 0
 	sp.srv.delivered(sp, d, rcpts, everyone)
-	if sp.cl != nil && d.src != nil {
-		sp.cl.publishLocked(d) // a participant's envelope, accepted here
-	}
+	sp.link.deliveredLocked(d)
 }
 
 // withPayload encodes d's envelope, one of the gateway's own, with another

@@ -183,28 +183,6 @@ func withStreamID(r *refusal, id string) *refusal {
 	return r
 }
 
-// streamEnvelope encodes an envelope from the gateway with a correlation.
-func (sp *liveSpace) streamEnvelope(kind string, to, corr []string, payload any) (delivery, error) {
-	env, err := protocol.New(kind, payload)
-	if err != nil {
-		return delivery{}, fmt.Errorf("gateway: encode %s: %w", kind, err)
-	}
-	now := sp.srv.now()
-	env.ID = protocol.NewID()
-	env.TS = protocol.FormatTime(now)
-	env.From = protocol.GatewayID
-	env.To = to
-	env.CorrelationID = corr
-	return delivery{data: env.AppendJSON(nil), id: env.ID, kind: kind, at: now, to: to}, nil
-}
-
-// streamEncodeFailed is the refusal when the gateway cannot encode its own
-// announcement. Its payload types always encode; this keeps a future
-// mistake from panicking on a participant's request.
-func streamEncodeFailed(err error) *refusal {
-	return refuse(ErrorInvalidEnvelope, err.Error())
-}
-
 // connectedMemberLocked returns the member a participant id names if that
 // participant is connected: the runtime id of a connection, or the logical
 // name of a connected participant. mu must be held.
@@ -221,10 +199,10 @@ func (sp *liveSpace) connectedMemberLocked(id string) *member {
 // streamMemberLocked is connectedMemberLocked, and in a cluster also a
 // participant connected on another node. mu must be held.
 func (sp *liveSpace) streamMemberLocked(id string) *member {
-	if m := sp.connectedMemberLocked(id); m != nil || sp.cl == nil {
+	if m := sp.connectedMemberLocked(id); m != nil {
 		return m
 	}
-	return sp.cl.remoteMemberLocked(id)
+	return sp.link.remoteMemberLocked(id)
 }
 
 // streamRecipientsLocked returns the runtime ids of the connected participants.
@@ -294,20 +272,19 @@ func (sp *liveSpace) streamRequest(o origin, env *protocol.Envelope, now time.Ti
 	if len(req.Extra) == 0 {
 		req.Extra = nil
 	}
+	// In a cluster the number comes from the space's counter, taken outside
+	// the lock, once the request would be accepted: a refused request takes
+	// none. On one node streamNumber answers 0 at once, and the node's own
+	// counter numbers the stream below.
+	sp.mu.Lock()
+	rf := sp.streamRequestCheckLocked(o, req.Target)
+	sp.mu.Unlock()
 	var number uint64
-	if sp.cl != nil {
-		// In a cluster the number comes from the cluster's counter, taken
-		// outside the lock, once the request would be accepted: a refused
-		// request takes none, as on one node.
-		sp.mu.Lock()
-		rf := sp.streamRequestCheckLocked(o, req.Target)
-		sp.mu.Unlock()
-		if rf == nil {
-			number, rf = sp.cl.streamNumber()
-		}
-		if rf != nil {
-			return outcome{}, rf
-		}
+	if rf == nil {
+		number, rf = sp.link.streamNumber()
+	}
+	if rf != nil {
+		return outcome{}, rf
 	}
 
 	sp.mu.Lock()
@@ -338,17 +315,12 @@ func (sp *liveSpace) streamRequest(o origin, env *protocol.Envelope, now time.Ti
 		AuthorizedWriters: slices.Clone(st.writers),
 		Target:            st.target,
 	}
-	d, err := sp.streamEnvelope(protocol.KindStreamOpen, []string{o.id}, []string{env.ID}, open)
-	if err != nil {
-		return outcome{}, streamEncodeFailed(err)
-	}
+	d := sp.systemEnvelope(protocol.KindStreamOpen, []string{o.id}, open, env.ID)
 	st.openID = d.id
 	t.last = max(t.last, seq)
 	t.add(st)
 	sp.broadcastLocked(d, nil)
-	if sp.cl != nil {
-		sp.cl.streamChangedLocked(cluster.StreamOpOpen, st, nil, env.ID, d.data)
-	}
+	sp.link.streamChangedLocked(cluster.StreamOpOpen, st, nil, env.ID, d.data)
 
 	return outcome{relay: true, status: http.StatusOK, body: streamAnswer{
 		ID: d.id, Status: "stream_opened", StreamID: st.id, Timestamp: protocol.FormatTime(d.at),
@@ -396,9 +368,7 @@ func (sp *liveSpace) streamClose(o origin, env *protocol.Envelope, _ time.Time) 
 			"only the owner of stream "+st.id+" ("+st.owner+") may close it"), st.id)
 	}
 	t.remove(st)
-	if sp.cl != nil {
-		sp.cl.streamChangedLocked(cluster.StreamOpClose, st, nil, env.ID, nil)
-	}
+	sp.link.streamChangedLocked(cluster.StreamOpClose, st, nil, env.ID, nil)
 	return relayed, nil
 }
 
@@ -456,14 +426,10 @@ func (sp *liveSpace) streamOwnership(o origin, env *protocol.Envelope, _ time.Ti
 
 	var (
 		d   delivery
-		err error
 		ans streamAnswer
 	)
 	to, corr := sp.streamRecipientsLocked(), []string{env.ID}
-	var before []string // the writers before the change, for the cluster
-	if sp.cl != nil {
-		before = slices.Clone(st.writers)
-	}
+	before := slices.Clone(st.writers) // for the space's link
 	switch env.Kind {
 	case protocol.KindStreamGrantWrite:
 		m := sp.streamMemberLocked(who)
@@ -473,9 +439,9 @@ func (sp *liveSpace) streamOwnership(o origin, env *protocol.Envelope, _ time.Ti
 		if !slices.ContainsFunc(st.writers, func(w string) bool { return isMemberID(w, m) }) {
 			st.writers = append(st.writers, who)
 		}
-		d, err = sp.streamEnvelope(protocol.KindStreamWriteGranted, to, corr, protocol.StreamWriteGranted{
+		d = sp.systemEnvelope(protocol.KindStreamWriteGranted, to, protocol.StreamWriteGranted{
 			StreamID: st.id, ParticipantID: who, AuthorizedWriters: slices.Clone(st.writers), Reason: reason,
-		})
+		}, corr...)
 		ans = streamAnswer{Status: "granted", ParticipantID: who}
 	case protocol.KindStreamRevokeWrite:
 		m := sp.streamMemberLocked(who)
@@ -493,9 +459,9 @@ func (sp *liveSpace) streamOwnership(o origin, env *protocol.Envelope, _ time.Ti
 		st.writers = slices.DeleteFunc(st.writers, func(w string) bool {
 			return w == who || (m != nil && isMemberID(w, m))
 		})
-		d, err = sp.streamEnvelope(protocol.KindStreamWriteRevoked, to, corr, protocol.StreamWriteRevoked{
+		d = sp.systemEnvelope(protocol.KindStreamWriteRevoked, to, protocol.StreamWriteRevoked{
 			StreamID: st.id, ParticipantID: who, AuthorizedWriters: slices.Clone(st.writers), Reason: reason,
-		})
+		}, corr...)
 		ans = streamAnswer{Status: "revoked", ParticipantID: who}
 	case protocol.KindStreamTransferOwnership:
 		m := sp.streamMemberLocked(who)
@@ -517,26 +483,19 @@ func (sp *liveSpace) streamOwnership(o origin, env *protocol.Envelope, _ time.Ti
 		if !slices.ContainsFunc(writers, func(w string) bool { return isMemberID(w, m) }) {
 			writers = append(writers, who)
 		}
-		d, err = sp.streamEnvelope(protocol.KindStreamOwnershipTransferred, to, corr, protocol.StreamOwnershipTransferred{
+		d = sp.systemEnvelope(protocol.KindStreamOwnershipTransferred, to, protocol.StreamOwnershipTransferred{
 			StreamID: st.id, PreviousOwner: prev, NewOwner: who, AuthorizedWriters: slices.Clone(writers), Reason: reason,
-		})
-		if err == nil {
-			t.setOwner(st, m)
-			st.owner, st.ownerM, st.writers = who, m, writers
-		}
+		}, corr...)
+		t.setOwner(st, m)
+		st.owner, st.ownerM, st.writers = who, m, writers
 		ans = streamAnswer{Status: "transferred", PreviousOwner: prev, NewOwner: who}
 	}
-	if err != nil {
-		return outcome{}, streamEncodeFailed(err)
-	}
 	sp.broadcastLocked(d, nil)
-	if sp.cl != nil {
-		op := cluster.StreamOpWriters
-		if env.Kind == protocol.KindStreamTransferOwnership {
-			op = cluster.StreamOpTransfer
-		}
-		sp.cl.streamChangedLocked(op, st, before, env.ID, d.data)
+	op := cluster.StreamOpWriters
+	if env.Kind == protocol.KindStreamTransferOwnership {
+		op = cluster.StreamOpTransfer
 	}
+	sp.link.streamChangedLocked(op, st, before, env.ID, d.data)
 
 	ans.ID, ans.StreamID, ans.Timestamp = d.id, st.id, protocol.FormatTime(d.at)
 	ans.AuthorizedWriters = slices.Clone(st.writers)
@@ -582,26 +541,18 @@ func (sp *liveSpace) streamsLeaveLocked(s *session) {
 	for _, st := range t.sorted() {
 		if st.ownerM == s.m {
 			t.remove(st)
-			d, err := sp.streamEnvelope(protocol.KindStreamClose, nil, []string{st.openID}, protocol.StreamClose{
+			d := sp.systemEnvelope(protocol.KindStreamClose, nil, protocol.StreamClose{
 				StreamID: st.id, Reason: StreamCloseOwnerLeft,
-			})
-			if err == nil { // a fixed payload type: it always encodes
-				sp.broadcastLocked(d, nil)
-			}
-			if sp.cl != nil {
-				sp.cl.streamChangedLocked(cluster.StreamOpClose, st, nil, "", d.data)
-			}
+			}, st.openID)
+			sp.broadcastLocked(d, nil)
+			sp.link.streamChangedLocked(cluster.StreamOpClose, st, nil, "", d.data)
 			continue
 		}
-		var before []string
-		if sp.cl != nil {
-			before = slices.Clone(st.writers)
-		}
-		st.writers = slices.DeleteFunc(st.writers, func(w string) bool {
-			return w == s.id || w == s.m.name
-		})
-		if sp.cl != nil && len(st.writers) != len(before) {
-			sp.cl.streamChangedLocked(cluster.StreamOpWriters, st, before, "", nil)
+		leaving := func(w string) bool { return w == s.id || w == s.m.name }
+		if slices.ContainsFunc(st.writers, leaving) {
+			before := slices.Clone(st.writers)
+			st.writers = slices.DeleteFunc(st.writers, leaving)
+			sp.link.streamChangedLocked(cluster.StreamOpWriters, st, before, "", nil)
 		}
 	}
 }
@@ -651,9 +602,7 @@ func (sp *liveSpace) streamFrame(o origin, data []byte) {
 	}
 	f := frame{data: append([]byte(nil), data...), binary: true, src: o.m}
 	sp.deliverFrameLocked(st, f)
-	if sp.cl != nil {
-		sp.cl.streamFrameLocked(st, o.m.name, f.data)
-	}
+	sp.link.streamFrameLocked(st, o.m.name, f.data)
 	sp.mu.Unlock()
 }
 

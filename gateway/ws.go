@@ -47,7 +47,7 @@ func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		addr := remoteHost(r)
 		if !srv.pending.acquire(addr) {
 			w.Header().Set("Retry-After", "1")
-			writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "too_many_connections", Message: "too many connections are waiting to join"})
+			writeError(w, http.StatusServiceUnavailable, "too_many_connections", "too many connections are waiting to join")
 			return
 		}
 		var once sync.Once

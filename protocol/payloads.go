@@ -1,6 +1,9 @@
 package protocol
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+)
 
 // Typed payloads, one per kind that has a defined body. JSON names are the
 // spec's (snake_case) or, for reference extensions, the reference's; optional
@@ -331,6 +334,21 @@ type StreamInfo struct {
 	Target            []string        `json:"target,omitempty"`
 
 	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// Clone returns a deep copy of s: nothing of the copy is shared with s.
+func (s StreamInfo) Clone() StreamInfo {
+	s.AuthorizedWriters = slices.Clone(s.AuthorizedWriters)
+	s.Target = slices.Clone(s.Target)
+	s.Metadata = slices.Clone(s.Metadata)
+	if s.Extra != nil {
+		extra := make(map[string]json.RawMessage, len(s.Extra))
+		for k, v := range s.Extra {
+			extra[k] = slices.Clone(v)
+		}
+		s.Extra = extra
+	}
+	return s
 }
 
 // MarshalJSON writes the known members, then Extra.

@@ -209,6 +209,27 @@ func names(ss ...string) error {
 	return nil
 }
 
+// JoinRecord is what an implementation's Presence.Join stores for m, joined
+// to space on node: m stamped with node (and now, when it has no Since),
+// encoded, and checked as a watcher will decode it.
+func JoinRecord(space, node string, m Member) ([]byte, error) {
+	m.Node = node
+	if m.Since.IsZero() {
+		m.Since = time.Now()
+	}
+	if err := CheckName(space); err != nil {
+		return nil, err
+	}
+	v, err := Encode(m)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := DecodeMember(v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 // DecodeMember decodes a presence record.
 func DecodeMember(b []byte) (Member, error) {
 	return decode(b, func(m *Member) error { return names(m.Participant, m.Node, m.Conn) })

@@ -369,18 +369,8 @@ type presence struct{ n *Node }
 func (p presence) TTL() time.Duration { return p.n.c.ttl }
 
 func (p presence) Join(_ context.Context, space string, m cluster.Member) error {
-	m.Node = p.n.id
-	if m.Since.IsZero() {
-		m.Since = time.Now()
-	}
-	if err := cluster.CheckName(space); err != nil {
-		return err
-	}
-	v, err := cluster.Encode(m)
+	v, err := cluster.JoinRecord(space, p.n.id, m)
 	if err != nil {
-		return err
-	}
-	if _, err := cluster.DecodeMember(v); err != nil {
 		return err
 	}
 	if err := p.n.Err(); err != nil {

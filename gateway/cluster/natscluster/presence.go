@@ -21,18 +21,8 @@ func (p presence) TTL() time.Duration { return p.n.ttl }
 
 func (p presence) Join(ctx context.Context, space string, m cluster.Member) error {
 	n := p.n
-	m.Node = n.id
-	if m.Since.IsZero() {
-		m.Since = time.Now()
-	}
-	if err := cluster.CheckName(space); err != nil {
-		return err
-	}
-	v, err := cluster.Encode(m)
+	v, err := cluster.JoinRecord(space, n.id, m)
 	if err != nil {
-		return err
-	}
-	if _, err := cluster.DecodeMember(v); err != nil {
 		return err
 	}
 	if err := n.Err(); err != nil {

@@ -1,0 +1,135 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// spaceLink is how a space's copy on this node is joined to its copies on
+// the others: the core (space.go, control.go, streams.go, floor.go,
+// provenance.go, http.go) makes each change to a space once, on its own
+// state, and tells the link, which shares it; the link applies what other
+// nodes share through the same core functions. There are two: solo, a space that is a
+// cluster of one (every hook in process, and most of them nothing), and
+// clusterSpace (cluster_space.go), over a cluster.Node.
+//
+// The methods named …Locked are called with the space's lock held and must
+// not wait: they queue (clusterSpace.enqueue) and return. The others are
+// called without it.
+type spaceLink interface {
+	// refusal is why the space takes no change now (its cluster is
+	// unavailable or resynchronising), or nil.
+	refusal() *refusal
+	// deliveredLocked follows the local delivery of d: a node of a cluster
+	// appends what it accepted or made to the cluster's history and
+	// publishes a participant's envelope to the other nodes.
+	deliveredLocked(d delivery)
+	// resumeSkew is how far before the envelope a resuming client names the
+	// replay starts (see the constant resumeSkew).
+	resumeSkew() time.Duration
+
+	// joinLocked, leaveLocked and infoLocked share a connection's presence
+	// and what welcomes list of it; aliasLocked binds a runtime id in the
+	// whole space.
+	joinLocked(s *session)
+	leaveLocked(s *session)
+	infoLocked(s *session)
+	aliasLocked(id string, m *member)
+	// connectedElsewhereLocked reports whether m, not connected here, is
+	// connected to another node.
+	connectedElsewhereLocked(m *member) bool
+	// speaksForLocked reports whether this node announces what the gateway
+	// does to m on its own (a pause's end): on one node always, in a
+	// cluster the node m is connected to.
+	speaksForLocked(m *member) bool
+	// participantsLocked lists the participants connected to other nodes,
+	// for a welcome; participantLocked completes m's entry of GET
+	// /participants when m is connected elsewhere.
+	participantsLocked() []protocol.ParticipantInfo
+	participantLocked(m *member, v *participantView)
+
+	// grantLocked, grantsChangedLocked and grantGoneLocked share m's
+	// grants: one added, the list changed from before, one ended.
+	grantLocked(m *member, g grant)
+	grantsChangedLocked(m *member, before []grant)
+	grantGoneLocked(m *member, g grant)
+	// controlLocked shares m's control state (pause, shutdown, kick with
+	// reason).
+	controlLocked(m *member, reason string)
+	// shareInvite creates an invitation in the whole space before it is
+	// made here: taken reports the id was taken elsewhere, shared that
+	// invitedLocked must follow, with lost when it was not made.
+	shareInvite(from, id, tok string, caps []json.RawMessage, reason string, now time.Time) (taken, shared bool, err error)
+	invitedLocked(id string, lost bool)
+
+	// floorClaim settles a claim of the floor of msg (floor/responding-to).
+	floorClaim(o origin, msg string, startedAt int64, now time.Time) (outcome, *refusal)
+	// floorClearLocked shares that c, the claim of msg, ended.
+	floorClearLocked(msg string, c *claim)
+
+	// poll answers GET /participants/{id}/messages for m from the space's
+	// history.
+	poll(w http.ResponseWriter, r *http.Request, m *member, after time.Time, cursor string, limit int)
+
+	// remoteMemberLocked is the member id names when it is connected to
+	// another node; nil otherwise.
+	remoteMemberLocked(id string) *member
+	// streamNumber takes the number of a new stream from the space's
+	// counter; 0 means the node's own counter (streamTable.last).
+	streamNumber() (uint64, *refusal)
+	// streamChangedLocked shares a stream's opening, close, writers (from
+	// before) or transfer; streamFrameLocked a frame of it.
+	streamChangedLocked(op string, st *stream, before []string, cause string, announce []byte)
+	streamFrameLocked(st *stream, writer string, frame []byte)
+
+	// current reports whether the link's copy of the space's shared state
+	// is up to date; close stops its goroutines once what is queued is
+	// written (until ctx ends).
+	current() bool
+	close(ctx context.Context)
+}
+
+// solo is the link of a space on one node: nothing to share, and what a
+// cluster settles among nodes (a floor claim, a poll) settled here.
+type solo struct{ sp *liveSpace }
+
+func (solo) refusal() *refusal                              { return nil }
+func (solo) deliveredLocked(delivery)                       {}
+func (solo) resumeSkew() time.Duration                      { return 0 }
+func (solo) joinLocked(*session)                            {}
+func (solo) leaveLocked(*session)                           {}
+func (solo) infoLocked(*session)                            {}
+func (solo) aliasLocked(string, *member)                    {}
+func (solo) connectedElsewhereLocked(*member) bool          { return false }
+func (solo) speaksForLocked(*member) bool                   { return true }
+func (solo) participantsLocked() []protocol.ParticipantInfo { return nil }
+func (solo) participantLocked(*member, *participantView)    {}
+func (solo) grantLocked(*member, grant)                     {}
+func (solo) grantsChangedLocked(*member, []grant)           {}
+func (solo) grantGoneLocked(*member, grant)                 {}
+func (solo) controlLocked(*member, string)                  {}
+func (solo) invitedLocked(string, bool)                     {}
+func (solo) floorClearLocked(string, *claim)                {}
+func (solo) remoteMemberLocked(string) *member              { return nil }
+func (solo) streamNumber() (uint64, *refusal)               { return 0, nil }
+func (solo) streamChangedLocked(string, *stream, []string, string, []byte) {
+}
+func (solo) streamFrameLocked(*stream, string, []byte) {}
+func (solo) current() bool                             { return true }
+func (solo) close(context.Context)                     {}
+
+func (solo) shareInvite(string, string, string, []json.RawMessage, string, time.Time) (bool, bool, error) {
+	return false, false, nil
+}
+
+func (f solo) floorClaim(o origin, msg string, startedAt int64, now time.Time) (outcome, *refusal) {
+	return f.sp.floorClaimHere(o, msg, startedAt, now)
+}
+
+func (f solo) poll(w http.ResponseWriter, _ *http.Request, m *member, after time.Time, cursor string, limit int) {
+	f.sp.pollHere(w, m, after, cursor, limit)
+}
