@@ -120,6 +120,13 @@ func TestToolsAgentLoadErrors(t *testing.T) {
 		{"mode missing", strings.Replace(head, "mode: tools\n", "", 1) + tool, "mode", "required: write mode: tools"},
 		{"other mode", strings.Replace(head, "mode: tools", "mode: chat", 1) + tool, "mode", `"chat": a tools agent has mode "tools"`},
 		{"unknown top-level key", head + tool + "maxIteration: 3\n", "maxIteration", "unknown key"},
+		// A key one typo away from a known one is named.
+		{"misspelt tool key", head + "tools:\n  - {name: t, description: d, prompt: p, promt: q}\n", "tools[0].promt", "); did you mean prompt?"},
+		{"misspelt top-level key", head + tool + "maxIteration: 3\n", "maxIteration", "did you mean maxIterations?"},
+		{"misspelt own key", head + tool + "timeuot: 3s\n", "timeuot", "did you mean timeout?"},
+		{"misspelt server key", head + tool + "mcpServers:\n  s: {command: x, permission: never, arg: [y]}\n", "mcpServers.s.arg", "did you mean args?"},
+		{"misspelt schema key", head + oneTool("{type: string, maxLenght: 3}", "{x}"), "tools[0].parameters.properties.x.maxLenght",
+			"maxLength); did you mean maxLength?"},
 		{"chat setting", head + tool + "autoRespond: true\n", "autoRespond", "not a setting of a tools agent"},
 		{"model setting of the wrong type", head + tool + "maxIterations: ten\n", "", "maxIterations"},
 		{"unused prompt", head + tool + "prompts: {reason: x}\n", "prompts.reason", "not used by a tools agent"},

@@ -35,35 +35,35 @@ type Schema interface {
 
 // SchemaBase holds the members every schema may have.
 type SchemaBase struct {
-	Title       string
-	Description string
+	Title       string `yaml:"title"`
+	Description string `yaml:"description"`
 }
 
 // StringSchema is a string parameter.
 type StringSchema struct {
 	SchemaBase
-	Enum      []string
-	Default   *string
-	Examples  []string
-	MinLength *int // in characters (Unicode code points), as JSON Schema counts
-	MaxLength *int
+	Enum      []string `yaml:"enum"`
+	Default   *string  `yaml:"default"`
+	Examples  []string `yaml:"examples"`
+	MinLength *int     `yaml:"minLength"` // in characters (Unicode code points), as JSON Schema counts
+	MaxLength *int     `yaml:"maxLength"`
 }
 
 // NumberSchema is a number parameter, or with Integer an integer one.
 type NumberSchema struct {
 	SchemaBase
 	Integer  bool
-	Enum     []float64
-	Default  *float64
-	Examples []float64
-	Minimum  *float64
-	Maximum  *float64
+	Enum     []float64 `yaml:"enum"`
+	Default  *float64  `yaml:"default"`
+	Examples []float64 `yaml:"examples"`
+	Minimum  *float64  `yaml:"minimum"`
+	Maximum  *float64  `yaml:"maximum"`
 }
 
 // BooleanSchema is a boolean parameter.
 type BooleanSchema struct {
 	SchemaBase
-	Default *bool
+	Default *bool `yaml:"default"`
 }
 
 // ArraySchema is an array parameter. Items is the schema of every item;
@@ -72,11 +72,11 @@ type BooleanSchema struct {
 // prefixItems.
 type ArraySchema struct {
 	SchemaBase
-	Items       Schema
+	Items       Schema `yaml:"items,node"`
 	PrefixItems []Schema
-	MinItems    *int
-	MaxItems    *int
-	UniqueItems bool
+	MinItems    *int `yaml:"minItems"`
+	MaxItems    *int `yaml:"maxItems"`
+	UniqueItems bool `yaml:"uniqueItems"`
 }
 
 // ObjectSchema is an object parameter, and the root of every tool's
@@ -84,15 +84,15 @@ type ArraySchema struct {
 type ObjectSchema struct {
 	SchemaBase
 	// Properties in the order the definition gives them.
-	Properties []Property
-	Required   []string
+	Properties []Property `yaml:"properties,node"`
+	Required   []string   `yaml:"required"`
 	// AdditionalProperties, when set, says whether properties not in
 	// Properties are allowed (JSON Schema's default: they are).
 	// AdditionalSchema, when set instead, is the schema they must match.
-	AdditionalProperties *bool
+	AdditionalProperties *bool `yaml:"additionalProperties,node"`
 	AdditionalSchema     Schema
-	MinProperties        *int
-	MaxProperties        *int
+	MinProperties        *int `yaml:"minProperties"`
+	MaxProperties        *int `yaml:"maxProperties"`
 }
 
 // Property is one named property of an object.
