@@ -1,7 +1,9 @@
 package yamlx
 
 import (
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -26,6 +28,24 @@ type FieldOptions struct {
 	// among the others. Nil refuses the member: "unknown key (allowed:
 	// ...)", with a "did you mean" when the key looks like a typo.
 	Unknown func(p Pair, path string, known []string) error
+	// Readers read the members named, in place of their fields' types: for
+	// a value that needs a check or the reader's context. A reader is
+	// called for null too. A name needs no field to count as known.
+	Readers map[string]Reader
+}
+
+// Reader reads one member's value node, at its key path.
+type Reader func(v *yaml.Node, path string) error
+
+// Set returns a Reader that stores in dst what read makes of the value.
+func Set[T any](dst *T, read func(*yaml.Node, string) (T, error)) Reader {
+	return func(v *yaml.Node, path string) error {
+		x, err := read(v, path)
+		if err == nil {
+			*dst = x
+		}
+		return err
+	}
 }
 
 // Fields decodes the mapping at n into the struct dst points to, each
@@ -55,16 +75,25 @@ func Fields(n *yaml.Node, path string, dst any, opt FieldOptions) (map[string]*y
 		return nil, nil
 	}
 	byName, known := fieldsOf(reflect.ValueOf(dst).Elem())
+	for _, name := range slices.Sorted(maps.Keys(opt.Readers)) {
+		if _, ok := byName[name]; !ok {
+			known = append(known, name)
+		}
+	}
 	nodes := make(map[string]*yaml.Node, len(pairs))
 	var errs []error
 	for _, p := range pairs {
 		k := JoinKey(path, p.Key)
 		f, ok := byName[p.Key]
+		read, custom := opt.Readers[p.Key]
+		ok = ok || custom
 		switch {
+		case custom:
+			err = read(p.Value, k)
 		case !ok && opt.Unknown != nil:
 			err = opt.Unknown(p, k, known)
 		case !ok:
-			err = UnknownKey(p, k, known)
+			err = unknownKey(p, k, known)
 		case f.node:
 			err = nil
 		default:
@@ -79,8 +108,8 @@ func Fields(n *yaml.Node, path string, dst any, opt FieldOptions) (map[string]*y
 	return nodes, errs
 }
 
-// UnknownKey is the error of a member that is not one of known.
-func UnknownKey(p Pair, path string, known []string) error {
+// unknownKey is the error of a member that is not one of known.
+func unknownKey(p Pair, path string, known []string) error {
 	return fail(p.KeyNode, path, "unknown key (allowed: %s)%s", strings.Join(known, ", "), DidYouMean(p.Key, known))
 }
 
@@ -167,7 +196,7 @@ func readValue(n *yaml.Node, path string, v reflect.Value, opt FieldOptions) err
 	case t == reflect.TypeFor[[]string]():
 		x, err = StrictStringList(n, path)
 	case t == reflect.TypeFor[[]float64]():
-		x, err = NumberList(n, path)
+		x, err = numberList(n, path)
 	case t == reflect.TypeFor[map[string]string]():
 		x, err = StringMap(n, path)
 	default:
@@ -191,8 +220,8 @@ func (t *Text) UnmarshalYAMLAt(n *yaml.Node, path string) error {
 	return err
 }
 
-// NumberList returns a list of finite numbers, refusing null.
-func NumberList(n *yaml.Node, key string) ([]float64, error) {
+// numberList returns a list of finite numbers, refusing null.
+func numberList(n *yaml.Node, key string) ([]float64, error) {
 	items, err := List(n, key)
 	if err != nil {
 		return nil, err
