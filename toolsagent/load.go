@@ -324,7 +324,7 @@ func (l *loader) report(err error) bool {
 // allowed in where. It returns the value nodes of the members read, nil
 // when n is no mapping.
 func (l *loader) fields(n *yaml.Node, path string, dst any, where string) map[string]*yaml.Node {
-	nodes, errs := yamlx.Fields(n, path, dst, yamlx.FieldOptions{Unknown: func(p yamlx.Pair, k string, known []string) error {
+	nodes, errs := yamlx.Fields(n, path, dst, yamlx.FieldOptions{Join: joinPath, Unknown: func(p yamlx.Pair, k string, known []string) error {
 		return l.unknown(p, k, where, known)
 	}})
 	for _, err := range errs {
@@ -377,7 +377,7 @@ func (l *loader) definition(root *yaml.Node) *Definition {
 	d := &Definition{Reasoning: true, Timeout: DefaultTimeout, MaxConcurrentCalls: DefaultMaxConcurrentCalls}
 	model := map[string]any{}
 	var s settings
-	nodes, errs := yamlx.Fields(root, "", &s, yamlx.FieldOptions{Unknown: func(p yamlx.Pair, _ string, own []string) error {
+	nodes, errs := yamlx.Fields(root, "", &s, yamlx.FieldOptions{Join: joinPath, Unknown: func(p yamlx.Pair, _ string, own []string) error {
 		l.otherKey(p, model, own)
 		return nil
 	}})

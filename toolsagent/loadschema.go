@@ -54,7 +54,7 @@ func (l *loader) schema(n *yaml.Node, path string, depth int) Schema {
 		l.errorf(n, joinPath(path, "type"), "unknown type %q (want %s)", clip.Mark(typ, 40), strings.Join(schemaTypes, ", "))
 		return nil
 	}
-	nodes, errs := yamlx.Fields(n, path, s, yamlx.FieldOptions{Unknown: func(p yamlx.Pair, k string, known []string) error {
+	nodes, errs := yamlx.Fields(n, path, s, yamlx.FieldOptions{Join: joinPath, Unknown: func(p yamlx.Pair, k string, known []string) error {
 		if p.Key == "type" {
 			return nil // read above
 		}

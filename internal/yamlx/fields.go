@@ -32,6 +32,8 @@ type FieldOptions struct {
 	// a value that needs a check or the reader's context. A reader is
 	// called for null too. A name needs no field to count as known.
 	Readers map[string]Reader
+	// Join appends a member's name to a key path; nil is JoinKey.
+	Join func(path, name string) string
 }
 
 // Reader reads one member's value node, at its key path.
@@ -80,10 +82,14 @@ func Fields(n *yaml.Node, path string, dst any, opt FieldOptions) (map[string]*y
 			known = append(known, name)
 		}
 	}
+	join := opt.Join
+	if join == nil {
+		join = JoinKey
+	}
 	nodes := make(map[string]*yaml.Node, len(pairs))
 	var errs []error
 	for _, p := range pairs {
-		k := JoinKey(path, p.Key)
+		k := join(path, p.Key)
 		f, ok := byName[p.Key]
 		read, custom := opt.Readers[p.Key]
 		ok = ok || custom
@@ -176,7 +182,8 @@ func readValue(n *yaml.Node, path string, v reflect.Value, opt FieldOptions) err
 		}
 		return err
 	case t.Kind() == reflect.Struct:
-		_, errs := Fields(n, path, v.Addr().Interface(), opt)
+		// The readers are the outer mapping's, named for its members.
+		_, errs := Fields(n, path, v.Addr().Interface(), FieldOptions{Lenient: opt.Lenient, Unknown: opt.Unknown, Join: opt.Join})
 		if len(errs) > 0 {
 			return errs[0]
 		}
@@ -244,6 +251,9 @@ func Closest(word string, known []string) string {
 	best, bestD := "", 0
 	for _, k := range known {
 		limit := min(max(len(k)/4, 1), 3)
+		if len(word) > len(k)+limit || len(k) > len(word)+limit {
+			continue // farther than limit; and a long hostile key costs nothing
+		}
 		if d := editDistance(strings.ToLower(word), k); d <= limit && (best == "" || d < bestD) {
 			best, bestD = k, d
 		}

@@ -154,6 +154,11 @@ func TestFieldsUnknownHook(t *testing.T) {
 	if !reflect.DeepEqual(seen, []string{"top.x-a", "top.b"}) || len(errs) != 1 || errs[0].Error() != "line 3: top.b: no b among 13" {
 		t.Errorf("seen %v, errors %v", seen, errs)
 	}
+	// Join writes the key paths.
+	_, _, errs = decodeSample(t, "b: 2\n", FieldOptions{Join: func(path, name string) string { return path + "/" + name }})
+	if len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), "line 1: top/b: unknown key") {
+		t.Errorf("errors %v", errs)
+	}
 }
 
 func TestFieldsUnsupportedType(t *testing.T) {
@@ -173,7 +178,8 @@ func TestClosest(t *testing.T) {
 	known := []string{"participants", "space", "capabilities", "id"}
 	for word, want := range map[string]string{
 		"participant": "participants", "Space": "space", "capabilites": "capabilities", "spcae": "space",
-		"ib": "id", "xyz": "", "partisipantz": "participants", "": "",
+		"ib": "id", "xyz": "", "partisipantz": "participants", "": "", "spaces": "space", "capabilitiesss": "capabilities", "capabilitiesxxxx": "",
+		strings.Repeat("space", 1<<16): "",
 	} {
 		if got := Closest(word, known); got != want {
 			t.Errorf("Closest(%q) = %q, want %q", word, got, want)
