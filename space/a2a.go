@@ -1,9 +1,6 @@
 package space
 
 import (
-	"net/url"
-	"strings"
-
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mew-protocol/mew/internal/yamlx"
@@ -16,20 +13,7 @@ const TypeA2ABridge = "a2a-bridge"
 // a2aURL reads a2a_url: an http(s) URL without user information (a
 // credential goes in the participant's env, never in the file's URL).
 func a2aURL(n *yaml.Node, key string) (string, error) {
-	s, err := yamlx.String(n, key)
-	if err != nil || s == "" {
-		return s, err
-	}
-	u, perr := url.Parse(s)
-	switch {
-	case perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return "", yamlx.Errorf(n, key, "want the http(s) URL of an A2A agent, such as https://agent.example.com/")
-	case u.User != nil:
-		return "", yamlx.Errorf(n, key, "the URL holds a user name or password; give credentials in env (MEW_A2A_BEARER, MEW_A2A_API_KEY)")
-	case strings.ContainsAny(s, " \t\r\n"):
-		return "", yamlx.Errorf(n, key, "the URL holds white space")
-	}
-	return s, nil
+	return webURL(n, key, "an A2A agent, such as https://agent.example.com/", "give credentials in env (MEW_A2A_BEARER, MEW_A2A_API_KEY)")
 }
 
 // participantIDs reads a list of participant ids.

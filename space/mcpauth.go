@@ -57,6 +57,13 @@ var (
 
 // mcpURL reads mcp_server.url: a streamable HTTP endpoint.
 func mcpURL(n *yaml.Node, key string) (string, error) {
+	return webURL(n, key, "a streamable HTTP MCP endpoint, such as https://mcp.example.com/mcp",
+		"name the variable that holds a token in auth.bearer_env")
+}
+
+// webURL reads an http(s) URL of what, without white space or user
+// information (credentials: where they go instead).
+func webURL(n *yaml.Node, key, what, credentials string) (string, error) {
 	s, err := yamlx.String(n, key)
 	if err != nil || s == "" {
 		return s, err
@@ -64,9 +71,9 @@ func mcpURL(n *yaml.Node, key string) (string, error) {
 	u, perr := url.Parse(s)
 	switch {
 	case perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return "", yamlx.Errorf(n, key, "want the http(s) URL of a streamable HTTP MCP endpoint, such as https://mcp.example.com/mcp")
+		return "", yamlx.Errorf(n, key, "want the http(s) URL of %s", what)
 	case u.User != nil:
-		return "", yamlx.Errorf(n, key, "the URL holds a user name or password; name the variable that holds a token in auth.bearer_env")
+		return "", yamlx.Errorf(n, key, "the URL holds a user name or password; %s", credentials)
 	case strings.ContainsAny(s, " \t\r\n"):
 		return "", yamlx.Errorf(n, key, "the URL holds white space")
 	}

@@ -53,7 +53,7 @@ func Set[T any](dst *T, read func(*yaml.Node, string) (T, error)) Reader {
 // Fields decodes the mapping at n into the struct dst points to, each
 // member into the field tagged `yaml:"name"` (embedded structs' fields
 // count as the struct's own), read by the field's type: string, bool,
-// int (a Count), float64 (a Number), []string, []float64,
+// int (a Count), float64 (a Number), []string, []float64 (Numbers),
 // map[string]string, a struct or a pointer to one of these (set only when
 // the member is there), an Unmarshaler, or *yaml.Node (the value node,
 // for the caller to read). A field tagged
@@ -203,7 +203,7 @@ func readValue(n *yaml.Node, path string, v reflect.Value, opt FieldOptions) err
 	case t == reflect.TypeFor[[]string]():
 		x, err = StrictStringList(n, path)
 	case t == reflect.TypeFor[[]float64]():
-		x, err = numberList(n, path)
+		x, err = listOf(n, path, Number)
 	case t == reflect.TypeFor[map[string]string]():
 		x, err = StringMap(n, path)
 	default:
@@ -225,23 +225,6 @@ func (t *Text) UnmarshalYAMLAt(n *yaml.Node, path string) error {
 	s, err := String(n, path)
 	*t = Text(s)
 	return err
-}
-
-// numberList returns a list of finite numbers, refusing null.
-func numberList(n *yaml.Node, key string) ([]float64, error) {
-	items, err := List(n, key)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]float64, 0, len(items))
-	for i, item := range items {
-		f, err := Number(item, IndexKey(key, i))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, f)
-	}
-	return out, nil
 }
 
 // Closest returns the name of known that word is a likely typo of: the
