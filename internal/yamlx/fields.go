@@ -56,8 +56,8 @@ func Set[T any](dst *T, read func(*yaml.Node, string) (T, error)) Reader {
 // int (a Count), float64 (a Number), []string, []float64 (Numbers),
 // map[string]string, a struct or a pointer to one of these (set only when
 // the member is there), an Unmarshaler, or *yaml.Node (the value node,
-// for the caller to read). A field tagged
-// `yaml:"name,node"` is not read: the caller reads it from its node.
+// for the caller to read). A field tagged `yaml:"name,node"` is not read:
+// the caller reads it from its node.
 //
 // Fields goes on after an error, so that a caller can report every
 // problem at once. It returns the value nodes, by name, of the members
