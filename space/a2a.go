@@ -1,9 +1,6 @@
 package space
 
 import (
-	"net/url"
-	"strings"
-
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mew-protocol/mew/internal/yamlx"
@@ -15,32 +12,19 @@ const TypeA2ABridge = "a2a-bridge"
 
 // a2aURL reads a2a_url: an http(s) URL without user information (a
 // credential goes in the participant's env, never in the file's URL).
-func (p *parser) a2aURL(n *yaml.Node, key string) (string, error) {
-	s, err := p.str(n, key)
-	if err != nil || s == "" {
-		return s, err
-	}
-	u, perr := url.Parse(s)
-	switch {
-	case perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return "", p.fail(n, key, "want the http(s) URL of an A2A agent, such as https://agent.example.com/")
-	case u.User != nil:
-		return "", p.fail(n, key, "the URL holds a user name or password; give credentials in env (MEW_A2A_BEARER, MEW_A2A_API_KEY)")
-	case strings.ContainsAny(s, " \t\r\n"):
-		return "", p.fail(n, key, "the URL holds white space")
-	}
-	return s, nil
+func a2aURL(n *yaml.Node, key string) (string, error) {
+	return webURL(n, key, "an A2A agent, such as https://agent.example.com/", "give credentials in env (MEW_A2A_BEARER, MEW_A2A_API_KEY)")
 }
 
 // participantIDs reads a list of participant ids.
-func (p *parser) participantIDs(n *yaml.Node, key string) ([]string, error) {
-	ids, err := p.strList(n, key)
+func participantIDs(n *yaml.Node, key string) ([]string, error) {
+	ids, err := yamlx.StringList(n, key)
 	if err != nil {
 		return nil, err
 	}
 	for i, id := range ids {
 		if err := ValidParticipantID(id); err != nil {
-			return nil, p.fail(n, yamlx.IndexKey(key, i), "%w", err)
+			return nil, yamlx.Errorf(n, yamlx.IndexKey(key, i), "%w", err)
 		}
 	}
 	return ids, nil
@@ -48,12 +32,12 @@ func (p *parser) participantIDs(n *yaml.Node, key string) ([]string, error) {
 
 // checkA2A refuses an a2a-bridge without its URL, and A2A keys on a
 // participant of another type.
-func (p *parser) checkA2A(n *yaml.Node, key string, part *Participant) error {
+func checkA2A(n *yaml.Node, key string, part *Participant) error {
 	switch {
 	case part.Type == TypeA2ABridge && part.A2AURL == "" && part.Command == "":
-		return p.fail(n, key, "type %s needs a2a_url, the URL of the agent", TypeA2ABridge)
+		return yamlx.Errorf(n, key, "type %s needs a2a_url, the URL of the agent", TypeA2ABridge)
 	case part.Type != TypeA2ABridge && (part.A2AURL != "" || part.A2AAnswerers != nil):
-		return p.fail(n, key, "a2a_url and a2a_answerers are for type: %s", TypeA2ABridge)
+		return yamlx.Errorf(n, key, "a2a_url and a2a_answerers are for type: %s", TypeA2ABridge)
 	}
 	return nil
 }

@@ -66,11 +66,11 @@ func (c *Config) Warnings() []string {
 
 // Info is the space section.
 type Info struct {
-	ID                 string // space.id: the space's name on the wire (required)
-	Name               string // space.name, for display
-	Description        string // space.description, for display
-	DefaultParticipant string // space.default_participant: who "mew space connect" joins as
-	UITheme            string // space.ui_theme: terminal UI theme
+	ID                 string `yaml:"id"`                  // the space's name on the wire (required)
+	Name               string `yaml:"name"`                // for display
+	Description        string `yaml:"description"`         // for display
+	DefaultParticipant string `yaml:"default_participant"` // who "mew space connect" joins as
+	UITheme            string `yaml:"ui_theme"`            // terminal UI theme
 }
 
 // Participant is one entry of the participants section.
@@ -79,38 +79,38 @@ type Participant struct {
 	ID string
 	// Tokens are the literal tokens listed under tokens:, each identifying
 	// this participant.
-	Tokens []string
+	Tokens []string `yaml:"tokens"`
 	// Capabilities are the participant's capability patterns, each as
 	// compact JSON with its keys in the order written. Nil when the
 	// participant has no capabilities: key (then [Config.Capabilities]
 	// gives the defaults); empty but not nil for capabilities: [].
-	Capabilities []json.RawMessage
+	Capabilities []json.RawMessage `yaml:"capabilities"`
 
-	Type    string   // type: mcp-bridge, a2a-bridge, local, mew, ... (informational except the bridges)
-	Command string   // command: program to launch
-	Args    []string // args: its arguments, with ${PORT}, ${SPACE}, ${TOKEN} not yet substituted
-	Env     []EnvVar // env: in file order, ${VAR} not yet expanded
+	Type    string   `yaml:"type"`    // mcp-bridge, a2a-bridge, local, mew, ... (informational except the bridges)
+	Command string   `yaml:"command"` // program to launch
+	Args    []string `yaml:"args"`    // its arguments, with ${PORT}, ${SPACE}, ${TOKEN} not yet substituted
+	Env     []EnvVar `yaml:"env"`     // in file order, ${VAR} not yet expanded
 
-	AutoStart   bool // auto_start: launch with the space
-	AutoConnect bool // auto_connect: connect as a virtual participant at gateway start
-	Fifo        bool // fifo: create FIFOs for the participant
+	AutoStart   bool `yaml:"auto_start"`   // launch with the space
+	AutoConnect bool `yaml:"auto_connect"` // connect as a virtual participant at gateway start
+	Fifo        bool `yaml:"fifo"`         // create FIFOs for the participant
 
 	// OutputLog is output_log as written; resolve it with [Config.Resolve].
-	OutputLog string
+	OutputLog string `yaml:"output_log"`
 	// DefaultTo is default_to: for each kind, the default recipients.
-	DefaultTo map[string][]string
+	DefaultTo map[string][]string `yaml:"default_to"`
 
-	RestartPolicy string // restart_policy: e.g. on-failure
-	IO            string // io: e.g. http
+	RestartPolicy string `yaml:"restart_policy"` // e.g. on-failure
+	IO            string `yaml:"io"`             // e.g. http
 
-	MCPServer    *MCPServer     // mcp_server: the MCP server a bridge participant runs
-	BridgeConfig map[string]any // bridge_config: kept as JSON-like values
+	MCPServer    *MCPServer     `yaml:"mcp_server"`    // the MCP server a bridge participant runs
+	BridgeConfig map[string]any `yaml:"bridge_config"` // kept as JSON-like values
 
 	// A2AURL is a2a_url: the remote A2A agent that a participant of type
 	// a2a-bridge joins to the space. A2AAnswerers is a2a_answerers: who
 	// besides the asker may answer the agent's questions.
-	A2AURL       string
-	A2AAnswerers []string
+	A2AURL       string   `yaml:"a2a_url"`
+	A2AAnswerers []string `yaml:"a2a_answerers"`
 }
 
 // EnvVar is one environment variable.
@@ -120,28 +120,28 @@ type EnvVar struct {
 
 // MCPServer is the mcp_server section of a bridge participant.
 type MCPServer struct {
-	Command string
-	Args    []string
-	Env     []EnvVar
-	Cwd     string // as written; resolve it with [Config.Resolve]
+	Command string   `yaml:"command"`
+	Args    []string `yaml:"args"`
+	Env     []EnvVar `yaml:"env"`
+	Cwd     string   `yaml:"cwd"` // as written; resolve it with [Config.Resolve]
 	// URL is url: a streamable HTTP endpoint, instead of a command.
-	URL string
+	URL string `yaml:"url"`
 	// Auth is auth: the credentials sent to URL (mcpauth.go).
-	Auth *MCPAuth
+	Auth *MCPAuth `yaml:"auth"`
 }
 
 // Defaults is the defaults section.
 type Defaults struct {
 	// Capabilities are given to participants without their own and to
 	// tokens that name no participant.
-	Capabilities []json.RawMessage
+	Capabilities []json.RawMessage `yaml:"capabilities"`
 	// DefaultTo is defaults.routing.default_to.
 	DefaultTo map[string][]string
 	// ProposalTimeout is defaults.proposal_timeout_ms: how long a proposal
 	// of the space's agents waits for a person to decide it (0: each
 	// agent's own, 10 minutes by default). `mew space up` hands it to the
 	// participants it starts as MEW_PROPOSAL_TIMEOUT.
-	ProposalTimeout time.Duration
+	ProposalTimeout time.Duration `yaml:"proposal_timeout_ms"`
 }
 
 // MaxProposalTimeout bounds defaults.proposal_timeout_ms: a week.
@@ -150,15 +150,15 @@ const MaxProposalTimeout = 7 * 24 * time.Hour
 // Logging is the gateway_logging section: which audit logs the gateway
 // writes. Every switch defaults to true.
 type Logging struct {
-	Enabled             bool // gateway_logging.enabled: master switch
-	EnvelopeHistory     bool // gateway_logging.envelope_history.enabled
-	CapabilityDecisions bool // gateway_logging.capability_decisions.enabled
+	Enabled             bool `yaml:"enabled"`              // master switch
+	EnvelopeHistory     bool `yaml:"envelope_history"`     // envelope_history.enabled, or a boolean
+	CapabilityDecisions bool `yaml:"capability_decisions"` // capability_decisions.enabled, or a boolean
 }
 
 // FloorControl is the floor_control section.
 type FloorControl struct {
-	Enabled bool          // enabled (default true)
-	TTL     time.Duration // ttl_ms: how long an unanswered claim lasts (default 45s)
+	Enabled bool          `yaml:"enabled"` // default true
+	TTL     time.Duration `yaml:"ttl_ms"`  // how long an unanswered claim lasts (default 45s)
 }
 
 // Load reads and parses the configuration file at path. Config.Path and
@@ -238,7 +238,7 @@ func parse(data []byte, path, display string) (*Config, error) {
 	}
 	p := &parser{file: display}
 	if err := p.parse(data, c); err != nil {
-		return nil, err
+		return nil, p.wrap(err)
 	}
 	return c, nil
 }

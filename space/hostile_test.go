@@ -101,6 +101,28 @@ func TestDepthLimitBoundary(t *testing.T) {
 	}
 }
 
+// TestManyLongUnknownKeys: unknown keys are warnings, each compared with
+// the known ones for a suggestion; thousands of long ones cost little,
+// and each is listed once, clipped, without a suggestion.
+func TestManyLongUnknownKeys(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("space: {id: s}\nparticipants:\n  p:\n")
+	for i := range 3000 {
+		b.WriteString("    " + strings.Repeat("command", 140) + strconv.Itoa(i) + ": x\n")
+	}
+	start := time.Now()
+	c, err := Parse([]byte(b.String()), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %v", d)
+	}
+	if len(c.Unknown) != 3000 || len(c.DidYouMean) != 0 || len(c.Unknown[0]) > 200 {
+		t.Errorf("%d unknown keys (the first %d bytes), %d suggestions", len(c.Unknown), len(c.Unknown[0]), len(c.DidYouMean))
+	}
+}
+
 func TestModestAliasesAllowed(t *testing.T) {
 	// Reuse that stays within the limits is fine.
 	if _, err := Parse([]byte(billionLaughs(4)), ""); err != nil { // 9^5 = 59,049 strings

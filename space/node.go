@@ -1,9 +1,7 @@
 package space
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 
 	"go.yaml.in/yaml/v3"
 
@@ -48,23 +46,18 @@ type parser struct {
 	suggest map[string]string // unknown key path → the known key it resembles
 }
 
-// fail returns a *ConfigError at node n (which may be nil) and key path key.
-// format may use %w.
-func (p *parser) fail(n *yaml.Node, key, format string, args ...any) error {
-	line := 0
-	if n != nil {
-		line = n.Line
-	}
-	return &ConfigError{File: p.file, Line: line, Key: key, Err: fmt.Errorf(format, args...)}
-}
-
-// wrap turns a *yamlx.Error into a *ConfigError of the file.
+// wrap turns a *yamlx.Error into a *ConfigError of the file; the readers
+// return *yamlx.Error, and the file is named once, here.
 func (p *parser) wrap(err error) error {
+	var ce *ConfigError
 	var ye *yamlx.Error
-	if errors.As(err, &ye) {
+	switch {
+	case err == nil || errors.As(err, &ce):
+		return err
+	case errors.As(err, &ye):
 		return &ConfigError{File: p.file, Line: ye.Line, Key: ye.Path, Err: ye.Err}
 	}
-	return err
+	return &ConfigError{File: p.file, Err: err}
 }
 
 // decode parses data into its document node; nil for an empty stream. A
@@ -73,42 +66,5 @@ func (p *parser) decode(data []byte) (*yaml.Node, error) {
 	if len(data) > MaxConfigSize {
 		return nil, &ConfigError{File: p.file, Err: errTooLarge}
 	}
-	doc, err := yamlx.Decode(data, limits, false)
-	return doc, p.wrap(err)
-}
-
-func (p *parser) pairs(n *yaml.Node, path string) ([]pair, error) {
-	pairs, err := yamlx.Pairs(n, path)
-	return pairs, p.wrap(err)
-}
-
-func (p *parser) mapping(n *yaml.Node, key string) ([]pair, error) {
-	pairs, err := yamlx.Mapping(n, key)
-	return pairs, p.wrap(err)
-}
-
-func (p *parser) str(n *yaml.Node, key string) (string, error) {
-	s, err := yamlx.String(n, key)
-	return s, p.wrap(err)
-}
-
-func (p *parser) boolean(n *yaml.Node, key string, def bool) (bool, error) {
-	b, err := yamlx.Bool(n, key, def)
-	return b, p.wrap(err)
-}
-
-func (p *parser) strList(n *yaml.Node, key string) ([]string, error) {
-	list, err := yamlx.StringList(n, key)
-	return list, p.wrap(err)
-}
-
-func (p *parser) appendJSON(dst []byte, n *yaml.Node, key string) ([]byte, error) {
-	b, err := yamlx.AppendJSON(dst, n, key)
-	return b, p.wrap(err)
-}
-
-// object writes the entries of a mapping as a JSON object.
-func (p *parser) object(pairs []pair, key string) (json.RawMessage, error) {
-	b, err := yamlx.AppendObject(nil, pairs, key)
-	return b, p.wrap(err)
+	return yamlx.Decode(data, limits, false)
 }

@@ -52,17 +52,6 @@ floor_contrl: {enabled: false}
 	}
 }
 
-func TestEditDistance(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		d    int
-	}{{"", "", 0}, {"abc", "abc", 0}, {"capabilites", "capabilities", 1}, {"auto_strat", "auto_start", 1}, {"abc", "", 3}, {"colour", "command", 5}} {
-		if d := editDistance(tc.a, tc.b); d != tc.d {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, d, tc.d)
-		}
-	}
-}
-
 // TestReservedParticipantNames: the gateway's own names are refused at
 // load, with the key path and the reason.
 func TestReservedParticipantNames(t *testing.T) {

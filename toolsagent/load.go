@@ -106,17 +106,17 @@ type ServerConfig struct {
 	Name string
 	// Command, Args, Env (added to the agent's environment; ${VAR} is
 	// replaced from it) and Cwd start a stdio server.
-	Command string
-	Args    []string
-	Env     map[string]string
-	Cwd     string
+	Command string            `yaml:"command"`
+	Args    []string          `yaml:"args"`
+	Env     map[string]string `yaml:"env"`
+	Cwd     string            `yaml:"cwd"`
 	// URL is a streamable HTTP endpoint, with Headers sent on each request.
-	URL     string
-	Headers map[string]string
+	URL     string            `yaml:"url"`
+	Headers map[string]string `yaml:"headers"`
 	// Permission says whether its calls need approval.
-	Permission Permission
+	Permission Permission `yaml:"permission"`
 	// Tools, when not empty, are the only tools of the server offered.
-	Tools []string
+	Tools []string `yaml:"tools"`
 }
 
 // ParticipantConfig says whether a participant's tools may be used in a
@@ -127,9 +127,9 @@ type ParticipantConfig struct {
 	// Permission says whether its calls need approval. Even with
 	// PermissionNever a call is made only when the agent's capabilities
 	// let it send the mcp/request itself: a tools agent never proposes.
-	Permission Permission
+	Permission Permission `yaml:"permission"`
 	// Tools, when not empty, are the only tools of the participant offered.
-	Tools []string
+	Tools []string `yaml:"tools"`
 }
 
 // Tool returns the tool called name.
@@ -319,18 +319,24 @@ func (l *loader) report(err error) bool {
 	return false
 }
 
-// unknown reports a key that is not allowed, naming those that are.
-func (l *loader) unknown(p yamlx.Pair, path, where string, allowed []string) {
-	l.errorf(p.KeyNode, joinPath(path, p.Key), "unknown key in %s (allowed: %s)", where, strings.Join(allowed, ", "))
+// fields reads the mapping at n into dst (see yamlx.Fields), reporting
+// every problem; a key dst has no field for is refused, naming what is
+// allowed in where. It returns the value nodes of the members read, nil
+// when n is no mapping.
+func (l *loader) fields(n *yaml.Node, path string, dst any, where string) map[string]*yaml.Node {
+	nodes, errs := yamlx.Fields(n, path, dst, yamlx.FieldOptions{Join: joinPath, Unknown: func(p yamlx.Pair, k string, known []string) error {
+		return l.unknown(p, k, where, known)
+	}})
+	for _, err := range errs {
+		l.report(err)
+	}
+	return nodes
 }
 
-// ptr returns a pointer to v, or nil with err: for the readers of
-// optional schema keywords.
-func ptr[T any](v T, err error) (*T, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &v, nil
+// unknown is the error of a key that is not allowed, naming those that
+// are, and the one it is likely a typo of.
+func (l *loader) unknown(p yamlx.Pair, path, where string, allowed []string) error {
+	return yamlx.Errorf(p.KeyNode, path, "unknown key in %s (allowed: %s)%s", where, strings.Join(allowed, ", "), yamlx.DidYouMean(p.Key, allowed))
 }
 
 // Keys of a definition.
@@ -345,99 +351,84 @@ var (
 	connectionKeys = []string{"gateway", "space", "token", "participant_id"}
 	// chatKeys are agent.Config's keys about chats, which a tools agent
 	// does not answer.
-	chatKeys = []string{"autoRespond", "chatResponse", "floorControl", "messageQueue"}
-	// ownKeys are the tools agent's own keys (thinkingEnabled, the
-	// older name of reasoningEnabled, is accepted too).
-	ownKeys = []string{"name", "version", "description", "mode", "tools", "mcpServers", "participants", "timeout",
-		"sharedHistory", "maxConcurrentCalls", "reasoningEnabled"}
+	chatKeys   = []string{"autoRespond", "chatResponse", "floorControl", "messageQueue"}
 	promptKeys = []string{"system", "act", "respond"}
 )
+
+// settings are the tools agent's own keys; the root's others are model
+// settings.
+type settings struct {
+	Name               string     `yaml:"name"`
+	Version            yamlx.Text `yaml:"version"`
+	Description        string     `yaml:"description"`
+	Mode               string     `yaml:"mode"`
+	Tools              *yaml.Node `yaml:"tools"`
+	MCPServers         *yaml.Node `yaml:"mcpServers"`
+	Participants       *yaml.Node `yaml:"participants"`
+	Timeout            *timeout   `yaml:"timeout"`
+	SharedHistory      bool       `yaml:"sharedHistory"`
+	MaxConcurrentCalls *int       `yaml:"maxConcurrentCalls"`
+	ReasoningEnabled   *bool      `yaml:"reasoningEnabled"`
+	ThinkingEnabled    *bool      `yaml:"thinkingEnabled"` // the older name of reasoningEnabled
+}
 
 // definition reads the document's root.
 func (l *loader) definition(root *yaml.Node) *Definition {
 	d := &Definition{Reasoning: true, Timeout: DefaultTimeout, MaxConcurrentCalls: DefaultMaxConcurrentCalls}
-	pairs, err := yamlx.StrictMapping(root, "")
-	if !l.report(err) {
-		return d
-	}
 	model := map[string]any{}
-	var haveName, haveMode, haveTools, haveVersion bool
-	var toolsNode, participantsNode *yaml.Node
-	for _, p := range pairs {
-		var err error
-		switch p.Key {
-		case "name":
-			d.Name, err = yamlx.StrictString(p.Value, p.Key)
-			haveName = err == nil
-			if haveName && strings.TrimSpace(d.Name) == "" {
-				l.errorf(p.Value, p.Key, "must not be empty")
-			}
-		case "version":
-			d.Version, err = yamlx.String(p.Value, p.Key)
-			haveVersion = err == nil
-		case "description":
-			d.Description, err = yamlx.StrictString(p.Value, p.Key)
-		case "mode":
-			var mode string
-			if mode, err = yamlx.StrictString(p.Value, p.Key); err == nil {
-				haveMode = true
-				if mode != ModeTools {
-					l.errorf(p.Value, p.Key, "%q: a tools agent has mode %q (other modes run with mew agent run)", mode, ModeTools)
-				}
-			}
-		case "tools":
-			toolsNode, haveTools = p.Value, true
-		case "mcpServers":
-			d.Servers = l.servers(p.Value, p.Key)
-		case "participants":
-			participantsNode = p.Value
-		case "timeout":
-			var t time.Duration
-			if t, err = duration(p.Value, p.Key); err == nil {
-				d.Timeout = t
-			}
-		case "sharedHistory":
-			d.SharedHistory, err = yamlx.StrictBool(p.Value, p.Key)
-		case "maxConcurrentCalls":
-			var n int
-			if n, err = yamlx.Count(p.Value, p.Key); err == nil {
-				if n < 1 {
-					l.errorf(p.Value, p.Key, "want at least 1")
-				} else {
-					d.MaxConcurrentCalls = n
-				}
-			}
-		case "reasoningEnabled", "thinkingEnabled":
-			var b bool
-			if b, err = yamlx.StrictBool(p.Value, p.Key); err == nil {
-				d.Reasoning = b
-			}
-		default:
-			l.otherKey(p, model)
-		}
+	var s settings
+	nodes, errs := yamlx.Fields(root, "", &s, yamlx.FieldOptions{Join: joinPath, Unknown: func(p yamlx.Pair, _ string, own []string) error {
+		l.otherKey(p, model, own)
+		return nil
+	}})
+	for _, err := range errs {
 		l.report(err)
 	}
-	if !haveName {
+	if nodes == nil {
+		return d
+	}
+	d.Name, d.Version, d.Description, d.SharedHistory = s.Name, string(s.Version), s.Description, s.SharedHistory
+	if nodes["name"] == nil {
 		l.errorf(root, "name", "required: the MCP server's name")
+	} else if strings.TrimSpace(d.Name) == "" {
+		l.errorf(nodes["name"], "name", "must not be empty")
 	}
-	if !haveMode {
+	if nodes["mode"] == nil {
 		l.errorf(root, "mode", "required: write mode: %s", ModeTools)
+	} else if s.Mode != ModeTools {
+		l.errorf(nodes["mode"], "mode", "%q: a tools agent has mode %q (other modes run with mew agent run)", s.Mode, ModeTools)
 	}
-	if !haveVersion || d.Version == "" {
+	if d.Version == "" {
 		d.Version = DefaultVersion
 		l.warnf(root, "version", "missing: the server reports version %s", DefaultVersion)
 	}
 	if d.Description == "" {
 		l.warnf(root, "description", "missing: MCP clients get no instructions")
 	}
-	d.Participants = l.participants(participantsNode, "participants")
-	for _, s := range d.Servers {
-		if slices.ContainsFunc(d.Participants, func(p ParticipantConfig) bool { return p.ID == s.Name }) {
-			l.errorf(participantsNode, joinPath("participants", s.Name), "also the name of an MCP server: the tool names would be ambiguous")
+	if s.Timeout != nil {
+		d.Timeout = time.Duration(*s.Timeout)
+	}
+	if n := s.MaxConcurrentCalls; n != nil && *n < 1 {
+		l.errorf(nodes["maxConcurrentCalls"], "maxConcurrentCalls", "want at least 1")
+	} else if n != nil {
+		d.MaxConcurrentCalls = *n
+	}
+	for _, b := range []*bool{s.ReasoningEnabled, s.ThinkingEnabled} {
+		if b != nil {
+			d.Reasoning = *b
 		}
 	}
-	if haveTools {
-		d.Tools = l.tools(toolsNode, "tools")
+	if nodes["mcpServers"] != nil {
+		d.Servers = l.servers(s.MCPServers, "mcpServers")
+	}
+	d.Participants = l.participants(s.Participants, "participants")
+	for _, sc := range d.Servers {
+		if slices.ContainsFunc(d.Participants, func(p ParticipantConfig) bool { return p.ID == sc.Name }) {
+			l.errorf(s.Participants, joinPath("participants", sc.Name), "also the name of an MCP server: the tool names would be ambiguous")
+		}
+	}
+	if nodes["tools"] != nil {
+		d.Tools = l.tools(s.Tools, "tools")
 	} else {
 		l.errorf(root, "tools", "required: the tools the agent serves")
 	}
@@ -445,9 +436,9 @@ func (l *loader) definition(root *yaml.Node) *Definition {
 	return d
 }
 
-// otherKey reads a key of the root that is not the tools agent's own:
-// a model setting (into model), an ignored key, or a mistake.
-func (l *loader) otherKey(p yamlx.Pair, model map[string]any) {
+// otherKey reads a key of the root that is not one of the tools agent's
+// own: a model setting (into model), an ignored key, or a mistake.
+func (l *loader) otherKey(p yamlx.Pair, model map[string]any, own []string) {
 	switch {
 	case slices.Contains(ignoredKeys, p.Key), strings.HasPrefix(p.Key, "x-"):
 	case slices.Contains(agentKeys, p.Key), slices.Contains(connectionKeys, p.Key):
@@ -463,8 +454,10 @@ func (l *loader) otherKey(p yamlx.Pair, model map[string]any) {
 	case slices.Contains(chatKeys, p.Key):
 		l.errorf(p.KeyNode, p.Key, "not a setting of a tools agent: it answers tool calls, not chats")
 	default:
-		l.errorf(p.KeyNode, p.Key, "unknown key (a tools agent has %s; model settings %s; in a space %s)",
-			strings.Join(ownKeys, ", "), strings.Join(agentKeys, ", "), strings.Join(connectionKeys, ", "))
+		// own[:len(own)-1]: thinkingEnabled, last, is not advertised.
+		l.errorf(p.KeyNode, p.Key, "unknown key (a tools agent has %s; model settings %s; in a space %s)%s",
+			strings.Join(own[:len(own)-1], ", "), strings.Join(agentKeys, ", "), strings.Join(connectionKeys, ", "),
+			yamlx.DidYouMean(p.Key, slices.Concat(own, agentKeys, connectionKeys)))
 	}
 }
 
@@ -504,50 +497,53 @@ func (l *loader) agentConfig(d *Definition, model map[string]any) {
 	d.Gateway, d.Space, d.Token, d.ParticipantID = f.Gateway, f.Space, f.Token, f.ParticipantID
 }
 
-// duration reads a Go duration ("90s", "2m") or a number of seconds.
-func duration(n *yaml.Node, path string) (time.Duration, error) {
+// timeout is a Go duration ("90s", "2m") or a number of seconds.
+type timeout time.Duration
+
+// UnmarshalYAMLAt implements yamlx.Unmarshaler.
+func (t *timeout) UnmarshalYAMLAt(n *yaml.Node, path string) error {
 	const want = "want a duration such as 90s or 2m, or a number of seconds, got %s"
 	v := yamlx.Deref(n)
-	if v == nil || v.Kind != yaml.ScalarNode {
-		return 0, yamlx.Errorf(n, path, want, yamlx.Describe(v))
-	}
 	var d time.Duration
-	switch v.ShortTag() {
-	case yamlx.TagInt, yamlx.TagFloat:
+	switch {
+	case v == nil || v.Kind != yaml.ScalarNode:
+		return yamlx.Errorf(n, path, want, yamlx.Describe(v))
+	case v.ShortTag() == yamlx.TagInt || v.ShortTag() == yamlx.TagFloat:
 		f, err := yamlx.Number(n, path)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		d = time.Duration(f * float64(time.Second))
-	case yamlx.TagStr:
+	case v.ShortTag() == yamlx.TagStr:
 		var err error
 		if d, err = time.ParseDuration(v.Value); err != nil {
-			return 0, yamlx.Errorf(n, path, want, yamlx.Describe(v))
+			return yamlx.Errorf(n, path, want, yamlx.Describe(v))
 		}
 	default:
-		return 0, yamlx.Errorf(n, path, want, yamlx.Describe(v))
+		return yamlx.Errorf(n, path, want, yamlx.Describe(v))
 	}
 	if d <= 0 {
-		return 0, yamlx.Errorf(n, path, "want a positive duration")
+		return yamlx.Errorf(n, path, "want a positive duration")
 	}
-	return d, nil
+	*t = timeout(d)
+	return nil
 }
 
-// permission reads a permission flag.
-func permission(n *yaml.Node, path string) (Permission, error) {
+// UnmarshalYAMLAt implements yamlx.Unmarshaler: a permission is one of
+// two words.
+func (p *Permission) UnmarshalYAMLAt(n *yaml.Node, path string) error {
 	s, err := yamlx.StrictString(n, path)
 	if err != nil {
-		return "", err
+		return err
 	}
-	switch p := Permission(s); p {
+	switch Permission(s) {
 	case PermissionNever, PermissionAlways:
-		return p, nil
+		*p = Permission(s)
+		return nil
 	}
-	return "", yamlx.Errorf(n, path, "%q: want %q (its tools may be used without approval) or %q (each call needs approval: never used)",
+	return yamlx.Errorf(n, path, "%q: want %q (its tools may be used without approval) or %q (each call needs approval: never used)",
 		clip.Mark(s, 40), PermissionNever, PermissionAlways)
 }
-
-var serverKeys = []string{"command", "args", "env", "cwd", "url", "headers", "permission", "tools"}
 
 // servers reads mcpServers.
 func (l *loader) servers(n *yaml.Node, path string) []ServerConfig {
@@ -563,38 +559,12 @@ func (l *loader) servers(n *yaml.Node, path string) []ServerConfig {
 			continue
 		}
 		s := ServerConfig{Name: p.Key}
-		fields, err := yamlx.StrictMapping(p.Value, sp)
-		if !l.report(err) {
+		nodes := l.fields(p.Value, sp, &s, "an MCP server")
+		if nodes == nil {
 			continue
 		}
-		var havePermission bool
-		for _, f := range fields {
-			fp := joinPath(sp, f.Key)
-			var err error
-			switch f.Key {
-			case "command":
-				s.Command, err = yamlx.StrictString(f.Value, fp)
-			case "args":
-				s.Args, err = yamlx.StrictStringList(f.Value, fp)
-			case "env":
-				s.Env, err = yamlx.StringMap(f.Value, fp)
-			case "cwd":
-				s.Cwd, err = yamlx.StrictString(f.Value, fp)
-			case "url":
-				if s.URL, err = yamlx.StrictString(f.Value, fp); err == nil && !webURL(s.URL) {
-					l.errorf(f.Value, fp, "want an http:// or https:// URL, got %q", clip.Mark(s.URL, 60))
-				}
-			case "headers":
-				s.Headers, err = yamlx.StringMap(f.Value, fp)
-			case "permission":
-				s.Permission, err = permission(f.Value, fp)
-				havePermission = err == nil
-			case "tools":
-				s.Tools, err = yamlx.StrictStringList(f.Value, fp)
-			default:
-				l.unknown(f, sp, "an MCP server", serverKeys)
-			}
-			l.report(err)
+		if un := nodes["url"]; un != nil && !webURL(s.URL) {
+			l.errorf(un, joinPath(sp, "url"), "want an http:// or https:// URL, got %q", clip.Mark(s.URL, 60))
 		}
 		switch {
 		case s.Command == "" && s.URL == "":
@@ -606,10 +576,11 @@ func (l *loader) servers(n *yaml.Node, path string) []ServerConfig {
 		case s.Command != "" && s.Headers != nil:
 			l.errorf(p.Value, sp, "headers belong to a url, not to a command")
 		}
-		if !havePermission {
+		switch s.Permission {
+		case "":
 			l.errorf(p.Value, joinPath(sp, "permission"), "required: %q (its tools may be used without approval) or %q (never used by a tools agent)",
 				PermissionNever, PermissionAlways)
-		} else if s.Permission == PermissionAlways {
+		case PermissionAlways:
 			l.warnf(p.Value, sp, "every call needs approval, which a tools agent cannot ask for: it will not use this server")
 		}
 		out = append(out, s)
@@ -641,34 +612,16 @@ func (l *loader) participants(n *yaml.Node, path string) []ParticipantConfig {
 			continue
 		}
 		c := ParticipantConfig{ID: p.Key}
-		fields, err := yamlx.StrictMapping(p.Value, pp)
-		if !l.report(err) {
+		if l.fields(p.Value, pp, &c, "a participant") == nil {
 			continue
 		}
-		var havePermission bool
-		for _, f := range fields {
-			fp := joinPath(pp, f.Key)
-			var err error
-			switch f.Key {
-			case "permission":
-				c.Permission, err = permission(f.Value, fp)
-				havePermission = err == nil
-			case "tools":
-				c.Tools, err = yamlx.StrictStringList(f.Value, fp)
-			default:
-				l.unknown(f, pp, "a participant", []string{"permission", "tools"})
-			}
-			l.report(err)
-		}
-		if !havePermission {
+		if c.Permission == "" {
 			l.errorf(p.Value, joinPath(pp, "permission"), "required: %q or %q", PermissionNever, PermissionAlways)
 		}
 		out = append(out, c)
 	}
 	return out
 }
-
-var toolKeys = []string{"name", "description", "parameters", "output", "prompt", "tags", "examples", "inputModes", "outputModes"}
 
 // toolProperties are the tool's own members a prompt may name.
 var toolProperties = []string{"name", "description"}
@@ -705,58 +658,17 @@ func (l *loader) tools(n *yaml.Node, path string) []*Tool {
 
 // tool reads one tool.
 func (l *loader) tool(n *yaml.Node, path string) *Tool {
-	fields, err := yamlx.StrictMapping(n, path)
-	if !l.report(err) {
+	t := &Tool{}
+	nodes := l.fields(n, path, t, "a tool")
+	if nodes == nil {
 		return nil
 	}
-	t := &Tool{}
-	var promptNode, paramsNode, outputNode *yaml.Node
-	for _, f := range fields {
-		fp := joinPath(path, f.Key)
-		var err error
-		switch f.Key {
-		case "name":
-			if t.Name, err = yamlx.StrictString(f.Value, fp); err == nil {
-				if msg := checkToolName(t.Name); msg != "" {
-					l.errorf(f.Value, fp, "%s", msg)
-				}
-			}
-		case "description":
-			t.Description, err = yamlx.StrictString(f.Value, fp)
-		case "parameters":
-			paramsNode = f.Value
-			switch s := l.schema(f.Value, fp, 1).(type) {
-			case nil:
-			case *ObjectSchema:
-				t.Parameters = s
-			default:
-				l.errorf(f.Value, joinPath(fp, "type"), "the root of parameters must be an object (MCP tools take an object of arguments), got %s", s.Type())
-			}
-		case "output":
-			outputNode = f.Value
-			switch s := l.schema(f.Value, fp, 1).(type) {
-			case nil:
-			case *ObjectSchema:
-				t.Output = s
-			default:
-				l.errorf(f.Value, joinPath(fp, "type"), "the root of output must be an object (an MCP tool's structured content is an object), got %s", s.Type())
-			}
-		case "prompt":
-			promptNode = f.Value
-			t.Prompt, err = yamlx.StrictString(f.Value, fp)
-		case "tags":
-			t.Tags, err = yamlx.StrictStringList(f.Value, fp)
-		case "examples":
-			t.Examples, err = yamlx.StrictStringList(f.Value, fp)
-		case "inputModes":
-			t.InputModes, err = yamlx.StrictStringList(f.Value, fp)
-		case "outputModes":
-			t.OutputModes, err = yamlx.StrictStringList(f.Value, fp)
-		default:
-			l.unknown(f, path, "a tool", toolKeys)
-		}
-		l.report(err)
+	if msg := checkToolName(t.Name); nodes["name"] != nil && msg != "" {
+		l.errorf(nodes["name"], joinPath(path, "name"), "%s", msg)
 	}
+	paramsNode, outputNode, promptNode := nodes["parameters"], nodes["output"], nodes["prompt"]
+	t.Parameters = l.rootSchema(paramsNode, path, "parameters", "MCP tools take an object of arguments")
+	t.Output = l.rootSchema(outputNode, path, "output", "an MCP tool's structured content is an object")
 	if t.Name == "" {
 		l.errorf(n, joinPath(path, "name"), "required")
 	}
@@ -784,6 +696,23 @@ func (l *loader) tool(n *yaml.Node, path string) *Tool {
 	}
 	l.checkPrompt(t, promptNode, paramsNode, path)
 	return t
+}
+
+// rootSchema reads the schema of a tool's parameters or output (key),
+// whose root must be an object (why); nil when n is.
+func (l *loader) rootSchema(n *yaml.Node, path, key, why string) *ObjectSchema {
+	if n == nil {
+		return nil
+	}
+	path = joinPath(path, key)
+	switch s := l.schema(n, path, 1).(type) {
+	case nil:
+	case *ObjectSchema:
+		return s
+	default:
+		l.errorf(n, joinPath(path, "type"), "the root of %s must be an object (%s), got %s", key, why, s.Type())
+	}
+	return nil
 }
 
 // checkToolName says what is wrong with an MCP tool name, or "".

@@ -120,6 +120,13 @@ func TestToolsAgentLoadErrors(t *testing.T) {
 		{"mode missing", strings.Replace(head, "mode: tools\n", "", 1) + tool, "mode", "required: write mode: tools"},
 		{"other mode", strings.Replace(head, "mode: tools", "mode: chat", 1) + tool, "mode", `"chat": a tools agent has mode "tools"`},
 		{"unknown top-level key", head + tool + "maxIteration: 3\n", "maxIteration", "unknown key"},
+		// A key one typo away from a known one is named.
+		{"misspelt tool key", head + "tools:\n  - {name: t, description: d, prompt: p, promt: q}\n", "tools[0].promt", "); did you mean prompt?"},
+		{"misspelt top-level key", head + tool + "maxIteration: 3\n", "maxIteration", "did you mean maxIterations?"},
+		{"misspelt own key", head + tool + "timeuot: 3s\n", "timeuot", "did you mean timeout?"},
+		{"misspelt server key", head + tool + "mcpServers:\n  s: {command: x, permission: never, arg: [y]}\n", "mcpServers.s.arg", "did you mean args?"},
+		{"misspelt schema key", head + oneTool("{type: string, maxLenght: 3}", "{x}"), "tools[0].parameters.properties.x.maxLenght",
+			"maxLength); did you mean maxLength?"},
 		{"chat setting", head + tool + "autoRespond: true\n", "autoRespond", "not a setting of a tools agent"},
 		{"model setting of the wrong type", head + tool + "maxIterations: ten\n", "", "maxIterations"},
 		{"unused prompt", head + tool + "prompts: {reason: x}\n", "prompts.reason", "not used by a tools agent"},
@@ -390,6 +397,14 @@ func TestToolsAgentLoadHostile(t *testing.T) {
 		{"a scalar", "hello", "want a mapping, got a string"},
 		{"recursive alias", head + oneTool("&a {type: array, items: *a}", "{x}"), ""},
 		{"recursive merge", head + oneTool("&a {type: object, <<: *a}", "{x}"), ""},
+		// Unknown keys are compared with the known ones for a suggestion:
+		// long ones cost nothing, and the key path shows them clipped.
+		{"many long unknown keys", head + oneTool("{type: string}", "{x}") + strings.Repeat("k", 1000) + "0: 1\n" + manyKeys(900, 1000), "unknown key (a tools agent has"},
+		{"unknown key with control characters", head + oneTool("{type: string}", "{x}") + "mcpServers:\n  s: {command: x, permission: never, \"\\e[31mcmd\": y}\n",
+			`mcpServers.s["\u001b[31mcmd"] (line 15): unknown key in an MCP server`},
+		{"alias of the wrong kind into a field", head + oneTool("{type: string}", "{x}") + "x-l: &l [1]\ntimeout: *l\n", "timeout (line 15): want a duration"},
+		{"merge of a scalar into a server", head + oneTool("{type: string}", "{x}") + "mcpServers:\n  s: {<<: 3, command: x, permission: never}\n",
+			"a merge (<<) wants a mapping or a list of mappings, got a number (3)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -405,6 +420,33 @@ func TestToolsAgentLoadHostile(t *testing.T) {
 				t.Errorf("took %s", d)
 			}
 		})
+	}
+}
+
+// manyKeys writes n keys of size bytes each, with values.
+func manyKeys(n, size int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "%s%06d: 1\n", strings.Repeat("k", size-6), i)
+	}
+	return b.String()
+}
+
+// Merge keys (<<) feed the typed fields as if the members were written
+// in place; members written in place win.
+func TestToolsAgentLoadMerge(t *testing.T) {
+	doc := head + oneTool("{type: string}", "{x}") + `x-server: &server {command: ./s, args: [-v], permission: always}
+mcpServers:
+  a: {<<: *server, permission: never}
+  b: {<<: *server, cwd: w}
+`
+	d, err := toolsagent.Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Servers) != 2 || d.Servers[0].Permission != toolsagent.PermissionNever || d.Servers[0].Args[0] != "-v" ||
+		d.Servers[1].Permission != toolsagent.PermissionAlways || d.Servers[1].Cwd != "w" || d.Servers[1].Command != "./s" {
+		t.Errorf("servers %+v", d.Servers)
 	}
 }
 

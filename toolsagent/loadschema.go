@@ -3,7 +3,6 @@ package toolsagent
 import (
 	"encoding/json"
 	"math"
-	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -13,22 +12,12 @@ import (
 	"github.com/mew-protocol/mew/internal/yamlx"
 )
 
-// Schema keys, by type.
-var (
-	baseKeys    = []string{"type", "title", "description"}
-	schemaTypes = []string{TypeString, TypeNumber, TypeInteger, TypeBoolean, TypeArray, TypeObject}
-	typeKeys    = map[string][]string{
-		TypeString:  {"enum", "default", "examples", "minLength", "maxLength"},
-		TypeNumber:  {"enum", "default", "examples", "minimum", "maximum"},
-		TypeInteger: {"enum", "default", "examples", "minimum", "maximum"},
-		TypeBoolean: {"default"},
-		TypeArray:   {"items", "minItems", "maxItems", "uniqueItems"},
-		TypeObject:  {"properties", "required", "additionalProperties", "minProperties", "maxProperties"},
-	}
-)
+// schemaTypes are the values of "type".
+var schemaTypes = []string{TypeString, TypeNumber, TypeInteger, TypeBoolean, TypeArray, TypeObject}
 
-// schema reads one schema of the subset; nil after a problem that leaves
-// nothing to use.
+// schema reads one schema of the subset: its type first, then the
+// members of that type (the fields of its Go type); nil after a problem
+// that leaves nothing to use.
 func (l *loader) schema(n *yaml.Node, path string, depth int) Schema {
 	if depth > maxSchemaDepth {
 		l.errorf(n, path, "schemas nested deeper than %d levels", maxSchemaDepth)
@@ -46,145 +35,101 @@ func (l *loader) schema(n *yaml.Node, path string, depth int) Schema {
 			}
 		}
 	}
-	if typ == "" {
+	var s Schema
+	switch typ {
+	case "":
 		l.errorf(n, joinPath(path, "type"), "required: one of %s", strings.Join(schemaTypes, ", "))
 		return nil
-	}
-	keys, known := typeKeys[typ]
-	if !known {
+	case TypeString:
+		s = &StringSchema{}
+	case TypeNumber, TypeInteger:
+		s = &NumberSchema{Integer: typ == TypeInteger}
+	case TypeBoolean:
+		s = &BooleanSchema{}
+	case TypeArray:
+		s = &ArraySchema{}
+	case TypeObject:
+		s = &ObjectSchema{}
+	default:
 		l.errorf(n, joinPath(path, "type"), "unknown type %q (want %s)", clip.Mark(typ, 40), strings.Join(schemaTypes, ", "))
 		return nil
 	}
-	var base SchemaBase
-	var rest []yamlx.Pair
-	for _, p := range pairs {
-		var err error
-		switch p.Key {
-		case "type":
-		case "title":
-			base.Title, err = yamlx.StrictString(p.Value, joinPath(path, p.Key))
-		case "description":
-			base.Description, err = yamlx.StrictString(p.Value, joinPath(path, p.Key))
-		default:
-			if slices.Contains(keys, p.Key) {
-				rest = append(rest, p)
-			} else {
-				l.errorf(p.KeyNode, joinPath(path, p.Key), "not part of the schema of %s (allowed: %s)",
-					article(typ), strings.Join(append(slices.Clone(baseKeys), keys...), ", "))
-			}
+	nodes, errs := yamlx.Fields(n, path, s, yamlx.FieldOptions{Join: joinPath, Unknown: func(p yamlx.Pair, k string, known []string) error {
+		if p.Key == "type" {
+			return nil // read above
 		}
+		return yamlx.Errorf(p.KeyNode, k, "not part of the schema of %s (allowed: type, %s)%s",
+			article(typ), strings.Join(known, ", "), yamlx.DidYouMean(p.Key, known))
+	}})
+	for _, err := range errs {
 		l.report(err)
 	}
-	switch typ {
-	case TypeString:
-		return l.stringSchema(base, rest, path)
-	case TypeNumber, TypeInteger:
-		return l.numberSchema(base, typ == TypeInteger, rest, path)
-	case TypeBoolean:
-		s := &BooleanSchema{SchemaBase: base}
-		for _, p := range rest { // only default
-			b, err := ptr(yamlx.StrictBool(p.Value, joinPath(path, p.Key)))
-			if l.report(err) {
-				s.Default = b
-			}
-		}
-		return s
-	case TypeArray:
-		return l.arraySchema(base, rest, path, depth)
+	switch s := s.(type) {
+	case *StringSchema:
+		l.checkString(s, nodes, path)
+	case *NumberSchema:
+		l.checkNumber(s, nodes, path)
+	case *ArraySchema:
+		l.arraySchema(s, nodes, path, depth)
+	case *ObjectSchema:
+		l.objectSchema(s, nodes, path, depth)
 	}
-	return l.objectSchema(base, rest, path, depth)
+	return s
 }
 
-func (l *loader) stringSchema(base SchemaBase, pairs []yamlx.Pair, path string) Schema {
-	s := &StringSchema{SchemaBase: base}
-	var defNode *yaml.Node
-	for _, p := range pairs {
-		fp := joinPath(path, p.Key)
-		var err error
-		switch p.Key {
-		case "enum":
-			if s.Enum, err = yamlx.StrictStringList(p.Value, fp); err == nil && len(s.Enum) == 0 {
-				l.errorf(p.Value, fp, "an empty enum allows nothing")
-			}
-		case "default":
-			if s.Default, err = ptr(yamlx.StrictString(p.Value, fp)); err == nil {
-				defNode = p.Value
-			}
-		case "examples":
-			s.Examples, err = yamlx.StrictStringList(p.Value, fp)
-		case "minLength":
-			s.MinLength, err = ptr(yamlx.Count(p.Value, fp))
-		case "maxLength":
-			s.MaxLength, err = ptr(yamlx.Count(p.Value, fp))
-		}
-		l.report(err)
+// checkEnum refuses an empty enum.
+func (l *loader) checkEnum(size int, nodes map[string]*yaml.Node, path string) {
+	if n := nodes["enum"]; n != nil && size == 0 {
+		l.errorf(n, joinPath(path, "enum"), "an empty enum allows nothing")
 	}
-	if s.MinLength != nil && s.MaxLength != nil && *s.MinLength > *s.MaxLength {
-		l.errorf(nil, joinPath(path, "minLength"), "%d is more than maxLength %d", *s.MinLength, *s.MaxLength)
+}
+
+// checkRange refuses a lower bound above the upper one.
+func (l *loader) checkRange(lo, hi *int, path, loKey, hiKey string) {
+	if lo != nil && hi != nil && *lo > *hi {
+		l.errorf(nil, joinPath(path, loKey), "%d is more than %s %d", *lo, hiKey, *hi)
 	}
+}
+
+func (l *loader) checkString(s *StringSchema, nodes map[string]*yaml.Node, path string) {
+	l.checkEnum(len(s.Enum), nodes, path)
+	l.checkRange(s.MinLength, s.MaxLength, path, "minLength", "maxLength")
 	if s.Default != nil {
-		l.checkValue(s, *s.Default, defNode, joinPath(path, "default"))
+		l.checkValue(s, *s.Default, nodes["default"], joinPath(path, "default"))
 	}
 	for i, e := range s.Examples {
 		l.checkValue(s, e, nil, indexPath(joinPath(path, "examples"), i))
 	}
-	return s
 }
 
-// numbers reads a list of numbers, whole ones when integer.
-func numbers(n *yaml.Node, path string, integer bool) ([]float64, error) {
-	items, err := yamlx.List(n, path)
-	if err != nil {
-		return nil, err
+func (l *loader) checkNumber(s *NumberSchema, nodes map[string]*yaml.Node, path string) {
+	if s.Integer {
+		s.Enum = l.integers(s.Enum, nodes["enum"], joinPath(path, "enum"))
+		s.Examples = l.integers(s.Examples, nodes["examples"], joinPath(path, "examples"))
 	}
-	out := make([]float64, 0, len(items))
-	for i, it := range items {
-		f, err := yamlx.Number(it, indexPath(path, i))
-		if err != nil {
-			return nil, err
-		}
-		if integer && f != math.Trunc(f) {
-			return nil, yamlx.Errorf(it, indexPath(path, i), "want an integer, got %s", yamlx.Describe(it))
-		}
-		out = append(out, f)
-	}
-	return out, nil
-}
-
-func (l *loader) numberSchema(base SchemaBase, integer bool, pairs []yamlx.Pair, path string) Schema {
-	s := &NumberSchema{SchemaBase: base, Integer: integer}
-	var defNode *yaml.Node
-	for _, p := range pairs {
-		fp := joinPath(path, p.Key)
-		var err error
-		switch p.Key {
-		case "enum":
-			if s.Enum, err = numbers(p.Value, fp, integer); err == nil && len(s.Enum) == 0 {
-				l.errorf(p.Value, fp, "an empty enum allows nothing")
-			}
-		case "default":
-			if s.Default, err = ptr(yamlx.Number(p.Value, fp)); err == nil {
-				defNode = p.Value
-			}
-		case "examples":
-			s.Examples, err = numbers(p.Value, fp, integer)
-		case "minimum":
-			s.Minimum, err = ptr(yamlx.Number(p.Value, fp))
-		case "maximum":
-			s.Maximum, err = ptr(yamlx.Number(p.Value, fp))
-		}
-		l.report(err)
-	}
+	l.checkEnum(len(s.Enum), nodes, path)
 	if s.Minimum != nil && s.Maximum != nil && *s.Minimum > *s.Maximum {
 		l.errorf(nil, joinPath(path, "minimum"), "%s is more than maximum %s", formatNumber(*s.Minimum), formatNumber(*s.Maximum))
 	}
 	if s.Default != nil {
-		l.checkValue(s, json.Number(formatNumber(*s.Default)), defNode, joinPath(path, "default"))
+		l.checkValue(s, json.Number(formatNumber(*s.Default)), nodes["default"], joinPath(path, "default"))
 	}
 	for i, e := range s.Examples {
 		l.checkValue(s, json.Number(formatNumber(e)), nil, indexPath(joinPath(path, "examples"), i))
 	}
-	return s
+}
+
+// integers returns list, read from n, when its numbers are whole, and
+// nil after reporting the first that is not.
+func (l *loader) integers(list []float64, n *yaml.Node, path string) []float64 {
+	for i, f := range list {
+		if f != math.Trunc(f) {
+			item := yamlx.Deref(n).Content[i]
+			l.errorf(item, indexPath(path, i), "want an integer, got %s", yamlx.Describe(item))
+			return nil
+		}
+	}
+	return list
 }
 
 // checkValue reports the violations of a default or an example.
@@ -201,96 +146,69 @@ func (l *loader) checkValue(s Schema, v any, n *yaml.Node, path string) {
 	}
 }
 
-func (l *loader) arraySchema(base SchemaBase, pairs []yamlx.Pair, path string, depth int) Schema {
-	s := &ArraySchema{SchemaBase: base}
-	var haveItems bool
-	for _, p := range pairs {
-		fp := joinPath(path, p.Key)
-		var err error
-		switch p.Key {
-		case "items":
-			haveItems = true
-			dn := yamlx.Deref(p.Value)
-			if dn == nil || dn.Kind != yaml.SequenceNode {
-				s.Items = l.schema(p.Value, fp, depth+1)
-				break
-			}
-			if len(dn.Content) == 0 {
-				l.errorf(p.Value, fp, "an empty list of item schemas")
-			}
-			s.PrefixItems = []Schema{}
-			for i, it := range dn.Content {
-				if item := l.schema(it, indexPath(fp, i), depth+1); item != nil {
-					s.PrefixItems = append(s.PrefixItems, item)
-				}
-			}
-		case "minItems":
-			s.MinItems, err = ptr(yamlx.Count(p.Value, fp))
-		case "maxItems":
-			s.MaxItems, err = ptr(yamlx.Count(p.Value, fp))
-		case "uniqueItems":
-			s.UniqueItems, err = yamlx.StrictBool(p.Value, fp)
+// arraySchema reads the items of an array schema: one schema, or a list
+// of them, one per position.
+func (l *loader) arraySchema(s *ArraySchema, nodes map[string]*yaml.Node, path string, depth int) {
+	n := nodes["items"]
+	ip := joinPath(path, "items")
+	switch dn := yamlx.Deref(n); {
+	case n == nil:
+		l.errorf(nil, ip, "required: the schema of the items (or a list of schemas, one per position)")
+	case dn == nil || dn.Kind != yaml.SequenceNode:
+		s.Items = l.schema(n, ip, depth+1)
+	default:
+		if len(dn.Content) == 0 {
+			l.errorf(n, ip, "an empty list of item schemas")
 		}
-		l.report(err)
+		s.PrefixItems = []Schema{}
+		for i, it := range dn.Content {
+			if item := l.schema(it, indexPath(ip, i), depth+1); item != nil {
+				s.PrefixItems = append(s.PrefixItems, item)
+			}
+		}
 	}
-	if !haveItems {
-		l.errorf(nil, joinPath(path, "items"), "required: the schema of the items (or a list of schemas, one per position)")
-	}
-	if s.MinItems != nil && s.MaxItems != nil && *s.MinItems > *s.MaxItems {
-		l.errorf(nil, joinPath(path, "minItems"), "%d is more than maxItems %d", *s.MinItems, *s.MaxItems)
-	}
-	return s
+	l.checkRange(s.MinItems, s.MaxItems, path, "minItems", "maxItems")
 }
 
-func (l *loader) objectSchema(base SchemaBase, pairs []yamlx.Pair, path string, depth int) Schema {
-	s := &ObjectSchema{SchemaBase: base}
-	var reqNode *yaml.Node
-	for _, p := range pairs {
-		fp := joinPath(path, p.Key)
-		var err error
-		switch p.Key {
-		case "properties":
-			var props []yamlx.Pair
-			props, err = yamlx.StrictMapping(p.Value, fp)
-			for _, prop := range props {
-				pp := joinPath(fp, prop.Key)
-				if !plainName(prop.Key) {
-					l.errorf(prop.KeyNode, pp, "a property name is 1 to 64 letters, digits, '_', '-' and '.'")
-					continue
-				}
-				if ps := l.schema(prop.Value, pp, depth+1); ps != nil {
-					s.Properties = append(s.Properties, Property{Name: prop.Key, Schema: ps})
-				}
-			}
-		case "required":
-			reqNode = p.Value
-			s.Required, err = yamlx.StrictStringList(p.Value, fp)
-		case "additionalProperties":
-			if dn := yamlx.Deref(p.Value); dn != nil && dn.Kind == yaml.ScalarNode {
-				s.AdditionalProperties, err = ptr(yamlx.StrictBool(p.Value, fp))
-			} else {
-				s.AdditionalSchema = l.schema(p.Value, fp, depth+1)
-			}
-		case "minProperties":
-			s.MinProperties, err = ptr(yamlx.Count(p.Value, fp))
-		case "maxProperties":
-			s.MaxProperties, err = ptr(yamlx.Count(p.Value, fp))
-		}
+// objectSchema reads the properties of an object schema and what it says
+// of others, and checks the required names.
+func (l *loader) objectSchema(s *ObjectSchema, nodes map[string]*yaml.Node, path string, depth int) {
+	if n := nodes["properties"]; n != nil {
+		fp := joinPath(path, "properties")
+		props, err := yamlx.StrictMapping(n, fp)
 		l.report(err)
+		for _, prop := range props {
+			pp := joinPath(fp, prop.Key)
+			if !plainName(prop.Key) {
+				l.errorf(prop.KeyNode, pp, "a property name is 1 to 64 letters, digits, '_', '-' and '.'")
+				continue
+			}
+			if ps := l.schema(prop.Value, pp, depth+1); ps != nil {
+				s.Properties = append(s.Properties, Property{Name: prop.Key, Schema: ps})
+			}
+		}
+	}
+	if n := nodes["additionalProperties"]; n != nil {
+		fp := joinPath(path, "additionalProperties")
+		if dn := yamlx.Deref(n); dn != nil && dn.Kind == yaml.ScalarNode {
+			b, err := yamlx.StrictBool(n, fp)
+			if l.report(err) {
+				s.AdditionalProperties = &b
+			}
+		} else {
+			s.AdditionalSchema = l.schema(n, fp, depth+1)
+		}
 	}
 	seen := map[string]bool{}
 	for i, name := range s.Required {
 		rp := indexPath(joinPath(path, "required"), i)
 		if seen[name] {
-			l.warnf(reqNode, rp, "%q is listed twice", name)
+			l.warnf(nodes["required"], rp, "%q is listed twice", name)
 		}
 		seen[name] = true
 		if _, ok := s.Property(name); !ok {
-			l.errorf(reqNode, rp, "%q is not a property (properties: %s)", clip.Mark(name, 40), s.propertyNames())
+			l.errorf(nodes["required"], rp, "%q is not a property (properties: %s)", clip.Mark(name, 40), s.propertyNames())
 		}
 	}
-	if s.MinProperties != nil && s.MaxProperties != nil && *s.MinProperties > *s.MaxProperties {
-		l.errorf(nil, joinPath(path, "minProperties"), "%d is more than maxProperties %d", *s.MinProperties, *s.MaxProperties)
-	}
-	return s
+	l.checkRange(s.MinProperties, s.MaxProperties, path, "minProperties", "maxProperties")
 }

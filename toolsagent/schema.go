@@ -1,7 +1,6 @@
 package toolsagent
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"github.com/mew-protocol/mew/protocol"
@@ -35,35 +34,35 @@ type Schema interface {
 
 // SchemaBase holds the members every schema may have.
 type SchemaBase struct {
-	Title       string
-	Description string
+	Title       string `yaml:"title" json:"title,omitempty"`
+	Description string `yaml:"description" json:"description,omitempty"`
 }
 
 // StringSchema is a string parameter.
 type StringSchema struct {
 	SchemaBase
-	Enum      []string
-	Default   *string
-	Examples  []string
-	MinLength *int // in characters (Unicode code points), as JSON Schema counts
-	MaxLength *int
+	Enum      []string `yaml:"enum" json:"enum,omitzero"`
+	Default   *string  `yaml:"default" json:"default,omitzero"`
+	Examples  []string `yaml:"examples" json:"examples,omitzero"`
+	MinLength *int     `yaml:"minLength" json:"minLength,omitzero"` // in characters (Unicode code points), as JSON Schema counts
+	MaxLength *int     `yaml:"maxLength" json:"maxLength,omitzero"`
 }
 
 // NumberSchema is a number parameter, or with Integer an integer one.
 type NumberSchema struct {
 	SchemaBase
-	Integer  bool
-	Enum     []float64
-	Default  *float64
-	Examples []float64
-	Minimum  *float64
-	Maximum  *float64
+	Integer  bool      `json:"-"`
+	Enum     []float64 `yaml:"enum" json:"enum,omitzero"`
+	Default  *float64  `yaml:"default" json:"default,omitzero"`
+	Examples []float64 `yaml:"examples" json:"examples,omitzero"`
+	Minimum  *float64  `yaml:"minimum" json:"minimum,omitzero"`
+	Maximum  *float64  `yaml:"maximum" json:"maximum,omitzero"`
 }
 
 // BooleanSchema is a boolean parameter.
 type BooleanSchema struct {
 	SchemaBase
-	Default *bool
+	Default *bool `yaml:"default" json:"default,omitzero"`
 }
 
 // ArraySchema is an array parameter. Items is the schema of every item;
@@ -72,11 +71,11 @@ type BooleanSchema struct {
 // prefixItems.
 type ArraySchema struct {
 	SchemaBase
-	Items       Schema
-	PrefixItems []Schema
-	MinItems    *int
-	MaxItems    *int
-	UniqueItems bool
+	PrefixItems []Schema `json:"prefixItems,omitzero"`
+	Items       Schema   `yaml:"items,node" json:"items,omitzero"`
+	MinItems    *int     `yaml:"minItems" json:"minItems,omitzero"`
+	MaxItems    *int     `yaml:"maxItems" json:"maxItems,omitzero"`
+	UniqueItems bool     `yaml:"uniqueItems" json:"uniqueItems,omitzero"`
 }
 
 // ObjectSchema is an object parameter, and the root of every tool's
@@ -84,15 +83,15 @@ type ArraySchema struct {
 type ObjectSchema struct {
 	SchemaBase
 	// Properties in the order the definition gives them.
-	Properties []Property
-	Required   []string
+	Properties []Property `yaml:"properties,node"`
+	Required   []string   `yaml:"required"`
 	// AdditionalProperties, when set, says whether properties not in
 	// Properties are allowed (JSON Schema's default: they are).
 	// AdditionalSchema, when set instead, is the schema they must match.
-	AdditionalProperties *bool
+	AdditionalProperties *bool `yaml:"additionalProperties,node"`
 	AdditionalSchema     Schema
-	MinProperties        *int
-	MaxProperties        *int
+	MinProperties        *int `yaml:"minProperties"`
+	MaxProperties        *int `yaml:"maxProperties"`
 }
 
 // Property is one named property of an object.
@@ -131,134 +130,78 @@ func (s *ObjectSchema) Property(name string) (Schema, bool) {
 	return nil, false
 }
 
-// jsonObject writes a JSON object member by member, in order.
-type jsonObject struct {
-	buf bytes.Buffer
-	err error
-}
-
-func (o *jsonObject) add(key string, v any) {
-	if o.err != nil {
-		return
-	}
-	if o.buf.Len() == 0 {
-		o.buf.WriteByte('{')
-	} else {
-		o.buf.WriteByte(',')
-	}
-	k, _ := json.Marshal(key)
-	o.buf.Write(k)
-	o.buf.WriteByte(':')
-	b, err := protocol.Marshal(v)
-	if err != nil {
-		o.err = err
-		return
-	}
-	o.buf.Write(b)
-}
-
-func (o *jsonObject) bytes() ([]byte, error) {
-	if o.err != nil {
-		return nil, o.err
-	}
-	if o.buf.Len() == 0 {
-		return []byte("{}"), nil
-	}
-	o.buf.WriteByte('}')
-	return o.buf.Bytes(), nil
-}
-
-func (b *SchemaBase) addTo(o *jsonObject, typ string) {
-	o.add("type", typ)
-	if b.Title != "" {
-		o.add("title", b.Title)
-	}
-	if b.Description != "" {
-		o.add("description", b.Description)
-	}
-}
+// Each schema encodes itself with encoding/json, through a type of its
+// own without the MarshalJSON method: "type" first, then its fields, in
+// order, with their json tags.
+type (
+	stringJSON  StringSchema
+	numberJSON  NumberSchema
+	booleanJSON BooleanSchema
+	arrayJSON   ArraySchema
+)
 
 // MarshalJSON encodes the schema as JSON Schema.
-func (s *StringSchema) MarshalJSON() ([]byte, error) {
-	var o jsonObject
-	s.addTo(&o, TypeString)
-	addSlice(&o, "enum", s.Enum)
-	addPtr(&o, "default", s.Default)
-	addSlice(&o, "examples", s.Examples)
-	addPtr(&o, "minLength", s.MinLength)
-	addPtr(&o, "maxLength", s.MaxLength)
-	return o.bytes()
-}
+func (s *StringSchema) MarshalJSON() ([]byte, error) { return typed(TypeString, (*stringJSON)(s)) }
 
 // MarshalJSON encodes the schema as JSON Schema.
-func (s *NumberSchema) MarshalJSON() ([]byte, error) {
-	var o jsonObject
-	s.addTo(&o, s.Type())
-	addSlice(&o, "enum", s.Enum)
-	addPtr(&o, "default", s.Default)
-	addSlice(&o, "examples", s.Examples)
-	addPtr(&o, "minimum", s.Minimum)
-	addPtr(&o, "maximum", s.Maximum)
-	return o.bytes()
-}
+func (s *NumberSchema) MarshalJSON() ([]byte, error) { return typed(s.Type(), (*numberJSON)(s)) }
 
 // MarshalJSON encodes the schema as JSON Schema.
-func (s *BooleanSchema) MarshalJSON() ([]byte, error) {
-	var o jsonObject
-	s.addTo(&o, TypeBoolean)
-	addPtr(&o, "default", s.Default)
-	return o.bytes()
-}
+func (s *BooleanSchema) MarshalJSON() ([]byte, error) { return typed(TypeBoolean, (*booleanJSON)(s)) }
 
 // MarshalJSON encodes the schema as JSON Schema.
-func (s *ArraySchema) MarshalJSON() ([]byte, error) {
-	var o jsonObject
-	s.addTo(&o, TypeArray)
-	addSlice(&o, "prefixItems", s.PrefixItems)
-	if s.Items != nil {
-		o.add("items", s.Items)
-	}
-	addPtr(&o, "minItems", s.MinItems)
-	addPtr(&o, "maxItems", s.MaxItems)
-	if s.UniqueItems {
-		o.add("uniqueItems", true)
-	}
-	return o.bytes()
-}
+func (s *ArraySchema) MarshalJSON() ([]byte, error) { return typed(TypeArray, (*arrayJSON)(s)) }
 
 // MarshalJSON encodes the schema as JSON Schema; properties keep their
-// order.
+// order, required names are given once each (JSON Schema wants them
+// unique).
 func (s *ObjectSchema) MarshalJSON() ([]byte, error) {
-	var o jsonObject
-	s.addTo(&o, TypeObject)
-	var props jsonObject
-	for _, p := range s.Properties {
-		props.add(p.Name, p.Schema)
+	props := []byte{'{'}
+	for i, p := range s.Properties {
+		if i > 0 {
+			props = append(props, ',')
+		}
+		k, _ := json.Marshal(p.Name)
+		v, err := protocol.Marshal(p.Schema)
+		if err != nil {
+			return nil, err
+		}
+		props = append(append(append(props, k...), ':'), v...)
 	}
-	b, err := props.bytes()
+	var additional any
+	switch {
+	case s.AdditionalSchema != nil:
+		additional = s.AdditionalSchema
+	case s.AdditionalProperties != nil:
+		additional = *s.AdditionalProperties
+	}
+	var required []string
+	for _, name := range s.Required {
+		if !slices.Contains(required, name) {
+			required = append(required, name)
+		}
+	}
+	return typed(TypeObject, struct {
+		SchemaBase
+		Properties    json.RawMessage `json:"properties"`
+		Required      []string        `json:"required,omitzero"`
+		Additional    any             `json:"additionalProperties,omitzero"`
+		MinProperties *int            `json:"minProperties,omitzero"`
+		MaxProperties *int            `json:"maxProperties,omitzero"`
+	}{s.SchemaBase, append(props, '}'), required, additional, s.MinProperties, s.MaxProperties})
+}
+
+// typed encodes v, a JSON object, with "type": typ as its first member.
+func typed(typ string, v any) ([]byte, error) {
+	b, err := protocol.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	o.add("properties", json.RawMessage(b))
-	if len(s.Required) > 0 {
-		// Once each: JSON Schema wants the names unique.
-		var required []string
-		for _, name := range s.Required {
-			if !slices.Contains(required, name) {
-				required = append(required, name)
-			}
-		}
-		o.add("required", required)
+	out := append([]byte(`{"type":`), strconv.Quote(typ)...)
+	if len(b) > 2 {
+		out = append(out, ',')
 	}
-	switch {
-	case s.AdditionalSchema != nil:
-		o.add("additionalProperties", s.AdditionalSchema)
-	case s.AdditionalProperties != nil:
-		o.add("additionalProperties", *s.AdditionalProperties)
-	}
-	addPtr(&o, "minProperties", s.MinProperties)
-	addPtr(&o, "maxProperties", s.MaxProperties)
-	return o.bytes()
+	return append(out, b[1:]...), nil
 }
 
 // Violation is one way in which arguments fail a tool's schema: Path
@@ -319,18 +262,4 @@ func article(typ string) string {
 		return "an " + typ
 	}
 	return "a " + typ
-}
-
-// addPtr adds key with *p when p is set.
-func addPtr[T any](o *jsonObject, key string, p *T) {
-	if p != nil {
-		o.add(key, *p)
-	}
-}
-
-// addSlice adds key with v when v is set.
-func addSlice[T any](o *jsonObject, key string, v []T) {
-	if v != nil {
-		o.add(key, v)
-	}
 }

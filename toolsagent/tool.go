@@ -18,24 +18,27 @@ const MaxArgumentBytes = 1 << 20
 type Tool struct {
 	// Name is the MCP tool name: letters, digits, '_', '-' and '.', at
 	// most 128 bytes.
-	Name string
+	Name string `yaml:"name"`
 	// Description tells MCP clients (and their models) what the tool does.
-	Description string
+	Description string `yaml:"description"`
 	// Parameters is the schema of the arguments; its root is an object.
-	Parameters *ObjectSchema
-	// Prompt is the template: {name} and {description} are the tool's,
-	// {param} a call argument; "{{" and "}}" are literal braces.
-	Prompt string
+	Parameters *ObjectSchema `yaml:"parameters,node"`
 	// Output, when set, is the schema of the result, the MCP tool's
 	// outputSchema: the model is asked for one JSON object that fits it,
 	// and a call's result carries that object as structured content (see
 	// Structured). Its root is an object.
-	Output *ObjectSchema
+	Output *ObjectSchema `yaml:"output,node"`
+	// Prompt is the template: {name} and {description} are the tool's,
+	// {param} a call argument; "{{" and "}}" are literal braces.
+	Prompt string `yaml:"prompt"`
 	// Tags, Examples, InputModes and OutputModes describe the tool as an
 	// A2A skill (an agent served with ServeA2A); MCP does not show them.
 	// Examples are requests a client might send; the modes are media
 	// types, the agent card's defaults when empty.
-	Tags, Examples, InputModes, OutputModes []string
+	Tags        []string `yaml:"tags"`
+	Examples    []string `yaml:"examples"`
+	InputModes  []string `yaml:"inputModes"`
+	OutputModes []string `yaml:"outputModes"`
 
 	tmpl     *template        // parsed Prompt, set by the loader
 	compiled *argcheck.Schema // compiled Parameters, set by the loader

@@ -184,3 +184,32 @@ func TestToolsAgentTemplateHandMadeTool(t *testing.T) {
 		t.Errorf("empty schema %s, %v", schema, err)
 	}
 }
+
+// Hand-made schemas encode as JSON Schema: "type" first, members in a
+// fixed order, an empty (not nil) enum kept, required names once each.
+func TestToolsAgentSchemaJSON(t *testing.T) {
+	one, zero, no := 1, 0, false
+	x, lo := "x", 0.0
+	for _, c := range []struct {
+		s    toolsagent.Schema
+		want string
+	}{
+		{&toolsagent.StringSchema{SchemaBase: toolsagent.SchemaBase{Title: "T", Description: "d <b>"}, Enum: []string{}, Default: &x,
+			Examples: []string{"a"}, MinLength: &one, MaxLength: &one},
+			`{"type":"string","title":"T","description":"d <b>","enum":[],"default":"x","examples":["a"],"minLength":1,"maxLength":1}`},
+		{&toolsagent.NumberSchema{Integer: true, Enum: []float64{1, 1e21}, Minimum: &lo}, `{"type":"integer","enum":[1,1e+21],"minimum":0}`},
+		{&toolsagent.NumberSchema{Default: &lo, Maximum: &lo}, `{"type":"number","default":0,"maximum":0}`},
+		{&toolsagent.BooleanSchema{}, `{"type":"boolean"}`},
+		{&toolsagent.ArraySchema{Items: &toolsagent.StringSchema{}, MinItems: &zero, UniqueItems: true},
+			`{"type":"array","items":{"type":"string"},"minItems":0,"uniqueItems":true}`},
+		{&toolsagent.ObjectSchema{Properties: []toolsagent.Property{{Name: "b", Schema: &toolsagent.BooleanSchema{}}, {Name: "a", Schema: &toolsagent.StringSchema{}}},
+			Required: []string{"b", "b"}, AdditionalProperties: &no, MaxProperties: &one},
+			`{"type":"object","properties":{"b":{"type":"boolean"},"a":{"type":"string"}},"required":["b"],"additionalProperties":false,"maxProperties":1}`},
+		{&toolsagent.ObjectSchema{AdditionalSchema: &toolsagent.NumberSchema{}}, `{"type":"object","properties":{},"additionalProperties":{"type":"number"}}`},
+	} {
+		got, err := c.s.MarshalJSON()
+		if err != nil || string(got) != c.want {
+			t.Errorf("%T: %s, %v\nwant %s", c.s, got, err, c.want)
+		}
+	}
+}

@@ -14,6 +14,13 @@
 // X, got Y" messages by its kind and value (`a string ("yes")`), and
 // DescribeKind by its kind alone, for values that may be secret.
 //
+// Fields decodes a mapping into a struct by its yaml tags, each member
+// read by its field's type with the readers above (or by a Reader of the
+// caller's, for values that need a check or context); an unknown key is
+// refused with the allowed names and a "did you mean", or handed to the
+// caller. It reads nodes already decoded and bounded by Decode: it is not
+// a second parser, and it never calls yaml.v3's reflective decoder.
+//
 // The space configuration (space.yaml), tools-agent definitions and
 // agent configuration files are read with it.
 package yamlx

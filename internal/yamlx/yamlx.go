@@ -501,38 +501,34 @@ func StringList(n *yaml.Node, key string) ([]string, error) {
 	if IsNull(n) {
 		return nil, nil
 	}
-	items, err := List(n, key)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(items))
-	for i, item := range items {
+	return listOf(n, key, func(item *yaml.Node, k string) (string, error) {
 		if IsNull(item) {
-			return nil, fail(item, IndexKey(key, i), "want a string, got null")
+			return "", fail(item, k, "want a string, got null")
 		}
-		s, err := String(item, IndexKey(key, i))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
+		return String(item, k)
+	})
 }
 
 // StrictStringList returns a list of strings (see StrictString), refusing
 // null.
 func StrictStringList(n *yaml.Node, key string) ([]string, error) {
+	return listOf(n, key, StrictString)
+}
+
+// listOf returns the items of the list at n, each read with read,
+// refusing null.
+func listOf[T any](n *yaml.Node, key string, read func(*yaml.Node, string) (T, error)) ([]T, error) {
 	items, err := List(n, key)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]string, 0, len(items))
+	out := make([]T, 0, len(items))
 	for i, item := range items {
-		s, err := StrictString(item, IndexKey(key, i))
+		x, err := read(item, IndexKey(key, i))
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, s)
+		out = append(out, x)
 	}
 	return out, nil
 }
