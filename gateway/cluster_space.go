@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/gateway/internal/clusterhist"
 	"github.com/mew-protocol/mew/protocol"
 	"github.com/mew-protocol/mew/space"
 )
@@ -103,7 +104,7 @@ type clusterSpace struct {
 	streams *clusterStreams
 	// hist appends the space's envelopes to the cluster's history
 	// (cluster_history.go); shared by the node's spaces.
-	hist *historyWriter
+	hist *clusterhist.Writer
 }
 
 // published is a participant's envelope handed to the Broker, whose sender
@@ -151,12 +152,15 @@ func (srv *Server) clusterStart() error {
 	}
 	srv.metrics.registerCluster(node)
 	srv.outage.reconnects = clusterReconnects(node)
-	hw := newHistoryWriter(srv, node) // cluster_history.go: one per node
+	hw := clusterhist.NewWriter(node, clusterhist.Options{ // cluster_history.go: one per node
+		Max: srv.opts.Cluster.HistoryQueue, Logger: srv.opts.Logger,
+		Dropped: func(n int) { srv.metrics.historyDropped.Add(float64(n)) },
+	})
 	for _, sp := range srv.order {
 		cl, err := newClusterSpace(sp, node, hw)
 		if err != nil {
 			srv.clusterStop(context.Background())
-			hw.close(context.Background())
+			hw.Close(context.Background())
 			return fmt.Errorf("gateway: space %s: cluster: %w", sp.id, err)
 		}
 		sp.link = cl
@@ -167,7 +171,7 @@ func (srv *Server) clusterStart() error {
 // clusterStop writes what is still queued (presence leaves of the
 // connections Close ended) and stops every space's cluster goroutines.
 func (srv *Server) clusterStop(ctx context.Context) {
-	var hw *historyWriter
+	var hw *clusterhist.Writer
 	for _, sp := range srv.order {
 		sp.link.close(ctx)
 		if cl, ok := sp.link.(*clusterSpace); ok {
@@ -175,11 +179,11 @@ func (srv *Server) clusterStop(ctx context.Context) {
 		}
 	}
 	if hw != nil {
-		hw.close(ctx) // after the spaces: what their closing broadcast is appended too
+		hw.Close(ctx) // after the spaces: what their closing broadcast is appended too
 	}
 }
 
-func newClusterSpace(sp *liveSpace, node cluster.Node, hw *historyWriter) (*clusterSpace, error) {
+func newClusterSpace(sp *liveSpace, node cluster.Node, hw *clusterhist.Writer) (*clusterSpace, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cl := &clusterSpace{
 		sp: sp, node: node, ctx: ctx, stop: cancel, hist: hw,

@@ -46,7 +46,7 @@
 //	                     held to queue frames, never to wait; then any of:
 //	  credentials.mu     the one table of tokens, console codes and sessions (leaf)
 //	  clusterSpace.qmu   the space's queue of writes to the cluster (leaf)
-//	  historyWriter.mu   the cluster history's queue (leaf)
+//	  clusterhist.Writer.mu the cluster history's queue (leaf, in gateway/internal/clusterhist)
 //	  outq.mu            one connection's outbound queue (leaf)
 //	  audit.Log.mu       the audit log's queue (leaf, in gateway/internal/audit)
 //	Server.mu            the closed flag only; never held with another lock

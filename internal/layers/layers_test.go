@@ -23,7 +23,8 @@ var layer = map[string]int{
 	"protocol":           1,
 	"capability":         2, "gateway/internal/audit": 2, "llm": 2,
 	"gateway/cluster": 2, "gateway/cluster/memory": 3, "gateway/cluster/natscluster": 3, "gateway/cluster/clustertest": 3,
-	"client": 3, "space": 3, "console": 3,
+	"gateway/internal/clusterhist": 3, // the polling history of a cluster, over gateway/cluster
+	"client":                       3, "space": 3, "console": 3,
 	"gateway": 4, "participant": 4,
 	"agent": 5, "bridge": 5, "tui": 5, "a2abridge": 5,
 	"toolsagent":        6,
