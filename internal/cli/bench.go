@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +41,9 @@ type benchFlags struct {
 	// relayPresence makes the relay announce each join to the others, as
 	// the gateway's system/presence does (bench.RelayTarget.Presence)
 	relayPresence bool
+	// cpuprofile: with --spawn, each child writes a CPU profile of its
+	// server to cpuprofile.<target>; in `bench serve`, the file itself
+	cpuprofile string
 }
 
 // newBenchCmd returns `mew bench` with its workloads. gatewayTarget supplies the gateway as a
@@ -95,6 +99,13 @@ func newBenchServeCmd(opts Options, gatewayTarget func() bench.Target) *cobra.Co
 			targets, err := benchTargets(&f, true, gatewayTarget)
 			if err != nil {
 				return fmt.Errorf("bench serve: %w", err)
+			}
+			if f.cpuprofile != "" {
+				stop, err := startCPUProfile(f.cpuprofile)
+				if err != nil {
+					return fmt.Errorf("bench serve: %w", err)
+				}
+				defer stop()
 			}
 			return bench.ServeChild(cmd.Context(), targets[0], cmd.InOrStdin(), opts.Stdout)
 		},
@@ -176,6 +187,7 @@ func addTargetFlags(cmd *cobra.Command, f *benchFlags) {
 	cmd.Flags().BoolVar(&f.limit, "rate-limit", false, "the gateway's default rate limits on (off by default: the benchmark sets the rate)")
 	cmd.Flags().IntVar(&f.nodes, "nodes", 1, "run the gateway as a cluster of this many nodes on an embedded NATS server, the participants spread round robin over them")
 	cmd.Flags().BoolVar(&f.relayPresence, "relay-presence", false, "the relay announces each join to everyone else, as the gateway's presence does (a like-for-like join cost)")
+	cmd.Flags().StringVar(&f.cpuprofile, "cpuprofile", "", "with --spawn, write a CPU profile of each child server to FILE.gateway and FILE.relay (go tool pprof reads them)")
 }
 
 func newBenchFanoutCmd(opts Options, gatewayTarget func() bench.Target) *cobra.Command {
@@ -240,11 +252,30 @@ func benchSetup(cmd *cobra.Command, f *benchFlags, validate func() error, gatewa
 	if err := validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	if f.cpuprofile != "" && !f.spawn {
+		return nil, fmt.Errorf("%s: --cpuprofile needs --spawn (in this process the profile would mix the clients' CPU with the server's)", name)
+	}
 	targets, err := benchTargets(f, cmd.Flags().Changed("target"), gatewayTarget)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return targets, nil
+}
+
+// startCPUProfile writes a CPU profile to path until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }
 
 // benchTargets resolves --target, --url and --token. targetSet says whether --target was given.
@@ -341,6 +372,9 @@ func spawned(f *benchFlags, name string, t bench.Target) (bench.Target, error) {
 	}
 	if name == targetRelay && f.relayPresence {
 		args = append(args, "--relay-presence")
+	}
+	if f.cpuprofile != "" {
+		args = append(args, "--cpuprofile", f.cpuprofile+"."+name)
 	}
 	return bench.ChildTarget{Label: name, Command: args}, nil
 }

@@ -196,8 +196,14 @@ func TestBenchSpawn(t *testing.T) {
 	var fan struct {
 		Results []bench.FanoutResult `json:"results"`
 	}
+	// --cpuprofile: the child writes a profile of its server (a gzipped
+	// pprof protocol buffer) to FILE.gateway when it stops.
+	prof := filepath.Join(t.TempDir(), "cpu")
 	out = runJSON("fanout", "--spawn", "--target", "gateway", "--rate-limit", "-n", "3", "-k", "1",
-		"--rate", "100", "--duration", "500ms", "--warmup", "0s", "--json")
+		"--rate", "100", "--duration", "500ms", "--warmup", "0s", "--json", "--cpuprofile", prof)
+	if b, err := os.ReadFile(prof + ".gateway"); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("the gateway child's CPU profile: %v, %d bytes", err, len(b))
+	}
 	if err := json.Unmarshal(out, &fan); err != nil || len(fan.Results) != 1 {
 		t.Fatalf("fanout JSON %v:\n%s", err, out)
 	}

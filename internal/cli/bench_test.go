@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,6 +30,20 @@ func runBench(t *testing.T, gw func() bench.Target, args ...string) (stdout, std
 }
 
 func noGateway() bench.Target { return nil }
+
+// TestBenchCPUProfileNeedsSpawn: in one process a profile would mix the
+// clients' CPU with the server's, so --cpuprofile without --spawn is
+// refused before anything runs.
+func TestBenchCPUProfileNeedsSpawn(t *testing.T) {
+	dir := t.TempDir()
+	_, _, err := runBench(t, noGateway, "fanout", "--target", "relay", "--duration", "100ms", "--cpuprofile", filepath.Join(dir, "p"))
+	if err == nil || !strings.Contains(err.Error(), "--cpuprofile needs --spawn") {
+		t.Fatalf("--cpuprofile without --spawn: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("files written: %v", entries)
+	}
+}
 
 func TestBenchRegistered(t *testing.T) {
 	stdout, _, err := run(t, Options{Version: "v1.2.3"}, "bench", "--help")
