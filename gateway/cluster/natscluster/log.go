@@ -158,6 +158,44 @@ func record(m jetstream.Msg) (cluster.Record, bool) {
 	return cluster.Record{Seq: meta.Sequence.Stream, Node: from, At: meta.Timestamp, Data: m.Data()}, true
 }
 
+// handle is the log's stream, asked of the server once.
+func (v logView) handle(ctx context.Context) (jetstream.Stream, error) {
+	if h, ok := v.n.streams.Load(v.stream); ok {
+		return h.(jetstream.Stream), nil
+	}
+	h, err := v.n.js.Stream(ctx, v.stream)
+	if err != nil {
+		return nil, err
+	}
+	v.n.streams.Store(v.stream, h)
+	return h, nil
+}
+
+// tail is the sequence number of space's last record as the stream's leader
+// has it (0: none). The leader has every record whose append was answered;
+// the server a consumer is made on may not have applied the newest ones
+// yet (a replica that was not part of their quorum), so a read goes on
+// until it has seen the tail: what a node appended and then reads, it
+// reads.
+func (v logView) tail(ctx context.Context, space string) (uint64, error) {
+	h, err := v.handle(ctx)
+	if err != nil {
+		return 0, err
+	}
+	m, err := h.GetLastMsgForSubject(ctx, v.subject(space))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return m.Sequence, nil
+}
+
+// catchUpWait bounds how long a read waits for its consumer's server to
+// reach the tail the leader named.
+const catchUpWait = 2 * time.Second
+
 func (v logView) Read(ctx context.Context, space string, after uint64, limit int) ([]cluster.Record, error) {
 	if err := cluster.CheckName(space); err != nil {
 		return nil, err
@@ -170,6 +208,13 @@ func (v logView) Read(ctx context.Context, space string, after uint64, limit int
 	if limit == 0 || after == math.MaxUint64 {
 		return nil, nil // nothing can come after the last sequence number
 	}
+	tail, err := askAgain(ctx, func() (uint64, error) { return v.tail(ctx, space) })
+	if err != nil {
+		return nil, fmt.Errorf("natscluster: read %s: %w", space, n.unavailable(err))
+	}
+	if tail <= after {
+		return nil, nil // nothing after: no consumer to make
+	}
 	// Asked again as a whole: the pull request may find no responder too,
 	// when the consumer was made on another server of a NATS cluster whose
 	// routes have not carried its interest to ours yet.
@@ -178,20 +223,35 @@ func (v logView) Read(ctx context.Context, space string, after uint64, limit int
 		if err != nil {
 			return nil, err
 		}
-		batch, err := cons.FetchNoWait(limit)
-		if err != nil {
-			return nil, err
-		}
 		var out []cluster.Record
-		for m := range batch.Messages() {
-			if r, ok := record(m); ok {
-				out = append(out, r)
+		seen := after
+		wait, deadline := 2*time.Millisecond, time.Now().Add(catchUpWait)
+		for {
+			batch, err := cons.FetchNoWait(limit - len(out))
+			if err != nil {
+				return nil, err
 			}
+			for m := range batch.Messages() {
+				if meta, err := m.Metadata(); err == nil {
+					seen = max(seen, meta.Sequence.Stream)
+				}
+				if r, ok := record(m); ok {
+					out = append(out, r)
+				}
+			}
+			if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
+				return nil, err
+			}
+			if len(out) >= limit || seen >= tail || time.Now().After(deadline) {
+				return out, nil
+			}
+			select { // the consumer's server is behind the leader: a moment
+			case <-ctx.Done():
+				return out, nil
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, 50*time.Millisecond)
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
-			return nil, err
-		}
-		return out, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("natscluster: read %s: %w", space, n.unavailable(err))

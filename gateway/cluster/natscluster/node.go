@@ -101,6 +101,10 @@ type Node struct {
 	slow     uint64        // slow-consumer events: messages NATS dropped for this node
 	reconn   chan struct{} // closed and replaced at each reconnection
 
+	// streams caches the handles of the log streams (logView.handle), by
+	// name: a handle is what asks the stream's leader.
+	streams sync.Map
+
 	isClosed atomic.Bool // closed, for Err without the lock
 	down     atomic.Bool // the connection the node made is not connected
 	// epoch counts the reconnections (cluster.EpochReporter); it grows
