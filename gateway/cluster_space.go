@@ -714,11 +714,18 @@ func (cl *clusterSpace) readyFunc(env *protocol.Envelope) func() bool {
 		return func() bool { m := sp.resolveLocked(p.ParticipantID); return m == nil || m.ctl.kicked }
 	case protocol.KindStreamRequest, protocol.KindStreamClose:
 		return cl.streamReady(env) // cluster_streams.go
-	case protocol.KindParticipantPause, protocol.KindParticipantResume:
-		to, id, pause := slices.Clone(env.To), env.ID, env.Kind == protocol.KindParticipantPause
+	case protocol.KindParticipantPause, protocol.KindParticipantResume, protocol.KindParticipantShutdown:
+		to, id, kind := slices.Clone(env.To), env.ID, env.Kind
 		return func() bool {
 			for _, who := range to {
-				if m := sp.resolveLocked(who); m != nil && (pause && m.ctl.pauseID != id || !pause && m.ctl.pausedUntil.Load() != 0) {
+				m := sp.resolveLocked(who)
+				if m == nil {
+					continue
+				}
+				switch {
+				case kind == protocol.KindParticipantPause && m.ctl.pauseID != id,
+					kind == protocol.KindParticipantResume && m.ctl.pausedUntil.Load() != 0,
+					kind == protocol.KindParticipantShutdown && !m.ctl.shutdown.Load():
 					return false
 				}
 			}

@@ -587,6 +587,37 @@ func testPause(t *testing.T, gs []*testutil.Gateway) {
 	}
 }
 
+// A shutdown made on node 1 applies to the participant on node 2 until it
+// reconnects there; the reconnection ends it on every node, so that a
+// later pause and resume made on node 1 do not bring the shutdown back.
+func TestClusterShutdownRejoin(t *testing.T) { onBackends(t, 2, testShutdownRejoin) }
+
+func testShutdownRejoin(t *testing.T, gs []*testutil.Gateway) {
+	human, _ := testutil.Join(t, gs[0].WSURL, "human-token")
+	bob, _ := testutil.Join(t, gs[1].WSURL, "bob-token")
+	human.ExpectFunc("system/presence", presence("join", "bob"))
+
+	human.SendText(`{"id":"sd","kind":"participant/shutdown","to":["bob"],"payload":{"reason":"done"}}`)
+	bob.Expect("participant/shutdown")
+	if e := outcome(t, bob, "c1", `{"id":"c1","kind":"chat","payload":{"text":"still here"}}`); e == nil || e["error"] != "shutdown" {
+		t.Fatalf("shut down on node 1, bob on node 2 sent: %v", e)
+	}
+	bob.Conn.CloseNow()
+	human.ExpectFunc("system/presence", presence("leave", "bob"))
+	bob, _ = testutil.Join(t, gs[1].WSURL, "bob-token")
+	human.ExpectFunc("system/presence", presence("join", "bob"))
+	if e := outcome(t, bob, "c2", `{"id":"c2","kind":"chat","payload":{"text":"back"}}`); e != nil {
+		t.Fatalf("reconnected on node 2, bob refused: %v", e)
+	}
+	human.SendText(`{"id":"pz","kind":"participant/pause","to":["bob"],"payload":{}}`)
+	bob.Expect("participant/pause")
+	human.SendText(`{"id":"rz","kind":"participant/resume","to":["bob"],"payload":{}}`)
+	bob.Expect("participant/resume")
+	if e := outcome(t, bob, "c3", `{"id":"c3","kind":"chat","payload":{"text":"after a pause"}}`); e != nil {
+		t.Fatalf("paused and resumed on node 1 after rejoining, bob refused: %v", e)
+	}
+}
+
 // An invitation made on node 1 lets the invited participant join on node 2
 // with its token and its capabilities; a grant and a kick naming it made on
 // node 1 are enforced on node 2. Only the token's hash is in shared state.

@@ -79,8 +79,8 @@ func controlOf(m *member) cluster.Control {
 // made on: the one place a pause, resume, shutdown or kick takes effect. A
 // pause whose time has passed is none (each node ends pauses itself, see
 // expirePauses); a shutdown ends the console codes and sessions made from
-// m's token (reconnecting with the token takes part again); a kick ends m
-// for good. mu must be held.
+// m's token, and lasts until m reconnects (on whichever node: its record
+// then says no shutdown); a kick ends m for good. mu must be held.
 func (sp *liveSpace) setControlLocked(m *member, c cluster.Control) {
 	until := c.PausedUntil
 	if until != math.MaxInt64 && until <= sp.srv.now().UnixNano() {
@@ -88,7 +88,10 @@ func (sp *liveSpace) setControlLocked(m *member, c cluster.Control) {
 	}
 	m.ctl.pausedUntil.Store(until)
 	m.ctl.pauseID = c.PauseID
-	if c.Shutdown && m.ctl.shutdown.CompareAndSwap(false, true) {
+	switch {
+	case !c.Shutdown:
+		m.ctl.shutdown.Store(false) // it reconnected (on whichever node)
+	case m.ctl.shutdown.CompareAndSwap(false, true):
 		sp.srv.creds.end(m, standingGood, credCode, credSession)
 	}
 	if c.Kicked && !m.ctl.kicked {

@@ -61,6 +61,13 @@ func toolCall(id, name string) string {
 // envelope came back accepted.
 func outcome(t *testing.T, p *testutil.Peer, id, msg string) map[string]any {
 	t.Helper()
+	return outcomeSeeing(t, p, id, msg, nil)
+}
+
+// outcomeSeeing is outcome, handing every other message read meanwhile to
+// skipped (when not nil).
+func outcomeSeeing(t *testing.T, p *testutil.Peer, id, msg string, skipped func(testutil.Msg)) map[string]any {
+	t.Helper()
 	p.SendText(msg)
 	for {
 		m := p.Next()
@@ -71,6 +78,9 @@ func outcome(t *testing.T, p *testutil.Peer, id, msg string) map[string]any {
 			if c, _ := m.Env["correlation_id"].([]any); len(c) == 1 && c[0] == id {
 				return m.Payload()
 			}
+		}
+		if skipped != nil {
+			skipped(m)
 		}
 	}
 }

@@ -297,7 +297,12 @@ func (sp *liveSpace) attach(s *session) *refusal {
 		sp.detachLocked(old)
 	}
 	s.m.sess = s
-	s.m.ctl.shutdown.Store(false) // a shut-down participant takes part again by reconnecting
+	if s.m.ctl.shutdown.Swap(false) {
+		// A shut-down participant takes part again by reconnecting, on
+		// every node: else another node's next control record would
+		// carry the old shutdown back.
+		sp.link.controlLocked(s.m, "")
+	}
 	sp.presenceChangedLocked(s.m, true, sp.srv.now())
 	sp.sessions[s.id] = s
 	sp.joinRosterLocked(s)
