@@ -1,7 +1,7 @@
 package llm
 
 import (
-	"bytes"
+	"cmp"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -132,17 +132,7 @@ func arguments(s string) json.RawMessage {
 
 // wireArguments is the inverse of arguments, for sending a call back.
 func wireArguments(raw json.RawMessage) string {
-	t := bytes.TrimSpace(raw)
-	if len(t) == 0 {
-		return "{}"
-	}
-	if t[0] == '"' {
-		var s string
-		if json.Unmarshal(t, &s) == nil {
-			return s
-		}
-	}
-	return string(t)
+	return cmp.Or(argumentText(raw), "{}")
 }
 
 // speakerName makes a message's Name one the API accepts.
