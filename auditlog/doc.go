@@ -27,7 +27,8 @@
 // The files are input that anyone with access to the directory may have
 // written: every line is bounded ([ReadOptions.MaxLineSize]); a line too long,
 // not JSON or not a record is skipped and counted, never fatal, and never
-// read into memory beyond the bound. The verifier shares no code with the
-// gateway's writer (gateway/internal/audit), so a mistake in the writer's
-// chain shows as a broken log rather than hiding itself.
+// read into memory beyond the bound. The file names and the chain's form and
+// arithmetic are internal/auditfmt's, which the gateway's writer uses too; a
+// mistake there would be shared, so both are checked against test vectors
+// generated apart from either (internal/auditfmt/testdata/gen.py).
 package auditlog

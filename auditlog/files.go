@@ -6,19 +6,16 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
+
+	"github.com/mew-protocol/mew/internal/auditfmt"
 )
 
 // The logs of a directory, as the gateway names them.
 const (
-	EnvelopeHistory     = "envelope-history.jsonl"
-	CapabilityDecisions = "capability-decisions.jsonl"
+	EnvelopeHistory     = auditfmt.EnvelopeHistory
+	CapabilityDecisions = auditfmt.CapabilityDecisions
 )
-
-// rotatedLayout is the time in a rotated file's name:
-// envelope-history.20261122T100950.999Z.jsonl.
-const rotatedLayout = "20060102T150405.000Z"
 
 // Files lists the files of the log name (EnvelopeHistory or
 // CapabilityDecisions) in dir: the rotated ones oldest first, then the
@@ -29,21 +26,16 @@ func Files(dir, name string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	stem := strings.TrimSuffix(name, ".jsonl") + "."
 	type rotated struct {
 		path string
 		at   time.Time
 	}
 	var rs []rotated
 	for _, e := range entries {
-		mid, ok := strings.CutPrefix(e.Name(), stem)
-		if !ok || !e.Type().IsRegular() {
+		if !e.Type().IsRegular() {
 			continue
 		}
-		if mid, ok = strings.CutSuffix(mid, ".jsonl"); !ok {
-			continue
-		}
-		if at, err := time.Parse(rotatedLayout, mid); err == nil && at.Format(rotatedLayout) == mid {
+		if at, ok := auditfmt.RotatedTime(e.Name(), name); ok {
 			rs = append(rs, rotated{filepath.Join(dir, e.Name()), at})
 		}
 	}

@@ -1,103 +1,17 @@
 package auditlog
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"os"
 	"path/filepath"
-	"strconv"
+
+	"github.com/mew-protocol/mew/internal/auditfmt"
 )
 
-// The chain, as docs/audit.md defines it: every line ends in
-// ,"chain":"<n>:<hash>"} where n is the line's number in its file and hash
-// is 32 hex digits, the first 16 bytes of SHA-256 over the previous line's
-// hash (16 bytes) and this line's bytes before the hash. The first line a
-// writer writes into a file also carries ,"chain_prev":"<hash>" before it:
-// the hash it starts from. This verifier is written from that description
-// alone and shares no code with the writer, so that a mistake in the
-// writer's chain cannot hide itself.
-const (
-	hashSize    = 16
-	hashHex     = 2 * hashSize
-	chainKey    = `,"chain":"`
-	chainPrevKy = `,"chain_prev":"`
-	chainTail   = hashHex + 2 // the hash and `"}`
-	prevMember  = len(chainPrevKy) + hashHex + 1
-)
-
-// chainLink is what a line's chain members say.
-type chainLink struct {
-	n       uint64
-	sum     [hashSize]byte
-	prev    [hashSize]byte // chain_prev, when hasPrev
-	hasPrev bool
-	hashed  []byte // the bytes the hash covers after the previous hash
-}
-
-var errNoChain = errors.New("no chain member at the end of the line")
-
-// parseChain reads the chain members at the end of line (without '\n').
-func parseChain(line []byte) (chainLink, error) {
-	var l chainLink
-	end := len(line) - chainTail
-	if end <= 0 || !bytes.HasSuffix(line, []byte(`"}`)) || line[end-1] != ':' {
-		return l, errNoChain
-	}
-	if !decodeHash(l.sum[:], line[end:len(line)-2]) {
-		return l, errNoChain
-	}
-	k := bytes.LastIndex(line[:end], []byte(chainKey))
-	if k < 0 {
-		return l, errNoChain
-	}
-	num := line[k+len(chainKey) : end-1]
-	n, err := strconv.ParseUint(string(num), 10, 64)
-	if err != nil || n == 0 || num[0] == '0' || num[0] == '+' {
-		return l, errNoChain
-	}
-	l.n, l.hashed = n, line[:end]
-	if p := k - prevMember; p >= 0 && bytes.HasPrefix(line[p:], []byte(chainPrevKy)) && line[k-1] == '"' {
-		if !decodeHash(l.prev[:], line[p+len(chainPrevKy):k-1]) {
-			return l, errNoChain
-		}
-		l.hasPrev = true
-	}
-	return l, nil
-}
-
-// decodeHash decodes 32 lower-case hex digits into dst.
-func decodeHash(dst, src []byte) bool {
-	for _, c := range src {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	n, err := hex.Decode(dst, src)
-	return err == nil && n == hashSize
-}
-
-// chainHash computes a line's hash from the previous one.
-type chainHash struct {
-	h   hash.Hash
-	sum []byte
-}
-
-func (c *chainHash) of(prev *[hashSize]byte, l *chainLink) [hashSize]byte {
-	if c.h == nil {
-		c.h = sha256.New()
-	}
-	c.h.Reset()
-	c.h.Write(prev[:])
-	c.h.Write(l.hashed)
-	c.sum = c.h.Sum(c.sum[:0])
-	var out [hashSize]byte
-	copy(out[:], c.sum)
-	return out
-}
+// The chain, as docs/audit.md defines it, is read and computed by
+// auditfmt, which the writer uses too; the two are kept honest by test
+// vectors generated apart from both (see auditfmt's doc).
 
 // Problem is a place in a log where something is wrong.
 type Problem struct {
@@ -180,7 +94,7 @@ func Verify(dir string, opts VerifyOptions) (Report, error) {
 			}
 		}
 		if v.started {
-			lr.Head = hex.EncodeToString(v.seed[:])
+			lr.Head = v.seed.String()
 		}
 		rep.Logs = append(rep.Logs, lr)
 	}
@@ -192,12 +106,12 @@ func Verify(dir string, opts VerifyOptions) (Report, error) {
 
 // verifier walks the lines of one log.
 type verifier struct {
-	c       chainHash
+	c       auditfmt.Hasher
 	rep     *LogReport
 	max     int
-	seed    [hashSize]byte // hash of the last intact line
-	started bool           // seed is set
-	prevEnd string         // the file before the current one
+	seed    auditfmt.Hash // hash of the last intact line
+	started bool          // seed is set
+	prevEnd string        // the file before the current one
 }
 
 // logLine is one line read from a file, owned by the verifier.
@@ -205,8 +119,8 @@ type logLine struct {
 	b        []byte // without '\n'
 	complete bool   // it ended in '\n'
 	tooLong  bool
-	link     chainLink
-	err      error // from parseChain
+	link     auditfmt.Link
+	err      error // from auditfmt.ParseLink
 }
 
 // readLine reads the next line of lr into dst's storage; ok is false at
@@ -218,9 +132,9 @@ func readLine(lr *lineReader, dst *logLine) (ok bool, err error) {
 	}
 	*dst = logLine{b: append(dst.b[:0], l.b...), complete: l.complete, tooLong: l.tooLong}
 	if l.tooLong {
-		dst.err = errNoChain
+		dst.err = auditfmt.ErrNoChain
 	} else {
-		dst.link, dst.err = parseChain(dst.b)
+		dst.link, dst.err = auditfmt.ParseLink(dst.b)
 	}
 	return true, nil
 }
@@ -273,30 +187,30 @@ func (v *verifier) file(path string, first bool) error {
 		l := &cur.link
 		if p == 1 {
 			switch {
-			case !l.hasPrev:
+			case !l.HasPrev:
 				fail(p, "the first line of the file does not state the hash it starts from (chain_prev): it was altered, or lines before it removed")
 				return nil
 			case first:
-				if l.prev != ([hashSize]byte{}) {
-					v.rep.StartsAfter = hex.EncodeToString(l.prev[:])
+				if l.Prev != (auditfmt.Hash{}) {
+					v.rep.StartsAfter = l.Prev.String()
 				}
-			case l.prev != v.seed:
+			case l.Prev != v.seed:
 				fail(p, "the file does not continue %s: it starts from hash %x, that file ends with %x; a file between them is missing, or the end of %s was cut or altered",
-					filepath.Base(v.prevEnd), l.prev, v.seed, filepath.Base(v.prevEnd))
+					filepath.Base(v.prevEnd), l.Prev, v.seed, filepath.Base(v.prevEnd))
 				return nil
 			}
-			v.seed, v.started = l.prev, true
-		} else if l.hasPrev && l.prev != v.seed {
+			v.seed, v.started = l.Prev, true
+		} else if l.HasPrev && l.Prev != v.seed {
 			// A writer that started again on this file states the hash
 			// it continues from: the previous line must end with it.
 			v.diagnose(p, cur, nx, fail)
 			return nil
 		}
-		if l.n != uint64(p) || v.c.of(&v.seed, l) != l.sum {
+		if l.N != uint64(p) || v.c.Next(&v.seed, l.Hashed) != l.Sum {
 			v.diagnose(p, cur, nx, fail)
 			return nil
 		}
-		v.seed = l.sum
+		v.seed = l.Sum
 		v.rep.Lines++
 		if nx == nil {
 			v.prevEnd = path
@@ -315,8 +229,8 @@ func cmpMax(n int) int {
 
 // follows reports whether l is a valid line numbered n whose hash follows
 // from seed.
-func (v *verifier) follows(l *logLine, n int, seed *[hashSize]byte) bool {
-	return l != nil && l.complete && l.err == nil && l.link.n == uint64(n) && v.c.of(seed, &l.link) == l.link.sum
+func (v *verifier) follows(l *logLine, n int, seed *auditfmt.Hash) bool {
+	return l != nil && l.complete && l.err == nil && l.link.N == uint64(n) && v.c.Next(seed, l.link.Hashed) == l.link.Sum
 }
 
 // diagnose names what happened at line p, which does not follow from the
@@ -325,21 +239,21 @@ func (v *verifier) follows(l *logLine, n int, seed *[hashSize]byte) bool {
 func (v *verifier) diagnose(p int, cur, next *logLine, fail func(int, string, ...any)) {
 	l := &cur.link
 	switch {
-	case l.n == uint64(p)+1 && next != nil && v.follows(next, p, &v.seed) &&
-		v.follows(cur, p+1, &next.link.sum):
+	case l.N == uint64(p)+1 && next != nil && v.follows(next, p, &v.seed) &&
+		v.follows(cur, p+1, &next.link.Sum):
 		fail(p, "lines %d and %d are swapped", p, p+1)
 	case next != nil && v.follows(next, p, &v.seed):
 		fail(p, "the line was inserted: the line after it follows from the line before it")
-	case next != nil && v.follows(next, p+1, &l.sum):
+	case next != nil && v.follows(next, p+1, &l.Sum):
 		fail(p, "the line was altered: its hash no longer matches its bytes")
-	case l.n > uint64(p)+1:
-		fail(p, "lines are missing before this one (it is numbered %d): lines %d to %d were removed", l.n, p, l.n-1)
-	case l.n == uint64(p)+1:
-		fail(p, "a line is missing before this one (it is numbered %d): line %d was removed", l.n, p)
-	case l.n < uint64(p):
-		fail(p, "the line is numbered %d: it was inserted, or duplicated from line %d", l.n, l.n)
-	case l.hasPrev && l.prev != v.seed:
-		fail(p, "the line continues from hash %x, the line before it ends with %x: the line before it was altered", l.prev, v.seed)
+	case l.N > uint64(p)+1:
+		fail(p, "lines are missing before this one (it is numbered %d): lines %d to %d were removed", l.N, p, l.N-1)
+	case l.N == uint64(p)+1:
+		fail(p, "a line is missing before this one (it is numbered %d): line %d was removed", l.N, p)
+	case l.N < uint64(p):
+		fail(p, "the line is numbered %d: it was inserted, or duplicated from line %d", l.N, l.N)
+	case l.HasPrev && l.Prev != v.seed:
+		fail(p, "the line continues from hash %x, the line before it ends with %x: the line before it was altered", l.Prev, v.seed)
 	case next == nil:
 		fail(p, "the line was altered: its hash no longer matches its bytes")
 	default:

@@ -4,8 +4,9 @@
 //
 //   - [OpenAI] speaks the Chat Completions API of any OpenAI-compatible
 //     server (OpenAI itself, Ollama, vLLM, the llama.cpp server, OpenRouter,
-//     ...) through the official openai-go client. It retries rate limits and
-//     server errors with backoff, bounds every attempt with a timeout, and
+//     ...) through a small client of its own (docs/agent.md says why not the
+//     official SDK). It retries rate limits and server errors with backoff,
+//     bounds every attempt with a timeout, and
 //     turns the answers a caller must act on into errors it can test with
 //     [errors.Is]: [ErrUnauthorized], [ErrNotFound], [ErrRateLimited],
 //     [ErrTimeout], [ErrBadResponse], and the context's own error when the

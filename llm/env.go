@@ -70,6 +70,10 @@ type Config struct {
 	MaxRetries int
 	// HTTPClient, when set, makes the requests.
 	HTTPClient *http.Client
+	// Header holds headers sent with every request, for servers that want
+	// more than the API key (OpenRouter's HTTP-Referer, a proxy's own
+	// token). An APIKey, when set, is the Authorization header.
+	Header http.Header
 	// MaxResponseBytes bounds one answer's bytes as the server sends them
 	// (0: DefaultMaxResponseBytes), and MaxAnswerTime the whole of one
 	// answer, retries and stream included (0: DefaultMaxAnswerTime;

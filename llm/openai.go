@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -15,13 +14,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	openai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/param"
-	"github.com/openai/openai-go/v3/packages/respjson"
-	"github.com/openai/openai-go/v3/packages/ssestream"
-	"github.com/openai/openai-go/v3/shared"
 )
 
 // openAIBaseURL is the API root when Config.BaseURL is empty.
@@ -35,15 +27,20 @@ const maxErrorBody = 64 << 10
 var errIdle = errors.New("llm: stream idle")
 
 // OpenAI is the [Provider] for any OpenAI-compatible Chat Completions
-// endpoint, built on the official openai-go client. Create it with
-// [NewOpenAI] (or [FromEnv]); it is safe for concurrent use.
+// endpoint, over a small client of its own (see docs/agent.md for why not
+// the official SDK). Create it with [NewOpenAI] (or [FromEnv]); it is safe
+// for concurrent use.
 type OpenAI struct {
-	client  openai.Client
-	model   string
-	where   string        // the base URL without credentials, for errors
-	timeout time.Duration // per attempt or stream piece; 0 means none
-	total   time.Duration // the whole answer; 0 means none
-	maxBody int64         // bytes of one answer as sent
+	http     *http.Client
+	endpoint string // the chat completions URL
+	apiKey   string
+	header   http.Header // Config.Header
+	retries  int
+	model    string
+	where    string        // the base URL without credentials, for errors
+	timeout  time.Duration // per attempt or stream piece; 0 means none
+	total    time.Duration // the whole answer; 0 means none
+	maxBody  int64         // bytes of one answer as sent
 	// completionTokens sends max_completion_tokens (which OpenAI's newer
 	// models require) instead of max_tokens (which every compatible server
 	// knows).
@@ -63,45 +60,23 @@ func NewOpenAI(cfg Config) (*OpenAI, error) {
 		return nil, fmt.Errorf("llm: base URL %q: want http(s)://host[:port][/path], such as http://localhost:11434/v1", base)
 	}
 	p := &OpenAI{
-		model:            cfg.Model,
+		http:             cmp.Or(cfg.HTTPClient, http.DefaultClient),
+		endpoint:         strings.TrimRight(base, "/") + "/chat/completions",
+		apiKey:           cfg.APIKey,
+		header:           cfg.Header.Clone(),
+		model:            cmp.Or(cfg.Model, DefaultModel),
 		where:            u.Scheme + "://" + u.Host + strings.TrimRight(u.Path, "/"),
 		timeout:          cfg.Timeout,
 		completionTokens: u.Host == "api.openai.com",
-	}
-	if p.model == "" {
-		p.model = DefaultModel
 	}
 	if p.timeout == 0 {
 		p.timeout = DefaultTimeout
 	} else if p.timeout < 0 {
 		p.timeout = 0
 	}
-	p.total = cmp.Or(cfg.MaxAnswerTime, DefaultMaxAnswerTime)
-	if p.total < 0 {
-		p.total = 0
-	}
+	p.total = max(cmp.Or(cfg.MaxAnswerTime, DefaultMaxAnswerTime), 0)
 	p.maxBody = cmp.Or(cfg.MaxResponseBytes, DefaultMaxResponseBytes)
-	retries := cfg.MaxRetries
-	if retries == 0 {
-		retries = DefaultMaxRetries
-	} else if retries < 0 {
-		retries = 0
-	}
-	// Every setting is given explicitly, so that the client's own reading
-	// of OPENAI_BASE_URL and OPENAI_API_KEY cannot override cfg (an empty
-	// key sends no Authorization header).
-	opts := []option.RequestOption{
-		option.WithBaseURL(base),
-		option.WithAPIKey(cfg.APIKey),
-		option.WithMaxRetries(retries),
-	}
-	if p.timeout > 0 {
-		opts = append(opts, option.WithRequestTimeout(p.timeout))
-	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	}
-	p.client = openai.NewClient(opts...)
+	p.retries = max(cmp.Or(cfg.MaxRetries, DefaultMaxRetries), 0)
 	return p, nil
 }
 
@@ -113,29 +88,42 @@ func (p *OpenAI) Model() string { return p.model }
 
 // Complete implements [Provider].
 func (p *OpenAI) Complete(ctx context.Context, req Request) (*Response, error) {
-	params, names, err := p.params(req)
+	w, names, err := p.params(req)
+	if err != nil {
+		return nil, err
+	}
+	body, err := w.encode()
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := p.answerContext(ctx)
 	defer cancel(nil)
 	c := capture{maxBody: p.maxBody}
-	cc, err := p.client.Chat.Completions.New(ctx, params, option.WithMiddleware(c.middleware))
+	b, err := p.complete(ctx, body, &c)
 	if err != nil {
-		if e := p.overAnswer(ctx, &c, params.Model); e != nil {
+		if e := p.overAnswer(ctx, &c, w.Model); e != nil {
 			return nil, e
 		}
-		return nil, p.fail(ctx, err, &c, params.Model)
+		return nil, p.fail(ctx, err, &c, w.Model)
+	}
+	var cc wireCompletion
+	if err := json.Unmarshal(b, &cc); err != nil {
+		return nil, fmt.Errorf("%w from %s: the answer is not a chat completion (%v): %s", ErrBadResponse, p.at(w.Model), err, excerpt(b))
 	}
 	if len(cc.Choices) == 0 {
-		return nil, fmt.Errorf("%w from %s: the answer has no choices", ErrBadResponse, p.at(params.Model))
+		return nil, fmt.Errorf("%w from %s: the answer has no choices", ErrBadResponse, p.at(w.Model))
 	}
-	choice := cc.Choices[0]
+	return completion(&cc, names), nil
+}
+
+// completion is the Response of a whole answer.
+func completion(cc *wireCompletion, names *toolNames) *Response {
+	choice := &cc.Choices[0]
 	r := &Response{
-		Content:      choice.Message.Content,
-		Reasoning:    reasoningOf(choice.Message.JSON.ExtraFields),
+		Content:      text(choice.Message.Content),
+		Reasoning:    choice.Message.reasoning(),
 		FinishReason: FinishReason(choice.FinishReason),
-		Usage:        usageOf(cc.Usage),
+		Usage:        cc.Usage.usage(),
 		Model:        cc.Model,
 	}
 	for i, tc := range choice.Message.ToolCalls {
@@ -149,22 +137,26 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (*Response, error) {
 		r.ToolCalls = append(r.ToolCalls, ToolCall{
 			ID:        id,
 			Name:      names.caller(tc.Function.Name),
-			Arguments: arguments(tc.Function.Arguments),
+			Arguments: arguments(argumentText(tc.Function.Arguments)),
 		})
 	}
 	settle(r)
-	return r, nil
+	return r
 }
 
 // Stream implements [Provider]. The timeout bounds the wait for each piece
 // rather than the whole answer, so a long answer that keeps coming is never
 // cut off.
 func (p *OpenAI) Stream(ctx context.Context, req Request, onDelta func(Delta)) (*Response, error) {
-	params, names, err := p.params(req)
+	w, names, err := p.params(req)
 	if err != nil {
 		return nil, err
 	}
-	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)}
+	w.Stream, w.StreamOptions = true, &wireStreamOptions{IncludeUsage: true}
+	body, err := w.encode()
+	if err != nil {
+		return nil, err
+	}
 
 	actx, cancelAnswer := p.answerContext(ctx)
 	defer cancelAnswer(nil)
@@ -176,160 +168,63 @@ func (p *OpenAI) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 		defer idle.Stop()
 	}
 	c := capture{maxBody: p.maxBody}
-	stream := p.client.Chat.Completions.NewStreaming(sctx, params,
-		option.WithMiddleware(c.middleware), option.WithRequestTimeout(0))
-	defer func() { _ = stream.Close() }()
-
 	acc := accumulator{names: names, emit: onDelta, byWire: map[int64]int{}}
-	for stream.Next() {
+	err = p.stream(sctx, body, &c, func(ch *wireChunk) {
 		if idle != nil {
 			idle.Stop()
 		}
-		acc.add(stream.Current())
+		acc.add(ch)
 		if idle != nil {
 			idle.Reset(p.timeout)
 		}
-	}
-	if err := stream.Err(); err != nil {
-		if e := p.overAnswer(actx, &c, params.Model); e != nil && ctx.Err() == nil {
+	})
+	if err != nil {
+		var apiErr *APIError
+		if errors.As(err, &apiErr) && apiErr.Status == 0 {
+			return nil, fmt.Errorf("llm: %s: %w", p.at(w.Model), err) // an error event
+		}
+		if e := p.overAnswer(actx, &c, w.Model); e != nil && ctx.Err() == nil {
 			return nil, e
 		}
 		if ctx.Err() == nil && errors.Is(context.Cause(sctx), errIdle) {
-			return nil, fmt.Errorf("%w: %s sent no piece of the answer within %s", ErrTimeout, p.at(params.Model), p.timeout)
+			return nil, fmt.Errorf("%w: %s sent no piece of the answer within %s", ErrTimeout, p.at(w.Model), p.timeout)
 		}
-		return nil, p.fail(ctx, err, &c, params.Model)
+		return nil, p.fail(ctx, err, &c, w.Model)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("llm: openai model %s: %w", params.Model, err)
+		return nil, fmt.Errorf("llm: openai model %s: %w", w.Model, err)
 	}
 	if acc.chunks == 0 {
-		return nil, fmt.Errorf("%w from %s: the stream ended without a chunk", ErrBadResponse, p.at(params.Model))
+		return nil, fmt.Errorf("%w from %s: the stream ended without a chunk", ErrBadResponse, p.at(w.Model))
 	}
 	return acc.response(), nil
 }
 
-// params translates a request into the client's parameters, with the map
-// between the caller's tool names and those sent.
-func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, *toolNames, error) {
-	var params openai.ChatCompletionNewParams
-	params.Model = shared.ChatModel(req.Model)
-	if req.Model == "" {
-		params.Model = shared.ChatModel(p.model)
-	}
-
-	var all []string
-	for _, t := range req.Tools {
-		all = append(all, t.Name)
-	}
-	for _, m := range req.Messages {
-		for _, tc := range m.ToolCalls {
-			all = append(all, tc.Name)
-		}
-	}
-	names := newToolNames(all)
-
-	for i, m := range req.Messages {
-		switch m.Role {
-		case RoleSystem:
-			params.Messages = append(params.Messages, openai.SystemMessage(m.Content))
-		case RoleUser:
-			um := openai.ChatCompletionUserMessageParam{}
-			um.Content.OfString = param.NewOpt(m.Content)
-			if m.Name != "" {
-				um.Name = param.NewOpt(speakerName(m.Name))
-			}
-			params.Messages = append(params.Messages, openai.ChatCompletionMessageParamUnion{OfUser: &um})
-		case RoleAssistant:
-			am := openai.ChatCompletionAssistantMessageParam{}
-			if m.Content != "" || len(m.ToolCalls) == 0 {
-				am.Content.OfString = param.NewOpt(m.Content)
-			}
-			for _, tc := range m.ToolCalls {
-				am.ToolCalls = append(am.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-						ID: tc.ID,
-						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
-							Name:      names.wire(tc.Name),
-							Arguments: wireArguments(tc.Arguments),
-						},
-					},
-				})
-			}
-			params.Messages = append(params.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &am})
-		case RoleTool:
-			params.Messages = append(params.Messages, openai.ToolMessage(m.Content, m.ToolCallID))
-		default:
-			return params, nil, fmt.Errorf("llm: message %d: unknown role %q", i, m.Role)
-		}
-	}
-
-	for _, t := range req.Tools {
-		schema := bytes.TrimSpace(t.Parameters)
-		if len(schema) == 0 {
-			schema = []byte(`{"type":"object","properties":{}}`)
-		} else if schema[0] != '{' || !json.Valid(schema) {
-			return params, nil, fmt.Errorf("llm: tool %q: parameters must be a JSON Schema object", t.Name)
-		}
-		def, err := json.Marshal(struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description,omitempty"`
-			Parameters  json.RawMessage `json:"parameters"`
-		}{names.wire(t.Name), t.Description, schema})
-		if err != nil {
-			return params, nil, fmt.Errorf("llm: tool %q: %w", t.Name, err)
-		}
-		// The definition goes out as written, keeping the order of the
-		// schema's properties, which the model reads.
-		params.Tools = append(params.Tools, openai.ChatCompletionToolUnionParam{
-			OfFunction: &openai.ChatCompletionFunctionToolParam{
-				Function: param.Override[shared.FunctionDefinitionParam](json.RawMessage(def)),
-			},
-		})
-	}
-
-	if req.Temperature != nil {
-		params.Temperature = param.NewOpt(*req.Temperature)
-	}
-	if req.MaxTokens > 0 {
-		if p.completionTokens {
-			params.MaxCompletionTokens = param.NewOpt(int64(req.MaxTokens))
-		} else {
-			params.MaxTokens = param.NewOpt(int64(req.MaxTokens))
-		}
-	}
-	return params, names, nil
-}
-
-// fail turns an error of the client into one of this package's.
-func (p *OpenAI) fail(ctx context.Context, err error, c *capture, model shared.ChatModel) error {
+// fail turns an error of an exchange into one of this package's.
+func (p *OpenAI) fail(ctx context.Context, err error, c *capture, model string) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("llm: openai model %s: %w", model, ctxErr)
 	}
 	at := p.at(model)
-	var sdkErr *openai.Error
-	if c.status >= 400 || errors.As(err, &sdkErr) {
+	if c.status >= 400 {
 		e := c.apiError()
-		if e.Status == 0 && sdkErr != nil {
-			e.Status = sdkErr.StatusCode
-		}
 		return fmt.Errorf("llm: %s: %w%s", at, e, hint(e.Status, c.attempts))
 	}
-	var se *ssestream.StreamError
-	if errors.As(err, &se) {
-		return fmt.Errorf("llm: %s: %w", at, parseAPIError(0, se.Event.Data))
-	}
 	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errAttemptTimeout) || (errors.As(err, &ne) && ne.Timeout()) {
 		return fmt.Errorf("%w: %s gave no answer within %s", ErrTimeout, at, p.timeout)
 	}
+	if errors.Is(err, ErrBadResponse) {
+		return fmt.Errorf("llm: %s: %w", at, err)
+	}
 	if c.status >= 200 && c.status < 300 {
-		return fmt.Errorf("%w from %s: %v", ErrBadResponse, at, err)
+		return fmt.Errorf("%w from %s: %w", ErrBadResponse, at, err)
 	}
 	return fmt.Errorf("llm: %s: %w", at, err)
 }
 
 // at names the model and server in errors.
-func (p *OpenAI) at(model shared.ChatModel) string {
+func (p *OpenAI) at(model string) string {
 	return fmt.Sprintf("openai model %s at %s", model, p.where)
 }
 
@@ -348,9 +243,9 @@ func hint(status, attempts int) string {
 	return ""
 }
 
-// capture is a client middleware that remembers the last attempt's answer,
-// so that errors can be reported from what the server actually said.
-// Attempts of one call run one after another, so it needs no lock.
+// capture remembers the last attempt's answer, so that errors can be
+// reported from what the server actually said. Attempts of one call run one
+// after another, so it needs no lock.
 type capture struct {
 	attempts int
 	status   int
@@ -409,26 +304,6 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.left -= int64(n)
 	return n, err
-}
-
-func (c *capture) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	c.attempts++
-	res, err := next(req)
-	c.status, c.header, c.body = 0, nil, nil
-	if res == nil {
-		return res, err
-	}
-	c.status, c.header = res.StatusCode, res.Header
-	if res.StatusCode < 400 && res.Body != nil && c.maxBody > 0 {
-		res.Body = &cappedBody{ReadCloser: res.Body, left: c.maxBody, over: &c.tooLarge}
-	}
-	if res.StatusCode >= 400 && res.Body != nil {
-		b, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
-		_ = res.Body.Close()
-		c.body = b
-		res.Body = io.NopCloser(bytes.NewReader(b))
-	}
-	return res, err
 }
 
 // apiError builds the error for the last attempt's answer.
@@ -517,234 +392,4 @@ func retryAfter(h http.Header) time.Duration {
 		}
 	}
 	return 0
-}
-
-// accumulator assembles a streamed answer and reports its pieces.
-type accumulator struct {
-	names     *toolNames
-	emit      func(Delta)
-	chunks    int
-	content   strings.Builder
-	reasoning strings.Builder
-	calls     []*callParts
-	byWire    map[int64]int // the server's index → position in calls
-	finish    string
-	model     string
-	usage     Usage
-}
-
-type callParts struct {
-	id, name string
-	args     strings.Builder
-}
-
-func (a *accumulator) add(ch openai.ChatCompletionChunk) {
-	a.chunks++
-	if a.model == "" {
-		a.model = ch.Model
-	}
-	if ch.JSON.Usage.Valid() {
-		a.usage = usageOf(ch.Usage)
-	}
-	for _, c := range ch.Choices {
-		if c.Index != 0 {
-			continue
-		}
-		if r := reasoningOf(c.Delta.JSON.ExtraFields); r != "" {
-			a.reasoning.WriteString(r)
-			a.send(Delta{Reasoning: r})
-		}
-		if c.Delta.Content != "" {
-			a.content.WriteString(c.Delta.Content)
-			a.send(Delta{Content: c.Delta.Content})
-		}
-		for _, tc := range c.Delta.ToolCalls {
-			pos, ok := a.byWire[tc.Index]
-			// A new id at a known index is a new call: some servers
-			// send every call whole at index 0.
-			if !ok || (tc.ID != "" && a.calls[pos].id != "" && tc.ID != a.calls[pos].id) {
-				pos = len(a.calls)
-				a.calls = append(a.calls, &callParts{})
-				a.byWire[tc.Index] = pos
-			}
-			call := a.calls[pos]
-			d := ToolCallDelta{Index: pos, Arguments: tc.Function.Arguments}
-			if call.id == "" && tc.ID != "" {
-				call.id, d.ID = tc.ID, tc.ID
-			}
-			if call.name == "" && tc.Function.Name != "" {
-				call.name = a.names.caller(tc.Function.Name)
-				d.Name = call.name
-			}
-			call.args.WriteString(tc.Function.Arguments)
-			if d.ID != "" || d.Name != "" || d.Arguments != "" {
-				a.send(Delta{ToolCall: &d})
-			}
-		}
-		if c.FinishReason != "" {
-			a.finish = c.FinishReason
-		}
-	}
-}
-
-func (a *accumulator) send(d Delta) {
-	if a.emit != nil {
-		a.emit(d)
-	}
-}
-
-func (a *accumulator) response() *Response {
-	r := &Response{
-		Content:      a.content.String(),
-		Reasoning:    a.reasoning.String(),
-		FinishReason: FinishReason(a.finish),
-		Usage:        a.usage,
-		Model:        a.model,
-	}
-	for i, c := range a.calls {
-		id := c.id
-		if id == "" {
-			id = "call_" + strconv.Itoa(i)
-		}
-		r.ToolCalls = append(r.ToolCalls, ToolCall{ID: id, Name: c.name, Arguments: arguments(c.args.String())})
-	}
-	settle(r)
-	return r
-}
-
-// settle makes the finish reason agree with the tool calls: some servers
-// say "stop", or nothing, for an answer that calls tools.
-func settle(r *Response) {
-	if len(r.ToolCalls) > 0 && (r.FinishReason == "" || r.FinishReason == FinishStop) {
-		r.FinishReason = FinishToolCalls
-	}
-	if r.FinishReason == "" {
-		r.FinishReason = FinishStop
-	}
-}
-
-func usageOf(u openai.CompletionUsage) Usage {
-	return Usage{
-		PromptTokens:     int(u.PromptTokens),
-		CompletionTokens: int(u.CompletionTokens),
-		TotalTokens:      int(u.TotalTokens),
-	}
-}
-
-// reasoningOf finds a reasoning model's thinking among the fields the API
-// does not define: "reasoning_content" (DeepSeek, vLLM, llama.cpp) or
-// "reasoning" (Ollama, OpenRouter).
-func reasoningOf(extra map[string]respjson.Field) string {
-	for _, key := range []string{"reasoning_content", "reasoning"} {
-		var s string
-		if f, ok := extra[key]; ok && json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
-			return s
-		}
-	}
-	return ""
-}
-
-// arguments makes a model's argument text valid JSON: {} for nothing, the
-// text itself when it is JSON, else the text as a JSON string.
-func arguments(s string) json.RawMessage {
-	t := strings.TrimSpace(s)
-	if t == "" {
-		return json.RawMessage("{}")
-	}
-	if json.Valid([]byte(t)) {
-		return json.RawMessage(t)
-	}
-	b, _ := json.Marshal(s) // a string always marshals
-	return b
-}
-
-// wireArguments is the inverse of arguments, for sending a call back.
-func wireArguments(raw json.RawMessage) string {
-	t := bytes.TrimSpace(raw)
-	if len(t) == 0 {
-		return "{}"
-	}
-	if t[0] == '"' {
-		var s string
-		if json.Unmarshal(t, &s) == nil {
-			return s
-		}
-	}
-	return string(t)
-}
-
-// speakerName makes a message's Name one the API accepts.
-func speakerName(s string) string {
-	w := sanitizeName(s)
-	if w == "" {
-		return "user"
-	}
-	return w
-}
-
-// toolNames maps the caller's tool names to names the API accepts
-// (^[a-zA-Z0-9_-]{1,64}$) and back.
-type toolNames struct {
-	toWire, fromWire map[string]string
-}
-
-func newToolNames(names []string) *toolNames {
-	n := &toolNames{toWire: map[string]string{}, fromWire: map[string]string{}}
-	// Names that are already fine keep themselves, so that they never
-	// collide with a rewritten one.
-	for _, name := range names {
-		if sanitizeName(name) == name && name != "" {
-			n.toWire[name], n.fromWire[name] = name, name
-		}
-	}
-	for _, name := range names {
-		if _, done := n.toWire[name]; done {
-			continue
-		}
-		base := sanitizeName(name)
-		if base == "" {
-			base = "tool"
-		}
-		w := base
-		for i := 2; ; i++ {
-			if _, taken := n.fromWire[w]; !taken {
-				break
-			}
-			suffix := "_" + strconv.Itoa(i)
-			w = base[:min(len(base), 64-len(suffix))] + suffix
-		}
-		n.toWire[name], n.fromWire[w] = w, name
-	}
-	return n
-}
-
-func (n *toolNames) wire(name string) string {
-	if w, ok := n.toWire[name]; ok {
-		return w
-	}
-	return name
-}
-
-func (n *toolNames) caller(wire string) string {
-	if c, ok := n.fromWire[wire]; ok {
-		return c
-	}
-	return wire
-}
-
-// sanitizeName replaces each character outside [a-zA-Z0-9_-] with '_' and
-// cuts the result to 64 bytes.
-func sanitizeName(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if r < utf8.RuneSelf && (r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-		if b.Len() == 64 {
-			break
-		}
-	}
-	return b.String()
 }

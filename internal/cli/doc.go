@@ -5,7 +5,8 @@
 // build and run as many independent trees as it likes, capturing their output through Options.
 //
 // Commands are named and flagged as in the reference TypeScript CLI, so that scripts written for it
-// keep working: demo, init, space (up, down, status, clean, connect), gateway start, client connect,
-// agent (run, mcp, a2a, tool-test, studio), bridge start, mcp, token, log, bench and version.
+// keep working: demo, init, space (up, down, status, clean, connect) with the shorthands up and
+// down, gateway start, client connect, agent (run, mcp, a2a, tool-test, studio), bridge start, mcp,
+// token, log, bench and version.
 // docs/cli.md describes each; a test checks that every command line the docs show parses.
 package cli

@@ -11,9 +11,10 @@ import (
 )
 
 // TestDocsCommandsParse keeps the docs honest: every `mew …` command line in
-// a shell block of README.md and docs/*.md names a command that exists and
-// flags it takes (parsed as the command would parse them), and every
-// repository path the docs link to exists.
+// a shell block or a block without a language (a "$ " prompt removed) of
+// README.md and docs/*.md names a command that exists and flags it takes
+// (parsed as the command would parse them), and every repository path the
+// docs link to or name in prose (`gateway/doc.go`) exists.
 func TestDocsCommandsParse(t *testing.T) {
 	root := filepath.Join("..", "..")
 	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
@@ -21,7 +22,7 @@ func TestDocsCommandsParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	files = append(files, filepath.Join(root, "README.md"))
-	checked := 0
+	checked, checkedPaths, checkedSpans := 0, 0, 0
 	for _, file := range files {
 		f, err := os.Open(file)
 		if err != nil {
@@ -29,15 +30,22 @@ func TestDocsCommandsParse(t *testing.T) {
 		}
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		inShell, n := false, 0
+		inBlock, inShell, n := false, false, 0
 		for sc.Scan() {
 			n++
 			line := sc.Text()
 			trimmed := strings.TrimSpace(line)
 			if strings.HasPrefix(trimmed, "```") {
+				// Shell blocks, and blocks without a language (which show
+				// sessions: "$ mew log verify" and its output).
 				lang := strings.TrimPrefix(trimmed, "```")
-				inShell = !inShell && (lang == "sh" || lang == "bash" || lang == "shell" || lang == "console")
+				inBlock = !inBlock
+				inShell = inBlock && (lang == "" || lang == "sh" || lang == "bash" || lang == "shell" || lang == "console")
 				continue
+			}
+			if !inBlock {
+				checkedPaths += checkPaths(t.Errorf, root, file, n, line)
+				checkedSpans += checkMewSpans(t.Errorf, root, file, n, line)
 			}
 			for _, m := range linkRe.FindAllStringSubmatch(line, -1) {
 				target := m[1]
@@ -52,7 +60,7 @@ func TestDocsCommandsParse(t *testing.T) {
 			if !inShell {
 				continue
 			}
-			args, ok := mewCommand(trimmed)
+			args, ok := mewCommand(strings.TrimPrefix(trimmed, "$ "))
 			if !ok {
 				continue
 			}
@@ -63,8 +71,15 @@ func TestDocsCommandsParse(t *testing.T) {
 		}
 		f.Close()
 	}
+	t.Logf("%d mew command lines, %d mew commands named in prose and %d repository paths checked", checked, checkedSpans, checkedPaths)
 	if checked < 20 {
 		t.Fatalf("only %d mew command lines found in the docs", checked)
+	}
+	if checkedSpans < 100 {
+		t.Fatalf("only %d mew commands named in the docs' prose", checkedSpans)
+	}
+	if checkedPaths < 50 {
+		t.Fatalf("only %d repository paths found in the docs", checkedPaths)
 	}
 }
 

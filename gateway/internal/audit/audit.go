@@ -11,12 +11,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mew-protocol/mew/internal/auditfmt"
 )
 
 // File names inside [Options.Dir], as the reference gateway names them.
 const (
-	EnvelopeHistoryFile     = "envelope-history.jsonl"
-	CapabilityDecisionsFile = "capability-decisions.jsonl"
+	EnvelopeHistoryFile     = auditfmt.EnvelopeHistory
+	CapabilityDecisionsFile = auditfmt.CapabilityDecisions
 )
 
 // Envelope events, the values of [EnvelopeRecord.Event].
@@ -311,7 +313,7 @@ func newWriter(opts *Options, logger *slog.Logger, now func() time.Time, stats *
 		}
 	}
 	return &writer{log: logger, stats: stats, now: now, cfg: cfg, line: make([]byte, 0, lineBufSize),
-		chain: newChainer(), compact: opts.Format != FormatReference}
+		compact: opts.Format != FormatReference}
 }
 
 // prepareDir creates dir (0700) with a .gitignore when it does not exist.

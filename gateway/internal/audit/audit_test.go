@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mew-protocol/mew/internal/auditfmt"
 )
 
 // TestDeliveredFanOut: in the compact format a delivered record is one
@@ -49,7 +51,7 @@ func TestDeliveredFanOut(t *testing.T) {
 	}
 	for i := range got {
 		// The exact bytes up to the hash, which TestChain checks.
-		if !strings.HasPrefix(got[i], want[i]) || len(got[i]) != len(want[i])+hashHex+2 {
+		if !strings.HasPrefix(got[i], want[i]) || len(got[i]) != len(want[i])+auditfmt.HashHex+2 {
 			t.Errorf("line %d:\n got %s\nwant %s<hash>\"}", i+1, got[i], want[i])
 		}
 		checkCompact(t, got[i])
@@ -298,9 +300,9 @@ func TestAppends(t *testing.T) {
 		}
 		// Both Opens stated where they started; the second continued
 		// the first's chain and numbering.
-		l0, err0 := parseChain([]byte(lines[0]))
-		l1, err1 := parseChain([]byte(lines[1]))
-		if err0 != nil || err1 != nil || l0.n != 1 || l1.n != 2 || !l0.hasPrev || !l1.hasPrev || l1.prev != l0.sum || l0.prev != [hashSize]byte{} {
+		l0, err0 := auditfmt.ParseLink([]byte(lines[0]))
+		l1, err1 := auditfmt.ParseLink([]byte(lines[1]))
+		if err0 != nil || err1 != nil || l0.N != 1 || l1.N != 2 || !l0.HasPrev || !l1.HasPrev || l1.Prev != l0.Sum || l0.Prev != (auditfmt.Hash{}) {
 			t.Errorf("%s: chains %+v %v, %+v %v", tc.path, l0, err0, l1, err1)
 		}
 		rotated, err := findRotated(tc.path)
@@ -571,10 +573,10 @@ func TestRecoverAfterPartialWrite(t *testing.T) {
 	if unchain(first) != `{"a":1}` || !strings.HasSuffix(string(b), "\n"+`{"half":`) {
 		t.Errorf("set aside:\n%s", b)
 	}
-	a, _ := parseChain([]byte(first))
-	bl, _ := parseChain([]byte(readRaw(t, envPath(dir))[0]))
-	if !bl.hasPrev || bl.prev != a.sum || bl.n != 1 {
-		t.Errorf("the new file starts from %x (line %d), want %x", bl.prev, bl.n, a.sum)
+	a, _ := auditfmt.ParseLink([]byte(first))
+	bl, _ := auditfmt.ParseLink([]byte(readRaw(t, envPath(dir))[0]))
+	if !bl.HasPrev || bl.Prev != a.Sum || bl.N != 1 {
+		t.Errorf("the new file starts from %x (line %d), want %x", bl.Prev, bl.N, a.Sum)
 	}
 	if st := w.stats; st.lines.Load() != 2 || st.errors.Load() != 1 {
 		t.Errorf("lines %d errors %d", st.lines.Load(), st.errors.Load())

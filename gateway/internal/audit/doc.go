@@ -45,7 +45,7 @@
 // Lines are compact JSON with the keys in exactly this order, and then the
 // chain: ,"chain":"<n>:<hash>" where n is the line's number in its file and
 // hash 32 hex digits, the first 16 bytes of SHA-256 over the previous
-// line's hash and this line's bytes before the hash (see chain.go); the
+// line's hash and this line's bytes before the hash (internal/auditfmt); the
 // first line a Log writes into a file also carries ,"chain_prev":"<hash>",
 // the hash it continues: the end of the previous (rotated) file, of the file
 // it appends to, or zeros at the start of a log. A key whose

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/mew-protocol/mew/internal/auditfmt"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -71,13 +73,13 @@ func readRaw(t testing.TB, path string) []string {
 // unchain returns line without its chain and chain_prev members, or line
 // itself when it has no valid chain.
 func unchain(line string) string {
-	l, err := parseChain([]byte(line))
+	l, err := auditfmt.ParseLink([]byte(line))
 	if err != nil {
 		return line
 	}
-	k := strings.LastIndex(line, chainKey)
-	if l.hasPrev {
-		k -= prevMember
+	k := strings.LastIndex(line, auditfmt.ChainKey)
+	if l.HasPrev {
+		k = strings.LastIndex(line[:k], auditfmt.ChainPrevKey)
 	}
 	return line[:k] + "}"
 }

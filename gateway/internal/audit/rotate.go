@@ -7,8 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
+
+	"github.com/mew-protocol/mew/internal/auditfmt"
 )
 
 // Defaults of [Options.MaxFileSize] and [Options.MaxFiles]: with both, one
@@ -18,28 +19,10 @@ const (
 	DefaultMaxFiles    = 10
 )
 
-// rotatedLayout is the time in a rotated file's name: UTC, fixed width, so
-// that the names sort in the order the files were rotated, and all before
-// the current file ('2' < 'j' in "envelope-history.jsonl").
-const rotatedLayout = "20060102T150405.000Z"
-
 // rotatedFile is a rotated log file and the time in its name.
 type rotatedFile struct {
 	path string
 	at   time.Time
-}
-
-// splitLogName splits a log's path into the part before the time of a
-// rotated name and its extension: ".../envelope-history" and ".jsonl".
-func splitLogName(path string) (stem, ext string) {
-	ext = filepath.Ext(path)
-	return strings.TrimSuffix(path, ext), ext
-}
-
-// rotatedName is the path of path rotated at t.
-func rotatedName(path string, t time.Time) string {
-	stem, ext := splitLogName(path)
-	return stem + "." + t.UTC().Format(rotatedLayout) + ext
 }
 
 // findRotated lists the rotated files of the log at path, oldest first.
@@ -50,22 +33,15 @@ func findRotated(path string) ([]rotatedFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list rotated files: %w", err)
 	}
-	stem, ext := splitLogName(filepath.Base(path))
+	base := filepath.Base(path)
 	var files []rotatedFile
 	for _, e := range entries {
-		name := e.Name()
-		mid, ok := strings.CutPrefix(name, stem+".")
-		if !ok || !e.Type().IsRegular() {
+		if !e.Type().IsRegular() {
 			continue
 		}
-		if mid, ok = strings.CutSuffix(mid, ext); !ok {
-			continue
+		if t, ok := auditfmt.RotatedTime(e.Name(), base); ok {
+			files = append(files, rotatedFile{path: filepath.Join(filepath.Dir(path), e.Name()), at: t})
 		}
-		t, err := time.Parse(rotatedLayout, mid)
-		if err != nil || t.Format(rotatedLayout) != mid {
-			continue
-		}
-		files = append(files, rotatedFile{path: filepath.Join(filepath.Dir(path), name), at: t})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].at.Before(files[j].at) })
 	return files, nil
@@ -126,12 +102,12 @@ func (w *writer) rotatedPath(s *sink) rotatedFile {
 		at = s.rotated[n-1].at.Add(time.Millisecond)
 	}
 	for {
-		if _, err := os.Lstat(rotatedName(s.path, at)); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Lstat(auditfmt.RotatedName(s.path, at)); errors.Is(err, fs.ErrNotExist) {
 			break
 		}
 		at = at.Add(time.Millisecond) // someone else's file: never overwrite it
 	}
-	return rotatedFile{path: rotatedName(s.path, at), at: at}
+	return rotatedFile{path: auditfmt.RotatedName(s.path, at), at: at}
 }
 
 // prune deletes the oldest rotated files of s beyond MaxFiles.

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mew-protocol/mew/internal/auditfmt"
 )
 
 // clock is a fake Options.Now that moves only when told.
@@ -153,7 +155,7 @@ func TestRotation(t *testing.T) {
 	// The names carry the clock's time, which moved on with every record.
 	for _, p := range files[:len(files)-1] {
 		mid := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "envelope-history."), ".jsonl")
-		if at, err := time.Parse(rotatedLayout, mid); err != nil || !at.After(fixed) || at.After(c.now()) {
+		if at, err := time.Parse(auditfmt.RotatedLayout, mid); err != nil || !at.After(fixed) || at.After(c.now()) {
 			t.Errorf("%s: time %v, %v", filepath.Base(p), at, err)
 		}
 	}
@@ -196,7 +198,7 @@ func TestRotationRetention(t *testing.T) {
 // look like them are left alone.
 func TestRotationNames(t *testing.T) {
 	dir := t.TempDir()
-	old := rotatedName(envPath(dir), fixed)
+	old := auditfmt.RotatedName(envPath(dir), fixed)
 	others := []string{"envelope-history.old.jsonl", "envelope-history.2026.jsonl", "envelope-history.jsonl.1"}
 	for _, name := range append(others, filepath.Base(old)) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte("{}\n"), 0o600); err != nil {
@@ -211,7 +213,7 @@ func TestRotationNames(t *testing.T) {
 
 	// Four lines of over 100 bytes: three rotations, after the old file.
 	ms := fixed.Truncate(time.Millisecond)
-	want := []string{rotatedName(envPath(dir), ms.Add(2*time.Millisecond)), rotatedName(envPath(dir), ms.Add(3*time.Millisecond)), envPath(dir)}
+	want := []string{auditfmt.RotatedName(envPath(dir), ms.Add(2*time.Millisecond)), auditfmt.RotatedName(envPath(dir), ms.Add(3*time.Millisecond)), envPath(dir)}
 	got, err := envGlob(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/mew-protocol/mew/internal/auditfmt"
 )
 
 // lineBufSize is the initial capacity of the line buffer; maxLineBuf bounds
@@ -57,7 +59,7 @@ type writer struct {
 	line     []byte
 	ts       secondCache
 	badSeen  bool // a malformed JSON value has been logged
-	chain    *chainer
+	chain    auditfmt.Hasher
 	compact  bool   // Options.Format is FormatCompact
 	bodies   bodies // in compact format: the envelopes whose body is written
 }
@@ -88,7 +90,7 @@ type sink struct {
 	// The hash chain: the hash of the last line sealed, the number of
 	// that line in the file, and whether the next line states the hash it
 	// starts from (chain_prev). Set from the file by openFile.
-	chain    [hashSize]byte
+	chain    auditfmt.Hash
 	n        uint64
 	needPrev bool
 }
@@ -104,7 +106,7 @@ func (w *writer) openSink(path string) (*sink, error) {
 	// A new file continues the chain of the newest rotated one.
 	if n := len(rotated); n > 0 {
 		if l, ok := tailLink(rotated[n-1].path); ok {
-			s.chain = l.sum
+			s.chain = l.Sum
 		}
 	}
 	if err := w.openFile(s); err != nil {
@@ -131,8 +133,8 @@ func (w *writer) openFile(s *sink) error {
 	}
 	line, complete, err := lastLine(s.f, s.size)
 	if err == nil && complete {
-		if l, perr := parseChain(line); perr == nil {
-			s.chain, s.n = l.sum, l.n
+		if l, perr := auditfmt.ParseLink(line); perr == nil {
+			s.chain, s.n = l.Sum, l.N
 			return nil
 		}
 	}
@@ -235,7 +237,7 @@ func (w *writer) write(s *sink, line []byte) []byte {
 			}
 		}
 	}
-	line = w.chain.seal(s, line)
+	line = seal(&w.chain, s, line)
 	if s.w.Available() < len(line) && s.w.Buffered() > 0 {
 		if !w.flushSink(s) {
 			w.lose(s, 1)
