@@ -150,6 +150,13 @@ func (srv *Server) clusterStart() error {
 	if node == nil {
 		return nil
 	}
+	for _, sp := range srv.order {
+		if len(sp.cfg.Approvals) > 0 {
+			// Not shared between nodes yet: a policy each node kept on
+			// its own could be satisfied twice, or not at all.
+			return fmt.Errorf("gateway: space %s: approval rules are enforced on one gateway node only, not yet on a cluster", sp.id)
+		}
+	}
 	srv.metrics.registerCluster(node)
 	srv.outage.reconnects = clusterReconnects(node)
 	hw := clusterhist.NewWriter(node, clusterhist.Options{ // cluster_history.go: one per node

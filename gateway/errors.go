@@ -75,11 +75,11 @@ func statusFor(code string) int {
 		return http.StatusUnauthorized
 	case ErrorParticipantNotFound, protocol.ErrorStreamNotFound:
 		return http.StatusNotFound
-	case ErrorNotStreamOwner:
+	case ErrorNotStreamOwner, ErrorNotApprover:
 		return http.StatusForbidden
 	case ErrorTooManyStreams:
 		return http.StatusTooManyRequests
-	case ErrorPaused, ErrorShutdown:
+	case ErrorPaused, ErrorShutdown, ErrorApprovalRequired, ErrorApprovalMismatch:
 		return http.StatusConflict
 	default:
 		// reserved_kind is 400, as the reference answers system/register.

@@ -75,6 +75,7 @@ func (srv *Server) watchdog() {
 			sp.settleDue(srv.now())
 			sp.watchTokens(srv.now())
 			sp.expireClaims(srv.now())
+			sp.expireApprovals(srv.now())
 			sp.mu.Lock()
 			roster := sp.roster
 			sp.mu.Unlock()

@@ -117,9 +117,10 @@ type liveSpace struct {
 	history       *history
 	streams       streamTable
 	floor         floorTable
-	grantsDue     time.Time   // the earliest effective end of a grant (provenance.go)
-	sessionGrants int         // grants bound to their granter's presence
-	ended         endedGrants // ids of grants that ended here, for their children (provenance.go)
+	approvals     approvalTable // the approval policy and the proposals it governs (approvals.go)
+	grantsDue     time.Time     // the earliest effective end of a grant (provenance.go)
+	sessionGrants int           // grants bound to their granter's presence
+	ended         endedGrants   // ids of grants that ended here, for their children (provenance.go)
 	tokWatch      tokenWatch
 	link          spaceLink // solo on a single node; clusterSpace in a cluster (link.go)
 }
@@ -133,6 +134,10 @@ func newLiveSpace(srv *Server, cfg *space.Config) (*liveSpace, error) {
 		history:  newHistory(srv.opts.Limits.HistorySize, srv.opts.Limits.HistoryBytes),
 	}
 	sp.link = solo{sp}
+	var err error
+	if sp.approvals, err = newApprovalTable(cfg); err != nil {
+		return nil, fmt.Errorf("gateway: space %s: %w", sp.id, err)
+	}
 	store := srv.opts.TokenStore(cfg)
 	for _, p := range cfg.Participants {
 		toks, err := store.Tokens(p)
@@ -146,7 +151,11 @@ func newLiveSpace(srv *Server, cfg *space.Config) (*liveSpace, error) {
 		if m.tokenFile && len(toks) == 1 {
 			m.fileToken = toks[0]
 		}
-		if err := m.setCapabilities(p.Capabilities, cfg.Defaults.Capabilities); err != nil {
+		own := p.Capabilities
+		if approver(cfg, p.ID) {
+			own = append(slices.Clone(own), approveCapability)
+		}
+		if err := m.setCapabilities(own, cfg.Defaults.Capabilities); err != nil {
 			return nil, fmt.Errorf("gateway: space %s: participant %s: %w", sp.id, p.ID, err)
 		}
 		if srv.opts.Limits.Rate > 0 {

@@ -46,6 +46,14 @@ func (sp *liveSpace) special(o origin, env *protocol.Envelope, now time.Time) (o
 		return sp.streamClose(o, env, now)
 	case protocol.KindStreamGrantWrite, protocol.KindStreamRevokeWrite, protocol.KindStreamTransferOwnership:
 		return sp.streamOwnership(o, env, now)
+	case protocol.KindMCPRequest:
+		return sp.fulfilment(o, env, now)
+	case protocol.KindMCPProposal:
+		return sp.proposed(o, env, now)
+	case protocol.KindApprovalApprove:
+		return sp.approve(o, env, now)
+	case protocol.KindMCPReject, protocol.KindMCPWithdraw:
+		return sp.settle(o, env, now)
 	}
 	return relayed, nil
 }

@@ -66,6 +66,13 @@ const (
 	KindSystemPresence = "system/presence" // join, leave (and, reference extension, invited)
 	KindSystemWelcome  = "system/welcome"  // the gateway greets one participant
 	KindSystemError    = "system/error"    // the gateway refuses something
+	// KindSystemApproval (extension, docs/approvals.md) is the gateway's
+	// word on a proposal an approval rule of the space governs: who must
+	// approve it, how many more, and how it ended.
+	KindSystemApproval = "system/approval"
+	// KindApprovalApprove (extension, docs/approvals.md) is an approver's
+	// approval of a proposal (correlation_id), without carrying it out.
+	KindApprovalApprove = "approval/approve"
 )
 
 // Floor control kinds (spec/responding-to.md as DESIGN.md maps it onto MEW).
@@ -211,6 +218,10 @@ func internKind(b []byte) (string, bool) {
 		return KindSystemWelcome, true
 	case KindSystemError:
 		return KindSystemError, true
+	case KindSystemApproval:
+		return KindSystemApproval, true
+	case KindApprovalApprove:
+		return KindApprovalApprove, true
 	case KindFloorRespondingTo:
 		return KindFloorRespondingTo, true
 	case KindFloorYield:

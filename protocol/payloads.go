@@ -588,3 +588,33 @@ func PayloadFor(kind string) any {
 	}
 	return nil
 }
+
+// Approval is the payload of system/approval (extension): the state of a
+// proposal an approval rule governs.
+type Approval struct {
+	Proposal string `json:"proposal"`
+	Rule     string `json:"rule"`
+	Reason   string `json:"reason,omitempty"` // what the rule is for
+	// State is one of the Approval* constants.
+	State      string   `json:"state"`
+	Proposer   string   `json:"proposer"`
+	Approvers  []string `json:"approvers"`   // who may approve now
+	Required   int      `json:"required"`    // how many of them must
+	ApprovedBy []string `json:"approved_by"` // who has, in order
+	Remaining  int      `json:"remaining"`   // how many more must
+	Deadline   string   `json:"deadline,omitempty"`
+	// By and Message say who settled it and why (rejected, withdrawn).
+	By      string `json:"by,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// The states of an approval (system/approval's state).
+const (
+	ApprovalAwaiting  = "awaiting"
+	ApprovalApproved  = "approved"
+	ApprovalRejected  = "rejected"
+	ApprovalTimedOut  = "timed_out"
+	ApprovalEscalated = "escalated"
+	ApprovalWithdrawn = "withdrawn"
+	ApprovalFulfilled = "fulfilled"
+)

@@ -38,6 +38,9 @@ type Config struct {
 	Defaults     Defaults
 	Logging      Logging
 	FloorControl FloorControl
+	// Approvals are the space's approval rules, in file order: the first
+	// that matches a proposal decides who must approve it (approvals.md).
+	Approvals []*ApprovalRule
 
 	// Unknown lists, sorted, the key paths present in the file that this
 	// package does not know, e.g. "participants.helper.colour". They are
@@ -156,6 +159,49 @@ type Logging struct {
 }
 
 // FloorControl is the floor_control section.
+// ApprovalRule is one rule of a space's approval policy: who must approve
+// the proposals it matches, how many of them, within what time, and what
+// happens then. The gateway enforces it (docs/approvals.md).
+type ApprovalRule struct {
+	// Name names the rule in every state the gateway announces; unique.
+	Name string `yaml:"name"`
+	// Reason is what approvers are told the rule is for.
+	Reason string `yaml:"reason"`
+	// Proposal and Request are the rule's match (a capability pattern
+	// without kind) as the patterns of an mcp/proposal and of an
+	// mcp/request: the first decides which proposals need approval, the
+	// second what always_ask refuses without one.
+	Proposal, Request json.RawMessage
+	// ApprovalStep is the first set of approvers.
+	ApprovalStep
+	// Then is what happens when Within passes: ThenTimeout (the default)
+	// settles the proposal as timed out; ThenEscalate hands it to Escalate.
+	Then     string        `yaml:"then"`
+	Escalate *ApprovalStep `yaml:"escalate"`
+	// AlwaysAsk: no grant lets anyone send what the rule matches as a
+	// request of its own; it must be proposed and approved.
+	AlwaysAsk bool `yaml:"always_ask"`
+}
+
+// ApprovalStep is who approves and how fast.
+type ApprovalStep struct {
+	// Approvers are participant ids; the proposer never counts.
+	Approvers []string `yaml:"approvers"`
+	// Required is how many distinct approvers must approve (default 1).
+	Required int `yaml:"required"`
+	// Within bounds the wait (within_ms; 0: no bound).
+	Within time.Duration `yaml:"within_ms"`
+}
+
+// What an approval rule does when its time passes.
+const (
+	ThenTimeout  = "timeout"
+	ThenEscalate = "escalate"
+)
+
+// MaxApprovalWait bounds approvals' within_ms: a week.
+const MaxApprovalWait = 7 * 24 * time.Hour
+
 type FloorControl struct {
 	Enabled bool          `yaml:"enabled"` // default true
 	TTL     time.Duration `yaml:"ttl_ms"`  // how long an unanswered claim lasts (default 45s)

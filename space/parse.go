@@ -35,7 +35,7 @@ func (p *parser) parse(data []byte, c *Config) error {
 	if top.Kind != yaml.MappingNode {
 		return yamlx.Errorf(root, "", "want a mapping at the top level, got %s", describe(top))
 	}
-	var spaceNode *yaml.Node
+	var spaceNode, approvals *yaml.Node
 	err = p.fields(top, "", c, map[string]yamlx.Reader{
 		"space": func(v *yaml.Node, k string) error {
 			spaceNode = v
@@ -45,6 +45,7 @@ func (p *parser) parse(data []byte, c *Config) error {
 		"defaults":        func(v *yaml.Node, k string) error { return p.defaults(v, k, &c.Defaults) },
 		"gateway_logging": func(v *yaml.Node, k string) error { return p.fields(v, k, &c.Logging, p.logSwitches(&c.Logging)) },
 		"floor_control":   func(v *yaml.Node, k string) error { return p.floorControl(v, k, &c.FloorControl) },
+		"approvals":       func(v *yaml.Node, k string) error { approvals = v; return nil },
 		// Documented by the reference, used by nothing.
 		"gateway": func(v *yaml.Node, k string) error {
 			var ignored struct {
@@ -62,6 +63,10 @@ func (p *parser) parse(data []byte, c *Config) error {
 			spaceNode = root
 		}
 		return yamlx.Errorf(spaceNode, "space.id", "is required")
+	}
+	// After the participants, whom the rules name.
+	if err := p.approvals(approvals, "approvals", c); err != nil {
+		return err
 	}
 	sort.Strings(p.unknown)
 	c.Unknown = p.unknown

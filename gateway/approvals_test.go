@@ -1,0 +1,339 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/gateway/cluster/memory"
+	"github.com/mew-protocol/mew/internal/testutil"
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// approvalSpace: the agent proposes, files carries tool calls out, and two
+// of alice, bob and carol must approve a write; lead approves what waits
+// too long. Reads need one approval and never escalate; deletions always
+// ask.
+const approvalSpace = `
+space: {id: approvals}
+participants:
+  agent:
+    tokens: [agent-token]
+    capabilities: [{kind: chat}, {kind: mcp/proposal}, {kind: mcp/withdraw}]
+  alice:
+    tokens: [alice-token]
+    capabilities: [{kind: "*"}]
+  bob:
+    tokens: [bob-token]
+    capabilities: [{kind: chat}, {kind: mcp/reject}, {kind: mcp/request}]
+  carol:
+    tokens: [carol-token]
+    capabilities: [{kind: chat}, {kind: mcp/proposal}]
+  lead:
+    tokens: [lead-token]
+    capabilities: [{kind: chat}]
+  files:
+    tokens: [files-token]
+    capabilities: [{kind: mcp/response}]
+approvals:
+  - name: writes
+    reason: files change on disk
+    match: {to: [files], payload: {method: tools/call, params: {name: "write_*"}}}
+    approvers: [alice, bob, carol]
+    required: 2
+    within_ms: 60000
+    then: escalate
+    escalate: {approvers: [lead], within_ms: 60000}
+  - name: reads
+    match: {payload: {method: tools/call, params: {name: "read_*"}}}
+    approvers: [alice]
+    within_ms: 30000
+  - name: deletions
+    match: {payload: {method: tools/call, params: {name: "delete_*"}}}
+    approvers: [alice, bob]
+    always_ask: true
+`
+
+func call(kind, id, tool, arg string, corr ...string) string {
+	c := ""
+	if len(corr) > 0 {
+		c = `,"correlation_id":["` + strings.Join(corr, `","`) + `"]`
+	}
+	return `{"id":"` + id + `","kind":"` + kind + `","to":["files"]` + c +
+		`,"payload":{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"text":"` + arg + `"}}}}`
+}
+
+func approveMsg(id, proposal string) string {
+	return `{"id":"` + id + `","kind":"approval/approve","correlation_id":["` + proposal + `"],"payload":{}}`
+}
+
+// approvalState waits on p for the system/approval of proposal in state.
+func approvalState(t *testing.T, p *testutil.Peer, proposal, state string) protocol.Approval {
+	t.Helper()
+	return approvalWhere(t, p, proposal, state, func(protocol.Approval) bool { return true })
+}
+
+// approved waits on p for the system/approval of proposal awaiting n more
+// approvals after those of by.
+func approved(t *testing.T, p *testutil.Peer, proposal string, by ...string) protocol.Approval {
+	t.Helper()
+	return approvalWhere(t, p, proposal, protocol.ApprovalAwaiting, func(a protocol.Approval) bool { return slices.Equal(a.ApprovedBy, by) })
+}
+
+func approvalWhere(t *testing.T, p *testutil.Peer, proposal, state string, ok func(protocol.Approval) bool) protocol.Approval {
+	t.Helper()
+	var got protocol.Approval
+	p.Within(5*time.Second, "system/approval "+state+" of "+proposal, func(m testutil.Msg) bool {
+		if m.Kind() != protocol.KindSystemApproval {
+			return false
+		}
+		var env struct{ Payload protocol.Approval }
+		if err := json.Unmarshal(m.Raw, &env); err != nil {
+			t.Fatalf("system/approval: %v", err)
+		}
+		if env.Payload.Proposal == proposal && env.Payload.State == state && ok(env.Payload) {
+			got = env.Payload
+			return true
+		}
+		return false
+	})
+	return got
+}
+
+// startApprovals starts a single gateway node for approvalSpace, whatever
+// MEW_TEST_CLUSTER says: a cluster refuses approval rules for now
+// (TestApprovalRefusedOnCluster).
+func startApprovals(t *testing.T, opts gateway.Options) *testutil.Gateway {
+	t.Helper()
+	t.Setenv(testutil.ClusterEnv, "")
+	return testutil.StartGateway(t, approvalSpace, opts)
+}
+
+// TestApprovalRefusedOnCluster: approval rules are not shared between
+// gateway nodes yet, so a node of a cluster refuses to serve a space that
+// has them, rather than enforce a policy each node would keep on its own.
+func TestApprovalRefusedOnCluster(t *testing.T) {
+	mc := memory.New(memory.Options{})
+	t.Cleanup(func() { _ = mc.Close() })
+	node, err := mc.Node("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := testutil.Serve(t.TempDir(), approvalSpace, gateway.Options{Cluster: gateway.ClusterOptions{Node: node, Name: "c"}})
+	if err == nil {
+		_ = s.Close(context.Background())
+		t.Fatal("a cluster node served a space with approval rules")
+	}
+	if !strings.Contains(err.Error(), "approval rules are enforced on one gateway node only") {
+		t.Fatalf("refusal: %v", err)
+	}
+}
+
+func approvalPeers(t *testing.T, g *testutil.Gateway) (agent, alice, bob, carol, lead, files *testutil.Peer) {
+	t.Helper()
+	agent, _ = testutil.Join(t, g.WSURL, "agent-token")
+	alice, _ = testutil.Join(t, g.WSURL, "alice-token")
+	bob, _ = testutil.Join(t, g.WSURL, "bob-token")
+	carol, _ = testutil.Join(t, g.WSURL, "carol-token")
+	lead, _ = testutil.Join(t, g.WSURL, "lead-token")
+	files, _ = testutil.Join(t, g.WSURL, "files-token")
+	return
+}
+
+// Two of three: the proposer's own approval and a second approval by the
+// same approver are not counted, a fulfilment before the quorum is
+// refused, one after it goes once and only as approved; every state is
+// announced to the space.
+func TestApprovalTwoOfThree(t *testing.T) {
+	g := startApprovals(t, gateway.Options{})
+	agent, alice, bob, _, _, files := approvalPeers(t, g)
+
+	agent.SendText(call("mcp/proposal", "p1", "write_file", "hello"))
+	a := approvalState(t, alice, "p1", protocol.ApprovalAwaiting)
+	if a.Rule != "writes" || a.Reason != "files change on disk" || a.Required != 2 || a.Remaining != 2 || a.Proposer != "agent" ||
+		!slices.Equal(a.Approvers, []string{"alice", "bob", "carol"}) || a.Deadline == "" {
+		t.Fatalf("awaiting: %+v", a)
+	}
+	// The welcome lists approval/approve among an approver's capabilities.
+	_, w := testutil.Join(t, g.WSURL, "carol-token")
+	if !strings.Contains(string(w.Raw), `"approval/approve"`) {
+		t.Errorf("carol's welcome does not list approval/approve: %s", w.Raw)
+	}
+	carol, _ := testutil.Join(t, g.WSURL, "carol-token")
+
+	if e := outcome(t, alice, "f0", call("mcp/request", "f0", "write_file", "hello", "p1")); e == nil || e["error"] != gateway.ErrorApprovalRequired {
+		t.Fatalf("a fulfilment before any approval: %v", e)
+	}
+	if e := outcome(t, alice, "a1", approveMsg("a1", "p1")); e != nil {
+		t.Fatalf("alice's approval: %v", e)
+	}
+	if a := approved(t, bob, "p1", "alice"); a.Remaining != 1 {
+		t.Fatalf("after alice: %+v", a)
+	}
+	if e := outcome(t, alice, "a2", approveMsg("a2", "p1")); e == nil || e["error"] != protocol.ErrorInvalidRequest {
+		t.Fatalf("alice approving twice: %v", e)
+	}
+	// carol proposes too, and cannot approve her own proposal.
+	carol.SendText(call("mcp/proposal", "p2", "write_file", "mine"))
+	approvalState(t, alice, "p2", protocol.ApprovalAwaiting)
+	if e := outcome(t, carol, "a3", approveMsg("a3", "p2")); e == nil || e["error"] != gateway.ErrorNotApprover {
+		t.Fatalf("carol approving her own proposal: %v", e)
+	}
+	if e := outcome(t, files, "a4", approveMsg("a4", "p1")); e == nil || e["error"] != "capability_violation" {
+		t.Fatalf("files, no approver, approving: %v", e)
+	}
+	if e := outcome(t, alice, "f1", call("mcp/request", "f1", "write_file", "hello", "p1")); e == nil || e["error"] != gateway.ErrorApprovalRequired ||
+		!strings.Contains(fmt.Sprint(e["message"]), "1 more") {
+		t.Fatalf("a fulfilment with one approval of two: %v", e)
+	}
+	if e := outcome(t, bob, "a5", approveMsg("a5", "p1")); e != nil {
+		t.Fatalf("bob's approval: %v", e)
+	}
+	if a := approvalState(t, agent, "p1", protocol.ApprovalApproved); !slices.Equal(a.ApprovedBy, []string{"alice", "bob"}) || a.Remaining != 0 {
+		t.Fatalf("approved: %+v", a)
+	}
+	if e := outcome(t, alice, "a6", approveMsg("a6", "p1")); e == nil {
+		t.Fatal("an approval of an approved proposal was taken")
+	}
+	// Bound to the exact arguments and addressees.
+	if e := outcome(t, alice, "f2", call("mcp/request", "f2", "write_file", "HELLO", "p1")); e == nil || e["error"] != gateway.ErrorApprovalMismatch {
+		t.Fatalf("a fulfilment with other arguments: %v", e)
+	}
+	if e := outcome(t, bob, "f3", call("mcp/request", "f3", "write_file", "hello", "p1")); e != nil {
+		t.Fatalf("bob fulfilling the approved proposal: %v", e)
+	}
+	files.ExpectFunc("mcp/request", func(m testutil.Msg) bool { return m.ID() == "f3" })
+	approvalState(t, agent, "p1", protocol.ApprovalFulfilled)
+	if e := outcome(t, alice, "f4", call("mcp/request", "f4", "write_file", "hello", "p1")); e == nil || e["error"] != gateway.ErrorApprovalRequired {
+		t.Fatalf("a second fulfilment: %v", e)
+	}
+}
+
+// An edit is a new proposal: its count starts again; the earlier one is
+// withdrawn by its proposer, or rejected by an approver with a reason.
+func TestApprovalEditRejectWithdraw(t *testing.T) {
+	g := startApprovals(t, gateway.Options{})
+	agent, alice, bob, _, _, _ := approvalPeers(t, g)
+
+	agent.SendText(call("mcp/proposal", "p1", "write_file", "v1"))
+	approvalState(t, alice, "p1", protocol.ApprovalAwaiting)
+	alice.SendText(approveMsg("a1", "p1"))
+	approved(t, agent, "p1", "alice")
+	// The agent edits: a new proposal naming the old, which it withdraws.
+	agent.SendText(call("mcp/proposal", "p2", "write_file", "v2", "p1"))
+	if a := approvalState(t, alice, "p2", protocol.ApprovalAwaiting); a.Remaining != 2 || len(a.ApprovedBy) != 0 {
+		t.Fatalf("the edit starts with alice's approval of the first: %+v", a)
+	}
+	agent.SendText(`{"id":"w1","kind":"mcp/withdraw","correlation_id":["p1"],"payload":{"reason":"edited"}}`)
+	if a := approvalState(t, bob, "p1", protocol.ApprovalWithdrawn); a.By != "agent" || a.Message != "edited" {
+		t.Fatalf("withdrawn: %+v", a)
+	}
+	if e := outcome(t, alice, "a2", approveMsg("a2", "p1")); e == nil {
+		t.Fatal("an approval of a withdrawn proposal was taken")
+	}
+	bob.SendText(`{"id":"r1","kind":"mcp/reject","correlation_id":["p2"],"payload":{"reason":"not like this"}}`)
+	if a := approvalState(t, agent, "p2", protocol.ApprovalRejected); a.By != "bob" || a.Message != "not like this" {
+		t.Fatalf("rejected: %+v", a)
+	}
+	if e := outcome(t, alice, "f1", call("mcp/request", "f1", "write_file", "v2", "p2")); e == nil || e["error"] != gateway.ErrorApprovalRequired {
+		t.Fatalf("fulfilling a rejected proposal: %v", e)
+	}
+}
+
+// A rule's time: reads settle as timed out; writes escalate to lead, whose
+// single approval then suffices, and the first approvers' no longer count.
+func TestApprovalTimeoutAndEscalation(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}
+	g := startApprovals(t, gateway.Options{Now: clk.Now, Timing: gateway.Timing{WriteTimeout: 100 * time.Millisecond}})
+	agent, alice, _, _, lead, _ := approvalPeers(t, g)
+
+	agent.SendText(call("mcp/proposal", "r1", "read_file", "x"))
+	approvalState(t, alice, "r1", protocol.ApprovalAwaiting)
+	agent.SendText(call("mcp/proposal", "w1", "write_file", "x"))
+	approvalState(t, alice, "w1", protocol.ApprovalAwaiting)
+	alice.SendText(approveMsg("a1", "w1"))
+	approved(t, alice, "w1", "alice")
+
+	clk.Advance(31 * time.Second)
+	approvalState(t, agent, "r1", protocol.ApprovalTimedOut)
+	if e := outcome(t, alice, "a2", approveMsg("a2", "r1")); e == nil {
+		t.Fatal("an approval after the timeout was taken")
+	}
+	if e := outcome(t, alice, "f1", call("mcp/request", "f1", "read_file", "x", "r1")); e == nil || e["error"] != gateway.ErrorApprovalRequired {
+		t.Fatalf("fulfilling a timed-out proposal: %v", e)
+	}
+	clk.Advance(30 * time.Second)
+	if a := approvalState(t, agent, "w1", protocol.ApprovalEscalated); !slices.Equal(a.Approvers, []string{"lead"}) || a.Required != 1 || a.Remaining != 1 || len(a.ApprovedBy) != 0 {
+		t.Fatalf("escalated: %+v", a)
+	}
+	if e := outcome(t, alice, "a3", approveMsg("a3", "w1")); e == nil || e["error"] != gateway.ErrorNotApprover {
+		t.Fatalf("alice approving after the escalation: %v", e)
+	}
+	lead.SendText(approveMsg("a4", "w1"))
+	approvalState(t, agent, "w1", protocol.ApprovalApproved)
+	if e := outcome(t, alice, "f2", call("mcp/request", "f2", "write_file", "x", "w1")); e != nil {
+		t.Fatalf("fulfilling after lead's approval: %v", e)
+	}
+}
+
+// always_ask: no grant lets anyone send a deletion as a request of its
+// own, not even a participant holding every capability; proposed and
+// approved, it goes.
+func TestApprovalAlwaysAsk(t *testing.T) {
+	g := startApprovals(t, gateway.Options{})
+	agent, alice, bob, _, _, _ := approvalPeers(t, g)
+
+	if e := outcome(t, alice, "d1", call("mcp/request", "d1", "delete_file", "x")); e == nil || e["error"] != gateway.ErrorApprovalRequired {
+		t.Fatalf("alice (kind *) deleting directly: %v", e)
+	}
+	alice.SendText(`{"id":"g1","kind":"capability/grant","payload":{"recipient":"agent","capabilities":[{"kind":"mcp/request"}]}}`)
+	agent.ExpectFunc("system/welcome", func(testutil.Msg) bool { return true })
+	if e := outcome(t, agent, "d2", call("mcp/request", "d2", "delete_file", "x")); e == nil || e["error"] != gateway.ErrorApprovalRequired {
+		t.Fatalf("the agent, granted mcp/request, deleting directly: %v", e)
+	}
+	// Other tools are the grant's to allow.
+	if e := outcome(t, agent, "d3", call("mcp/request", "d3", "list_files", "x")); e != nil {
+		t.Fatalf("the agent, granted mcp/request, listing: %v", e)
+	}
+	agent.SendText(call("mcp/proposal", "p1", "delete_file", "x"))
+	approvalState(t, alice, "p1", protocol.ApprovalAwaiting)
+	bob.SendText(approveMsg("a1", "p1"))
+	approvalState(t, alice, "p1", protocol.ApprovalApproved)
+	if e := outcome(t, alice, "d4", call("mcp/request", "d4", "delete_file", "x", "p1")); e != nil {
+		t.Fatalf("fulfilling the approved deletion: %v", e)
+	}
+}
+
+// Hostile approvals: without a correlation, naming two proposals, an
+// unknown one, or a proposal no rule governs, are refused and change
+// nothing.
+func TestApprovalHostile(t *testing.T) {
+	g := startApprovals(t, gateway.Options{})
+	agent, alice, _, _, _, _ := approvalPeers(t, g)
+	agent.SendText(`{"id":"free","kind":"mcp/proposal","to":["files"],"payload":{"jsonrpc":"2.0","id":1,"method":"tools/list"}}`)
+	agent.SendText(call("mcp/proposal", "p1", "write_file", "x"))
+	approvalState(t, alice, "p1", protocol.ApprovalAwaiting)
+	for _, msg := range []string{
+		`{"id":"h1","kind":"approval/approve","payload":{}}`,
+		`{"id":"h1","kind":"approval/approve","correlation_id":["p1","free"],"payload":{}}`,
+		`{"id":"h1","kind":"approval/approve","correlation_id":["nope"],"payload":{}}`,
+		`{"id":"h1","kind":"approval/approve","correlation_id":["free"],"payload":{}}`,
+		`{"id":"h1","kind":"system/approval","correlation_id":["p1"],"payload":{"proposal":"p1","state":"approved"}}`,
+	} {
+		if e := outcome(t, alice, "h1", msg); e == nil {
+			t.Errorf("%s was taken", msg)
+		}
+	}
+	if e := outcome(t, alice, "f1", call("mcp/request", "f1", "write_file", "x", "p1")); e == nil || e["error"] != gateway.ErrorApprovalRequired {
+		t.Fatalf("after the hostile approvals, a fulfilment: %v", e)
+	}
+	// A proposal no rule governs is fulfilled as before.
+	if e := outcome(t, alice, "f2", `{"id":"f2","kind":"mcp/request","to":["files"],"correlation_id":["free"],"payload":{"jsonrpc":"2.0","id":1,"method":"tools/list"}}`); e != nil {
+		t.Fatalf("fulfilling an ungoverned proposal: %v", e)
+	}
+}
