@@ -29,7 +29,7 @@ func TestBridgeForwardsToGoServer(t *testing.T) {
 	b := startBridge(t, g, bridge.Options{Server: goServer(t, "normal")})
 	human := join(t, g, "human", participant.Options{})
 	responses := watch(human, protocol.KindMCPResponse)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := testutil.Context(t, 30*time.Second)
 
 	// The bridge listed every page of the server's tools.
 	var names []string
@@ -209,7 +209,7 @@ func TestBridgeRestartsACrashedServer(t *testing.T) {
 	}()
 	waitFor(t, "the slow call is in flight", func() bool { return strings.Contains(b.logs.String(), "slow call started") })
 	start := time.Now()
-	_, err := human.Request(ctxFor(t, 20*time.Second), "files", call("crash", nil))
+	_, err := human.Request(testutil.Context(t, 20*time.Second), "files", call("crash", nil))
 	if rpcCode(err) != bridge.CodeConnectionClosed || !strings.Contains(err.Error(), "exit status 3") {
 		t.Errorf("the crashing call: %v, want CodeConnectionClosed naming the exit status", err)
 	}
@@ -281,11 +281,11 @@ func TestBridgeRestartsAServerWritingGarbage(t *testing.T) {
 	g := startSpace(t, "")
 	b := startBridge(t, g, bridge.Options{Server: goServer(t, "normal"), RestartDelay: 20 * time.Millisecond})
 	human := join(t, g, "human", participant.Options{})
-	_, err := human.Request(ctxFor(t, 20*time.Second), "files", call("garble", nil))
+	_, err := human.Request(testutil.Context(t, 20*time.Second), "files", call("garble", nil))
 	if err == nil {
 		// The answer may have been written before the garbage; the next
 		// call finds the session over.
-		_, err = human.Request(ctxFor(t, 20*time.Second), "files", call("echo", map[string]any{"text": "x"}))
+		_, err = human.Request(testutil.Context(t, 20*time.Second), "files", call("echo", map[string]any{"text": "x"}))
 	}
 	if err != nil && rpcCode(err) != bridge.CodeConnectionClosed {
 		t.Errorf("after garbage: %v, want CodeConnectionClosed", err)
@@ -318,7 +318,7 @@ func TestBridgeGivesUpOnACrashLoop(t *testing.T) {
 		}) != nil && seen.find(statusIs("error")) != nil
 	})
 	start := time.Now()
-	_, err := human.Request(ctxFor(t, 10*time.Second), "files", call("echo", map[string]any{"text": "x"}))
+	_, err := human.Request(testutil.Context(t, 10*time.Second), "files", call("echo", map[string]any{"text": "x"}))
 	if rpcCode(err) != bridge.CodeConnectionClosed || time.Since(start) > 2*time.Second {
 		t.Errorf("a request to a bridge that gave up: %v after %v", err, time.Since(start))
 	}
@@ -332,7 +332,7 @@ func TestBridgeNoRestart(t *testing.T) {
 	g := startSpace(t, "")
 	b := startBridge(t, g, bridge.Options{Server: goServer(t, "normal"), NoRestart: true})
 	human := join(t, g, "human", participant.Options{})
-	if _, err := human.Request(ctxFor(t, 10*time.Second), "files", call("crash", nil)); rpcCode(err) != bridge.CodeConnectionClosed {
+	if _, err := human.Request(testutil.Context(t, 10*time.Second), "files", call("crash", nil)); rpcCode(err) != bridge.CodeConnectionClosed {
 		t.Errorf("crash: %v", err)
 	}
 	waitFor(t, "the bridge gives up", func() bool { return b.Status().State == bridge.StateFailed })
@@ -347,7 +347,7 @@ func TestBridgeRequestTimeoutCancelsTheCall(t *testing.T) {
 	g := startSpace(t, "")
 	b := startBridge(t, g, bridge.Options{Server: goServer(t, "normal"), RequestTimeout: 300 * time.Millisecond})
 	human := join(t, g, "human", participant.Options{})
-	_, err := human.Request(ctxFor(t, 10*time.Second), "files", call("slow", map[string]any{"ms": 10000}))
+	_, err := human.Request(testutil.Context(t, 10*time.Second), "files", call("slow", map[string]any{"ms": 10000}))
 	if rpcCode(err) != bridge.CodeRequestTimeout {
 		t.Fatalf("slow call: %v, want CodeRequestTimeout", err)
 	}
@@ -375,7 +375,7 @@ func TestBridgeWithdrawnProposalCancelsTheCall(t *testing.T) {
 	})
 	// The agent may only propose tools/call; it gives up after a second,
 	// which withdraws its proposal.
-	_, err := agent.Request(ctxFor(t, time.Second), "files", call("slow", map[string]any{"ms": 20000}))
+	_, err := agent.Request(testutil.Context(t, time.Second), "files", call("slow", map[string]any{"ms": 20000}))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("agent's request: %v", err)
 	}
@@ -402,13 +402,13 @@ func TestBridgeRequesterCancels(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.ID, env.To = protocol.NewID(), []string{"files"}
-	if err := human.Send(ctxFor(t, 5*time.Second), env); err != nil {
+	if err := human.Send(testutil.Context(t, 5*time.Second), env); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the slow call is in flight", func() bool { return strings.Contains(b.logs.String(), "slow call started") })
 	cancel, _ := protocol.New(protocol.KindMCPRequest, map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": map[string]any{"requestId": 77, "reason": "changed my mind"}})
 	cancel.To = []string{"files"}
-	if err := human.Send(ctxFor(t, 5*time.Second), cancel); err != nil {
+	if err := human.Send(testutil.Context(t, 5*time.Second), cancel); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the cancelled request is answered", func() bool {
@@ -529,7 +529,7 @@ func TestBridgeParticipantControls(t *testing.T) {
 			t.Fatal(err)
 		}
 		env.ID, env.To = protocol.NewID(), []string{"files"}
-		if err := human.Send(ctxFor(t, 5*time.Second), env); err != nil {
+		if err := human.Send(testutil.Context(t, 5*time.Second), env); err != nil {
 			t.Fatal(err)
 		}
 		return env.ID

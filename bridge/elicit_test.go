@@ -11,6 +11,7 @@ import (
 	"github.com/mew-protocol/mew/bridge"
 	"github.com/mew-protocol/mew/internal/mcptest"
 	"github.com/mew-protocol/mew/internal/mcpver"
+	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -221,7 +222,7 @@ func TestBridgeElicitationNotAllowed(t *testing.T) {
 	g := startSpace(t, "")
 	startBridge(t, g, bridge.Options{Server: goServer(t, "normal"), NoRestart: true})
 	human := join(t, g, "human", participant.Options{})
-	raw, err := human.Request(ctxFor(t, 20*time.Second), "files", call("ask", map[string]any{}))
+	raw, err := human.Request(testutil.Context(t, 20*time.Second), "files", call("ask", map[string]any{}))
 	var r toolResult
 	_ = json.Unmarshal(raw, &r)
 	if !strings.Contains(r.text()+errString(err), "no capability for elicitation/request") {

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,40 +121,8 @@ func tryStartBridge(t testing.TB, g *testutil.Gateway, opts bridge.Options) (*ru
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Run(ctx) }()
-	var once sync.Once
-	var runErr error
-	r := &running{Bridge: b, logs: logs}
-	stop := func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case runErr = <-done:
-			case <-time.After(30 * time.Second):
-				runErr = errors.New("Run did not return within 30 s")
-			}
-		})
-		return runErr
-	}
-	var checked atomic.Bool // the test looked at Run's error itself
-	r.stop = func() error { checked.Store(true); return stop() }
-	t.Cleanup(func() {
-		if err := stop(); err != nil && !checked.Load() {
-			t.Errorf("bridge Run: %v", err)
-		}
-	})
-	select {
-	case <-b.Ready():
-		return r, nil
-	case err := <-done:
-		checked.Store(true)
-		once.Do(func() { runErr = err; cancel() })
-		return r, err
-	case <-time.After(30 * time.Second):
-		return r, errors.New("the bridge was not ready within 30 s")
-	}
+	run, err := testutil.StartRun(t, b.Run, b.Ready())
+	return &running{Bridge: b, logs: logs, stop: run.Stop}, err
 }
 
 // startSpace starts a gateway for bridgeSpace (or spaceYAML).
@@ -189,20 +156,7 @@ func join(t testing.TB, g *testutil.Gateway, id string, opts participant.Options
 // waitFor polls cond for up to 20 s.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// ctxFor returns a context that ends after d or with the test.
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
+	testutil.WaitFor(t, 20*time.Second, what, cond)
 }
 
 // call is a tools/call payload.
@@ -231,7 +185,7 @@ func (r toolResult) text() string {
 // callTool calls a tool of "files" as p and decodes the result.
 func callTool(t testing.TB, p *participant.Participant, name string, args any) toolResult {
 	t.Helper()
-	raw, err := p.Request(ctxFor(t, 20*time.Second), "files", call(name, args))
+	raw, err := p.Request(testutil.Context(t, 20*time.Second), "files", call(name, args))
 	if err != nil {
 		t.Fatalf("tools/call %s: %v", name, err)
 	}
