@@ -14,8 +14,6 @@ import (
 
 	"github.com/mew-protocol/mew/a2a"
 	"github.com/mew-protocol/mew/a2abridge"
-	"github.com/mew-protocol/mew/internal/testutil"
-	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/protocol"
 )
 
@@ -137,15 +135,8 @@ func (h *hostile) calls() (methods, canceled []string) {
 // Agents that stream forever, drop their streams or send too much are
 // cut, told and canceled; the bridge stays up and nothing leaks.
 func TestHostileAgents(t *testing.T) {
-	// Each case has a space of its own: a bridge that left is not
-	// confused with the next one.
-	space := func(t *testing.T) (*testutil.Gateway, *participant.Participant) {
-		g := startSpace(t)
-		return g, joinAs(t, g, "human-token")
-	}
-
 	t.Run("streams forever", func(t *testing.T) {
-		g, human := space(t)
+		g, human := spaceWithHuman(t)
 		h := startHostile(t, "forever")
 		seen := watch(human)
 		startBridge(t, g, h.URL, a2abridge.Options{MaxEvents: 50, MaxThoughts: 3})
@@ -164,7 +155,7 @@ func TestHostileAgents(t *testing.T) {
 	})
 
 	t.Run("drops the stream once", func(t *testing.T) {
-		g, human := space(t)
+		g, human := spaceWithHuman(t)
 		h := startHostile(t, "drop-once")
 		startBridge(t, g, h.URL, a2abridge.Options{})
 		res, st := callTool(t, human, "do", map[string]any{"message": "go"})
@@ -177,7 +168,7 @@ func TestHostileAgents(t *testing.T) {
 	})
 
 	t.Run("drops the stream always", func(t *testing.T) {
-		g, human := space(t)
+		g, human := spaceWithHuman(t)
 		h := startHostile(t, "drop-always")
 		startBridge(t, g, h.URL, a2abridge.Options{})
 		res, _ := callTool(t, human, "do", map[string]any{"message": "go"})
@@ -191,7 +182,7 @@ func TestHostileAgents(t *testing.T) {
 	})
 
 	t.Run("oversized event", func(t *testing.T) {
-		g, human := space(t)
+		g, human := spaceWithHuman(t)
 		h := startHostile(t, "big")
 		startBridge(t, g, h.URL, a2abridge.Options{})
 		res, _ := callTool(t, human, "do", map[string]any{"message": "go"})
@@ -201,7 +192,7 @@ func TestHostileAgents(t *testing.T) {
 	})
 
 	t.Run("oversized answer", func(t *testing.T) {
-		g, human := space(t)
+		g, human := spaceWithHuman(t)
 		h := startHostile(t, "chunks")
 		seen := watch(human)
 		startBridge(t, g, h.URL, a2abridge.Options{MaxAnswerBytes: 4096})
@@ -225,7 +216,7 @@ func TestStartErrors(t *testing.T) {
 		SecuritySchemes:      map[string]a2a.SecurityScheme{"key": {APIKey: &a2a.APIKeySecurityScheme{Location: "header", Name: "X-Key"}}},
 		SecurityRequirements: []a2a.SecurityRequirement{{Schemes: map[string]a2a.StringList{"key": {}}}},
 		Skills:               []a2a.AgentSkill{{ID: "s", Name: "s", Description: "s", Tags: []string{"t"}}}}
-	url := serve(t, card, a2a.ExecutorFunc(func(context.Context, *a2a.Run) error { return nil }))
+	url := serve(t, a2a.Options{Card: card, Executor: a2a.ExecutorFunc(func(context.Context, *a2a.Run) error { return nil })})
 	for _, tc := range []struct {
 		url, want string
 	}{
