@@ -133,21 +133,11 @@ func statusIs(from, corr, status string) func(*protocol.Envelope) bool {
 // waitUntil polls cond until it holds, failing the test after 5 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 5*time.Second, what, cond)
 }
 
 // testCtx is a context for one step of a test.
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testCtx(t *testing.T) context.Context { return testutil.Context(t, 5*time.Second) }
 
 // joinReady is join, then waits until the participant's welcome handlers
 // have run: Participant.Connect returns when the welcome arrived, before its

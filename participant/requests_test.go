@@ -380,13 +380,9 @@ func mcpGrant(t *testing.T, human, agent *participant.Participant) string {
 	if err := human.Send(mcpCtx(t), grant); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !agent.CanSend(protocol.KindMCPRequest, []byte(`{"method":"tools/call"}`)) {
-		if time.Now().After(deadline) {
-			t.Fatal("the grant did not reach the agent")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, "the grant reaches the agent", func() bool {
+		return agent.CanSend(protocol.KindMCPRequest, []byte(`{"method":"tools/call"}`))
+	})
 	return grant.ID
 }
 
@@ -489,11 +485,7 @@ func TestToolTimeoutAndClose(t *testing.T) {
 	g := startSpace(t, "", gateway.Options{})
 	calc := mcpJoin(t, g, "calc", participant.Options{RequestTimeout: 100 * time.Millisecond})
 	started := make(chan struct{}, 4)
-	if err := calc.RegisterTool(participant.Tool{Name: "wait", Execute: func(ctx context.Context, _ json.RawMessage) (any, error) {
-		started <- struct{}{}
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}}); err != nil {
+	if err := calc.RegisterTool(waitTool(started)); err != nil {
 		t.Fatal(err)
 	}
 	human := mcpJoin(t, g, "human", participant.Options{})

@@ -37,18 +37,22 @@ func mcpAddTool(calls *atomic.Int32) participant.Tool {
 	}
 }
 
+// waitTool is a tool "wait" that signals started and then runs until its
+// context ends.
+func waitTool(started chan<- struct{}) participant.Tool {
+	return participant.Tool{Name: "wait", Execute: func(ctx context.Context, _ json.RawMessage) (any, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+}
+
 // mcpJoin is join, then waits until the participant's capabilities from the
 // welcome are in place (the welcome handlers may run after Connect returns).
 func mcpJoin(t *testing.T, g *testutil.Gateway, id string, opts participant.Options) *participant.Participant {
 	t.Helper()
 	p := join(t, g, id, opts)
-	deadline := time.Now().Add(5 * time.Second)
-	for len(p.Capabilities()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no capabilities after the welcome", id)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, 5*time.Second, id+" has the capabilities of its welcome", func() bool { return len(p.Capabilities()) > 0 })
 	return p
 }
 
@@ -97,11 +101,8 @@ func mcpResult(t *testing.T, raw json.RawMessage) *participant.ToolResult {
 	return &r
 }
 
-func mcpCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// mcpCtx is a context for one step of a test.
+func mcpCtx(t *testing.T) context.Context { return testutil.Context(t, 10*time.Second) }
 
 func TestToolCallRoundTrip(t *testing.T) {
 	g := startSpace(t, "", gateway.Options{})
