@@ -310,17 +310,7 @@ func cloneWelcome(w *protocol.Welcome) *protocol.Welcome {
 	if w.ActiveStreams != nil {
 		cp.ActiveStreams = make([]protocol.StreamInfo, len(w.ActiveStreams))
 		for i, s := range w.ActiveStreams {
-			s.AuthorizedWriters = slices.Clone(s.AuthorizedWriters)
-			s.Target = slices.Clone(s.Target)
-			s.Metadata = slices.Clone(s.Metadata)
-			if s.Extra != nil {
-				extra := make(map[string]json.RawMessage, len(s.Extra))
-				for k, v := range s.Extra {
-					extra[k] = slices.Clone(v)
-				}
-				s.Extra = extra
-			}
-			cp.ActiveStreams[i] = s
+			cp.ActiveStreams[i] = s.Clone()
 		}
 	}
 	return cp

@@ -373,25 +373,10 @@ func (p *Participant) ActiveStreams() []protocol.StreamInfo {
 	slices.SortFunc(entries, func(x, y *streamEntry) int { return cmp.Compare(x.seq, y.seq) })
 	out := make([]protocol.StreamInfo, len(entries))
 	for i, e := range entries {
-		out[i] = cloneStreamInfo(e.info)
+		out[i] = e.info.Clone()
 	}
 	b.mu.Unlock()
 	return out
-}
-
-// cloneStreamInfo copies info deeply.
-func cloneStreamInfo(info protocol.StreamInfo) protocol.StreamInfo {
-	info.AuthorizedWriters = slices.Clone(info.AuthorizedWriters)
-	info.Target = slices.Clone(info.Target)
-	info.Metadata = slices.Clone(info.Metadata)
-	if info.Extra != nil {
-		extra := make(map[string]json.RawMessage, len(info.Extra))
-		for k, v := range info.Extra {
-			extra[k] = slices.Clone(v)
-		}
-		info.Extra = extra
-	}
-	return info
 }
 
 // SendStreamData sends one data frame of stream id through the client

@@ -1,6 +1,9 @@
 package protocol
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+)
 
 // Typed payloads, one per kind that has a defined body. JSON names are the
 // spec's (snake_case) or, for reference extensions, the reference's; optional
@@ -331,6 +334,22 @@ type StreamInfo struct {
 	Target            []string        `json:"target,omitempty"`
 
 	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// Clone returns a deep copy of s: one whose slices and Extra share no
+// memory with s, for a copy handed to code that may keep or change it.
+func (s StreamInfo) Clone() StreamInfo {
+	s.AuthorizedWriters = slices.Clone(s.AuthorizedWriters)
+	s.Target = slices.Clone(s.Target)
+	s.Metadata = slices.Clone(s.Metadata)
+	if s.Extra != nil {
+		extra := make(map[string]json.RawMessage, len(s.Extra))
+		for k, v := range s.Extra {
+			extra[k] = slices.Clone(v)
+		}
+		s.Extra = extra
+	}
+	return s
 }
 
 // MarshalJSON writes the known members, then Extra.
