@@ -403,11 +403,7 @@ func TestGrantMakesRequestDirect(t *testing.T) {
 	}
 
 	mcpGrant(t, human, agent)
-	raw, err := agent.Request(ctx, "calc", mcpCall("add", map[string]any{"a": 4, "b": 5}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mcpResult(t, raw).Text() != "9" {
+	if r, raw := callCalc(ctx, t, agent, "add", map[string]any{"a": 4, "b": 5}); r.Text() != "9" {
 		t.Fatalf("result %s", raw)
 	}
 	req := mcpWait(t, requests, "the agent's direct request", func(e *protocol.Envelope) bool { return e.From == "agent" })
@@ -492,11 +488,7 @@ func TestToolTimeoutAndClose(t *testing.T) {
 	ctx := mcpCtx(t)
 
 	// The tool's context ends after the serving participant's RequestTimeout.
-	raw, err := human.Request(ctx, "calc", mcpCall("wait", nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := mcpResult(t, raw); !r.IsError || r.Text() != context.DeadlineExceeded.Error() {
+	if r, raw := callCalc(ctx, t, human, "wait", nil); !r.IsError || r.Text() != context.DeadlineExceeded.Error() {
 		t.Fatalf("timed-out tool: %s", raw)
 	}
 	<-started

@@ -91,6 +91,17 @@ func mcpWait(t *testing.T, ch <-chan *protocol.Envelope, what string, ok func(*p
 	}
 }
 
+// callCalc calls calc's tool name as p and decodes the result, which it
+// returns with the raw answer.
+func callCalc(ctx context.Context, t *testing.T, p *participant.Participant, name string, args any) (*participant.ToolResult, json.RawMessage) {
+	t.Helper()
+	raw, err := p.Request(ctx, "calc", mcpCall(name, args))
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", name, err)
+	}
+	return mcpResult(t, raw), raw
+}
+
 // mcpResult decodes a tool result.
 func mcpResult(t *testing.T, raw json.RawMessage) *participant.ToolResult {
 	t.Helper()
@@ -209,27 +220,15 @@ func TestToolErrorAndPanic(t *testing.T) {
 	human := mcpJoin(t, g, "human", participant.Options{})
 	ctx := mcpCtx(t)
 
-	raw, err := human.Request(ctx, "calc", mcpCall("fail", nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := mcpResult(t, raw); !r.IsError || r.Text() != "division by zero" {
+	if r, raw := callCalc(ctx, t, human, "fail", nil); !r.IsError || r.Text() != "division by zero" {
 		t.Fatalf("tool error: result %s", raw)
 	}
 	for range 2 {
-		raw, err = human.Request(ctx, "calc", mcpCall("boom", nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r := mcpResult(t, raw); !r.IsError || !strings.Contains(r.Text(), "boom") {
+		if r, raw := callCalc(ctx, t, human, "boom", nil); !r.IsError || !strings.Contains(r.Text(), "boom") {
 			t.Fatalf("panicking tool: result %s", raw)
 		}
 	}
-	raw, err = human.Request(ctx, "calc", mcpCall("add", map[string]any{"a": 1, "b": 2}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := mcpResult(t, raw); r.IsError || r.Text() != "3" {
+	if r, raw := callCalc(ctx, t, human, "add", map[string]any{"a": 1, "b": 2}); r.IsError || r.Text() != "3" {
 		t.Fatalf("after a panic: result %s", raw)
 	}
 }
