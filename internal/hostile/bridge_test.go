@@ -33,6 +33,15 @@ func stdioServer(t *testing.T, env ...string) []string {
 	return []string{"--mcp-command", exe, "--mcp-env", strings.Join(append([]string{envRole + "=mcp", "GORACE=atexit_sleep_ms=0"}, env...), ",")}
 }
 
+// startBridgeMew runs `mew bridge start` for server joining g as files
+// (bridgeArgs), and waits until it has joined.
+func startBridgeMew(t *testing.T, g *testutil.Gateway, human *participant.Participant, server ...string) *child {
+	t.Helper()
+	b := startMew(t, nil, bridgeArgs(g, server...)...)
+	waitBridge(t, human, b)
+	return b
+}
+
 // waitBridge waits until the bridge has joined: it answers ping once it
 // has started its server and listed what it has.
 func waitBridge(t *testing.T, human *participant.Participant, b *child) {
@@ -83,8 +92,7 @@ func bridgeRSSLimit() int64 { return 128 * mib * raceScale() }
 func TestHostileToolResultStdio(t *testing.T) {
 	g := startSpace(t)
 	human := join(t, g, "human")
-	b := startMew(t, nil, bridgeArgs(g, stdioServer(t)...)...)
-	waitBridge(t, human, b)
+	b := startBridgeMew(t, g, human, stdioServer(t)...)
 	t.Logf("the bridge's peak resident set before the attack: %.1f MiB", float64(procStatus(t, b.pid(), "VmHWM"))/mib)
 	by := startBystander(t, g)
 	var worst time.Duration
@@ -140,8 +148,7 @@ func TestHostileToolListHTTP(t *testing.T) {
 	g := startSpace(t)
 	human := join(t, g, "human")
 	url := hugeListServer(t, 100_000)
-	b := startMew(t, nil, bridgeArgs(g, "--mcp-url", url)...)
-	waitBridge(t, human, b)
+	b := startBridgeMew(t, g, human, "--mcp-url", url)
 	t.Logf("the bridge's peak resident set once it had listed the tools: %.1f MiB", float64(procStatus(t, b.pid(), "VmHWM"))/mib)
 	by := startBystander(t, g)
 	raw, took, err := askFiles(t, human, map[string]any{"method": "tools/list"})
@@ -171,8 +178,7 @@ func TestHostileToolListHTTP(t *testing.T) {
 func TestHostileToolArguments(t *testing.T) {
 	g := startSpace(t)
 	human := join(t, g, "human")
-	b := startMew(t, nil, bridgeArgs(g, stdioServer(t)...)...)
-	waitBridge(t, human, b)
+	startBridgeMew(t, g, human, stdioServer(t)...)
 	by := startBystander(t, g)
 	before := heapLive()
 	peak := startHeapPeak()
@@ -209,8 +215,7 @@ func TestHostileStderr(t *testing.T) {
 	g := startSpace(t)
 	human := join(t, g, "human")
 	by := startBystander(t, g)
-	b := startMew(t, nil, bridgeArgs(g, stdioServer(t, fmt.Sprintf("%s=%d", envStderrLines, lines))...)...)
-	waitBridge(t, human, b)
+	b := startBridgeMew(t, g, human, stdioServer(t, fmt.Sprintf("%s=%d", envStderrLines, lines))...)
 	start := time.Now()
 	testutil.WaitFor(t, 20*time.Second, "the server's last line in the bridge's log", func() bool {
 		return strings.Contains(b.out.String(), fmt.Sprintf("wrote %d lines", lines))
@@ -249,8 +254,7 @@ func TestHostileStderr(t *testing.T) {
 func TestHostileResultOverSDKLimit(t *testing.T) {
 	g := startSpace(t)
 	human := join(t, g, "human")
-	b := startMew(t, nil, bridgeArgs(g, stdioServer(t)...)...)
-	waitBridge(t, human, b)
+	b := startBridgeMew(t, g, human, stdioServer(t)...)
 	pid, _, err := askFiles(t, human, toolCall("pid", map[string]any{}))
 	if err != nil {
 		t.Fatal(err)
@@ -291,8 +295,7 @@ func TestHostileToolResultHTTP(t *testing.T) {
 	g := startSpace(t)
 	human := join(t, g, "human")
 	url := hugeListServer(t, 0)
-	b := startMew(t, nil, bridgeArgs(g, "--mcp-url", url)...)
-	waitBridge(t, human, b)
+	b := startBridgeMew(t, g, human, "--mcp-url", url)
 	by := startBystander(t, g)
 	for _, c := range []struct {
 		size int
