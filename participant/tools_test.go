@@ -296,7 +296,12 @@ func TestToolsListAndMethods(t *testing.T) {
 	if !errors.As(err, &rpcErr) || rpcErr.Code != -32000 || rpcErr.Message != "no custom/other" {
 		t.Fatalf("custom error = %v", err)
 	}
+	// Once the handler is removed, the method is unknown again.
 	remove()
+	_, err = human.Request(ctx, "calc", map[string]any{"method": "custom/echo"})
+	if !errors.As(err, &rpcErr) || rpcErr.Code != participant.CodeMethodNotFound {
+		t.Fatalf("custom method after the handler's removal: err = %v", err)
+	}
 }
 
 func TestRegisterToolErrors(t *testing.T) {
