@@ -74,8 +74,7 @@ func TestBridgeForwardsToGoServer(t *testing.T) {
 	// The call returns as the response is handled; the watcher's handler
 	// may run a moment later.
 	echoed := func(env *protocol.Envelope) bool { return strings.Contains(string(env.Payload), "there") }
-	waitFor(t, "echo's response envelope", func() bool { return responses.find(echoed) != nil })
-	resp := responses.find(echoed)
+	resp := responses.Wait(t, "echo's response envelope", echoed)
 	if resp == nil || resp.From != "files" || !slices.Equal(resp.To, []string{"human"}) || len(resp.CorrelationID) != 1 {
 		t.Errorf("echo's response envelope %+v", resp)
 	}
@@ -158,7 +157,7 @@ func TestBridgeServerStderrGoesToLog(t *testing.T) {
 	seen := watch(human, protocol.KindChat, protocol.KindMCPResponse, protocol.KindParticipantStatus, protocol.KindMCPRequest)
 	callTool(t, human, "stderr", map[string]any{"text": "a secret diagnostic line"})
 	waitFor(t, "the line is logged", func() bool { return strings.Contains(b.logs.String(), "a secret diagnostic line") })
-	for _, env := range seen.all() {
+	for _, env := range seen.All(nil) {
 		if env.From == "files" && strings.Contains(string(env.Payload), "secret diagnostic") {
 			t.Errorf("stderr leaked into the space: %s %s", env.Kind, env.Payload)
 		}
@@ -182,7 +181,7 @@ func TestBridgeAnnouncesListChanges(t *testing.T) {
 		return slices.ContainsFunc(b.Tools(), func(tl *mcp.Tool) bool { return tl.Name == "extra" })
 	})
 	waitFor(t, "the change is announced", func() bool {
-		return requests.find(func(env *protocol.Envelope) bool {
+		return requests.Find(func(env *protocol.Envelope) bool {
 			return env.From == "files" && env.IsBroadcast() && strings.Contains(string(env.Payload), "notifications/tools/list_changed")
 		}) != nil
 	})
@@ -230,10 +229,10 @@ func TestBridgeRestartsACrashedServer(t *testing.T) {
 		t.Errorf("after the restart: %+v", r)
 	}
 	waitFor(t, "restarting and ready were reported", func() bool {
-		return statuses.find(statusIs("restarting")) != nil && statuses.find(statusIs("ready")) != nil
+		return statuses.Find(statusIs("restarting")) != nil && statuses.Find(statusIs("ready")) != nil
 	})
 	var st protocol.Status
-	_ = statuses.find(statusIs("restarting")).DecodePayload(&st)
+	_ = statuses.Find(statusIs("restarting")).DecodePayload(&st)
 	if !strings.Contains(string(st.Extra["error"]), "exit status 3") || string(st.Extra["mcp_server"]) != `"`+mcptest.Name+`"` {
 		t.Errorf("restarting status %+v", st.Extra)
 	}
@@ -313,9 +312,9 @@ func TestBridgeGivesUpOnACrashLoop(t *testing.T) {
 		t.Errorf("status %+v", st)
 	}
 	waitFor(t, "the space is told", func() bool {
-		return seen.find(func(env *protocol.Envelope) bool {
+		return seen.Find(func(env *protocol.Envelope) bool {
 			return env.Kind == protocol.KindChat && env.From == "files" && strings.Contains(string(env.Payload), "failed 3 times in a row")
-		}) != nil && seen.find(statusIs("error")) != nil
+		}) != nil && seen.Find(statusIs("error")) != nil
 	})
 	start := time.Now()
 	_, err := human.Request(testutil.Context(t, 10*time.Second), "files", call("echo", map[string]any{"text": "x"}))
@@ -411,10 +410,7 @@ func TestBridgeRequesterCancels(t *testing.T) {
 	if err := human.Send(testutil.Context(t, 5*time.Second), cancel); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the cancelled request is answered", func() bool {
-		return responses.find(func(e *protocol.Envelope) bool { return slices.Contains(e.CorrelationID, env.ID) }) != nil
-	})
-	resp := responses.find(func(e *protocol.Envelope) bool { return slices.Contains(e.CorrelationID, env.ID) })
+	resp := responses.Wait(t, "the cancelled request is answered", func(e *protocol.Envelope) bool { return slices.Contains(e.CorrelationID, env.ID) })
 	var msg protocol.MCPMessage
 	if err := resp.DecodePayload(&msg); err != nil || msg.Error == nil || msg.Error.Code != bridge.CodeRequestCancelled || string(msg.ID) != "77" {
 		t.Errorf("answer %s", resp.Payload)
@@ -536,7 +532,7 @@ func TestBridgeParticipantControls(t *testing.T) {
 	}
 	id := control(protocol.KindParticipantRestart, protocol.Restart{Reason: "new config"})
 	waitFor(t, "the restart is reported", func() bool {
-		return statuses.find(func(e *protocol.Envelope) bool {
+		return statuses.Find(func(e *protocol.Envelope) bool {
 			return statusIs("restarted")(e) && slices.Contains(e.CorrelationID, id)
 		}) != nil
 	})

@@ -131,12 +131,12 @@ func TestBridgeElicitation(t *testing.T) {
 				t.Errorf("the answer: %v", err)
 			}
 			waitFor(t, "helper sees the elicitation closed", func() bool {
-				return seen.find(func(env *protocol.Envelope) bool {
+				return seen.Find(func(env *protocol.Envelope) bool {
 					var d protocol.ElicitationDone
 					return env.Kind == protocol.KindElicitationDone && env.DecodePayload(&d) == nil && d.Status == "answered" && d.By == "human" && d.Action == "accept"
 				}) != nil
 			})
-			if req := seen.find(func(env *protocol.Envelope) bool { return env.Kind == protocol.KindElicitationRequest }); req == nil || len(req.To) != 1 || req.To[0] != "human" || len(req.CorrelationID) != 1 {
+			if req := seen.Find(func(env *protocol.Envelope) bool { return env.Kind == protocol.KindElicitationRequest }); req == nil || len(req.To) != 1 || req.To[0] != "human" || len(req.CorrelationID) != 1 {
 				t.Errorf("elicitation/request as helper saw it: %+v", req)
 			}
 			if n := len(human.PendingElicitations()); n != 0 {
@@ -208,7 +208,7 @@ func TestBridgeElicitationExpires(t *testing.T) {
 		t.Errorf("the call answered %q", got)
 	}
 	waitFor(t, "elicitation/done expired", func() bool {
-		return seen.find(func(env *protocol.Envelope) bool {
+		return seen.Find(func(env *protocol.Envelope) bool {
 			var d protocol.ElicitationDone
 			return env.DecodePayload(&d) == nil && d.Status == protocol.ElicitationExpired
 		}) != nil

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -205,39 +204,9 @@ func rpcCode(err error) int {
 	return 0
 }
 
-// envelopes collects the envelopes of the given kinds that p receives.
-type envelopes struct {
-	mu   sync.Mutex
-	list []*protocol.Envelope
-}
-
-func watch(p *participant.Participant, kinds ...string) *envelopes {
-	e := &envelopes{}
-	for _, k := range kinds {
-		p.Client().OnKind(k, func(env *protocol.Envelope) {
-			e.mu.Lock()
-			e.list = append(e.list, env)
-			e.mu.Unlock()
-		})
-	}
-	return e
-}
-
-func (e *envelopes) find(match func(*protocol.Envelope) bool) *protocol.Envelope {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, env := range e.list {
-		if match(env) {
-			return env
-		}
-	}
-	return nil
-}
-
-func (e *envelopes) all() []*protocol.Envelope {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]*protocol.Envelope(nil), e.list...)
+// watch collects the envelopes of the given kinds that p receives.
+func watch(p *participant.Participant, kinds ...string) *testutil.Inbox {
+	return testutil.Watch(p.Client(), kinds...)
 }
 
 // statusIs matches a participant/status of files with the status s.

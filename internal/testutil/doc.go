@@ -6,5 +6,6 @@
 // connection as a network partition does (Proxy), LLMServer, a scripted
 // OpenAI-compatible HTTP server that stands in for the model and nothing
 // else, a bridge run for a test (StartRun, StartBridge, StartBooking), and
-// the waits every suite needs (WaitFor, Context).
+// the waits every suite needs (WaitFor, Context, and Inbox: the envelopes
+// a client received, to find or wait for).
 package testutil
