@@ -55,7 +55,7 @@ func StartRun(t testing.TB, run func(context.Context) error, ready <-chan struct
 	case <-r.done:
 		r.read.Store(true)
 		if r.err == nil {
-			return r, errors.New("Run returned nil before it was ready")
+			return r, errors.New("run returned nil before it was ready")
 		}
 		return r, r.err
 	case <-timer.C:
@@ -82,7 +82,7 @@ func (r *Running) stop() error {
 		case <-r.done:
 			r.stopErr = r.err
 		case <-timer.C:
-			r.stopErr = fmt.Errorf("Run did not return within %v of its context's end", runTimeout)
+			r.stopErr = fmt.Errorf("run did not return within %v of its context's end", runTimeout)
 		}
 	})
 	return r.stopErr
