@@ -25,7 +25,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // bridgeSpace is the space of the tests: helper is the bridge, human may
-// do anything, other may chat and call tools.
+// do anything, other may chat and call tools, intern may only propose.
 const bridgeSpace = `
 space: {id: a2a}
 participants:
@@ -38,6 +38,9 @@ participants:
   other:
     tokens: [other-token]
     capabilities: [{kind: chat}, {kind: "chat/*"}, {kind: "reasoning/*"}, {kind: mcp/request}]
+  intern:
+    tokens: [intern-token]
+    capabilities: [{kind: mcp/proposal}, {kind: mcp/withdraw}]
 `
 
 // remote is a real A2A agent for the tests (an a2a.Server on
