@@ -1,7 +1,6 @@
 package bridge_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -137,18 +136,8 @@ func startSpace(t testing.TB, spaceYAML string) *testutil.Gateway {
 // capabilities are known.
 func join(t testing.TB, g *testutil.Gateway, id string, opts participant.Options) *participant.Participant {
 	t.Helper()
-	opts.Client = client.Options{Gateway: "ws://" + g.Addr, Space: g.Config.Space.ID, Token: id + "-token"}
-	p, err := participant.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := p.Connect(ctx); err != nil {
-		t.Fatalf("connect %s: %v", id, err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	waitFor(t, id+" is ready", func() bool { return p.Client().State() == client.Ready && len(p.Capabilities()) > 0 })
+	p := testutil.JoinParticipant(t, g, id+"-token", opts)
+	waitFor(t, id+" has its capabilities", func() bool { return len(p.Capabilities()) > 0 })
 	return p
 }
 
