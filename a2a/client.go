@@ -198,38 +198,35 @@ func decodeResponse(method, status string, body []byte, id json.RawMessage, out 
 
 // SendMessage sends a message and returns the task (or message) it made.
 func (c *Client) SendMessage(ctx context.Context, req SendMessageRequest) (*SendMessageResponse, error) {
-	var out SendMessageResponse
-	if err := c.unary(ctx, MethodSendMessage, req, &out); err != nil {
+	out, err := unaryResult[SendMessageResponse](ctx, c, MethodSendMessage, req)
+	if err != nil {
 		return nil, err
 	}
 	if (out.Task == nil) == (out.Message == nil) {
 		return nil, fmt.Errorf("a2a: SendMessage: the result needs a task or a message: %w", ErrInvalidAgentResponse)
 	}
-	return &out, nil
+	return out, nil
 }
 
 // GetTask returns a task.
 func (c *Client) GetTask(ctx context.Context, req GetTaskRequest) (*Task, error) {
-	var out Task
-	if err := c.unary(ctx, MethodGetTask, req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return unaryResult[Task](ctx, c, MethodGetTask, req)
 }
 
 // ListTasks lists the caller's tasks.
 func (c *Client) ListTasks(ctx context.Context, req ListTasksRequest) (*ListTasksResponse, error) {
-	var out ListTasksResponse
-	if err := c.unary(ctx, MethodListTasks, req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return unaryResult[ListTasksResponse](ctx, c, MethodListTasks, req)
 }
 
 // CancelTask cancels a task and returns it.
 func (c *Client) CancelTask(ctx context.Context, req CancelTaskRequest) (*Task, error) {
-	var out Task
-	if err := c.unary(ctx, MethodCancelTask, req, &out); err != nil {
+	return unaryResult[Task](ctx, c, MethodCancelTask, req)
+}
+
+// unaryResult is c.unary decoding the result into a new T.
+func unaryResult[T any](ctx context.Context, c *Client, method string, req any) (*T, error) {
+	var out T
+	if err := c.unary(ctx, method, req, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,33 +16,18 @@ import (
 	"github.com/mew-protocol/mew/a2a"
 	"github.com/mew-protocol/mew/a2abridge"
 	"github.com/mew-protocol/mew/internal/oauthtest"
-	"github.com/mew-protocol/mew/internal/testutil"
-	"github.com/mew-protocol/mew/participant"
 )
 
 // lockedAgent serves an agent whose card has schemes and requirements,
 // and whose requests authenticate with check; it answers "hello CALLER".
 func lockedAgent(t *testing.T, schemes map[string]a2a.SecurityScheme, reqs []a2a.SecurityRequirement, check func(*http.Request) (string, error)) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + l.Addr().String()
 	card := &a2a.AgentCard{Name: "Locked", Description: "d", Version: "1", SecuritySchemes: schemes, SecurityRequirements: reqs,
-		Capabilities:        a2a.AgentCapabilities{Streaming: a2a.Bool(true)},
-		SupportedInterfaces: []a2a.AgentInterface{{URL: url + "/", ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: a2a.ProtocolVersion}},
-		Skills:              []a2a.AgentSkill{{ID: "hello", Name: "hello", Description: "Greets.", Tags: []string{"t"}}}}
-	srv, err := a2a.NewServer(a2a.Options{Card: card, Authenticate: check, Executor: a2a.ExecutorFunc(func(_ context.Context, run *a2a.Run) error {
+		Capabilities: a2a.AgentCapabilities{Streaming: a2a.Bool(true)},
+		Skills:       []a2a.AgentSkill{{ID: "hello", Name: "hello", Description: "Greets.", Tags: []string{"t"}}}}
+	return serve(t, a2a.Options{Card: card, Authenticate: check, Executor: a2a.ExecutorFunc(func(_ context.Context, run *a2a.Run) error {
 		return run.AddArtifact(a2a.Artifact{Parts: []a2a.Part{a2a.TextPart("hello " + run.Caller)}})
 	})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &httptest.Server{Listener: l, Config: &http.Server{Handler: srv}}
-	hs.Start()
-	t.Cleanup(func() { hs.CloseClientConnections(); _ = srv.Close(); hs.Close() })
-	return url
 }
 
 func require(name string) []a2a.SecurityRequirement {
@@ -54,15 +38,8 @@ func require(name string) []a2a.SecurityRequirement {
 // header, a token from its OAuth client credentials flow (fetched once,
 // kept while it lives).
 func TestCredentials(t *testing.T) {
-	// Each case has a space of its own: a bridge that left is not
-	// confused with the next one.
-	space := func(t *testing.T) (*testutil.Gateway, *participant.Participant) {
-		g := startSpace(t)
-		return g, joinAs(t, g, "human-token")
-	}
-
 	t.Run("API key", func(t *testing.T) {
-		g, human := space(t)
+		g, human := spaceWithHuman(t)
 		url := lockedAgent(t, map[string]a2a.SecurityScheme{"key": {APIKey: &a2a.APIKeySecurityScheme{Location: "header", Name: "X-Key"}}},
 			require("key"), func(r *http.Request) (string, error) {
 				if r.Header.Get("X-Key") != "k-123456" {
@@ -77,7 +54,7 @@ func TestCredentials(t *testing.T) {
 	})
 
 	t.Run("OAuth client credentials", func(t *testing.T) {
-		g, human := space(t)
+		g, human := spaceWithHuman(t)
 		var fetched atomic.Int32
 		tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id, secret, _ := r.BasicAuth()

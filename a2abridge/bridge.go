@@ -1,6 +1,7 @@
 package a2abridge
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -151,36 +152,17 @@ func New(opts Options) (*Bridge, error) {
 	if err := opts.Auth.check(); err != nil {
 		return nil, err
 	}
-	def := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&opts.InitTimeout, DefaultInitTimeout)
-	def(&opts.TaskTimeout, DefaultTaskTimeout)
-	def(&opts.QuestionTimeout, DefaultQuestionTimeout)
-	defInt := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	defInt(&opts.MaxEvents, DefaultMaxEvents)
-	defInt(&opts.MaxAnswerBytes, DefaultMaxAnswerBytes)
-	defInt(&opts.MaxTasks, DefaultMaxTasks)
-	defInt(&opts.MaxThoughts, DefaultMaxThoughts)
+	opts.InitTimeout = cmp.Or(opts.InitTimeout, DefaultInitTimeout)
+	opts.TaskTimeout = cmp.Or(opts.TaskTimeout, DefaultTaskTimeout)
+	opts.QuestionTimeout = cmp.Or(opts.QuestionTimeout, DefaultQuestionTimeout)
+	opts.MaxEvents = cmp.Or(opts.MaxEvents, DefaultMaxEvents)
+	opts.MaxAnswerBytes = cmp.Or(opts.MaxAnswerBytes, DefaultMaxAnswerBytes)
+	opts.MaxTasks = cmp.Or(opts.MaxTasks, DefaultMaxTasks)
+	opts.MaxThoughts = cmp.Or(opts.MaxThoughts, DefaultMaxThoughts)
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = defaultHTTPClient()
 	}
-	log := opts.Logger
-	if log == nil {
-		log = opts.Participant.Logger
-	}
-	if log == nil {
-		log = opts.Participant.Client.Logger
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(opts.Logger, opts.Participant.Logger, opts.Participant.Client.Logger, slog.New(slog.DiscardHandler))
 	opts.Logger = log
 	popts := opts.Participant
 	if popts.Logger == nil {

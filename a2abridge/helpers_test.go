@@ -25,7 +25,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // bridgeSpace is the space of the tests: helper is the bridge, human may
-// do anything, other may chat and call tools.
+// do anything, other may chat and call tools, intern may only propose.
 const bridgeSpace = `
 space: {id: a2a}
 participants:
@@ -38,6 +38,9 @@ participants:
   other:
     tokens: [other-token]
     capabilities: [{kind: chat}, {kind: "chat/*"}, {kind: "reasoning/*"}, {kind: mcp/request}]
+  intern:
+    tokens: [intern-token]
+    capabilities: [{kind: mcp/proposal}, {kind: mcp/withdraw}]
 `
 
 // remote is a real A2A agent for the tests (an a2a.Server on
@@ -63,21 +66,21 @@ func startRemote(t *testing.T, streaming bool) *remote {
 			{ID: "book", Name: "Book", Description: "Books a trip.", Tags: []string{"test"}},
 			{ID: "slow", Name: "Slow", Description: "Takes its time.", Tags: []string{"test"}},
 		}}
-	r.URL = serve(t, card, a2a.ExecutorFunc(r.execute))
+	r.URL = serve(t, a2a.Options{Card: card, Executor: a2a.ExecutorFunc(r.execute)})
 	return r
 }
 
-// serve serves an A2A agent with card and exec on 127.0.0.1 until the
-// test ends, and returns its URL; the card gets its interface.
-func serve(t *testing.T, card *a2a.AgentCard, exec a2a.Executor) string {
+// serve serves the A2A agent of opts (its card gets its interface) on
+// 127.0.0.1 until the test ends, and returns its URL.
+func serve(t *testing.T, opts a2a.Options) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	url := "http://" + l.Addr().String()
-	card.SupportedInterfaces = []a2a.AgentInterface{{URL: url + "/", ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: a2a.ProtocolVersion}}
-	srv, err := a2a.NewServer(a2a.Options{Card: card, Executor: exec})
+	opts.Card.SupportedInterfaces = []a2a.AgentInterface{{URL: url + "/", ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: a2a.ProtocolVersion}}
+	srv, err := a2a.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,27 +142,8 @@ func startBridge(t *testing.T, g *testutil.Gateway, url string, opts a2abridge.O
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	var runErr error
-	go func() { runErr = b.Run(ctx); close(done) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-			if runErr != nil {
-				t.Errorf("Run: %v", runErr)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("Run did not return")
-		}
-	})
-	select {
-	case <-b.Ready():
-	case <-done:
-		t.Fatalf("Run: %v", runErr)
-	case <-time.After(15 * time.Second):
-		t.Fatal("the bridge never got ready")
+	if _, err := testutil.StartRun(t, b.Run, b.Ready()); err != nil {
+		t.Fatalf("bridge: %v", err)
 	}
 	testutil.WaitReady(t, b.Participant().Client())
 	return b
@@ -223,11 +207,16 @@ func startSpace(t *testing.T) *testutil.Gateway {
 	return testutil.StartGateway(t, bridgeSpace, gateway.Options{})
 }
 
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
+// spaceWithHuman starts a space of its own for a case, so that a bridge
+// that left is not confused with the next case's, and joins human to it.
+func spaceWithHuman(t *testing.T) (*testutil.Gateway, *participant.Participant) {
+	t.Helper()
+	g := startSpace(t)
+	return g, joinAs(t, g, "human-token")
 }
+
+// testCtx is a context for one step of a test.
+func testCtx(t *testing.T) context.Context { return testutil.Context(t, 30*time.Second) }
 
 // callTool calls tool of helper as p and decodes the result.
 func callTool(t *testing.T, p *participant.Participant, tool string, args any) (*participant.ToolResult, map[string]string) {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/mew-protocol/mew/a2a"
 	"github.com/mew-protocol/mew/a2abridge"
-	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -134,22 +133,23 @@ func (h *hostile) calls() (methods, canceled []string) {
 	return append([]string(nil), h.methods...), append([]string(nil), h.canceled...)
 }
 
+// callHostile bridges the hostile agent of mode, with opts, into a space
+// of its own and calls its skill as human.
+func callHostile(t *testing.T, mode string, opts a2abridge.Options) (human *participant.Participant, h *hostile, res *participant.ToolResult, st map[string]string) {
+	t.Helper()
+	g, human := spaceWithHuman(t)
+	h = startHostile(t, mode)
+	startBridge(t, g, h.URL, opts)
+	res, st = callTool(t, human, "do", map[string]any{"message": "go"})
+	return human, h, res, st
+}
+
 // Agents that stream forever, drop their streams or send too much are
 // cut, told and canceled; the bridge stays up and nothing leaks.
 func TestHostileAgents(t *testing.T) {
-	// Each case has a space of its own: a bridge that left is not
-	// confused with the next one.
-	space := func(t *testing.T) (*testutil.Gateway, *participant.Participant) {
-		g := startSpace(t)
-		return g, joinAs(t, g, "human-token")
-	}
-
 	t.Run("streams forever", func(t *testing.T) {
-		g, human := space(t)
-		h := startHostile(t, "forever")
+		human, h, res, _ := callHostile(t, "forever", a2abridge.Options{MaxEvents: 50, MaxThoughts: 3})
 		seen := watch(human)
-		startBridge(t, g, h.URL, a2abridge.Options{MaxEvents: 50, MaxThoughts: 3})
-		res, _ := callTool(t, human, "do", map[string]any{"message": "go"})
 		if !res.IsError || !strings.Contains(res.Text(), "more events than the bridge takes: more than 50 events") {
 			t.Errorf("tool: %+v", res)
 		}
@@ -164,10 +164,7 @@ func TestHostileAgents(t *testing.T) {
 	})
 
 	t.Run("drops the stream once", func(t *testing.T) {
-		g, human := space(t)
-		h := startHostile(t, "drop-once")
-		startBridge(t, g, h.URL, a2abridge.Options{})
-		res, st := callTool(t, human, "do", map[string]any{"message": "go"})
+		_, h, res, st := callHostile(t, "drop-once", a2abridge.Options{})
 		if res.IsError || res.Text() != "came back" || st["state"] != "completed" {
 			t.Errorf("tool: %+v", res)
 		}
@@ -177,10 +174,7 @@ func TestHostileAgents(t *testing.T) {
 	})
 
 	t.Run("drops the stream always", func(t *testing.T) {
-		g, human := space(t)
-		h := startHostile(t, "drop-always")
-		startBridge(t, g, h.URL, a2abridge.Options{})
-		res, _ := callTool(t, human, "do", map[string]any{"message": "go"})
+		_, h, res, _ := callHostile(t, "drop-always", a2abridge.Options{})
 		if !res.IsError || !strings.Contains(res.Text(), "stream broke and did not come back (task t1 was working when last seen)") {
 			t.Errorf("tool: %+v", res)
 		}
@@ -191,21 +185,15 @@ func TestHostileAgents(t *testing.T) {
 	})
 
 	t.Run("oversized event", func(t *testing.T) {
-		g, human := space(t)
-		h := startHostile(t, "big")
-		startBridge(t, g, h.URL, a2abridge.Options{})
-		res, _ := callTool(t, human, "do", map[string]any{"message": "go"})
+		_, _, res, _ := callHostile(t, "big", a2abridge.Options{})
 		if !res.IsError || !strings.Contains(res.Text(), "longer than 1048576 bytes") {
 			t.Errorf("tool: %+v", res)
 		}
 	})
 
 	t.Run("oversized answer", func(t *testing.T) {
-		g, human := space(t)
-		h := startHostile(t, "chunks")
+		human, _, res, _ := callHostile(t, "chunks", a2abridge.Options{MaxAnswerBytes: 4096})
 		seen := watch(human)
-		startBridge(t, g, h.URL, a2abridge.Options{MaxAnswerBytes: 4096})
-		res, _ := callTool(t, human, "do", map[string]any{"message": "go"})
 		if res.IsError || len(res.Text()) > 4096+100 || !strings.HasSuffix(res.Text(), "[cut: the agent's answer is longer than the bridge takes]") {
 			t.Errorf("tool: %d bytes, %q…", len(res.Text()), res.Text()[:min(len(res.Text()), 80)])
 		}
@@ -225,7 +213,7 @@ func TestStartErrors(t *testing.T) {
 		SecuritySchemes:      map[string]a2a.SecurityScheme{"key": {APIKey: &a2a.APIKeySecurityScheme{Location: "header", Name: "X-Key"}}},
 		SecurityRequirements: []a2a.SecurityRequirement{{Schemes: map[string]a2a.StringList{"key": {}}}},
 		Skills:               []a2a.AgentSkill{{ID: "s", Name: "s", Description: "s", Tags: []string{"t"}}}}
-	url := serve(t, card, a2a.ExecutorFunc(func(context.Context, *a2a.Run) error { return nil }))
+	url := serve(t, a2a.Options{Card: card, Executor: a2a.ExecutorFunc(func(context.Context, *a2a.Run) error { return nil })})
 	for _, tc := range []struct {
 		url, want string
 	}{

@@ -6,27 +6,13 @@ import (
 	"testing"
 
 	"github.com/mew-protocol/mew/a2abridge"
-	"github.com/mew-protocol/mew/gateway"
-	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
 )
 
 // A participant that may only propose a skill's call waits for a person
 // to approve it; the approved call runs the agent's task.
 func TestSkillCallApproved(t *testing.T) {
-	g := testutil.StartGateway(t, `
-space: {id: a2a}
-participants:
-  human:
-    tokens: [human-token]
-    capabilities: [{kind: "*"}]
-  helper:
-    tokens: [helper-token]
-    capabilities: [{kind: chat}, {kind: "reasoning/*"}, {kind: "participant/*"}, {kind: mcp/response}]
-  intern:
-    tokens: [intern-token]
-    capabilities: [{kind: mcp/proposal}, {kind: mcp/withdraw}]
-`, gateway.Options{})
+	g := startSpace(t)
 	r := startRemote(t, true)
 	human := joinAs(t, g, "human-token")
 	intern := joinAs(t, g, "intern-token")

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -231,31 +232,12 @@ func New(opts Options) (*Bridge, error) {
 	if s.URL == "" && (len(s.Headers) > 0 || s.OAuth != nil) {
 		return nil, errors.New("bridge: headers and OAuth apply to a URL server only")
 	}
-	if opts.InitTimeout == 0 {
-		opts.InitTimeout = defaultInitTimeout
-	}
-	if opts.RequestTimeout == 0 {
-		opts.RequestTimeout = defaultRequestTimeout
-	}
-	if opts.ElicitationTimeout == 0 {
-		opts.ElicitationTimeout = defaultElicitationTimeout
-	}
-	if opts.MaxRestarts == 0 {
-		opts.MaxRestarts = defaultMaxRestarts
-	}
-	if opts.RestartDelay == 0 {
-		opts.RestartDelay = defaultRestartDelay
-	}
-	log := opts.Logger
-	if log == nil {
-		log = opts.Participant.Logger
-	}
-	if log == nil {
-		log = opts.Participant.Client.Logger
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	opts.InitTimeout = cmp.Or(opts.InitTimeout, defaultInitTimeout)
+	opts.RequestTimeout = cmp.Or(opts.RequestTimeout, defaultRequestTimeout)
+	opts.ElicitationTimeout = cmp.Or(opts.ElicitationTimeout, defaultElicitationTimeout)
+	opts.MaxRestarts = cmp.Or(opts.MaxRestarts, defaultMaxRestarts)
+	opts.RestartDelay = cmp.Or(opts.RestartDelay, defaultRestartDelay)
+	log := cmp.Or(opts.Logger, opts.Participant.Logger, opts.Participant.Client.Logger, slog.New(slog.DiscardHandler))
 	opts.Logger = log
 	var oauth *oauthclient.Handler
 	if s.OAuth != nil {

@@ -29,7 +29,7 @@ func TestBridgeForwardsToGoServer(t *testing.T) {
 	b := startBridge(t, g, bridge.Options{Server: goServer(t, "normal")})
 	human := join(t, g, "human", participant.Options{})
 	responses := watch(human, protocol.KindMCPResponse)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := testutil.Context(t, 30*time.Second)
 
 	// The bridge listed every page of the server's tools.
 	var names []string
@@ -74,8 +74,7 @@ func TestBridgeForwardsToGoServer(t *testing.T) {
 	// The call returns as the response is handled; the watcher's handler
 	// may run a moment later.
 	echoed := func(env *protocol.Envelope) bool { return strings.Contains(string(env.Payload), "there") }
-	waitFor(t, "echo's response envelope", func() bool { return responses.find(echoed) != nil })
-	resp := responses.find(echoed)
+	resp := responses.Wait(t, "echo's response envelope", echoed)
 	if resp == nil || resp.From != "files" || !slices.Equal(resp.To, []string{"human"}) || len(resp.CorrelationID) != 1 {
 		t.Errorf("echo's response envelope %+v", resp)
 	}
@@ -158,7 +157,7 @@ func TestBridgeServerStderrGoesToLog(t *testing.T) {
 	seen := watch(human, protocol.KindChat, protocol.KindMCPResponse, protocol.KindParticipantStatus, protocol.KindMCPRequest)
 	callTool(t, human, "stderr", map[string]any{"text": "a secret diagnostic line"})
 	waitFor(t, "the line is logged", func() bool { return strings.Contains(b.logs.String(), "a secret diagnostic line") })
-	for _, env := range seen.all() {
+	for _, env := range seen.All(nil) {
 		if env.From == "files" && strings.Contains(string(env.Payload), "secret diagnostic") {
 			t.Errorf("stderr leaked into the space: %s %s", env.Kind, env.Payload)
 		}
@@ -182,7 +181,7 @@ func TestBridgeAnnouncesListChanges(t *testing.T) {
 		return slices.ContainsFunc(b.Tools(), func(tl *mcp.Tool) bool { return tl.Name == "extra" })
 	})
 	waitFor(t, "the change is announced", func() bool {
-		return requests.find(func(env *protocol.Envelope) bool {
+		return requests.Find(func(env *protocol.Envelope) bool {
 			return env.From == "files" && env.IsBroadcast() && strings.Contains(string(env.Payload), "notifications/tools/list_changed")
 		}) != nil
 	})
@@ -209,7 +208,7 @@ func TestBridgeRestartsACrashedServer(t *testing.T) {
 	}()
 	waitFor(t, "the slow call is in flight", func() bool { return strings.Contains(b.logs.String(), "slow call started") })
 	start := time.Now()
-	_, err := human.Request(ctxFor(t, 20*time.Second), "files", call("crash", nil))
+	_, err := human.Request(testutil.Context(t, 20*time.Second), "files", call("crash", nil))
 	if rpcCode(err) != bridge.CodeConnectionClosed || !strings.Contains(err.Error(), "exit status 3") {
 		t.Errorf("the crashing call: %v, want CodeConnectionClosed naming the exit status", err)
 	}
@@ -230,10 +229,10 @@ func TestBridgeRestartsACrashedServer(t *testing.T) {
 		t.Errorf("after the restart: %+v", r)
 	}
 	waitFor(t, "restarting and ready were reported", func() bool {
-		return statuses.find(statusIs("restarting")) != nil && statuses.find(statusIs("ready")) != nil
+		return statuses.Find(statusIs("restarting")) != nil && statuses.Find(statusIs("ready")) != nil
 	})
 	var st protocol.Status
-	_ = statuses.find(statusIs("restarting")).DecodePayload(&st)
+	_ = statuses.Find(statusIs("restarting")).DecodePayload(&st)
 	if !strings.Contains(string(st.Extra["error"]), "exit status 3") || string(st.Extra["mcp_server"]) != `"`+mcptest.Name+`"` {
 		t.Errorf("restarting status %+v", st.Extra)
 	}
@@ -281,11 +280,11 @@ func TestBridgeRestartsAServerWritingGarbage(t *testing.T) {
 	g := startSpace(t, "")
 	b := startBridge(t, g, bridge.Options{Server: goServer(t, "normal"), RestartDelay: 20 * time.Millisecond})
 	human := join(t, g, "human", participant.Options{})
-	_, err := human.Request(ctxFor(t, 20*time.Second), "files", call("garble", nil))
+	_, err := human.Request(testutil.Context(t, 20*time.Second), "files", call("garble", nil))
 	if err == nil {
 		// The answer may have been written before the garbage; the next
 		// call finds the session over.
-		_, err = human.Request(ctxFor(t, 20*time.Second), "files", call("echo", map[string]any{"text": "x"}))
+		_, err = human.Request(testutil.Context(t, 20*time.Second), "files", call("echo", map[string]any{"text": "x"}))
 	}
 	if err != nil && rpcCode(err) != bridge.CodeConnectionClosed {
 		t.Errorf("after garbage: %v, want CodeConnectionClosed", err)
@@ -313,12 +312,12 @@ func TestBridgeGivesUpOnACrashLoop(t *testing.T) {
 		t.Errorf("status %+v", st)
 	}
 	waitFor(t, "the space is told", func() bool {
-		return seen.find(func(env *protocol.Envelope) bool {
+		return seen.Find(func(env *protocol.Envelope) bool {
 			return env.Kind == protocol.KindChat && env.From == "files" && strings.Contains(string(env.Payload), "failed 3 times in a row")
-		}) != nil && seen.find(statusIs("error")) != nil
+		}) != nil && seen.Find(statusIs("error")) != nil
 	})
 	start := time.Now()
-	_, err := human.Request(ctxFor(t, 10*time.Second), "files", call("echo", map[string]any{"text": "x"}))
+	_, err := human.Request(testutil.Context(t, 10*time.Second), "files", call("echo", map[string]any{"text": "x"}))
 	if rpcCode(err) != bridge.CodeConnectionClosed || time.Since(start) > 2*time.Second {
 		t.Errorf("a request to a bridge that gave up: %v after %v", err, time.Since(start))
 	}
@@ -332,7 +331,7 @@ func TestBridgeNoRestart(t *testing.T) {
 	g := startSpace(t, "")
 	b := startBridge(t, g, bridge.Options{Server: goServer(t, "normal"), NoRestart: true})
 	human := join(t, g, "human", participant.Options{})
-	if _, err := human.Request(ctxFor(t, 10*time.Second), "files", call("crash", nil)); rpcCode(err) != bridge.CodeConnectionClosed {
+	if _, err := human.Request(testutil.Context(t, 10*time.Second), "files", call("crash", nil)); rpcCode(err) != bridge.CodeConnectionClosed {
 		t.Errorf("crash: %v", err)
 	}
 	waitFor(t, "the bridge gives up", func() bool { return b.Status().State == bridge.StateFailed })
@@ -347,7 +346,7 @@ func TestBridgeRequestTimeoutCancelsTheCall(t *testing.T) {
 	g := startSpace(t, "")
 	b := startBridge(t, g, bridge.Options{Server: goServer(t, "normal"), RequestTimeout: 300 * time.Millisecond})
 	human := join(t, g, "human", participant.Options{})
-	_, err := human.Request(ctxFor(t, 10*time.Second), "files", call("slow", map[string]any{"ms": 10000}))
+	_, err := human.Request(testutil.Context(t, 10*time.Second), "files", call("slow", map[string]any{"ms": 10000}))
 	if rpcCode(err) != bridge.CodeRequestTimeout {
 		t.Fatalf("slow call: %v, want CodeRequestTimeout", err)
 	}
@@ -375,7 +374,7 @@ func TestBridgeWithdrawnProposalCancelsTheCall(t *testing.T) {
 	})
 	// The agent may only propose tools/call; it gives up after a second,
 	// which withdraws its proposal.
-	_, err := agent.Request(ctxFor(t, time.Second), "files", call("slow", map[string]any{"ms": 20000}))
+	_, err := agent.Request(testutil.Context(t, time.Second), "files", call("slow", map[string]any{"ms": 20000}))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("agent's request: %v", err)
 	}
@@ -402,19 +401,16 @@ func TestBridgeRequesterCancels(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.ID, env.To = protocol.NewID(), []string{"files"}
-	if err := human.Send(ctxFor(t, 5*time.Second), env); err != nil {
+	if err := human.Send(testutil.Context(t, 5*time.Second), env); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the slow call is in flight", func() bool { return strings.Contains(b.logs.String(), "slow call started") })
 	cancel, _ := protocol.New(protocol.KindMCPRequest, map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": map[string]any{"requestId": 77, "reason": "changed my mind"}})
 	cancel.To = []string{"files"}
-	if err := human.Send(ctxFor(t, 5*time.Second), cancel); err != nil {
+	if err := human.Send(testutil.Context(t, 5*time.Second), cancel); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the cancelled request is answered", func() bool {
-		return responses.find(func(e *protocol.Envelope) bool { return slices.Contains(e.CorrelationID, env.ID) }) != nil
-	})
-	resp := responses.find(func(e *protocol.Envelope) bool { return slices.Contains(e.CorrelationID, env.ID) })
+	resp := responses.Wait(t, "the cancelled request is answered", func(e *protocol.Envelope) bool { return slices.Contains(e.CorrelationID, env.ID) })
 	var msg protocol.MCPMessage
 	if err := resp.DecodePayload(&msg); err != nil || msg.Error == nil || msg.Error.Code != bridge.CodeRequestCancelled || string(msg.ID) != "77" {
 		t.Errorf("answer %s", resp.Payload)
@@ -529,14 +525,14 @@ func TestBridgeParticipantControls(t *testing.T) {
 			t.Fatal(err)
 		}
 		env.ID, env.To = protocol.NewID(), []string{"files"}
-		if err := human.Send(ctxFor(t, 5*time.Second), env); err != nil {
+		if err := human.Send(testutil.Context(t, 5*time.Second), env); err != nil {
 			t.Fatal(err)
 		}
 		return env.ID
 	}
 	id := control(protocol.KindParticipantRestart, protocol.Restart{Reason: "new config"})
 	waitFor(t, "the restart is reported", func() bool {
-		return statuses.find(func(e *protocol.Envelope) bool {
+		return statuses.Find(func(e *protocol.Envelope) bool {
 			return statusIs("restarted")(e) && slices.Contains(e.CorrelationID, id)
 		}) != nil
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/mew-protocol/mew/bridge"
 	"github.com/mew-protocol/mew/internal/mcptest"
 	"github.com/mew-protocol/mew/internal/mcpver"
+	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -130,12 +131,12 @@ func TestBridgeElicitation(t *testing.T) {
 				t.Errorf("the answer: %v", err)
 			}
 			waitFor(t, "helper sees the elicitation closed", func() bool {
-				return seen.find(func(env *protocol.Envelope) bool {
+				return seen.Find(func(env *protocol.Envelope) bool {
 					var d protocol.ElicitationDone
 					return env.Kind == protocol.KindElicitationDone && env.DecodePayload(&d) == nil && d.Status == "answered" && d.By == "human" && d.Action == "accept"
 				}) != nil
 			})
-			if req := seen.find(func(env *protocol.Envelope) bool { return env.Kind == protocol.KindElicitationRequest }); req == nil || len(req.To) != 1 || req.To[0] != "human" || len(req.CorrelationID) != 1 {
+			if req := seen.Find(func(env *protocol.Envelope) bool { return env.Kind == protocol.KindElicitationRequest }); req == nil || len(req.To) != 1 || req.To[0] != "human" || len(req.CorrelationID) != 1 {
 				t.Errorf("elicitation/request as helper saw it: %+v", req)
 			}
 			if n := len(human.PendingElicitations()); n != 0 {
@@ -207,7 +208,7 @@ func TestBridgeElicitationExpires(t *testing.T) {
 		t.Errorf("the call answered %q", got)
 	}
 	waitFor(t, "elicitation/done expired", func() bool {
-		return seen.find(func(env *protocol.Envelope) bool {
+		return seen.Find(func(env *protocol.Envelope) bool {
 			var d protocol.ElicitationDone
 			return env.DecodePayload(&d) == nil && d.Status == protocol.ElicitationExpired
 		}) != nil
@@ -221,7 +222,7 @@ func TestBridgeElicitationNotAllowed(t *testing.T) {
 	g := startSpace(t, "")
 	startBridge(t, g, bridge.Options{Server: goServer(t, "normal"), NoRestart: true})
 	human := join(t, g, "human", participant.Options{})
-	raw, err := human.Request(ctxFor(t, 20*time.Second), "files", call("ask", map[string]any{}))
+	raw, err := human.Request(testutil.Context(t, 20*time.Second), "files", call("ask", map[string]any{}))
 	var r toolResult
 	_ = json.Unmarshal(raw, &r)
 	if !strings.Contains(r.text()+errString(err), "no capability for elicitation/request") {

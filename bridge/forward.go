@@ -336,6 +336,17 @@ func decodeParams(params json.RawMessage, v any) error {
 	return nil
 }
 
+// callWith decodes params into a new P (none or null: the zero P) and
+// calls f with it: a forwarded method whose params go to the server as
+// they came.
+func callWith[P, R any](ctx context.Context, params json.RawMessage, f func(context.Context, *P) (R, error)) (any, error) {
+	p := new(P)
+	if err := decodeParams(params, p); err != nil {
+		return nil, err
+	}
+	return f(ctx, p)
+}
+
 // send calls method on the server's session with params.
 func (b *Bridge) send(ctx context.Context, r *run, method string, params json.RawMessage) (any, error) {
 	cs := r.session
@@ -364,47 +375,19 @@ func (b *Bridge) send(ctx context.Context, r *run, method string, params json.Ra
 		}
 		return res, err
 	case "tools/list":
-		p := &mcp.ListToolsParams{}
-		if err := decodeParams(params, p); err != nil {
-			return nil, err
-		}
-		return cs.ListTools(ctx, p)
+		return callWith(ctx, params, cs.ListTools)
 	case "resources/list":
-		p := &mcp.ListResourcesParams{}
-		if err := decodeParams(params, p); err != nil {
-			return nil, err
-		}
-		return cs.ListResources(ctx, p)
+		return callWith(ctx, params, cs.ListResources)
 	case "resources/templates/list":
-		p := &mcp.ListResourceTemplatesParams{}
-		if err := decodeParams(params, p); err != nil {
-			return nil, err
-		}
-		return cs.ListResourceTemplates(ctx, p)
+		return callWith(ctx, params, cs.ListResourceTemplates)
 	case "resources/read":
-		p := &mcp.ReadResourceParams{}
-		if err := decodeParams(params, p); err != nil {
-			return nil, err
-		}
-		return cs.ReadResource(ctx, p)
+		return callWith(ctx, params, cs.ReadResource)
 	case "prompts/list":
-		p := &mcp.ListPromptsParams{}
-		if err := decodeParams(params, p); err != nil {
-			return nil, err
-		}
-		return cs.ListPrompts(ctx, p)
+		return callWith(ctx, params, cs.ListPrompts)
 	case "prompts/get":
-		p := &mcp.GetPromptParams{}
-		if err := decodeParams(params, p); err != nil {
-			return nil, err
-		}
-		return cs.GetPrompt(ctx, p)
+		return callWith(ctx, params, cs.GetPrompt)
 	case "completion/complete":
-		p := &mcp.CompleteParams{}
-		if err := decodeParams(params, p); err != nil {
-			return nil, err
-		}
-		return cs.Complete(ctx, p)
+		return callWith(ctx, params, cs.Complete)
 	}
 	return nil, fmt.Errorf("method %s is not forwarded", method)
 }

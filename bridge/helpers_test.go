@@ -1,15 +1,12 @@
 package bridge_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,40 +119,8 @@ func tryStartBridge(t testing.TB, g *testutil.Gateway, opts bridge.Options) (*ru
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Run(ctx) }()
-	var once sync.Once
-	var runErr error
-	r := &running{Bridge: b, logs: logs}
-	stop := func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case runErr = <-done:
-			case <-time.After(30 * time.Second):
-				runErr = errors.New("Run did not return within 30 s")
-			}
-		})
-		return runErr
-	}
-	var checked atomic.Bool // the test looked at Run's error itself
-	r.stop = func() error { checked.Store(true); return stop() }
-	t.Cleanup(func() {
-		if err := stop(); err != nil && !checked.Load() {
-			t.Errorf("bridge Run: %v", err)
-		}
-	})
-	select {
-	case <-b.Ready():
-		return r, nil
-	case err := <-done:
-		checked.Store(true)
-		once.Do(func() { runErr = err; cancel() })
-		return r, err
-	case <-time.After(30 * time.Second):
-		return r, errors.New("the bridge was not ready within 30 s")
-	}
+	run, err := testutil.StartRun(t, b.Run, b.Ready())
+	return &running{Bridge: b, logs: logs, stop: run.Stop}, err
 }
 
 // startSpace starts a gateway for bridgeSpace (or spaceYAML).
@@ -171,38 +136,15 @@ func startSpace(t testing.TB, spaceYAML string) *testutil.Gateway {
 // capabilities are known.
 func join(t testing.TB, g *testutil.Gateway, id string, opts participant.Options) *participant.Participant {
 	t.Helper()
-	opts.Client = client.Options{Gateway: "ws://" + g.Addr, Space: g.Config.Space.ID, Token: id + "-token"}
-	p, err := participant.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := p.Connect(ctx); err != nil {
-		t.Fatalf("connect %s: %v", id, err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	waitFor(t, id+" is ready", func() bool { return p.Client().State() == client.Ready && len(p.Capabilities()) > 0 })
+	p := testutil.JoinParticipant(t, g, id+"-token", opts)
+	waitFor(t, id+" has its capabilities", func() bool { return len(p.Capabilities()) > 0 })
 	return p
 }
 
 // waitFor polls cond for up to 20 s.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// ctxFor returns a context that ends after d or with the test.
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
+	testutil.WaitFor(t, 20*time.Second, what, cond)
 }
 
 // call is a tools/call payload.
@@ -231,7 +173,7 @@ func (r toolResult) text() string {
 // callTool calls a tool of "files" as p and decodes the result.
 func callTool(t testing.TB, p *participant.Participant, name string, args any) toolResult {
 	t.Helper()
-	raw, err := p.Request(ctxFor(t, 20*time.Second), "files", call(name, args))
+	raw, err := p.Request(testutil.Context(t, 20*time.Second), "files", call(name, args))
 	if err != nil {
 		t.Fatalf("tools/call %s: %v", name, err)
 	}
@@ -251,39 +193,9 @@ func rpcCode(err error) int {
 	return 0
 }
 
-// envelopes collects the envelopes of the given kinds that p receives.
-type envelopes struct {
-	mu   sync.Mutex
-	list []*protocol.Envelope
-}
-
-func watch(p *participant.Participant, kinds ...string) *envelopes {
-	e := &envelopes{}
-	for _, k := range kinds {
-		p.Client().OnKind(k, func(env *protocol.Envelope) {
-			e.mu.Lock()
-			e.list = append(e.list, env)
-			e.mu.Unlock()
-		})
-	}
-	return e
-}
-
-func (e *envelopes) find(match func(*protocol.Envelope) bool) *protocol.Envelope {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, env := range e.list {
-		if match(env) {
-			return env
-		}
-	}
-	return nil
-}
-
-func (e *envelopes) all() []*protocol.Envelope {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]*protocol.Envelope(nil), e.list...)
+// watch collects the envelopes of the given kinds that p receives.
+func watch(p *participant.Participant, kinds ...string) *testutil.Inbox {
+	return testutil.Watch(p.Client(), kinds...)
 }
 
 // statusIs matches a participant/status of files with the status s.

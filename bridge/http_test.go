@@ -11,6 +11,7 @@ import (
 
 	"github.com/mew-protocol/mew/bridge"
 	"github.com/mew-protocol/mew/internal/mcptest"
+	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
 )
 
@@ -35,7 +36,7 @@ func TestBridgeStreamableHTTP(t *testing.T) {
 	if r := callTool(t, human, "echo", map[string]any{"text": "over http"}); r.text() != "over http" {
 		t.Errorf("echo: %+v", r)
 	}
-	raw, err := human.Request(ctxFor(t, 10*time.Second), "files", map[string]any{"method": "prompts/get", "params": map[string]any{"name": "greet", "arguments": map[string]any{"name": "Grace"}}})
+	raw, err := human.Request(testutil.Context(t, 10*time.Second), "files", map[string]any{"method": "prompts/get", "params": map[string]any{"name": "greet", "arguments": map[string]any{"name": "Grace"}}})
 	if err != nil || !strings.Contains(string(raw), "Say hello to Grace") {
 		t.Errorf("prompts/get: %s, %v", raw, err)
 	}
@@ -43,7 +44,7 @@ func TestBridgeStreamableHTTP(t *testing.T) {
 	hs.CloseClientConnections()
 	hs.Close()
 	start := time.Now()
-	_, err = human.Request(ctxFor(t, 20*time.Second), "files", call("echo", map[string]any{"text": "anyone?"}))
+	_, err = human.Request(testutil.Context(t, 20*time.Second), "files", call("echo", map[string]any{"text": "anyone?"}))
 	if rpcCode(err) == 0 {
 		t.Errorf("a call to a server that is gone: %v, want a JSON-RPC error", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mew-protocol/mew/bridge"
+	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
 )
 
@@ -22,7 +23,7 @@ func TestBridgeNPMEverything(t *testing.T) {
 	g := startSpace(t, "")
 	b := startBridge(t, g, bridge.Options{Server: bridge.Server{Command: bin, Env: []string{"MEW_BRIDGE_PROBE=from-the-bridge"}}})
 	human := join(t, g, "human", participant.Options{})
-	ctx := ctxFor(t, 60*time.Second)
+	ctx := testutil.Context(t, 60*time.Second)
 
 	tools, err := human.DiscoverTools(ctx, "files")
 	if err != nil {
@@ -92,7 +93,7 @@ func TestBridgeNPMFilesystemProposalFulfilled(t *testing.T) {
 			return
 		}
 		go func() {
-			_, err := human.Fulfill(ctxFor(t, 30*time.Second), pr)
+			_, err := human.Fulfill(testutil.Context(t, 30*time.Second), pr)
 			if err != nil {
 				approved <- "error: " + err.Error()
 				return
@@ -102,7 +103,7 @@ func TestBridgeNPMFilesystemProposalFulfilled(t *testing.T) {
 	})
 
 	target := filepath.Join(dir, "note.txt")
-	raw, err := agent.Request(ctxFor(t, 30*time.Second), "files", call("write_file", map[string]any{"path": target, "content": "written through a proposal\n"}))
+	raw, err := agent.Request(testutil.Context(t, 30*time.Second), "files", call("write_file", map[string]any{"path": target, "content": "written through a proposal\n"}))
 	if err != nil {
 		t.Fatalf("the agent's proposal: %v", err)
 	}

@@ -58,7 +58,7 @@ func TestBridgeOAuth(t *testing.T) {
 	// The first bridge's leave, seen before the second joins: seen after,
 	// it would fail the call to the second as a call to one who left.
 	waitFor(t, "the first bridge's leave", func() bool {
-		return presence.find(func(env *protocol.Envelope) bool {
+		return presence.Find(func(env *protocol.Envelope) bool {
 			var p protocol.Presence
 			return env.DecodePayload(&p) == nil && p.Event == protocol.PresenceLeave && p.Participant.ID == "files"
 		}) != nil

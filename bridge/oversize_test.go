@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/bridge"
+	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
 )
 
@@ -19,7 +20,7 @@ func TestBridgeResultTooLarge(t *testing.T) {
 	human := join(t, g, "human", participant.Options{})
 	pid := callTool(t, human, "pid", nil).text()
 	for i := range 3 {
-		raw, err := human.Request(ctxFor(t, 60*time.Second), "files", call("huge", map[string]any{"mb": 17}))
+		raw, err := human.Request(testutil.Context(t, 60*time.Second), "files", call("huge", map[string]any{"mb": 17}))
 		if rpcCode(err) != bridge.CodeResultTooLarge || !strings.Contains(err.Error(), "result too large") {
 			t.Fatalf("call %d: %.200s, %v", i+1, raw, err)
 		}

@@ -2,16 +2,13 @@ package bridge_test
 
 import (
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mew-protocol/mew/bridge"
 	"github.com/mew-protocol/mew/internal/mcptest"
+	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
 )
 
@@ -19,13 +16,10 @@ import (
 // resource in a tool result reach the caller through the bridge, the
 // gateway and the SDK as the server wrote them.
 func TestBridgeRichContent(t *testing.T) {
-	srv := mcptest.Booking("https://example.com/consent")
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(hs.Close)
 	g := startSpace(t, "")
-	startBridge(t, g, bridge.Options{Server: bridge.Server{URL: hs.URL}, NoRestart: true})
+	testutil.StartBooking(t, g, "files-token", bridge.Options{NoRestart: true})
 	human := join(t, g, "human", participant.Options{})
-	raw, err := human.Request(ctxFor(t, 20*time.Second), "files", call("picture", map[string]any{}))
+	raw, err := human.Request(testutil.Context(t, 20*time.Second), "files", call("picture", map[string]any{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mew-protocol/mew/internal/jobs"
 	"github.com/mew-protocol/mew/protocol"
 )
 
@@ -180,7 +181,7 @@ func (b *Bridge) recover(ctx context.Context, r *run) (*run, bool) {
 		b.setState(StateRestarting, why)
 		b.log.Info("restarting the MCP server", "attempt", failures, "of", b.opts.MaxRestarts, "in", delay)
 		b.reportState(ctx)
-		if !sleep(ctx, delay) {
+		if !jobs.Sleep(ctx, delay) {
 			return nil, false
 		}
 		next, err := b.start(ctx)
@@ -256,18 +257,6 @@ func (b *Bridge) reportState(ctx context.Context) {
 	defer cancel()
 	if err := b.p.Send(sctx, env); err != nil {
 		b.log.Debug("participant/status not sent", "state", st.State, "err", err)
-	}
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

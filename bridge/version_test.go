@@ -18,6 +18,7 @@ import (
 	"github.com/mew-protocol/mew/internal/mcpserve"
 	"github.com/mew-protocol/mew/internal/mcptest"
 	"github.com/mew-protocol/mew/internal/mcpver"
+	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
 )
 
@@ -128,7 +129,7 @@ func TestBridgeOldProtocolServer(t *testing.T) {
 	if got := callTool(t, human, "echo", map[string]any{"text": "hi"}).text(); got != "echo: hi" {
 		t.Errorf("echo answered %q", got)
 	}
-	raw, err := human.Request(ctxFor(t, 10*time.Second), "files", map[string]any{"method": "initialize", "params": map[string]any{"protocolVersion": "2025-06-18"}})
+	raw, err := human.Request(testutil.Context(t, 10*time.Second), "files", map[string]any{"method": "initialize", "params": map[string]any{"protocolVersion": "2025-06-18"}})
 	if err != nil || !strings.Contains(string(raw), `"protocolVersion":"2025-06-18"`) || !strings.Contains(string(raw), `"name":"old-server"`) {
 		t.Errorf("initialize: %s, %v", raw, err)
 	}
@@ -197,7 +198,7 @@ func TestBridgeRevisions(t *testing.T) {
 				if got := callTool(t, human, "echo", map[string]any{"text": name + " " + v}).text(); got != name+" "+v {
 					t.Errorf("%s: echo answered %q", name, got)
 				}
-				raw, err := human.Request(ctxFor(t, 10*time.Second), "files", map[string]any{"method": "initialize", "params": map[string]any{"protocolVersion": mcpver.Oldest}})
+				raw, err := human.Request(testutil.Context(t, 10*time.Second), "files", map[string]any{"method": "initialize", "params": map[string]any{"protocolVersion": mcpver.Oldest}})
 				if err != nil || !strings.Contains(string(raw), `"protocolVersion":"`+mcpver.Oldest+`"`) {
 					t.Errorf("%s: initialize in the space: %s, %v", name, raw, err)
 				}

@@ -76,13 +76,7 @@ func connect(t testing.TB, g *testutil.Gateway, opts client.Options) *client.Cli
 // waitFor polls cond until it holds, failing the test after 5 s.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 5*time.Second, what, cond)
 }
 
 // chat returns a chat envelope.

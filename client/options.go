@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -113,34 +114,19 @@ func (o Options) check() (Options, error) {
 	case o.MaxReconnectAttempts < 0, o.SendQueue < 0, o.InboundQueue < 0, o.MaxMessageSize < 0:
 		return o, errors.New("counts and sizes must not be negative")
 	}
-	if o.ReconnectDelay == 0 {
-		o.ReconnectDelay = defaultReconnectDelay
-	}
-	if o.MaxReconnectDelay == 0 {
-		o.MaxReconnectDelay = defaultMaxReconnectDelay
-	}
-	o.MaxReconnectDelay = max(o.MaxReconnectDelay, o.ReconnectDelay)
-	if o.HeartbeatInterval == 0 {
-		o.HeartbeatInterval = defaultHeartbeat
-	}
-	if o.WelcomeTimeout == 0 {
-		o.WelcomeTimeout = defaultWelcomeTimeout
-	}
-	if o.SendQueue == 0 {
-		o.SendQueue = defaultSendQueue
-	}
-	if o.InboundQueue == 0 {
-		o.InboundQueue = defaultInboundQueue
-	}
-	if o.MaxMessageSize == 0 {
-		o.MaxMessageSize = defaultMaxMessageSize
-	}
+	// A zero field takes its default; cmp.Or keeps any other value,
+	// including the negative HeartbeatInterval that turns heartbeats off.
+	o.ReconnectDelay = cmp.Or(o.ReconnectDelay, defaultReconnectDelay)
+	o.MaxReconnectDelay = max(cmp.Or(o.MaxReconnectDelay, defaultMaxReconnectDelay), o.ReconnectDelay)
+	o.HeartbeatInterval = cmp.Or(o.HeartbeatInterval, defaultHeartbeat)
+	o.WelcomeTimeout = cmp.Or(o.WelcomeTimeout, defaultWelcomeTimeout)
+	o.SendQueue = cmp.Or(o.SendQueue, defaultSendQueue)
+	o.InboundQueue = cmp.Or(o.InboundQueue, defaultInboundQueue)
+	o.MaxMessageSize = cmp.Or(o.MaxMessageSize, defaultMaxMessageSize)
 	if o.ParticipantID != "" {
 		o.JoinMessage = true
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	return o, nil
 }
 

@@ -49,7 +49,7 @@ func TestChatAcknowledgeAndCancel(t *testing.T) {
 	if err := worker.Acknowledge(ctx, pending[0], ""); err != nil {
 		t.Fatal(err)
 	}
-	ack := seen.wait(t, "the acknowledgement", kindFrom(protocol.KindChatAcknowledge, "worker", first))
+	ack := seen.Wait(t, "the acknowledgement", kindFrom(protocol.KindChatAcknowledge, "worker", first))
 	var a protocol.ChatAcknowledge
 	if err := ack.DecodePayload(&a); err != nil || a.Status != "received" || !slices.Equal(ack.To, []string{"boss"}) {
 		t.Errorf("acknowledgement %s to %v", ack.Payload, ack.To)
@@ -69,19 +69,19 @@ func TestChatAcknowledgeAndCancel(t *testing.T) {
 	if err := other.CancelChat(ctx, second, "not yours"); err != nil {
 		t.Fatal(err)
 	}
-	seen.wait(t, "the third party's cancel", kindFrom(protocol.KindChatCancel, "other", second))
+	seen.Wait(t, "the third party's cancel", kindFrom(protocol.KindChatCancel, "other", second))
 	sync, err := boss.Chat(ctx, "sync")
 	if err != nil {
 		t.Fatal(err)
 	}
-	workerSaw.wait(t, "the sync chat", func(e *protocol.Envelope) bool { return e.ID == sync })
+	workerSaw.Wait(t, "the sync chat", func(e *protocol.Envelope) bool { return e.ID == sync })
 	if !slices.Contains(pendingIDs(worker), second) {
 		t.Error("a third party's cancel cleared the chat")
 	}
 	if err := boss.CancelChat(ctx, second, "handled_elsewhere"); err != nil {
 		t.Fatal(err)
 	}
-	cancel := seen.wait(t, "the sender's cancel", kindFrom(protocol.KindChatCancel, "boss", second))
+	cancel := seen.Wait(t, "the sender's cancel", kindFrom(protocol.KindChatCancel, "boss", second))
 	if !slices.Equal(cancel.To, []string{"worker"}) {
 		t.Errorf("cancel to %v, want [worker]", cancel.To)
 	}
@@ -97,7 +97,7 @@ func TestChatAcknowledgeAndCancel(t *testing.T) {
 	if err := worker.CancelChat(ctx, third, ""); err != nil {
 		t.Fatal(err)
 	}
-	cancel = seen.wait(t, "the worker's cancel", kindFrom(protocol.KindChatCancel, "worker", third))
+	cancel = seen.Wait(t, "the worker's cancel", kindFrom(protocol.KindChatCancel, "worker", third))
 	var c protocol.ChatCancel
 	if err := cancel.DecodePayload(&c); err != nil || c.Reason != "cancelled" || !slices.Equal(cancel.To, []string{"boss"}) {
 		t.Errorf("cancel %s to %v", cancel.Payload, cancel.To)
@@ -126,7 +126,7 @@ func TestChatAcknowledgeAndCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen.wait(t, "the worker's chat", func(e *protocol.Envelope) bool { return e.ID == id })
+	seen.Wait(t, "the worker's chat", func(e *protocol.Envelope) bool { return e.ID == id })
 	waitUntil(t, "the own chat is counted", func() bool { _, m := worker.ContextUsage(); return m == before+1 })
 }
 

@@ -219,18 +219,14 @@ func (p *Participant) Paused() bool {
 // after the earlier controls' hooks, and must return when ctx ends. nil
 // removes the hook; the participant then only reports the statuses.
 func (p *Participant) OnForget(f func(ctx context.Context, direction string, entries int) error) {
-	p.controls.mu.Lock()
-	p.controls.hooks.forget = f
-	p.controls.mu.Unlock()
+	setHook(&p.controls, &p.controls.hooks.forget, f)
 }
 
 // OnClear sets the hook that participant/clear calls to erase all retained
 // context. When it returns nil the participant resets its context counters
 // to zero. It runs as OnForget's hook does; nil removes it.
 func (p *Participant) OnClear(f func(ctx context.Context) error) {
-	p.controls.mu.Lock()
-	p.controls.hooks.clear = f
-	p.controls.mu.Unlock()
+	setHook(&p.controls, &p.controls.hooks.clear, f)
 }
 
 // OnCompact sets the hook that participant/compact calls. It returns how
@@ -240,9 +236,7 @@ func (p *Participant) OnClear(f func(ctx context.Context) error) {
 // or when nothing was freed, "failed" with the error's text when the hook
 // fails. It runs as OnForget's hook does; nil removes it.
 func (p *Participant) OnCompact(f func(ctx context.Context) (freedTokens, freedMessages int, err error)) {
-	p.controls.mu.Lock()
-	p.controls.hooks.compact = f
-	p.controls.mu.Unlock()
+	setHook(&p.controls, &p.controls.hooks.compact, f)
 }
 
 // OnRestart sets the hook that participant/restart calls, after the
@@ -250,9 +244,7 @@ func (p *Participant) OnCompact(f func(ctx context.Context) (freedTokens, freedM
 // configuration. When it returns nil the context counters are reset. It runs
 // as OnForget's hook does; nil removes it.
 func (p *Participant) OnRestart(f func(ctx context.Context) error) {
-	p.controls.mu.Lock()
-	p.controls.hooks.restart = f
-	p.controls.mu.Unlock()
+	setHook(&p.controls, &p.controls.hooks.restart, f)
 }
 
 // OnShutdown sets the hook that participant/shutdown calls, after the
@@ -263,9 +255,7 @@ func (p *Participant) OnRestart(f func(ctx context.Context) error) {
 // the connection has closed). It runs as OnForget's hook does; nil removes
 // it.
 func (p *Participant) OnShutdown(f func(ctx context.Context) error) {
-	p.controls.mu.Lock()
-	p.controls.hooks.shutdown = f
-	p.controls.mu.Unlock()
+	setHook(&p.controls, &p.controls.hooks.shutdown, f)
 }
 
 // OnPauseChange sets a function called when the participant is paused
@@ -273,9 +263,15 @@ func (p *Participant) OnShutdown(f func(ctx context.Context) error) {
 // resume or its timeout). Calls come in order, on a goroutine of the
 // participant; f must not block for long. nil removes it.
 func (p *Participant) OnPauseChange(f func(paused bool, reason string)) {
-	p.controls.mu.Lock()
-	p.controls.hooks.pauseChange = f
-	p.controls.mu.Unlock()
+	setHook(&p.controls, &p.controls.hooks.pauseChange, f)
+}
+
+// setHook sets one of c's hooks under c.mu, which guards them as it does
+// every field of c.
+func setHook[F any](c *controlState, hook *F, f F) {
+	c.mu.Lock()
+	*hook = f
+	c.mu.Unlock()
 }
 
 // RecordContextUsage adds tokens and messages (either may be negative) to

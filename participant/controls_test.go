@@ -47,69 +47,8 @@ participants:
 
 // Helpers shared by the tests of discovery, controls, chat and streams.
 
-// inbox collects the envelopes a client receives.
-type inbox struct {
-	mu     sync.Mutex
-	envs   []*protocol.Envelope
-	signal chan struct{}
-}
-
 // watch collects what c receives from now on.
-func watch(c *client.Client) *inbox {
-	in := &inbox{signal: make(chan struct{})}
-	c.OnMessage(func(env *protocol.Envelope) {
-		in.mu.Lock()
-		in.envs = append(in.envs, env)
-		close(in.signal)
-		in.signal = make(chan struct{})
-		in.mu.Unlock()
-	})
-	return in
-}
-
-// find returns the first envelope that ok accepts, or nil.
-func (in *inbox) find(ok func(*protocol.Envelope) bool) (*protocol.Envelope, chan struct{}) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	for _, e := range in.envs {
-		if ok(e) {
-			return e, nil
-		}
-	}
-	return nil, in.signal
-}
-
-// all returns the envelopes that ok accepts.
-func (in *inbox) all(ok func(*protocol.Envelope) bool) []*protocol.Envelope {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	var out []*protocol.Envelope
-	for _, e := range in.envs {
-		if ok(e) {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// wait returns the first envelope that ok accepts, failing the test after
-// 5 s.
-func (in *inbox) wait(t *testing.T, what string, ok func(*protocol.Envelope) bool) *protocol.Envelope {
-	t.Helper()
-	deadline := time.NewTimer(5 * time.Second)
-	defer deadline.Stop()
-	for {
-		e, ch := in.find(ok)
-		if e != nil {
-			return e
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
+func watch(c *client.Client) *testutil.Inbox { return testutil.Watch(c) }
 
 // kindFrom matches envelopes of kind from sender correlated to corr (any
 // when corr is "").
@@ -133,21 +72,11 @@ func statusIs(from, corr, status string) func(*protocol.Envelope) bool {
 // waitUntil polls cond until it holds, failing the test after 5 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 5*time.Second, what, cond)
 }
 
 // testCtx is a context for one step of a test.
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testCtx(t *testing.T) context.Context { return testutil.Context(t, 5*time.Second) }
 
 // joinReady is join, then waits until the participant's welcome handlers
 // have run: Participant.Connect returns when the welcome arrived, before its
@@ -240,7 +169,7 @@ func TestPauseAndResume(t *testing.T) {
 	})
 
 	pauseID := sendControl(t, boss, protocol.KindParticipantPause, "worker", protocol.Pause{Reason: "test_pause"})
-	seen.wait(t, "the paused status", statusIs("worker", pauseID, "paused:test_pause"))
+	seen.Wait(t, "the paused status", statusIs("worker", pauseID, "paused:test_pause"))
 	if !worker.Paused() {
 		t.Fatal("worker not paused")
 	}
@@ -279,7 +208,7 @@ func TestPauseAndResume(t *testing.T) {
 		if err := worker.Client().Send(testCtx(t), env); err != nil {
 			t.Fatalf("%s: raw send: %v", kind, err)
 		}
-		answer := own.wait(t, kind+" relayed or refused", func(e *protocol.Envelope) bool {
+		answer := own.Wait(t, kind+" relayed or refused", func(e *protocol.Envelope) bool {
 			return (e.ID == env.ID && e.From == "worker") || (e.Kind == protocol.KindSystemError && e.CorrelatesWith(env.ID))
 		})
 		gatewayAllows := answer.Kind != protocol.KindSystemError
@@ -295,7 +224,7 @@ func TestPauseAndResume(t *testing.T) {
 	}
 
 	resumeID := sendControl(t, boss, protocol.KindParticipantResume, "worker", protocol.Resume{})
-	seen.wait(t, "the active status", statusIs("worker", resumeID, "active"))
+	seen.Wait(t, "the active status", statusIs("worker", resumeID, "active"))
 	if worker.Paused() {
 		t.Fatal("worker still paused after resume")
 	}
@@ -321,7 +250,7 @@ func TestPauseTimesOut(t *testing.T) {
 	seen := watch(boss.Client())
 
 	pauseID := sendControl(t, boss, protocol.KindParticipantPause, "worker", protocol.Pause{TimeoutSeconds: 1})
-	seen.wait(t, "the paused status", statusIs("worker", pauseID, "paused"))
+	seen.Wait(t, "the paused status", statusIs("worker", pauseID, "paused"))
 	start := time.Now()
 	if !worker.Paused() {
 		t.Fatal("worker not paused")
@@ -330,21 +259,21 @@ func TestPauseTimesOut(t *testing.T) {
 	if d := time.Since(start); d < 800*time.Millisecond {
 		t.Errorf("pause ended after %v, want about 1 s", d)
 	}
-	resume := seen.wait(t, "the gateway's resume", kindFrom(protocol.KindParticipantResume, protocol.GatewayID, pauseID))
+	resume := seen.Wait(t, "the gateway's resume", kindFrom(protocol.KindParticipantResume, protocol.GatewayID, pauseID))
 	// The worker reports being active once, whether its own timer or the
 	// gateway's resume came first.
 	active := func(e *protocol.Envelope) bool {
 		return statusIs("worker", pauseID, "active")(e) || statusIs("worker", resume.ID, "active")(e)
 	}
-	seen.wait(t, "the active status", active)
+	seen.Wait(t, "the active status", active)
 	if _, err := worker.Chat(testCtx(t), "back"); err != nil {
 		t.Fatalf("Chat after the timeout: %v", err)
 	}
 	// A status request reaches the worker after the gateway's resume and is answered in turn: by
 	// its answer, a second active status for the resume would have been sent.
 	reqID := sendControl(t, boss, protocol.KindParticipantRequestStatus, "worker", map[string]any{})
-	seen.wait(t, "the answer to the status request", statusIs("worker", reqID, "active"))
-	if n := len(seen.all(active)); n != 1 {
+	seen.Wait(t, "the answer to the status request", statusIs("worker", reqID, "active"))
+	if n := len(seen.All(active)); n != 1 {
 		t.Errorf("%d active statuses, want 1", n)
 	}
 }
@@ -364,7 +293,7 @@ func TestControlHooks(t *testing.T) {
 
 	// request-status, limited to tokens.
 	reqID := sendControl(t, boss, protocol.KindParticipantRequestStatus, "worker", protocol.RequestStatus{Fields: []string{"tokens"}})
-	st := seen.wait(t, "the requested status", kindFrom(protocol.KindParticipantStatus, "worker", reqID))
+	st := seen.Wait(t, "the requested status", kindFrom(protocol.KindParticipantStatus, "worker", reqID))
 	var raw map[string]any
 	if err := json.Unmarshal(st.Payload, &raw); err != nil {
 		t.Fatal(err)
@@ -388,8 +317,8 @@ func TestControlHooks(t *testing.T) {
 		return nil
 	})
 	id := sendControl(t, boss, protocol.KindParticipantForget, "worker", protocol.Forget{Direction: "oldest", Entries: 3})
-	seen.wait(t, "compacting after forget", statusIs("worker", id, "compacting"))
-	seen.wait(t, "compacted after forget", statusIs("worker", id, "compacted"))
+	seen.Wait(t, "compacting after forget", statusIs("worker", id, "compacting"))
+	seen.Wait(t, "compacted after forget", statusIs("worker", id, "compacted"))
 	if c := <-forgets; c != (call{"oldest", 3}) {
 		t.Errorf("forget hook got %v", c)
 	}
@@ -400,7 +329,7 @@ func TestControlHooks(t *testing.T) {
 	// compact: no hook, a hook, a failing hook, a panicking hook.
 	compactDone := func(id string) protocol.CompactDone {
 		t.Helper()
-		e := seen.wait(t, "compact-done", kindFrom(protocol.KindParticipantCompactDone, "worker", id))
+		e := seen.Wait(t, "compact-done", kindFrom(protocol.KindParticipantCompactDone, "worker", id))
 		if len(e.To) != 1 || e.To[0] != "boss" {
 			t.Errorf("compact-done to %v, want [boss]", e.To)
 		}
@@ -416,11 +345,11 @@ func TestControlHooks(t *testing.T) {
 	}
 	worker.OnCompact(func(ctx context.Context) (int, int, error) { return 100, 2, nil })
 	id = sendControl(t, boss, protocol.KindParticipantCompact, "worker", protocol.Compact{Reason: "token_pressure"})
-	seen.wait(t, "compacting", statusIs("worker", id, "compacting"))
+	seen.Wait(t, "compacting", statusIs("worker", id, "compacting"))
 	if d := compactDone(id); d.Skipped || d.FreedTokens != 100 || d.FreedMessages != 2 || d.Status != "compacted" {
 		t.Errorf("compact: %+v", d)
 	}
-	seen.wait(t, "compacted", statusIs("worker", id, "compacted"))
+	seen.Wait(t, "compacted", statusIs("worker", id, "compacted"))
 	if tok, msg := worker.ContextUsage(); tok != 300 || msg != 5 {
 		t.Errorf("usage after compact %d/%d, want 300/5", tok, msg)
 	}
@@ -429,7 +358,7 @@ func TestControlHooks(t *testing.T) {
 	if d := compactDone(id); !d.Skipped || d.Status != "failed" || d.Reason != "boom" {
 		t.Errorf("failing compact: %+v", d)
 	}
-	seen.wait(t, "compact_failed", statusIs("worker", id, "compact_failed:boom"))
+	seen.Wait(t, "compact_failed", statusIs("worker", id, "compact_failed:boom"))
 	worker.OnCompact(func(ctx context.Context) (int, int, error) { panic("hook bug") })
 	id = sendControl(t, boss, protocol.KindParticipantCompact, "worker", protocol.Compact{})
 	if d := compactDone(id); d.Status != "failed" || !strings.Contains(d.Reason, "hook bug") {
@@ -440,7 +369,7 @@ func TestControlHooks(t *testing.T) {
 	var cleared atomic.Bool
 	worker.OnClear(func(ctx context.Context) error { cleared.Store(true); return nil })
 	id = sendControl(t, boss, protocol.KindParticipantClear, "worker", protocol.Clear{Reason: "test_clear"})
-	st = seen.wait(t, "cleared", statusIs("worker", id, "cleared:test_clear"))
+	st = seen.Wait(t, "cleared", statusIs("worker", id, "cleared:test_clear"))
 	if !cleared.Load() {
 		t.Error("clear hook not called")
 	}
@@ -457,12 +386,12 @@ func TestControlHooks(t *testing.T) {
 	var restarted atomic.Bool
 	worker.OnRestart(func(ctx context.Context) error { restarted.Store(true); return nil })
 	id = sendControl(t, boss, protocol.KindParticipantRestart, "worker", protocol.Restart{})
-	closed := seen.wait(t, "the restart's stream/close", kindFrom(protocol.KindStreamClose, "worker", ""))
+	closed := seen.Wait(t, "the restart's stream/close", kindFrom(protocol.KindStreamClose, "worker", ""))
 	var sc protocol.StreamClose
 	if err := closed.DecodePayload(&sc); err != nil || sc.StreamID != sid || sc.Reason != "restart" {
 		t.Errorf("stream/close %s", closed.Payload)
 	}
-	seen.wait(t, "restarted", statusIs("worker", id, "restarted"))
+	seen.Wait(t, "restarted", statusIs("worker", id, "restarted"))
 	if !restarted.Load() {
 		t.Error("restart hook not called")
 	}
@@ -471,8 +400,8 @@ func TestControlHooks(t *testing.T) {
 	var shut atomic.Bool
 	worker.OnShutdown(func(ctx context.Context) error { shut.Store(true); return nil })
 	id = sendControl(t, boss, protocol.KindParticipantShutdown, "worker", protocol.Shutdown{Reason: "test_shutdown"})
-	seen.wait(t, "shutting_down", statusIs("worker", id, "shutting_down:test_shutdown"))
-	seen.wait(t, "the worker leaves", func(e *protocol.Envelope) bool {
+	seen.Wait(t, "shutting_down", statusIs("worker", id, "shutting_down:test_shutdown"))
+	seen.Wait(t, "the worker leaves", func(e *protocol.Envelope) bool {
 		var pr protocol.Presence
 		return e.Kind == protocol.KindSystemPresence && e.DecodePayload(&pr) == nil &&
 			pr.Event == protocol.PresenceLeave && pr.Participant.ID == "worker"
@@ -496,7 +425,7 @@ func TestControlsAddressedToOthers(t *testing.T) {
 	other.OnClear(func(context.Context) error { calls.Add(1); return nil })
 	sendControl(t, boss, protocol.KindParticipantPause, "worker", protocol.Pause{})
 	id := sendControl(t, boss, protocol.KindParticipantClear, "worker", protocol.Clear{})
-	seen.wait(t, "the worker's cleared status", statusIs("worker", id, "cleared"))
+	seen.Wait(t, "the worker's cleared status", statusIs("worker", id, "cleared"))
 	if other.Paused() || calls.Load() != 0 {
 		t.Error("a control addressed to the worker acted on another participant")
 	}
@@ -517,7 +446,7 @@ func TestSoftLimitAndStatus(t *testing.T) {
 
 	worker.RecordContextUsage(40, 1)
 	worker.RecordContextUsage(20, 1) // 60 ≥ 50: crossing
-	first := seen.wait(t, "the near_limit status", nearLimit)
+	first := seen.Wait(t, "the near_limit status", nearLimit)
 	var s protocol.Status
 	if err := first.DecodePayload(&s); err != nil || s.Tokens != 60 || s.MaxTokens != 100 || s.MessagesInContext != 2 {
 		t.Errorf("near_limit payload %s", first.Payload)
@@ -528,19 +457,19 @@ func TestSoftLimitAndStatus(t *testing.T) {
 	if err := worker.ReportStatus(testCtx(t), "checkpoint"); err != nil {
 		t.Fatal(err)
 	}
-	seen.wait(t, "the reported status", statusIs("worker", "", "checkpoint"))
-	waitUntil(t, "two near_limit statuses", func() bool { return len(seen.all(nearLimit)) == 2 })
+	seen.Wait(t, "the reported status", statusIs("worker", "", "checkpoint"))
+	waitUntil(t, "two near_limit statuses", func() bool { return len(seen.All(nearLimit)) == 2 })
 
 	if err := worker.RequestStatus(testCtx(t), "boss", "tokens"); err != nil {
 		t.Fatal(err)
 	}
-	seen.wait(t, "the status request", func(e *protocol.Envelope) bool {
+	seen.Wait(t, "the status request", func(e *protocol.Envelope) bool {
 		return kindFrom(protocol.KindParticipantRequestStatus, "worker", "")(e) && len(e.To) == 1 && e.To[0] == "boss"
 	})
 	if err := quiet.RequestStatus(testCtx(t), "boss"); !errors.Is(err, participant.ErrNotAllowed) {
 		t.Errorf("RequestStatus without the capability: %v, want ErrNotAllowed", err)
 	}
-	if len(seen.all(nearLimit)) != 2 {
-		t.Errorf("%d near_limit statuses, want 2", len(seen.all(nearLimit)))
+	if len(seen.All(nearLimit)) != 2 {
+		t.Errorf("%d near_limit statuses, want 2", len(seen.All(nearLimit)))
 	}
 }

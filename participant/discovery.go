@@ -13,6 +13,7 @@ import (
 
 	"github.com/mew-protocol/mew/capability"
 	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/internal/jobs"
 	"github.com/mew-protocol/mew/protocol"
 )
 
@@ -382,7 +383,7 @@ func (p *Participant) runDiscovery(pe *peerDiscovery, id string, f *discoveryFli
 	ctx := pe.ctx
 	var tools []DiscoveredTool
 	var err error
-	if !sleep(ctx, delay) {
+	if !jobs.Sleep(ctx, delay) {
 		err = ctx.Err()
 	}
 	for attempt := 1; err == nil; attempt++ {
@@ -395,7 +396,7 @@ func (p *Participant) runDiscovery(pe *peerDiscovery, id string, f *discoveryFli
 			break
 		}
 		p.log.Debug("tool discovery attempt failed", "participant", id, "attempt", attempt, "err", err)
-		if !sleep(ctx, p.discoveryBackoff(attempt)) {
+		if !jobs.Sleep(ctx, p.discoveryBackoff(attempt)) {
 			err = fmt.Errorf("%w (after: %w)", ctx.Err(), err)
 			break
 		}
@@ -409,21 +410,6 @@ func (p *Participant) runDiscovery(pe *peerDiscovery, id string, f *discoveryFli
 // the gateway's refusal), is paused or was shut down.
 func retryable(err error) bool {
 	return !errors.Is(err, ErrNotAllowed) && !errors.Is(err, ErrPaused) && !errors.Is(err, ErrShutdown)
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // finishDiscovery records the outcome of a discovery and releases its

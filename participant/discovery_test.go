@@ -241,7 +241,7 @@ func TestDiscoveryNotAllowed(t *testing.T) {
 	if s.State != participant.DiscoveryFailed || !strings.Contains(s.Err, "may not send tools/list") {
 		t.Errorf("status %+v", s)
 	}
-	if human.asked.Load() != 0 || len(seen.all(func(e *protocol.Envelope) bool {
+	if human.asked.Load() != 0 || len(seen.All(func(e *protocol.Envelope) bool {
 		return e.Kind == protocol.KindMCPProposal || e.Kind == protocol.KindMCPRequest
 	})) != 0 {
 		t.Error("a participant without the capability sent a request or a proposal")

@@ -1,6 +1,7 @@
 package participant
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -128,13 +129,7 @@ func New(opts Options) (*Participant, error) {
 	if opts.SoftLimit <= 0 || opts.SoftLimit > 1 {
 		opts.SoftLimit = defaultSoftLimit
 	}
-	log := opts.Logger
-	if log == nil {
-		log = opts.Client.Logger
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(opts.Logger, opts.Client.Logger, slog.New(slog.DiscardHandler))
 	c, err := client.New(opts.Client)
 	if err != nil {
 		return nil, fmt.Errorf("participant: %w", err)

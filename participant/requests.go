@@ -256,18 +256,31 @@ type requestTable struct {
 
 	hmu              sync.Mutex
 	nextHandler      int
-	proposalHandlers []proposalHandler
-	requestHandlers  []requestHandler
+	proposalHandlers []handler[*Proposal]
+	requestHandlers  []handler[*Request]
 }
 
-type proposalHandler struct {
+// handler is a function registered by OnProposal or OnRequest, numbered
+// so that its remover finds it.
+type handler[T any] struct {
 	n int
-	f func(*Proposal)
+	f func(T)
 }
 
-type requestHandler struct {
-	n int
-	f func(*Request)
+// addHandler appends f to *list under t.hmu and returns the function that
+// removes it. The list is copied on removal, never changed in place, so
+// that a dispatch holding the old slice runs it unlocked.
+func addHandler[T any](t *requestTable, list *[]handler[T], f func(T)) (remove func()) {
+	t.hmu.Lock()
+	defer t.hmu.Unlock()
+	t.nextHandler++
+	n := t.nextHandler
+	*list = append(*list, handler[T]{n, f})
+	return func() {
+		t.hmu.Lock()
+		defer t.hmu.Unlock()
+		*list = slices.DeleteFunc(slices.Clone(*list), func(h handler[T]) bool { return h.n == n })
+	}
 }
 
 // pendingCall is one request or proposal awaiting its answer.
@@ -451,17 +464,7 @@ func (p *Participant) Reject(ctx context.Context, pr *Proposal, reason string) e
 // to fulfil, call Fulfill from a goroutine of your own. A panic in f is
 // recovered and logged.
 func (p *Participant) OnProposal(f func(*Proposal)) (remove func()) {
-	t := &p.pending
-	t.hmu.Lock()
-	defer t.hmu.Unlock()
-	t.nextHandler++
-	n := t.nextHandler
-	t.proposalHandlers = append(t.proposalHandlers, proposalHandler{n, f})
-	return func() {
-		t.hmu.Lock()
-		defer t.hmu.Unlock()
-		t.proposalHandlers = slices.DeleteFunc(slices.Clone(t.proposalHandlers), func(h proposalHandler) bool { return h.n == n })
-	}
+	return addHandler(&p.pending, &p.pending.proposalHandlers, f)
 }
 
 // OnRequest registers f for the mcp/request envelopes addressed to this
@@ -474,17 +477,7 @@ func (p *Participant) OnProposal(f func(*Proposal)) (remove func()) {
 // with CodeMethodNotFound. f runs on the dispatch goroutine and must not
 // block; a panic in it is recovered and logged.
 func (p *Participant) OnRequest(f func(*Request)) (remove func()) {
-	t := &p.pending
-	t.hmu.Lock()
-	defer t.hmu.Unlock()
-	t.nextHandler++
-	n := t.nextHandler
-	t.requestHandlers = append(t.requestHandlers, requestHandler{n, f})
-	return func() {
-		t.hmu.Lock()
-		defer t.hmu.Unlock()
-		t.requestHandlers = slices.DeleteFunc(slices.Clone(t.requestHandlers), func(h requestHandler) bool { return h.n == n })
-	}
+	return addHandler(&p.pending, &p.pending.requestHandlers, f)
 }
 
 // Proposal returns another participant's proposal that this participant

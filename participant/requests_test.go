@@ -380,13 +380,9 @@ func mcpGrant(t *testing.T, human, agent *participant.Participant) string {
 	if err := human.Send(mcpCtx(t), grant); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !agent.CanSend(protocol.KindMCPRequest, []byte(`{"method":"tools/call"}`)) {
-		if time.Now().After(deadline) {
-			t.Fatal("the grant did not reach the agent")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, "the grant reaches the agent", func() bool {
+		return agent.CanSend(protocol.KindMCPRequest, []byte(`{"method":"tools/call"}`))
+	})
 	return grant.ID
 }
 
@@ -407,11 +403,7 @@ func TestGrantMakesRequestDirect(t *testing.T) {
 	}
 
 	mcpGrant(t, human, agent)
-	raw, err := agent.Request(ctx, "calc", mcpCall("add", map[string]any{"a": 4, "b": 5}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mcpResult(t, raw).Text() != "9" {
+	if r, raw := callCalc(ctx, t, agent, "add", map[string]any{"a": 4, "b": 5}); r.Text() != "9" {
 		t.Fatalf("result %s", raw)
 	}
 	req := mcpWait(t, requests, "the agent's direct request", func(e *protocol.Envelope) bool { return e.From == "agent" })
@@ -489,22 +481,14 @@ func TestToolTimeoutAndClose(t *testing.T) {
 	g := startSpace(t, "", gateway.Options{})
 	calc := mcpJoin(t, g, "calc", participant.Options{RequestTimeout: 100 * time.Millisecond})
 	started := make(chan struct{}, 4)
-	if err := calc.RegisterTool(participant.Tool{Name: "wait", Execute: func(ctx context.Context, _ json.RawMessage) (any, error) {
-		started <- struct{}{}
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}}); err != nil {
+	if err := calc.RegisterTool(waitTool(started)); err != nil {
 		t.Fatal(err)
 	}
 	human := mcpJoin(t, g, "human", participant.Options{})
 	ctx := mcpCtx(t)
 
 	// The tool's context ends after the serving participant's RequestTimeout.
-	raw, err := human.Request(ctx, "calc", mcpCall("wait", nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := mcpResult(t, raw); !r.IsError || r.Text() != context.DeadlineExceeded.Error() {
+	if r, raw := callCalc(ctx, t, human, "wait", nil); !r.IsError || r.Text() != context.DeadlineExceeded.Error() {
 		t.Fatalf("timed-out tool: %s", raw)
 	}
 	<-started

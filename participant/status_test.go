@@ -35,7 +35,7 @@ func TestStatusFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := sendControl(t, boss, protocol.KindParticipantRequestStatus, "worker", protocol.RequestStatus{})
-	st := seen.wait(t, "the status", kindFrom(protocol.KindParticipantStatus, "worker", id))
+	st := seen.Wait(t, "the status", kindFrom(protocol.KindParticipantStatus, "worker", id))
 	var raw map[string]any
 	if err := json.Unmarshal(st.Payload, &raw); err != nil {
 		t.Fatal(err)

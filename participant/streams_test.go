@@ -94,7 +94,7 @@ func TestStreamLifecycle(t *testing.T) {
 	if err := other.CloseStream(ctx, sid, ""); err != nil {
 		t.Fatal(err)
 	}
-	seen.wait(t, "the gateway refuses the non-owner's close", func(e *protocol.Envelope) bool {
+	seen.Wait(t, "the gateway refuses the non-owner's close", func(e *protocol.Envelope) bool {
 		var se protocol.SystemError
 		return e.Kind == protocol.KindSystemError && e.DecodePayload(&se) == nil && se.Error == "not_stream_owner"
 	})

@@ -213,14 +213,12 @@ type ResourceContents struct {
 }
 
 // toolRegistry holds the participant's own tools and resources. Its mutex
-// guards the maps and orders; the compiled schemas are safe for concurrent
+// guards the two sets; the compiled schemas are safe for concurrent
 // validation.
 type toolRegistry struct {
-	mu        sync.RWMutex
-	tools     map[string]*ownTool
-	toolOrder []string
-	res       map[string]*Resource
-	resOrder  []string
+	mu    sync.RWMutex
+	tools ordered[*ownTool]  // by tool name
+	res   ordered[*Resource] // by URI
 
 	serving atomic.Int64 // requests being served
 
@@ -285,18 +283,17 @@ func (p *Participant) RegisterTool(t Tool) error {
 	if err != nil {
 		return fmt.Errorf("participant: register tool %q: input schema: %w", t.Name, err)
 	}
-	r := &p.tools
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, dup := r.tools[t.Name]; dup {
-		return fmt.Errorf("%w: tool %q", ErrAlreadyRegistered, t.Name)
-	}
-	r.tools[t.Name] = &ownTool{
+	own := &ownTool{
 		info:   ToolInfo{Name: t.Name, Description: t.Description, InputSchema: schema.JSON(), OutputSchema: t.OutputSchema},
 		schema: schema,
 		exec:   t.Execute,
 	}
-	r.toolOrder = append(r.toolOrder, t.Name)
+	r := &p.tools
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.tools.add(t.Name, own) {
+		return fmt.Errorf("%w: tool %q", ErrAlreadyRegistered, t.Name)
+	}
 	return nil
 }
 
@@ -306,12 +303,7 @@ func (p *Participant) UnregisterTool(name string) bool {
 	r := &p.tools
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.tools[name]; !ok {
-		return false
-	}
-	delete(r.tools, name)
-	r.toolOrder = slices.DeleteFunc(r.toolOrder, func(n string) bool { return n == name })
-	return true
+	return r.tools.remove(name)
 }
 
 // Tools returns the participant's own tools in the order they were
@@ -320,9 +312,9 @@ func (p *Participant) Tools() []ToolInfo {
 	r := &p.tools
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make([]ToolInfo, 0, len(r.toolOrder))
-	for _, n := range r.toolOrder {
-		out = append(out, r.tools[n].info)
+	out := make([]ToolInfo, 0, len(r.tools.order))
+	for _, t := range r.tools.all() {
+		out = append(out, t.info)
 	}
 	return out
 }
@@ -342,11 +334,9 @@ func (p *Participant) RegisterResource(res Resource) error {
 	r := &p.tools
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, dup := r.res[res.URI]; dup {
+	if !r.res.add(res.URI, &res) {
 		return fmt.Errorf("%w: resource %q", ErrAlreadyRegistered, res.URI)
 	}
-	r.res[res.URI] = &res
-	r.resOrder = append(r.resOrder, res.URI)
 	return nil
 }
 
@@ -356,12 +346,7 @@ func (p *Participant) UnregisterResource(uri string) bool {
 	r := &p.tools
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.res[uri]; !ok {
-		return false
-	}
-	delete(r.res, uri)
-	r.resOrder = slices.DeleteFunc(r.resOrder, func(u string) bool { return u == uri })
-	return true
+	return r.res.remove(uri)
 }
 
 // Resources returns the participant's own resources in the order they were
@@ -370,9 +355,51 @@ func (p *Participant) Resources() []ResourceInfo {
 	r := &p.tools
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make([]ResourceInfo, 0, len(r.resOrder))
-	for _, u := range r.resOrder {
-		out = append(out, r.res[u].info())
+	out := make([]ResourceInfo, 0, len(r.res.order))
+	for _, res := range r.res.all() {
+		out = append(out, res.info())
+	}
+	return out
+}
+
+// ordered is a set of entries by name that lists them in the order they
+// were added. Its owner guards it.
+type ordered[T any] struct {
+	byName map[string]T
+	order  []string
+}
+
+// add adds v as name unless the name is taken, and reports whether it did.
+func (o *ordered[T]) add(name string, v T) bool {
+	if _, dup := o.byName[name]; dup {
+		return false
+	}
+	if o.byName == nil {
+		o.byName = make(map[string]T)
+	}
+	o.byName[name] = v
+	o.order = append(o.order, name)
+	return true
+}
+
+// remove removes name and reports whether it was there.
+func (o *ordered[T]) remove(name string) bool {
+	if _, ok := o.byName[name]; !ok {
+		return false
+	}
+	delete(o.byName, name)
+	o.order = slices.DeleteFunc(o.order, func(n string) bool { return n == name })
+	return true
+}
+
+// get returns the entry of name, or the zero T.
+func (o *ordered[T]) get(name string) T { return o.byName[name] }
+
+// all returns the entries in the order they were added.
+func (o *ordered[T]) all() []T {
+	out := make([]T, 0, len(o.order))
+	for _, n := range o.order {
+		out = append(out, o.byName[n])
 	}
 	return out
 }
@@ -382,8 +409,6 @@ func (r *Resource) info() ResourceInfo {
 }
 
 func (p *Participant) wireTools() {
-	p.tools.tools = make(map[string]*ownTool)
-	p.tools.res = make(map[string]*Resource)
 	p.c.OnKind(protocol.KindMCPRequest, p.serveRequest)
 }
 
@@ -570,7 +595,7 @@ func (p *Participant) callTool(ctx context.Context, env *protocol.Envelope, para
 		return nil, &RPCError{Code: CodeInvalidParams, Message: "Invalid params: tool name is required"}
 	}
 	p.tools.mu.RLock()
-	t := p.tools.tools[in.Name]
+	t := p.tools.tools.get(in.Name)
 	p.tools.mu.RUnlock()
 	if t == nil {
 		return nil, &RPCError{Code: CodeInvalidParams, Message: "Tool not found: " + in.Name}
@@ -684,7 +709,7 @@ func (p *Participant) readResource(ctx context.Context, params json.RawMessage) 
 		return nil, &RPCError{Code: CodeInvalidParams, Message: "Invalid params: uri is required"}
 	}
 	p.tools.mu.RLock()
-	res := p.tools.res[in.URI]
+	res := p.tools.res.get(in.URI)
 	p.tools.mu.RUnlock()
 	if res == nil {
 		return nil, &RPCError{Code: CodeResourceNotFound, Message: "Resource not found: " + in.URI}

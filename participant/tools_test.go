@@ -37,18 +37,22 @@ func mcpAddTool(calls *atomic.Int32) participant.Tool {
 	}
 }
 
+// waitTool is a tool "wait" that signals started and then runs until its
+// context ends.
+func waitTool(started chan<- struct{}) participant.Tool {
+	return participant.Tool{Name: "wait", Execute: func(ctx context.Context, _ json.RawMessage) (any, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+}
+
 // mcpJoin is join, then waits until the participant's capabilities from the
 // welcome are in place (the welcome handlers may run after Connect returns).
 func mcpJoin(t *testing.T, g *testutil.Gateway, id string, opts participant.Options) *participant.Participant {
 	t.Helper()
 	p := join(t, g, id, opts)
-	deadline := time.Now().Add(5 * time.Second)
-	for len(p.Capabilities()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no capabilities after the welcome", id)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, 5*time.Second, id+" has the capabilities of its welcome", func() bool { return len(p.Capabilities()) > 0 })
 	return p
 }
 
@@ -87,6 +91,17 @@ func mcpWait(t *testing.T, ch <-chan *protocol.Envelope, what string, ok func(*p
 	}
 }
 
+// callCalc calls calc's tool name as p and decodes the result, which it
+// returns with the raw answer.
+func callCalc(ctx context.Context, t *testing.T, p *participant.Participant, name string, args any) (*participant.ToolResult, json.RawMessage) {
+	t.Helper()
+	raw, err := p.Request(ctx, "calc", mcpCall(name, args))
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", name, err)
+	}
+	return mcpResult(t, raw), raw
+}
+
 // mcpResult decodes a tool result.
 func mcpResult(t *testing.T, raw json.RawMessage) *participant.ToolResult {
 	t.Helper()
@@ -97,11 +112,8 @@ func mcpResult(t *testing.T, raw json.RawMessage) *participant.ToolResult {
 	return &r
 }
 
-func mcpCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// mcpCtx is a context for one step of a test.
+func mcpCtx(t *testing.T) context.Context { return testutil.Context(t, 10*time.Second) }
 
 func TestToolCallRoundTrip(t *testing.T) {
 	g := startSpace(t, "", gateway.Options{})
@@ -208,27 +220,15 @@ func TestToolErrorAndPanic(t *testing.T) {
 	human := mcpJoin(t, g, "human", participant.Options{})
 	ctx := mcpCtx(t)
 
-	raw, err := human.Request(ctx, "calc", mcpCall("fail", nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := mcpResult(t, raw); !r.IsError || r.Text() != "division by zero" {
+	if r, raw := callCalc(ctx, t, human, "fail", nil); !r.IsError || r.Text() != "division by zero" {
 		t.Fatalf("tool error: result %s", raw)
 	}
 	for range 2 {
-		raw, err = human.Request(ctx, "calc", mcpCall("boom", nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r := mcpResult(t, raw); !r.IsError || !strings.Contains(r.Text(), "boom") {
+		if r, raw := callCalc(ctx, t, human, "boom", nil); !r.IsError || !strings.Contains(r.Text(), "boom") {
 			t.Fatalf("panicking tool: result %s", raw)
 		}
 	}
-	raw, err = human.Request(ctx, "calc", mcpCall("add", map[string]any{"a": 1, "b": 2}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := mcpResult(t, raw); r.IsError || r.Text() != "3" {
+	if r, raw := callCalc(ctx, t, human, "add", map[string]any{"a": 1, "b": 2}); r.IsError || r.Text() != "3" {
 		t.Fatalf("after a panic: result %s", raw)
 	}
 }
@@ -296,7 +296,12 @@ func TestToolsListAndMethods(t *testing.T) {
 	if !errors.As(err, &rpcErr) || rpcErr.Code != -32000 || rpcErr.Message != "no custom/other" {
 		t.Fatalf("custom error = %v", err)
 	}
+	// Once the handler is removed, the method is unknown again.
 	remove()
+	_, err = human.Request(ctx, "calc", map[string]any{"method": "custom/echo"})
+	if !errors.As(err, &rpcErr) || rpcErr.Code != participant.CodeMethodNotFound {
+		t.Fatalf("custom method after the handler's removal: err = %v", err)
+	}
 }
 
 func TestRegisterToolErrors(t *testing.T) {

@@ -260,11 +260,7 @@ func TestTargetLeftFailsTheRequest(t *testing.T) {
 	g := startSpace(t, "", gateway.Options{})
 	calc := mcpJoin(t, g, "calc", participant.Options{})
 	started := make(chan struct{}, 1)
-	if err := calc.RegisterTool(participant.Tool{Name: "wait", Execute: func(ctx context.Context, _ json.RawMessage) (any, error) {
-		started <- struct{}{}
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}}); err != nil {
+	if err := calc.RegisterTool(waitTool(started)); err != nil {
 		t.Fatal(err)
 	}
 	human := mcpJoin(t, g, "human", participant.Options{})

@@ -274,3 +274,25 @@ func TestDecodePayloadExactNames(t *testing.T) {
 		t.Errorf("exact names: %v %+v", err, g)
 	}
 }
+
+// TestStreamInfoClone: a clone shares no memory with the original, so a
+// copy handed out may be changed without changing the one kept.
+func TestStreamInfoClone(t *testing.T) {
+	orig := StreamInfo{StreamID: "s1", AuthorizedWriters: []string{"a"}, Target: []string{"b"},
+		Metadata: json.RawMessage(`{"k":1}`), Extra: map[string]json.RawMessage{"x": json.RawMessage(`"y"`)}}
+	want, err := json.Marshal(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := orig.Clone()
+	c.AuthorizedWriters[0], c.Target[0], c.Metadata[0] = "z", "z", '['
+	c.Extra["x"][1] = 'z'
+	c.Extra["new"] = json.RawMessage(`1`)
+	got, err := json.Marshal(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("changing the clone changed the original: %s, was %s", got, want)
+	}
+}

@@ -336,7 +336,8 @@ type StreamInfo struct {
 	Extra map[string]json.RawMessage `json:"-"`
 }
 
-// Clone returns a deep copy of s: nothing of the copy is shared with s.
+// Clone returns a deep copy of s: one whose slices and Extra share no
+// memory with s, for a copy handed to code that may keep or change it.
 func (s StreamInfo) Clone() StreamInfo {
 	s.AuthorizedWriters = slices.Clone(s.AuthorizedWriters)
 	s.Target = slices.Clone(s.Target)

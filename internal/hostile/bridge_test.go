@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mew-protocol/mew/internal/mcptest"
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
 )
@@ -34,11 +33,20 @@ func stdioServer(t *testing.T, env ...string) []string {
 	return []string{"--mcp-command", exe, "--mcp-env", strings.Join(append([]string{envRole + "=mcp", "GORACE=atexit_sleep_ms=0"}, env...), ",")}
 }
 
+// startBridgeMew runs `mew bridge start` for server joining g as files
+// (bridgeArgs), and waits until it has joined.
+func startBridgeMew(t *testing.T, g *testutil.Gateway, human *participant.Participant, server ...string) *child {
+	t.Helper()
+	b := startMew(t, nil, bridgeArgs(g, server...)...)
+	waitBridge(t, human, b)
+	return b
+}
+
 // waitBridge waits until the bridge has joined: it answers ping once it
 // has started its server and listed what it has.
 func waitBridge(t *testing.T, human *participant.Participant, b *child) {
 	t.Helper()
-	waitFor(t, 30*time.Second, "the bridge joined", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the bridge joined", func() bool {
 		if b.exited() {
 			t.Fatalf("the bridge exited: %v\n%s", b.err, b.out)
 		}
@@ -59,7 +67,7 @@ func toolCall(name string, args any) map[string]any {
 func askFiles(t *testing.T, p *participant.Participant, payload any) (json.RawMessage, time.Duration, error) {
 	t.Helper()
 	start := time.Now()
-	raw, err := p.Request(ctxFor(t, 20*time.Second), "files", payload)
+	raw, err := p.Request(testutil.Context(t, 20*time.Second), "files", payload)
 	return raw, time.Since(start), err
 }
 
@@ -84,8 +92,7 @@ func bridgeRSSLimit() int64 { return 128 * mib * raceScale() }
 func TestHostileToolResultStdio(t *testing.T) {
 	g := startSpace(t)
 	human := join(t, g, "human")
-	b := startMew(t, nil, bridgeArgs(g, stdioServer(t)...)...)
-	waitBridge(t, human, b)
+	b := startBridgeMew(t, g, human, stdioServer(t)...)
 	t.Logf("the bridge's peak resident set before the attack: %.1f MiB", float64(procStatus(t, b.pid(), "VmHWM"))/mib)
 	by := startBystander(t, g)
 	var worst time.Duration
@@ -110,9 +117,9 @@ func TestHostileToolResultStdio(t *testing.T) {
 	}
 }
 
-// hugeListServer is hostileServer over streamable HTTP, its tools/list
-// one page of n tools when n > 0.
-func hugeListServer(t *testing.T, n int) *httptest.Server {
+// hugeListServer serves hostileServer over streamable HTTP and returns its
+// URL; its tools/list is one page of n tools when n > 0.
+func hugeListServer(t *testing.T, n int) string {
 	t.Helper()
 	s := hostileServer()
 	tools := make([]*mcp.Tool, n)
@@ -128,15 +135,7 @@ func hugeListServer(t *testing.T, n int) *httptest.Server {
 			return next(ctx, method, req)
 		}
 	})
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
-	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		hs.Close()
-		for ss := range s.Sessions() {
-			_ = ss.Close()
-		}
-	})
-	return hs
+	return mcptest.ServeHTTP(t, s)
 }
 
 // TestHostileToolListHTTP (class 6): an MCP server over HTTP lists
@@ -148,9 +147,8 @@ func hugeListServer(t *testing.T, n int) *httptest.Server {
 func TestHostileToolListHTTP(t *testing.T) {
 	g := startSpace(t)
 	human := join(t, g, "human")
-	hs := hugeListServer(t, 100_000)
-	b := startMew(t, nil, bridgeArgs(g, "--mcp-url", hs.URL)...)
-	waitBridge(t, human, b)
+	url := hugeListServer(t, 100_000)
+	b := startBridgeMew(t, g, human, "--mcp-url", url)
 	t.Logf("the bridge's peak resident set once it had listed the tools: %.1f MiB", float64(procStatus(t, b.pid(), "VmHWM"))/mib)
 	by := startBystander(t, g)
 	raw, took, err := askFiles(t, human, map[string]any{"method": "tools/list"})
@@ -180,8 +178,7 @@ func TestHostileToolListHTTP(t *testing.T) {
 func TestHostileToolArguments(t *testing.T) {
 	g := startSpace(t)
 	human := join(t, g, "human")
-	b := startMew(t, nil, bridgeArgs(g, stdioServer(t)...)...)
-	waitBridge(t, human, b)
+	startBridgeMew(t, g, human, stdioServer(t)...)
 	by := startBystander(t, g)
 	before := heapLive()
 	peak := startHeapPeak()
@@ -218,10 +215,9 @@ func TestHostileStderr(t *testing.T) {
 	g := startSpace(t)
 	human := join(t, g, "human")
 	by := startBystander(t, g)
-	b := startMew(t, nil, bridgeArgs(g, stdioServer(t, fmt.Sprintf("%s=%d", envStderrLines, lines))...)...)
-	waitBridge(t, human, b)
+	b := startBridgeMew(t, g, human, stdioServer(t, fmt.Sprintf("%s=%d", envStderrLines, lines))...)
 	start := time.Now()
-	waitFor(t, 20*time.Second, "the server's last line in the bridge's log", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "the server's last line in the bridge's log", func() bool {
 		return strings.Contains(b.out.String(), fmt.Sprintf("wrote %d lines", lines))
 	})
 	checkEcho(t, human)
@@ -258,8 +254,7 @@ func TestHostileStderr(t *testing.T) {
 func TestHostileResultOverSDKLimit(t *testing.T) {
 	g := startSpace(t)
 	human := join(t, g, "human")
-	b := startMew(t, nil, bridgeArgs(g, stdioServer(t)...)...)
-	waitBridge(t, human, b)
+	b := startBridgeMew(t, g, human, stdioServer(t)...)
 	pid, _, err := askFiles(t, human, toolCall("pid", map[string]any{}))
 	if err != nil {
 		t.Fatal(err)
@@ -299,9 +294,8 @@ func TestHostileResultOverSDKLimit(t *testing.T) {
 func TestHostileToolResultHTTP(t *testing.T) {
 	g := startSpace(t)
 	human := join(t, g, "human")
-	hs := hugeListServer(t, 0)
-	b := startMew(t, nil, bridgeArgs(g, "--mcp-url", hs.URL)...)
-	waitBridge(t, human, b)
+	url := hugeListServer(t, 0)
+	b := startBridgeMew(t, g, human, "--mcp-url", url)
 	by := startBystander(t, g)
 	for _, c := range []struct {
 		size int

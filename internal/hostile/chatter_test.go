@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/protocol"
 )
 
@@ -37,7 +38,7 @@ func TestHostileChatter(t *testing.T) {
 	// The chatter's 100 chats, 50 ms apart, on a goroutine of the test.
 	var sent []string
 	floodDone := make(chan error, 1)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := testutil.Context(t, 30*time.Second)
 	go func() {
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
@@ -73,7 +74,7 @@ func TestHostileChatter(t *testing.T) {
 	// Every acknowledged chat of the chatter gets a word: an answer, or
 	// that it was dropped.
 	answered, dropped := 0, 0
-	waitFor(t, 30*time.Second, "a word on every acknowledged chat of the chatter", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "a word on every acknowledged chat of the chatter", func() bool {
 		ackMu.Lock()
 		defer ackMu.Unlock()
 		heardChatter.mu.Lock()

@@ -74,13 +74,6 @@ func join(t *testing.T, g *testutil.Gateway, id string, tools ...participant.Too
 	return testutil.JoinParticipant(t, g, id+"-token", participant.Options{}, tools...)
 }
 
-// ctxFor is a context that ends after d or with the test.
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 const mib = 1 << 20
 
 // child is a process of the test binary in another role.
@@ -413,17 +406,6 @@ func (b *bystander) check(t *testing.T, limit time.Duration) time.Duration {
 	}
 	t.Logf("bystanders: %d round trips, the slowest %v", b.rounds, b.worst)
 	return b.worst
-}
-
-// waitFor polls cond every 10 ms for up to d.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // errorText is err's message, or "" for nil.

@@ -221,7 +221,7 @@ func listen(p *participant.Participant) *chats {
 // ask sends text to the agent as p and returns the chat's id.
 func ask(t *testing.T, p *participant.Participant, text string) string {
 	t.Helper()
-	id, err := p.Chat(ctxFor(t, 5*time.Second), text, "agent")
+	id, err := p.Chat(testutil.Context(t, 5*time.Second), text, "agent")
 	if err != nil {
 		t.Fatalf("chat %q: %v", text, err)
 	}
@@ -232,7 +232,7 @@ func ask(t *testing.T, p *participant.Participant, text string) string {
 func (c *chats) answerTo(t *testing.T, id string, d time.Duration) string {
 	t.Helper()
 	var text string
-	waitFor(t, d, "the agent's answer to "+id, func() bool {
+	testutil.WaitFor(t, d, "the agent's answer to "+id, func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		var ok bool
@@ -251,7 +251,7 @@ func startAgent(t *testing.T, g *testutil.Gateway, base string, answerTime time.
 	// Asked again every 2 s until the agent, once joined, answers.
 	var id string
 	asked := time.Time{}
-	waitFor(t, 30*time.Second, "the agent answers", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the agent answers", func() bool {
 		if a.exited() {
 			t.Fatalf("the agent exited: %v\n%s", a.err, a.out)
 		}
@@ -331,8 +331,7 @@ func TestHostileAgentArguments(t *testing.T) {
 	g := startSpace(t)
 	human, asker := join(t, g, "human"), join(t, g, "asker")
 	heardHuman, heardAsker := listen(human), listen(asker)
-	b := startMew(t, nil, bridgeArgs(g, stdioServer(t)...)...)
-	waitBridge(t, human, b)
+	startBridgeMew(t, g, human, stdioServer(t)...)
 	model := hostileModel(t, 0)
 	a := startAgent(t, g, model.URL+"/v1", time.Minute, human, heardHuman)
 	by := startBystander(t, g)

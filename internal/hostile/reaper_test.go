@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/internal/proc"
+	"github.com/mew-protocol/mew/internal/testutil"
 )
 
 // mewIn runs `mew args...` (this test binary) in dir to its end, within
@@ -70,7 +71,7 @@ participants:
 		}
 	})
 	var pid int
-	waitFor(t, 30*time.Second, "the detached child's pid", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "the detached child's pid", func() bool {
 		b, err := os.ReadFile(pidFile)
 		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		return err == nil && pid > 0

@@ -280,31 +280,36 @@ func (f *fsys) openRegular(rel string, flag int, create bool) (*os.File, error) 
 	return file, nil
 }
 
-// openDir opens rel, which must be a directory, as openRegular opens a
-// file: checked before, opened without blocking, checked after.
-func (f *fsys) openDir(rel string) (*os.File, error) {
+// openDir resolves p and opens it, which must be a directory, as
+// openRegular opens a file: checked before, opened without blocking,
+// checked after. It returns p relative to the root.
+func (f *fsys) openDir(p string) (string, *os.File, error) {
+	rel, err := f.rel(p)
+	if err != nil {
+		return "", nil, err
+	}
 	fi, err := f.root.Stat(rel)
 	if err != nil {
-		return nil, f.clean(err)
+		return "", nil, f.clean(err)
 	}
 	if err := checkKind(rel, fi.Mode()); err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory", rel)
+		return "", nil, fmt.Errorf("%s is not a directory", rel)
 	}
 	dir, err := f.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, f.clean(err)
+		return "", nil, f.clean(err)
 	}
 	if fi, err = dir.Stat(); err != nil || !fi.IsDir() {
 		_ = dir.Close()
 		if err == nil {
 			err = fmt.Errorf("%s is not a directory", rel)
 		}
-		return nil, f.clean(err)
+		return "", nil, f.clean(err)
 	}
-	return dir, nil
+	return rel, dir, nil
 }
 
 func (f *fsys) write(p, content string) (*mcp.CallToolResult, any, error) {
@@ -340,11 +345,7 @@ func (f *fsys) write(p, content string) (*mcp.CallToolResult, any, error) {
 }
 
 func (f *fsys) list(p string) (*mcp.CallToolResult, any, error) {
-	rel, err := f.rel(p)
-	if err != nil {
-		return nil, nil, err
-	}
-	dir, err := f.openDir(rel)
+	_, dir, err := f.openDir(p)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -375,13 +376,9 @@ func (f *fsys) list(p string) (*mcp.CallToolResult, any, error) {
 
 // walk lists the paths under p whose base name satisfies keep.
 func (f *fsys) walk(p string, keep func(name string) bool) (*mcp.CallToolResult, any, error) {
-	rel, err := f.rel(p)
-	if err != nil {
-		return nil, nil, err
-	}
 	// WalkDir opens only what the listing says is a directory; the start
 	// is checked here, since opening a FIFO would block.
-	dir, err := f.openDir(rel)
+	rel, dir, err := f.openDir(p)
 	if err != nil {
 		return nil, nil, err
 	}

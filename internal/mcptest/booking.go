@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -23,29 +22,10 @@ const BookSchema = `{"type":"object","properties":{"name":{"type":"string","titl
 func Booking(link string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "booking", Version: "1.0.0"}, nil)
 	obj := json.RawMessage(`{"type":"object"}`)
-	ask := func(id string, params *mcp.ElicitParams) mcp.ToolHandler {
-		return func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			// The 2026-07-28 way, which the go-sdk turns into
-			// elicitation/create for a client of an older revision.
-			answer, ok := req.Params.InputResponses[id].(*mcp.ElicitResult)
-			if !ok {
-				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{id: params}}, nil
-			}
-			text := answer.Action
-			if answer.Action == "accept" && answer.Content != nil {
-				b, err := json.Marshal(answer.Content)
-				if err != nil {
-					return nil, fmt.Errorf("mcptest: %w", err)
-				}
-				text += " " + string(b)
-			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
-		}
-	}
 	s.AddTool(&mcp.Tool{Name: "book", Description: "Book seats: asks who travels", InputSchema: obj},
-		ask("who", &mcp.ElicitParams{Mode: "form", Message: "Who is travelling?", RequestedSchema: json.RawMessage(BookSchema)}))
+		askTool("who", &mcp.ElicitParams{Mode: "form", Message: "Who is travelling?", RequestedSchema: json.RawMessage(BookSchema)}))
 	s.AddTool(&mcp.Tool{Name: "consent", Description: "Asks the user to open a link", InputSchema: obj},
-		ask("link", &mcp.ElicitParams{Mode: "url", Message: "Please give consent", URL: link, ElicitationID: "consent-1"}))
+		askTool("link", &mcp.ElicitParams{Mode: "url", Message: "Please give consent", URL: link, ElicitationID: "consent-1"}))
 	s.AddTool(&mcp.Tool{Name: "picture", Description: "Returns a picture", InputSchema: obj},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: RichContent()}, nil

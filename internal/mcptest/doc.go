@@ -1,7 +1,7 @@
 // Package mcptest is an MCP server written with the official go-sdk,
 // for the tests of the bridge and of `mew bridge start`: a test binary runs
 // it as a stdio server in a child process of its own (see Main), or serves
-// it over HTTP in process (see New).
+// it over HTTP in process (see New and ServeHTTP).
 //
 // It has tools that succeed, fail, fail with a JSON-RPC error of their own,
 // take their time, crash the process, add a tool (so that the tool list

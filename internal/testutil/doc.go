@@ -3,7 +3,9 @@
 // (StartGateway, and Serve for Examples), several gateway nodes of a
 // cluster on an embedded NATS server (StartCluster), a small WebSocket peer
 // that speaks the wire protocol directly, a TCP proxy that cuts a
-// connection as a network partition does (Proxy), and LLMServer, a scripted
+// connection as a network partition does (Proxy), LLMServer, a scripted
 // OpenAI-compatible HTTP server that stands in for the model and nothing
-// else.
+// else, a bridge run for a test (StartRun, StartBridge, StartBooking), and
+// the waits every suite needs (WaitFor, Context, and Inbox: the envelopes
+// a client received, to find or wait for).
 package testutil

@@ -1,0 +1,27 @@
+package testutil
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// WaitFor polls cond every few milliseconds until it holds, and fails the
+// test when it has not held within d.
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting until %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Context returns a context that ends after d or when the test ends,
+// whichever comes first.
+func Context(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
