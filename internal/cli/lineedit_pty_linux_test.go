@@ -55,6 +55,16 @@ func ioctl(f *os.File, req uintptr, arg unsafe.Pointer) error {
 	return nil
 }
 
+// withFd runs fn on f's descriptor, leaving the descriptor in the mode it
+// is in (f.Fd would make it blocking for good).
+func withFd(f *os.File, fn func(fd int)) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return rc.Control(func(fd uintptr) { fn(int(fd)) })
+}
+
 // ptyRun is a mew command running on a pseudo-terminal: what it draws is
 // collected for the test to wait on, and end checks that it left the
 // terminal in the mode it found it in.

@@ -1,4 +1,4 @@
-package cli
+package lineclient
 
 import (
 	"context"
@@ -35,8 +35,8 @@ func (d *plainDisplay) println(line string) {
 
 func (d *plainDisplay) status(string) {}
 
-// isTerminal reports whether f is a terminal (and so an *os.File).
-func isTerminal(f any) (*os.File, bool) {
+// IsTerminal reports whether f is a terminal (and so an *os.File).
+func IsTerminal(f any) (*os.File, bool) {
 	file, ok := f.(*os.File)
 	if !ok {
 		return nil, false

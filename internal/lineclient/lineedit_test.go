@@ -1,4 +1,4 @@
-package cli
+package lineclient
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mew-protocol/mew/internal/feed"
 	"github.com/mew-protocol/mew/internal/termtext"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -221,41 +222,55 @@ func (d *recordingDisplay) status(s string) { d.last = s }
 // holds nothing that steers the terminal, and empties at the end.
 func TestReasoningStatus(t *testing.T) {
 	d := &recordingDisplay{plainDisplay: plainDisplay{out: &strings.Builder{}}}
-	lc := &lineClient{disp: d, reasonings: map[string]*reasoning{}, calls: map[string]call{}, roster: map[string]bool{}}
-	env := func(kind, id, ctx string, payload any) *protocol.Envelope {
+	lc := &lineClient{disp: d, feed: feed.NewReader(), reasonings: map[string]*reasoning{}, calls: map[string]call{}, typed: map[string]bool{}, roster: map[string]bool{}}
+	var printed []string
+	read := func(kind, id, ctx string, payload any) {
+		t.Helper()
 		e := &protocol.Envelope{Protocol: protocol.Version, Kind: kind, ID: id, From: "agent", Context: ctx}
 		if err := e.SetPayload(payload); err != nil {
 			t.Fatal(err)
 		}
-		return e
+		lc.mu.Lock()
+		defer lc.mu.Unlock()
+		for _, ev := range lc.feed.Read(e) {
+			if s := lc.take(ev, "me"); s != "" {
+				printed = append(printed, termtext.Indent(s, indent)) // as printf cleans it
+			}
+		}
 	}
-	lc.reason(env(protocol.KindReasoningStart, "r1", "", protocol.Reasoning{Message: "Thinking about: secret question"}))
+	read(protocol.KindReasoningStart, "r1", "", protocol.Reasoning{Message: "Thinking about: secret question"})
 	if d.last != "agent is thinking" {
 		t.Errorf("after start: %q", d.last)
 	}
-	lc.reason(env(protocol.KindReasoningThought, "t1", "r1", protocol.Reasoning{
+	read(protocol.KindReasoningThought, "t1", "r1", protocol.Reasoning{
 		Action: "tool_call", ActionInput: json.RawMessage(`[{"name":"calc/add\u001b]0;x\u0007\u202e"}]`),
-	}))
+	})
 	if d.last != "agent is thinking · 1 thought · calling calc/add" {
 		t.Errorf("after a thought: %q", d.last)
 	}
-	lc.remember(env(protocol.KindMCPRequest, "q1", "", map[string]any{"method": "tools/call", "params": map[string]any{"name": "mul"}}))
-	lc.reasonings["r1"].thoughts++ // as a second thought would
-	lc.reason(env(protocol.KindReasoningThought, "t2", "r1", protocol.Reasoning{Message: "Answering.", Action: "respond"}))
+	read(protocol.KindMCPRequest, "q1", "", map[string]any{"method": "tools/call", "params": map[string]any{"name": "add"}})
+	read(protocol.KindMCPRequest, "q2", "", map[string]any{"method": "tools/call", "params": map[string]any{"name": "mul"}})
+	if d.last != "agent is thinking · 1 thought · calling mul" {
+		t.Errorf("after a call: %q", d.last)
+	}
+	read(protocol.KindReasoningThought, "t2", "r1", protocol.Reasoning{Message: "Checking."})
+	read(protocol.KindReasoningThought, "t3", "r1", protocol.Reasoning{Message: "Answering.", Action: "respond"})
 	if d.last != "agent is thinking · 3 thoughts · answering" {
 		t.Errorf("after the last thought: %q", d.last)
 	}
-	lc.reason(env(protocol.KindReasoningStart, "r2", "", protocol.Reasoning{}))
+	read(protocol.KindReasoningStart, "r2", "", protocol.Reasoning{})
 	if want := "agent is thinking · 3 thoughts · answering  |  agent is thinking"; d.last != want {
 		t.Errorf("two reasonings: %q, want %q", d.last, want)
 	}
-	lc.mu.Lock()
-	line := lc.endLocked(lc.reasonings["r1"])
-	lc.mu.Unlock()
-	if want := "  (agent reasoned: 3 thoughts, used calc/add, mul)"; termtext.Indent(line, indent) != want { // as printf cleans it
-		t.Errorf("the end: %q, want %q", termtext.Indent(line, indent), want)
+	read(protocol.KindReasoningConclusion, "x1", "r1", map[string]any{"message": "done"})
+	if want := []string{"  (agent reasoned: 3 thoughts, used add, mul)"}; !slices.Equal(printed, want) {
+		t.Errorf("the end: %q, want %q", printed, want)
 	}
 	if d.last != "agent is thinking" {
 		t.Errorf("after the end: %q", d.last)
+	}
+	read(protocol.KindReasoningCancel, "k1", "r2", map[string]any{"reason": "floor yielded"})
+	if want := "  (agent stopped thinking: cancelled: floor yielded)"; printed[len(printed)-1] != want || d.last != "" {
+		t.Errorf("a cancel: %q, status %q", printed[len(printed)-1], d.last)
 	}
 }
