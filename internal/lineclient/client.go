@@ -127,18 +127,18 @@ func Run(ctx context.Context, o Options) error {
 	}
 	// On a terminal the output is drawn above a status line and, when the
 	// input is the terminal too, the line being typed.
-	var scr *lineScreen
+	var scr *termScreen
 	in := o.In
 	inTTY, inIsTTY := IsTerminal(in)
-	if outTTY, ok := IsTerminal(lc.out); ok && o.JSONIn == "" && o.JSONOut == "" {
-		var ed *lineEditor
-		if inIsTTY {
-			ed = &lineEditor{}
-		}
-		scr = newLineScreen(outTTY, ed)
-		defer scr.close() // the status and prompt go at the end
+	switch outTTY, ok := IsTerminal(lc.out); {
+	case ok && o.JSONIn == "" && o.JSONOut == "" && inIsTTY:
+		scr = newTermScreen(outTTY, func() int { return widthOf(outTTY) })
 		lc.disp = scr
-	} else {
+	case ok && o.JSONIn == "" && o.JSONOut == "":
+		ss := &statusScreen{out: outTTY, width: func() int { return widthOf(outTTY) }}
+		defer ss.close() // the status goes at the end
+		lc.disp = ss
+	default:
 		lc.disp = &plainDisplay{out: lc.out}
 	}
 	p.Client().OnDisconnected(lc.onDisconnected)
@@ -198,7 +198,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	lc.errOut = nil // readably, problems are part of the conversation
 	lc.printf("connected to %s as %s; type a message, /help for commands", o.Space, p.ID())
-	if scr != nil && scr.ed != nil {
+	if scr != nil {
 		return lc.readTerminal(ctx, inTTY, scr)
 	}
 	return lc.readLines(ctx, in)
