@@ -11,6 +11,7 @@ import { Elicitations } from "./elicit.js";
 import { richContent, placeholder } from "./content.js";
 import { drawChain, drawMap } from "./pictures.js";
 import { lineageSteps } from "./lineage.js";
+import { Reader } from "./feed.js";
 
 const $ = (sel) => document.querySelector(sel);
 const HIDDEN = new Set(["elicitation/response", "elicitation/done", "elicitation/refused", "chat/acknowledge", "system/heartbeat", "participant/status", "capability/grant-ack",
@@ -41,6 +42,7 @@ const requests = new Map(); // request id -> its entry, for pairing the answer
 const thinking = new Map(); // reasoning/start id -> {el, n, started, last, ended}
 let approvals = null;
 let elicits = null;
+let reader = new Reader(); // the stream read as the terminal clients read it (internal/feed)
 
 function app() {
   const root = $("#app");
@@ -110,6 +112,7 @@ function joinWithToken() {
 }
 
 function start(space, cred) {
+  reader = new Reader();
   conn = new Conn({ space, cred, onEnvelope, onFrame, onState });
   approvals = new Approvals({ st, conn, queueEl: $("#queue"), onChange: () => {} });
   elicits = new Elicitations({ st, conn });
@@ -137,6 +140,14 @@ function onState(state, reason) {
 // --- the stream ---
 
 function onEnvelope(env) {
+  const evs = reader.read(env);
+  // A gateway-only kind the gateway did not send is not believed; a payload
+  // that does not decode is said, and nothing else is taken from it.
+  if (evs.some((e) => e.type === "spoofed")) return;
+  if (evs.some((e) => e.type === "malformed")) {
+    if (st.add(env)) showEntry(env, h("div", { class: "sys-error" }, "! ", short(env.from, 60), " sent a ", short(env.kind, 60), " that cannot be read"));
+    return;
+  }
   if (env.kind === "system/welcome") return welcome(env);
   if (!st.add(env)) return;
   answerMCP(env);
@@ -145,20 +156,24 @@ function onEnvelope(env) {
     approvals.observe(env); // the diff, not an entry
     return;
   }
-  const el = render(env);
-  if (el) {
-    el.dataset.id = env.id;
-    el.dataset.kind = env.kind;
-    el.classList.add("entry");
-    el.append(h("button", { type: "button", class: "chain-btn", title: "show the correlation chain", onclick: () => showChain(env.id) }, "chain"));
-    const stream = $("#stream");
-    const atEnd = stream.scrollHeight - stream.scrollTop - stream.clientHeight < 40;
-    stream.append(el);
-    while (stream.childElementCount > 2000) stream.firstElementChild.remove();
-    if (atEnd) stream.scrollTop = stream.scrollHeight;
-  }
+  const el = render(env, evs);
+  if (el) showEntry(env, el);
   approvals.observe(env);
   elicits.observe(env);
+}
+
+// showEntry appends env's entry to the stream, keeping a reader at the end
+// there.
+function showEntry(env, el) {
+  el.dataset.id = env.id;
+  el.dataset.kind = env.kind;
+  el.classList.add("entry");
+  el.append(h("button", { type: "button", class: "chain-btn", title: "show the correlation chain", onclick: () => showChain(env.id) }, "chain"));
+  const stream = $("#stream");
+  const atEnd = stream.scrollHeight - stream.scrollTop - stream.clientHeight < 40;
+  stream.append(el);
+  while (stream.childElementCount > 2000) stream.firstElementChild.remove();
+  if (atEnd) stream.scrollTop = stream.scrollHeight;
 }
 
 // answerMCP answers the MCP requests addressed to this page at once, as
@@ -250,7 +265,7 @@ function hue(id) {
   return String(x % 8);
 }
 
-function render(env) {
+function render(env, evs) {
   const p = env.payload || {};
   const from = String(env.from || "");
   if (from.startsWith("system:") && !["system/error", "system/presence", "stream/open", "stream/close", "capability/grant", "capability/revoke"].includes(env.kind)) return null;
@@ -261,7 +276,7 @@ function render(env) {
     case "mcp/request":
       return renderRequest(env);
     case "mcp/response":
-      return renderResponse(env);
+      return renderResponse(env, evs.find((e) => e.type === "response"));
     case "mcp/proposal":
       return approvals.renderProposal(env);
     case "elicitation/request":
@@ -324,11 +339,12 @@ function resultText(p) {
   return { err: false, text: json(r, 2000) };
 }
 
-function renderResponse(env) {
-  const req = requests.get(env.correlation_id?.[0]);
+function renderResponse(env, ev) {
+  // The feed pairs an answer with its request: the first from an addressee
+  // (anyone, for a request to everyone).
+  const req = ev?.request ? requests.get(ev.request) : null;
   const p = env.payload || {};
-  // Only an answer from an addressee of the request is paired with it.
-  if (req && (req.env.to || []).includes(env.from)) {
+  if (req) {
     const r = resultText(p);
     req.el.querySelector(".answers").append(h("div", { class: "response" + (r.err ? " err" : ""), "data-id": env.id },
       "↳ ", short(env.from, 60), " → ", short(env.to?.join(", ") || "", 60), ": ", h("span", { class: "result" }, r.text), richContent(p.result)));
