@@ -180,15 +180,7 @@ func (m *Model) elicitError(env *protocol.Envelope, se *protocol.SystemError) {
 }
 
 // pendingElicits are the elicitations the user may answer, oldest first.
-func (m *Model) pendingElicits() []*elicit {
-	var out []*elicit
-	for _, e := range m.elicits {
-		if e.open() {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+func (m *Model) pendingElicits() []*elicit { return stillOpen(m.elicits) }
 
 // openElicit offers the oldest elicitation awaiting the user, if none is
 // offered.

@@ -340,6 +340,19 @@ func (m *Model) note(text string, isErr bool) { m.add(&noteEntry{text: text, err
 
 func (m *Model) me() string { return m.sp.Me() }
 
+// tick keeps the live lines' clocks moving while a reasoning is open.
+func (m *Model) tick() tea.Cmd {
+	if m.ticking || len(m.reasonings) == 0 {
+		return nil
+	}
+	m.ticking = true
+	t := m.o.Tick
+	if t == nil {
+		t = func(d time.Duration, f func(time.Time) tea.Msg) tea.Cmd { return tea.Tick(d, f) }
+	}
+	return t(500*time.Millisecond, func(at time.Time) tea.Msg { return tickMsg(at) })
+}
+
 // chat sends a chat.
 func (m *Model) chat(text string, to []string) tea.Cmd {
 	env, err := protocol.New(protocol.KindChat, protocol.Chat{Text: text})

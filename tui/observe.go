@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -342,11 +341,14 @@ func (m *Model) settle(p *proposal, outcome string) {
 }
 
 // pending returns the proposals awaiting the user's decision, oldest first.
-func (m *Model) pending() []*proposal {
-	var out []*proposal
-	for _, p := range m.proposals {
-		if p.open() {
-			out = append(out, p)
+func (m *Model) pending() []*proposal { return stillOpen(m.proposals) }
+
+// stillOpen returns the items of all still open, in their order.
+func stillOpen[T interface{ open() bool }](all []T) []T {
+	var out []T
+	for _, x := range all {
+		if x.open() {
+			out = append(out, x)
 		}
 	}
 	return out
@@ -382,17 +384,4 @@ func (m *Model) endReasoning(id string) {
 	r.done, r.end = true, m.now()
 	delete(m.reasonings, id)
 	m.reaOrder = slices.DeleteFunc(m.reaOrder, func(x string) bool { return x == id })
-}
-
-// tick keeps the live lines' clocks moving while a reasoning is open.
-func (m *Model) tick() tea.Cmd {
-	if m.ticking || len(m.reasonings) == 0 {
-		return nil
-	}
-	m.ticking = true
-	t := m.o.Tick
-	if t == nil {
-		t = func(d time.Duration, f func(time.Time) tea.Msg) tea.Cmd { return tea.Tick(d, f) }
-	}
-	return t(500*time.Millisecond, func(at time.Time) tea.Msg { return tickMsg(at) })
 }

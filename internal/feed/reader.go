@@ -98,20 +98,27 @@ func decode[T any](env *protocol.Envelope) (*T, error) {
 	return v, nil
 }
 
+// one decodes env's payload as a T and makes the one event it is.
+func one[T any](env *protocol.Envelope, build func(*T) Event) ([]Event, error) {
+	v, err := decode[T](env)
+	if err != nil {
+		return nil, err
+	}
+	return []Event{build(v)}, nil
+}
+
 // read interprets env by its kind. A payload is decoded in full before
 // any state changes, so that a malformed one leaves the reader as it was.
 func (r *Reader) read(env *protocol.Envelope, m Meta) ([]Event, error) {
 	switch env.Kind {
 	case protocol.KindSystemWelcome:
-		w, err := decode[protocol.Welcome](env)
-		if err != nil {
-			return nil, err
-		}
-		ids := make([]string, 0, len(w.Participants))
-		for _, p := range w.Participants {
-			ids = append(ids, p.ID)
-		}
-		return []Event{&Welcome{Meta: m, You: w.You.ID, Participants: ids, Payload: w}}, nil
+		return one(env, func(w *protocol.Welcome) Event {
+			ids := make([]string, 0, len(w.Participants))
+			for _, p := range w.Participants {
+				ids = append(ids, p.ID)
+			}
+			return &Welcome{Meta: m, You: w.You.ID, Participants: ids, Payload: w}
+		})
 	case protocol.KindSystemPresence:
 		p, err := decode[protocol.Presence](env)
 		if err != nil {
@@ -127,11 +134,9 @@ func (r *Reader) read(env *protocol.Envelope, m Meta) ([]Event, error) {
 		}
 		return evs, nil
 	case protocol.KindSystemError:
-		e, err := decode[protocol.SystemError](env)
-		if err != nil {
-			return nil, err
-		}
-		return []Event{&SystemError{Meta: m, Code: e.Error, Message: e.Message, AttemptedKind: e.AttemptedKind, Correlation: env.CorrelationID}}, nil
+		return one(env, func(e *protocol.SystemError) Event {
+			return &SystemError{Meta: m, Code: e.Error, Message: e.Message, AttemptedKind: e.AttemptedKind, Correlation: env.CorrelationID}
+		})
 	case protocol.KindChat:
 		c, err := decode[protocol.Chat](env)
 		if err != nil {
@@ -146,11 +151,9 @@ func (r *Reader) read(env *protocol.Envelope, m Meta) ([]Event, error) {
 		}
 		return append(evs, &Chat{Meta: m, Text: c.Text, Format: c.Format, Correlation: env.CorrelationID}), nil
 	case protocol.KindChatAcknowledge:
-		a, err := decode[protocol.ChatAcknowledge](env)
-		if err != nil {
-			return nil, err
-		}
-		return []Event{&ChatAcked{Meta: m, Chats: env.CorrelationID, Status: a.Status}}, nil
+		return one(env, func(a *protocol.ChatAcknowledge) Event {
+			return &ChatAcked{Meta: m, Chats: env.CorrelationID, Status: a.Status}
+		})
 	case protocol.KindMCPRequest:
 		return r.request(env, m)
 	case protocol.KindMCPResponse:
@@ -183,42 +186,29 @@ func (r *Reader) read(env *protocol.Envelope, m Meta) ([]Event, error) {
 	case protocol.KindReasoningConclusion, protocol.KindReasoningCancel:
 		return r.conclude(env, m)
 	case protocol.KindCapabilityGrant:
-		g, err := decode[protocol.Grant](env)
-		if err != nil {
-			return nil, err
-		}
-		return []Event{&Granted{Meta: m, Recipient: g.Recipient, Capabilities: g.Capabilities, TTLSeconds: g.TTLSeconds, ExpiresAt: g.ExpiresAt, Session: g.Session}}, nil
+		return one(env, func(g *protocol.Grant) Event {
+			return &Granted{Meta: m, Recipient: g.Recipient, Capabilities: g.Capabilities, TTLSeconds: g.TTLSeconds, ExpiresAt: g.ExpiresAt, Session: g.Session}
+		})
 	case protocol.KindCapabilityRevoke:
-		g, err := decode[protocol.Revoke](env)
-		if err != nil {
-			return nil, err
-		}
-		return []Event{&Revoked{Meta: m, Recipient: g.Recipient, Grant: g.GrantID, Capabilities: g.Capabilities, Reason: g.Reason}}, nil
+		return one(env, func(g *protocol.Revoke) Event {
+			return &Revoked{Meta: m, Recipient: g.Recipient, Grant: g.GrantID, Capabilities: g.Capabilities, Reason: g.Reason}
+		})
 	case protocol.KindCapabilityGrantAck:
-		if _, err := decode[protocol.GrantAck](env); err != nil {
-			return nil, err
-		}
-		return []Event{&GrantAcked{Meta: m, Grants: env.CorrelationID}}, nil
+		return one(env, func(*protocol.GrantAck) Event { return &GrantAcked{Meta: m, Grants: env.CorrelationID} })
 	case protocol.KindStreamOpen:
-		s, err := decode[protocol.StreamOpen](env)
-		if err != nil {
-			return nil, err
-		}
-		return []Event{&StreamOpened{Meta: m, Stream: s.StreamID, Owner: s.Owner, Target: s.Target}}, nil
+		return one(env, func(s *protocol.StreamOpen) Event {
+			return &StreamOpened{Meta: m, Stream: s.StreamID, Owner: s.Owner, Target: s.Target}
+		})
 	case protocol.KindStreamClose:
-		s, err := decode[protocol.StreamClose](env)
-		if err != nil {
-			return nil, err
-		}
-		return []Event{&StreamClosed{Meta: m, Stream: s.StreamID, Reason: s.Reason}}, nil
+		return one(env, func(s *protocol.StreamClose) Event {
+			return &StreamClosed{Meta: m, Stream: s.StreamID, Reason: s.Reason}
+		})
 	case protocol.KindParticipantPause, protocol.KindParticipantResume, protocol.KindParticipantShutdown,
 		protocol.KindParticipantRestart, protocol.KindParticipantClear, protocol.KindParticipantCompact,
 		protocol.KindParticipantForget, protocol.KindParticipantRequestStatus:
-		p, err := decode[protocol.Pause](env)
-		if err != nil {
-			return nil, err
-		}
-		return []Event{&Control{Meta: m, Reason: p.Reason, TimeoutSeconds: p.TimeoutSeconds}}, nil
+		return one(env, func(p *protocol.Pause) Event {
+			return &Control{Meta: m, Reason: p.Reason, TimeoutSeconds: p.TimeoutSeconds}
+		})
 	case protocol.KindElicitationRequest, protocol.KindElicitationResponse,
 		protocol.KindElicitationDone, protocol.KindElicitationRefused:
 		return []Event{&Elicitation{Meta: m}}, nil

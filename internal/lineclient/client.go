@@ -320,15 +320,21 @@ func (lc *lineClient) problem(format string, args ...any) {
 // readLines runs the readable mode until the input ends or /quit.
 func (lc *lineClient) readLines(ctx context.Context, in io.Reader) error {
 	ch, errc := lines(in)
+	return lc.serve(ctx, ch, func() error { return <-errc })
+}
+
+// serve takes in the lines typed until /quit, ctx ends, the connection
+// ends for good (its error), or the lines end (end's error).
+func (lc *lineClient) serve(ctx context.Context, lines <-chan string, end func() error) error {
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case err := <-lc.fatal:
 			return err
-		case line, ok := <-ch:
+		case line, ok := <-lines:
 			if !ok {
-				return <-errc
+				return end()
 			}
 			if quit := lc.input(ctx, strings.TrimSpace(line)); quit {
 				return nil

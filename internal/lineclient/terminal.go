@@ -329,8 +329,9 @@ func (lc *lineClient) readTerminal(ctx context.Context, in *os.File, scr *termSc
 	done := scr.keys.done
 	scr.keys.chunks = chunks // before the goroutine that reads it starts
 	lines := make(chan string)
-	ended := make(chan error, 1)
+	ended := make(chan error, 1) // why the lines ended; read back once taken
 	go func() {
+		defer close(lines)
 		for {
 			line, err := scr.t.ReadLine()
 			if err != nil {
@@ -347,26 +348,15 @@ func (lc *lineClient) readTerminal(ctx context.Context, in *os.File, scr *termSc
 	}()
 	defer func() {
 		close(done)
-		<-ended
-	}()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-lc.fatal:
-			return err
-		case err := <-ended:
-			ended <- err // for the deferred wait
-			if errors.Is(err, io.EOF) {
-				return nil // Ctrl-D on an empty line, Ctrl-C
-			}
-			return fmt.Errorf("client connect: %w", err)
-		case line := <-lines:
-			if lc.input(ctx, strings.TrimSpace(line)) {
-				return nil
-			}
+		for range lines { // the goroutine above has ended once lines is closed
 		}
-	}
+	}()
+	return lc.serve(ctx, lines, func() error {
+		if err := <-ended; !errors.Is(err, io.EOF) {
+			return fmt.Errorf("client connect: %w", err)
+		}
+		return nil // Ctrl-D on an empty line, Ctrl-C
+	})
 }
 
 // readChunks reads in on a goroutine, delivering what each read returns
