@@ -48,7 +48,7 @@ func allCommands() []command {
 
 // submit acts on a line typed: a command, a JSON envelope, or a chat.
 func (m *Model) submit(line string) tea.Cmd {
-	m.offset = 0
+	m.tr.offset = 0
 	switch {
 	case line == "":
 		return nil
@@ -289,6 +289,6 @@ func (m *Model) cmdMouse([]string) tea.Cmd {
 }
 
 func (m *Model) cmdClear([]string) tea.Cmd {
-	m.entries, m.offset = nil, 0
+	m.tr.reset()
 	return nil
 }

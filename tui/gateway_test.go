@@ -142,7 +142,7 @@ func TestGrantThroughGateway(t *testing.T) {
 	second := ask()
 	got(second)
 	pump("the second call's answer", func() bool {
-		for _, e := range h.m.entries {
+		for _, e := range h.m.tr.entries {
 			if r, ok := e.(*requestEntry); ok && r.from == "assistant" && r.by == "calculator" {
 				return true
 			}

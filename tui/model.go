@@ -62,11 +62,9 @@ type Model struct {
 	connErr       error
 	joined        bool
 
-	entries   []entry
-	textBytes int // what the entries' texts hold (sized), bounded by maxTranscriptBytes
-	offset    int // lines scrolled back from the bottom
-	verbose   bool
-	thoughts  bool // /thinking: reasonings show their latest thoughts
+	tr       transcript
+	verbose  bool
+	thoughts bool // /thinking: reasonings show their latest thoughts
 
 	feed       *feed.Reader               // reads the envelopes, as the line client does
 	roster     map[string]bool            // participants present, me excluded
@@ -249,9 +247,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.MouseWheelMsg:
 		switch msg.Button {
 		case tea.MouseWheelUp:
-			m.offset += 3
+			m.tr.offset += 3
 		case tea.MouseWheelDown:
-			m.offset -= 3
+			m.tr.offset -= 3
 		}
 		m.clampOffset()
 	}
@@ -265,13 +263,13 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, km.Quit):
 		return tea.Quit
 	case key.Matches(k, km.PageUp):
-		m.offset += max(m.viewHeight()-1, 1)
+		m.tr.offset += max(m.viewHeight()-1, 1)
 	case key.Matches(k, km.PageDown):
-		m.offset -= max(m.viewHeight()-1, 1)
+		m.tr.offset -= max(m.viewHeight()-1, 1)
 	case key.Matches(k, km.LineUp):
-		m.offset++
+		m.tr.offset++
 	case key.Matches(k, km.LineDown):
-		m.offset--
+		m.tr.offset--
 	case key.Matches(k, km.Board):
 		m.toggleBoard()
 		return m.refreshBoardGrants()
@@ -299,41 +297,8 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	return nil
 }
 
-// add appends an entry to the transcript, keeping the scroll position of a
-// reader who scrolled back.
-func (m *Model) add(e entry) {
-	if m.offset > 0 {
-		m.offset += len(e.lines(m.renderCtx()))
-	}
-	m.entries = append(m.entries, e)
-	if s, ok := e.(sized); ok {
-		m.textBytes += s.size()
-	}
-	drop := max(len(m.entries)-maxEntries, 0)
-	dropped := m.droppedBytes(drop)
-	for drop < len(m.entries)-1 && m.textBytes-dropped > maxTranscriptBytes {
-		if s, ok := m.entries[drop].(sized); ok {
-			dropped += s.size()
-		}
-		drop++
-	}
-	if drop > 0 {
-		m.textBytes -= dropped
-		clear(m.entries[:drop]) // let the dropped entries go
-		m.entries = m.entries[drop:]
-	}
-}
-
-// droppedBytes is the text the first n entries hold.
-func (m *Model) droppedBytes(n int) int {
-	b := 0
-	for _, e := range m.entries[:n] {
-		if s, ok := e.(sized); ok {
-			b += s.size()
-		}
-	}
-	return b
-}
+// add appends an entry to the transcript.
+func (m *Model) add(e entry) { m.tr.add(e, m.renderCtx()) }
 
 // note adds a line of the program's own.
 func (m *Model) note(text string, isErr bool) { m.add(&noteEntry{text: text, error: isErr}) }
@@ -395,43 +360,8 @@ func (m *Model) viewHeight() int {
 	return max(m.height-1-len(m.bottom())-len(m.stackLines()), 1)
 }
 
-// transcriptLines returns the last n+offset lines of the transcript, oldest
-// first, drawing only the entries needed.
-func (m *Model) transcriptLines(n int) []string {
-	rc := m.renderCtx()
-	var rev [][]string
-	count := 0
-	for i := len(m.entries) - 1; i >= 0 && count < n+m.offset; i-- {
-		l := m.entries[i].lines(rc)
-		rev = append(rev, l)
-		count += len(l)
-	}
-	out := make([]string, 0, count)
-	for i := len(rev) - 1; i >= 0; i-- {
-		out = append(out, rev[i]...)
-	}
-	return out
-}
-
-// totalLines counts the transcript's lines.
-func (m *Model) totalLines() int {
-	rc := m.renderCtx()
-	n := 0
-	for _, e := range m.entries {
-		n += len(e.lines(rc))
-	}
-	return n
-}
-
-func (m *Model) clampOffset() {
-	if m.offset <= 0 {
-		m.offset = 0
-		return
-	}
-	if most := m.totalLines() - m.viewHeight(); m.offset > most {
-		m.offset = max(most, 0)
-	}
-}
+// clampOffset keeps the transcript's scrolling within what it can show.
+func (m *Model) clampOffset() { m.tr.clamp(m.viewHeight(), m.renderCtx()) }
 
 // stackLines is the board when it is stacked above the input (a third of
 // the screen at most), with a rule above it.
@@ -492,8 +422,8 @@ func (m *Model) frame() (string, *tea.Cursor) {
 	}
 	stack := m.stackLines()
 	vh := max(m.height-1-len(bottom)-len(stack), 1)
-	lines := m.transcriptLines(vh)
-	end := len(lines) - m.offset
+	lines := m.tr.tail(vh, m.renderCtx())
+	end := len(lines) - m.tr.offset
 	start := max(end-vh, 0)
 	shown := lines[start:max(end, start)]
 	out := make([]string, 0, m.height)
@@ -563,8 +493,8 @@ func (m *Model) statusBar() string {
 	if m.verbose {
 		parts = append(parts, "verbose")
 	}
-	if m.offset > 0 {
-		parts = append(parts, fmt.Sprintf("↑ %d lines back", m.offset))
+	if m.tr.offset > 0 {
+		parts = append(parts, fmt.Sprintf("↑ %d lines back", m.tr.offset))
 	}
 	if f := m.findStatus(); f != "" {
 		parts = append(parts, f)

@@ -418,8 +418,8 @@ func TestScrollback(t *testing.T) {
 	h.key("pgup")
 	h.golden("scrolled")
 	h.key("pgdown")
-	if h.m.offset != 0 || !strings.Contains(h.screen(), "number 39") {
-		t.Errorf("PgDn did not return to the end (offset %d)", h.m.offset)
+	if h.m.tr.offset != 0 || !strings.Contains(h.screen(), "number 39") {
+		t.Errorf("PgDn did not return to the end (offset %d)", h.m.tr.offset)
 	}
 }
 

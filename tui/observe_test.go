@@ -42,3 +42,17 @@ func TestObserveFixes(t *testing.T) {
 		t.Errorf("a participant's stream/open was believed:\n%s", h.screen())
 	}
 }
+
+// TestClearForgetsText: /ui-clear forgets the transcript's text too, so that
+// the bound on what it holds counts only what is left.
+func TestClearForgetsText(t *testing.T) {
+	h := newHarness(t)
+	h.recv(welcome("you", "assistant"), chat("assistant", "c1", strings.Repeat("x", 1000)))
+	if h.m.tr.textBytes == 0 {
+		t.Fatal("a chat's text is not counted")
+	}
+	h.typeLine("/ui-clear")
+	if h.m.tr.textBytes != 0 || len(h.m.tr.entries) != 0 {
+		t.Errorf("after /ui-clear: %d bytes in %d entries", h.m.tr.textBytes, len(h.m.tr.entries))
+	}
+}
