@@ -226,7 +226,7 @@ func (m *Model) boardLines(width, height int) []string {
 		head("GRANTS IN FORCE")
 		for _, g := range gs {
 			add(termtext.Line(g.To) + st.Dim.Render(" · "+shortLife(g, now)))
-			add("  " + m.grantWhat(g))
+			add("  " + m.ledger.what(g))
 		}
 	}
 	if len(m.board.unacked) > 0 {

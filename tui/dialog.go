@@ -267,8 +267,7 @@ func (m *Model) approve(p *proposal, gc *grantChoice, params json.RawMessage) te
 	}
 	var cmds []tea.Cmd
 	if gc != nil {
-		gc.g.n = len(m.grants) + 1
-		m.grants = append(m.grants, gc.g)
+		m.ledger.made(gc.g)
 		env, err := grantEnvelope(gc.g, gc.pattern)
 		if err != nil {
 			p.deciding = false

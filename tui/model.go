@@ -84,10 +84,8 @@ type Model struct {
 	nextE      int
 	eform      *elicit // the elicitation the dialog offers, when no proposal's shows
 
-	board   boardState
-	grants  []*grant        // made in this session
-	ledger  []LedgerGrant   // the space's grants as /grants last listed them
-	revoked map[string]bool // grant ids revoked since
+	board  boardState
+	ledger ledger
 
 	in   input
 	hint string // completions offered, in the status bar until the next key
@@ -338,17 +336,7 @@ func (m *Model) send(what string, env *protocol.Envelope) tea.Cmd {
 // RevokeOnExit returns the capability/revoke envelopes of the grants the
 // user made for this session that are still in force; Run sends them when
 // the UI ends.
-func (m *Model) RevokeOnExit() []*protocol.Envelope {
-	var out []*protocol.Envelope
-	for _, g := range m.grants {
-		if g.life.session && g.active(m.now()) {
-			if env, err := revokeEnvelope(g); err == nil {
-				out = append(out, env)
-			}
-		}
-	}
-	return out
-}
+func (m *Model) RevokeOnExit() []*protocol.Envelope { return m.ledger.sessionRevokes(m.now()) }
 
 // renderCtx returns what the renderers need.
 func (m *Model) renderCtx() *renderCtx {

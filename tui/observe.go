@@ -58,11 +58,7 @@ func (m *Model) take(ev feed.Event) tea.Cmd {
 			m.add(&presenceEntry{who: ev.Participant, event: ev.Event})
 		}
 	case *feed.SystemError:
-		for _, g := range m.grants {
-			if env.CorrelatesWith(g.id) {
-				g.state = "refused: " + termtext.Line(ev.Code)
-			}
-		}
+		m.ledger.refused(env, ev.Code)
 		m.elicitError(env, &protocol.SystemError{Error: ev.Code, Message: ev.Message})
 		m.add(&errorEntry{code: ev.Code, message: ev.Message, attempted: ev.AttemptedKind})
 	case *feed.Chat:
@@ -100,11 +96,7 @@ func (m *Model) take(ev feed.Event) tea.Cmd {
 		}
 		m.endReasoning(ev.Reasoning)
 	case *feed.GrantAcked:
-		for _, g := range m.grants {
-			if env.CorrelatesWith(g.id) && ev.From == g.recipient && g.state == "" {
-				g.state = "accepted"
-			}
-		}
+		m.ledger.acked(env)
 	case *feed.Granted:
 		if ev.From != me {
 			m.note(fmt.Sprintf("%s granted %s capabilities", termtext.Line(ev.From), termtext.Line(ev.Recipient)), false)
