@@ -475,7 +475,7 @@ func (m *Model) statusBar() string {
 	if to := m.defaultTargets(); len(to) > 0 {
 		parts = append(parts, "to "+names(to))
 	}
-	if p, ok := m.pausedNow(m.me(), m.now()); ok {
+	if p, ok := m.board.pausedNow(m.me(), m.now()); ok {
 		parts = append(parts, p)
 	}
 	if m.verbose {

@@ -29,6 +29,7 @@ func (m *Model) observe(env *protocol.Envelope) tea.Cmd {
 		}
 	}
 	var cmds []tea.Cmd
+	refresh := false
 	for _, ev := range m.feed.Read(env) {
 		if _, ok := ev.(*feed.Spoofed); ok {
 			// The SDK drops these; never trust one that got through. /verbose
@@ -36,8 +37,12 @@ func (m *Model) observe(env *protocol.Envelope) tea.Cmd {
 			return nil
 		}
 		cmds = append(cmds, m.take(ev))
+		refresh = m.board.take(ev, m.me(), m.now(), m.roster) || refresh
 	}
-	return tea.Batch(append(cmds, m.boardObserve(env))...)
+	if refresh {
+		cmds = append(cmds, m.refreshBoardGrants())
+	}
+	return tea.Batch(cmds...)
 }
 
 // take draws one event.
