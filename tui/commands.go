@@ -131,7 +131,7 @@ func (m *Model) cmdHelp(args []string) tea.Cmd {
 
 func (m *Model) cmdProposals([]string) tea.Cmd {
 	var lines []string
-	for _, p := range m.proposals {
+	for _, p := range m.props.all {
 		if p.askMe && !p.settled {
 			state := "awaiting you"
 			switch {
@@ -180,7 +180,7 @@ func (m *Model) pick(args []string) (*proposal, []string) {
 	if len(args) > 0 {
 		n, err := strconv.Atoi(strings.TrimPrefix(args[0], "#"))
 		if err == nil {
-			for _, p := range m.proposals {
+			for _, p := range m.props.all {
 				if p.n == n {
 					return p, args[1:]
 				}

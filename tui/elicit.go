@@ -54,6 +54,9 @@ type elicit struct {
 // open reports whether the user may still answer it.
 func (e *elicit) open() bool { return e.mayAnswer && !e.settled && !e.sending }
 
+// key is the elicitation's id, by which its book finds it.
+func (e *elicit) key() string { return e.id }
+
 // messages of the elicitation's commands.
 type (
 	elicitSentMsg struct {
@@ -69,7 +72,7 @@ type (
 
 // elicitRequest takes in an elicitation/request.
 func (m *Model) elicitRequest(env *protocol.Envelope) tea.Cmd {
-	if env.ID == "" || m.elicitByID[env.ID] != nil {
+	if env.ID == "" || m.asks.byID[env.ID] != nil {
 		return nil
 	}
 	var req protocol.ElicitationRequest
@@ -77,8 +80,7 @@ func (m *Model) elicitRequest(env *protocol.Envelope) tea.Cmd {
 		m.note(fmt.Sprintf("%s sent an elicitation that cannot be read: %s", m.who(env.From), termtext.Line(clip.Runes(err.Error(), 200))), true)
 		return nil
 	}
-	m.nextE++
-	e := &elicit{n: m.nextE, id: env.ID, from: env.From, to: env.To, req: req}
+	e := &elicit{n: m.asks.next(), id: env.ID, from: env.From, to: env.To, req: req}
 	switch req.Mode {
 	case protocol.ElicitationModeForm, "":
 		e.form = parseForm(req.RequestedSchema)
@@ -92,12 +94,7 @@ func (m *Model) elicitRequest(env *protocol.Envelope) tea.Cmd {
 	probe := []byte(`{"action":"decline"}`)
 	e.mayAnswer = env.From != me && m.sp.CanSend(protocol.KindElicitationResponse, []string{env.From}, probe)
 	e.noCall = !m.callTo(env.From, env.CorrelationID)
-	m.elicits = append(m.elicits, e)
-	m.elicitByID[e.id] = e
-	if len(m.elicits) > maxElicits {
-		delete(m.elicitByID, m.elicits[0].id)
-		m.elicits = m.elicits[1:]
-	}
+	m.asks.put(e)
 	m.add(&elicitEntry{e: e})
 	m.openElicit()
 	return nil
@@ -160,7 +157,7 @@ func (m *Model) elicitRefused(env *protocol.Envelope) {
 // elicitFor finds the elicitation an envelope of its bridge correlates to.
 func (m *Model) elicitFor(env *protocol.Envelope) *elicit {
 	for _, id := range env.CorrelationID {
-		if e := m.elicitByID[id]; e != nil && e.from == env.From {
+		if e := m.asks.byID[id]; e != nil && e.from == env.From {
 			return e
 		}
 	}
@@ -170,7 +167,7 @@ func (m *Model) elicitFor(env *protocol.Envelope) *elicit {
 // elicitError takes in a system/error about the user's answer (the
 // gateway refused it).
 func (m *Model) elicitError(env *protocol.Envelope, se *protocol.SystemError) {
-	for _, e := range m.elicits {
+	for _, e := range m.asks.all {
 		if e.sending && e.answerID != "" && env.CorrelatesWith(e.answerID) {
 			e.sending = false
 			e.refused = "the gateway refused the answer: " + termtext.Line(clip.Runes(cmp.Or(se.Message, se.Error), 200))
@@ -180,7 +177,7 @@ func (m *Model) elicitError(env *protocol.Envelope, se *protocol.SystemError) {
 }
 
 // pendingElicits are the elicitations the user may answer, oldest first.
-func (m *Model) pendingElicits() []*elicit { return stillOpen(m.elicits) }
+func (m *Model) pendingElicits() []*elicit { return m.asks.stillOpen() }
 
 // openElicit offers the oldest elicitation awaiting the user, if none is
 // offered.

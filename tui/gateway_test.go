@@ -149,8 +149,8 @@ func TestGrantThroughGateway(t *testing.T) {
 		}
 		return false
 	})
-	if h.m.nextN != 1 || h.m.dlg != nil {
-		t.Fatalf("the granted call was proposed again (%d proposals, dialog %v):\n%s", h.m.nextN, h.m.dlg != nil, h.screen())
+	if h.m.props.last != 1 || h.m.dlg != nil {
+		t.Fatalf("the granted call was proposed again (%d proposals, dialog %v):\n%s", h.m.props.last, h.m.dlg != nil, h.screen())
 	}
 	h.golden("gateway_granted")
 

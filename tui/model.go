@@ -74,15 +74,11 @@ type Model struct {
 	reaOrder   []string
 	ticking    bool
 
-	proposals []*proposal // every proposal seen, numbered from 1 (the latest maxProposals)
-	byID      map[string]*proposal
-	nextN     int
-	dlg       *dialog
+	props book[*proposal] // every proposal seen, numbered from 1 (the latest maxProposals)
+	dlg   *dialog
 
-	elicits    []*elicit // every elicitation seen, numbered from 1 (the latest maxElicits)
-	elicitByID map[string]*elicit
-	nextE      int
-	eform      *elicit // the elicitation the dialog offers, when no proposal's shows
+	asks  book[*elicit] // every elicitation seen, numbered from 1 (the latest maxElicits)
+	eform *elicit       // the elicitation the dialog offers, when no proposal's shows
 
 	board  boardState
 	ledger ledger
@@ -119,7 +115,7 @@ func New(o Options) *Model {
 		o: o, sp: o.Space, ctx: o.Context, now: o.Now,
 		width: 80, height: 24,
 		feed: feed.NewReader(), roster: map[string]bool{}, requests: map[string]*requestEntry{},
-		reasonings: map[string]*reasoningEntry{}, byID: map[string]*proposal{}, elicitByID: map[string]*elicit{}, quiet: map[string]int{}, myChats: map[string]*chatEntry{},
+		reasonings: map[string]*reasoningEntry{}, props: newBook[*proposal](maxProposals), asks: newBook[*elicit](maxElicits), quiet: map[string]int{}, myChats: map[string]*chatEntry{},
 	}
 	if m.ctx == nil {
 		m.ctx = context.Background()

@@ -238,7 +238,7 @@ func (m *Model) request(ev *feed.Request) {
 		}
 	}
 	m.add(e)
-	if p := m.byID[ev.Proposal]; p != nil {
+	if p := m.props.byID[ev.Proposal]; p != nil {
 		e.forPr = p.n
 	}
 }
@@ -273,19 +273,13 @@ func addressee(to []string, from string) bool {
 
 // propose takes in another participant's proposal.
 func (m *Model) propose(env *protocol.Envelope) tea.Cmd {
-	if m.byID[env.ID] != nil {
+	if m.props.byID[env.ID] != nil {
 		return nil
 	}
-	m.nextN++
-	p := newProposal(m.nextN, env)
+	p := newProposal(m.props.next(), env)
 	me := m.me()
 	p.askMe = env.From != me && (env.AddressedTo(me) || m.sp.CanSend(protocol.KindMCPRequest, env.To, env.Payload))
-	m.proposals = append(m.proposals, p)
-	m.byID[p.id] = p
-	if len(m.proposals) > maxProposals {
-		delete(m.byID, m.proposals[0].id)
-		m.proposals = m.proposals[1:]
-	}
+	m.props.put(p)
 	m.add(&proposalEntry{p: p})
 	return m.openDialog()
 }
@@ -293,7 +287,7 @@ func (m *Model) propose(env *protocol.Envelope) tea.Cmd {
 // proposalSettled says how a proposal was settled: approved, rejected,
 // withdrawn or given up.
 func (m *Model) proposalSettled(ev *feed.ProposalSettled) {
-	p := m.byID[ev.Proposal]
+	p := m.props.byID[ev.Proposal]
 	if p == nil || p.settled {
 		return
 	}
@@ -338,18 +332,7 @@ func (m *Model) settle(p *proposal, outcome string) {
 }
 
 // pending returns the proposals awaiting the user's decision, oldest first.
-func (m *Model) pending() []*proposal { return stillOpen(m.proposals) }
-
-// stillOpen returns the items of all still open, in their order.
-func stillOpen[T interface{ open() bool }](all []T) []T {
-	var out []T
-	for _, x := range all {
-		if x.open() {
-			out = append(out, x)
-		}
-	}
-	return out
-}
+func (m *Model) pending() []*proposal { return m.props.stillOpen() }
 
 // reasoningStep follows a reasoning's progress on its line.
 func (m *Model) reasoningStep(ev *feed.ReasoningStep) tea.Cmd {
