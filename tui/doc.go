@@ -11,6 +11,19 @@
 // messages and compare View with golden frames; Run wires the model to a
 // connected participant and a terminal.
 //
+// # Reading the stream, and the parts of the model
+//
+// Each envelope is read by internal/feed, as the line client reads it
+// (docs/clients.md): the model draws the feed's events (observe.go), so a
+// spoofed gateway kind is not believed and a payload that does not decode
+// is a line saying so. The Model is a thin root over parts that own their
+// state and its updates: the transcript (its entries, their bound, the
+// scroll), the board (boardState: statuses, pauses, streams, chats awaiting
+// an acknowledgement, grants in force), the ledger (the user's grants and
+// the space's as /grants listed them), the books of proposals and
+// elicitations, and the input; the root routes messages and keys to them
+// and lays out the frame.
+//
 // # Rendering
 //
 // The transcript is a list of entries, one renderer per kind of envelope
