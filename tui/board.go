@@ -249,18 +249,15 @@ func (m *Model) boardLines(width, height int) []string {
 // thinking, its status, its context use.
 func (m *Model) participantState(id string, now time.Time) string {
 	var parts []string
-	for _, rid := range m.reaOrder {
-		if r := m.reasonings[rid]; r.from == id {
-			s := "thinking"
-			if r.thoughts > 0 {
-				s += " · " + plural(r.thoughts, "thought")
-			}
-			if r.doing != "" {
-				s += " · " + r.doing
-			}
-			parts = append(parts, s)
-			break
+	if rs := m.live.of(id); len(rs) > 0 {
+		r, s := rs[0], "thinking"
+		if r.thoughts > 0 {
+			s += " · " + plural(r.thoughts, "thought")
 		}
+		if r.doing != "" {
+			s += " · " + r.doing
+		}
+		parts = append(parts, s)
 	}
 	if p, ok := m.board.pausedNow(id, now); ok {
 		parts = append(parts, p)

@@ -102,14 +102,7 @@ func (m *Model) elicitRequest(env *protocol.Envelope) tea.Cmd {
 
 // callTo reports whether one of ids is a call to target the UI saw and
 // that is still waiting: what a bridge's elicitation must be for.
-func (m *Model) callTo(target string, ids []string) bool {
-	for _, id := range ids {
-		if r := m.requests[id]; r != nil && r.by == "" && addressee(r.to, target) {
-			return true
-		}
-	}
-	return false
-}
+func (m *Model) callTo(target string, ids []string) bool { return m.calls.waiting(target, ids) }
 
 // elicitDone takes in an elicitation/done: only the bridge that asked may
 // close its elicitation.

@@ -66,13 +66,10 @@ type Model struct {
 	verbose  bool
 	thoughts bool // /thinking: reasonings show their latest thoughts
 
-	feed       *feed.Reader               // reads the envelopes, as the line client does
-	roster     map[string]bool            // participants present, me excluded
-	requests   map[string]*requestEntry   // mcp/requests shown, by id, until answered
-	reqOrder   []string                   // their ids, oldest first
-	reasonings map[string]*reasoningEntry // by reasoning context id
-	reaOrder   []string
-	ticking    bool
+	feed   *feed.Reader    // reads the envelopes, as the line client does
+	roster map[string]bool // participants present, me excluded
+	calls  calls           // the requests shown, until answered
+	live   thinking        // the reasonings in progress
 
 	props book[*proposal] // every proposal seen, numbered from 1 (the latest maxProposals)
 	dlg   *dialog
@@ -114,8 +111,8 @@ func New(o Options) *Model {
 	m := &Model{
 		o: o, sp: o.Space, ctx: o.Context, now: o.Now,
 		width: 80, height: 24,
-		feed: feed.NewReader(), roster: map[string]bool{}, requests: map[string]*requestEntry{},
-		reasonings: map[string]*reasoningEntry{}, props: newBook[*proposal](maxProposals), asks: newBook[*elicit](maxElicits), quiet: map[string]int{}, myChats: map[string]*chatEntry{},
+		feed: feed.NewReader(), roster: map[string]bool{}, calls: newCalls(), live: newThinking(),
+		props: newBook[*proposal](maxProposals), asks: newBook[*elicit](maxElicits), quiet: map[string]int{}, myChats: map[string]*chatEntry{},
 	}
 	if m.ctx == nil {
 		m.ctx = context.Background()
@@ -221,7 +218,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case oldFileMsg:
 		m.gotOldFile(msg)
 	case tickMsg:
-		m.ticking = false
+		m.live.ticking = false
 		return m, m.tick()
 	case tea.PasteMsg:
 		switch {
@@ -301,10 +298,10 @@ func (m *Model) me() string { return m.sp.Me() }
 
 // tick keeps the live lines' clocks moving while a reasoning is open.
 func (m *Model) tick() tea.Cmd {
-	if m.ticking || len(m.reasonings) == 0 {
+	if m.live.ticking || len(m.live.byID) == 0 {
 		return nil
 	}
-	m.ticking = true
+	m.live.ticking = true
 	t := m.o.Tick
 	if t == nil {
 		t = func(d time.Duration, f func(time.Time) tea.Msg) tea.Cmd { return tea.Tick(d, f) }
@@ -465,7 +462,7 @@ func (m *Model) statusBar() string {
 	if n := len(m.pendingElicits()); n > 0 {
 		parts = append(parts, plural(n, "question")+" pending")
 	}
-	if n := len(m.reasonings); n > 0 {
+	if n := len(m.live.byID); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d thinking", n))
 	}
 	if to := m.defaultTargets(); len(to) > 0 {

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -88,18 +87,14 @@ func (m *Model) take(ev feed.Event) tea.Cmd {
 	case *feed.ProposalSettled:
 		m.proposalSettled(ev)
 	case *feed.ReasoningStarted:
-		r := &reasoningEntry{from: ev.From, start: m.now(), question: ev.Question}
-		m.reasonings[ev.Reasoning] = r
-		m.reaOrder = append(m.reaOrder, ev.Reasoning)
-		m.add(r)
+		m.add(m.live.started(ev, m.now()))
 		return m.tick()
 	case *feed.ReasoningStep:
-		return m.reasoningStep(ev)
-	case *feed.ReasoningEnded:
-		if r := m.reasonings[ev.Reasoning]; r != nil && ev.Cancelled {
-			r.cancelled = cmp.Or(ev.Reason, "cancelled")
+		if m.live.step(ev) {
+			return m.tick()
 		}
-		m.endReasoning(ev.Reasoning)
+	case *feed.ReasoningEnded:
+		m.live.ended(ev, m.now())
 	case *feed.GrantAcked:
 		m.ledger.acked(env)
 	case *feed.Granted:
@@ -229,14 +224,7 @@ func (m *Model) request(ev *feed.Request) {
 		return
 	}
 	e := &requestEntry{from: ev.From, to: ev.To, call: describeCall(ev.Method, ev.Params)}
-	if ev.ID != "" {
-		m.requests[ev.ID] = e
-		m.reqOrder = append(m.reqOrder, ev.ID)
-		if len(m.reqOrder) > maxRequests {
-			delete(m.requests, m.reqOrder[0])
-			m.reqOrder = m.reqOrder[1:]
-		}
-	}
+	m.calls.add(ev.ID, e)
 	m.add(e)
 	if p := m.props.byID[ev.Proposal]; p != nil {
 		e.forPr = p.n
@@ -249,20 +237,7 @@ func (m *Model) response(ev *feed.Response) {
 		m.toolsListed(ev.Env, ev.Request)
 		return
 	}
-	e := m.requests[ev.Request]
-	if e == nil || e.by != "" {
-		return // unpaired: an answer to nothing shown, or not the addressee's
-	}
-	e.by = ev.From
-	switch {
-	case ev.Error != nil:
-		e.failed = true
-		e.answer = fmt.Sprintf("error %d: %s", ev.Error.Code, ev.Error.Message)
-	default:
-		e.failed = ev.IsError
-		e.answer = resultText(ev.Result)
-	}
-	delete(m.requests, ev.Request)
+	m.calls.answer(ev)
 }
 
 // addressee reports whether from is one of to (a broadcast request may be
@@ -333,35 +308,3 @@ func (m *Model) settle(p *proposal, outcome string) {
 
 // pending returns the proposals awaiting the user's decision, oldest first.
 func (m *Model) pending() []*proposal { return m.props.stillOpen() }
-
-// reasoningStep follows a reasoning's progress on its line.
-func (m *Model) reasoningStep(ev *feed.ReasoningStep) tea.Cmd {
-	r := m.reasonings[ev.Reasoning]
-	if r == nil {
-		return nil
-	}
-	switch {
-	case ev.Thought != nil:
-		r.thoughts = ev.Thoughts
-		r.doing = clip.Runes(summary.Step(ev.Thought), 60)
-		r.thought(cmp.Or(ev.Thought.Reasoning, ev.Thought.Message))
-		return m.tick()
-	case ev.Calling != "":
-		r.doing = "calling " + ev.Calling
-		r.used(ev.Calling)
-	case ev.Waiting != "":
-		r.doing = "waiting for approval of " + termtext.Line(ev.Waiting)
-	}
-	return nil
-}
-
-// endReasoning closes a reasoning: its line stays, as a summary.
-func (m *Model) endReasoning(id string) {
-	r := m.reasonings[id]
-	if r == nil {
-		return
-	}
-	r.done, r.end = true, m.now()
-	delete(m.reasonings, id)
-	m.reaOrder = slices.DeleteFunc(m.reaOrder, func(x string) bool { return x == id })
-}

@@ -26,14 +26,14 @@ func TestObserveFixes(t *testing.T) {
 	cancel := envelope(protocol.KindReasoningCancel, "assistant", "k1", nil, nil, map[string]any{"reason": "floor yielded"})
 	cancel.Context = "r1"
 	h.recv(cancel)
-	if s := h.screen(); !strings.Contains(s, "assistant stopped thinking: floor yielded") || len(h.m.reasonings) != 0 {
+	if s := h.screen(); !strings.Contains(s, "assistant stopped thinking: floor yielded") || len(h.m.live.byID) != 0 {
 		t.Errorf("a reasoning its reasoner cancelled:\n%s", s)
 	}
 
 	h.recv(envelope(protocol.KindReasoningStart, "assistant", "r2", nil, nil, map[string]any{}))
 	h.recv(envelope(protocol.KindSystemPresence, protocol.GatewayID, "l1", nil, nil,
 		protocol.Presence{Event: protocol.PresenceLeave, Participant: protocol.ParticipantInfo{ID: "assistant"}}))
-	if len(h.m.reasonings) != 0 || strings.Contains(h.screen(), "is thinking") {
+	if len(h.m.live.byID) != 0 || strings.Contains(h.screen(), "is thinking") {
 		t.Errorf("a leaver's reasoning is still open:\n%s", h.screen())
 	}
 
