@@ -36,7 +36,7 @@ func (lc *lineClient) take(ev feed.Event, self string) string {
 	env := ev.Envelope()
 	switch ev := ev.(type) {
 	case *feed.Presence:
-		lc.presenceLocked(ev)
+		lc.presenceLocked(ev, self)
 		return "* " + ev.Participant + " " + ev.Event
 	case *feed.SystemError:
 		return "! " + ev.Code + ": " + ev.Message
@@ -176,10 +176,10 @@ func (lc *lineClient) endLocked(ev *feed.ReasoningEnded) string {
 }
 
 // presenceLocked follows who joins and leaves. lc.mu is held.
-func (lc *lineClient) presenceLocked(ev *feed.Presence) {
+func (lc *lineClient) presenceLocked(ev *feed.Presence, self string) {
 	switch ev.Event {
 	case protocol.PresenceJoin:
-		if ev.Participant != lc.p.ID() {
+		if ev.Participant != self {
 			lc.roster[ev.Participant] = mayChat(ev.Payload.Participant.Capabilities)
 		}
 	case protocol.PresenceLeave:
