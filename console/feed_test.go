@@ -12,11 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mew-protocol/mew/internal/browsertest"
+	"github.com/mew-protocol/mew/internal/feed/feedtest"
 )
-
-// vectorsPath is the shared envelope-to-event vectors; internal/feed's Go
-// reader is held to them too.
-const vectorsPath = "../internal/feed/testdata/vectors.json"
 
 // feedPage runs js/feed.js over every case of the vectors and leaves the
 // events it read in window.feedResult, one list per envelope.
@@ -32,20 +29,12 @@ window.feedResult = JSON.stringify(vf.cases.map((c) => {
 // TestFeedVectors: the console reads the shared vectors' envelopes as the
 // Go reader does, in Chromium.
 func TestFeedVectors(t *testing.T) {
-	raw, err := os.ReadFile(vectorsPath)
+	// The shared vectors; internal/feed's Go reader is held to them too.
+	raw, err := os.ReadFile(feedtest.Path(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var vf struct {
-		Cases []struct {
-			Name   string            `json:"name"`
-			Events [][]any           `json:"events"`
-			Envs   []json.RawMessage `json:"envelopes"`
-		} `json:"cases"`
-	}
-	if err := json.Unmarshal(raw, &vf); err != nil {
-		t.Fatal(err)
-	}
+	vf := feedtest.Load(t)
 	mux := http.NewServeMux()
 	mux.Handle("/js/", http.FileServerFS(Files()))
 	mux.HandleFunc("/vectors.json", func(w http.ResponseWriter, _ *http.Request) {
@@ -78,7 +67,12 @@ func TestFeedVectors(t *testing.T) {
 		t.Fatalf("%d cases read, want %d", len(got), len(vf.Cases))
 	}
 	for i, c := range vf.Cases {
-		if diff := cmp.Diff(c.Events, got[i]); diff != "" {
+		var want [][]any
+		b, _ := json.Marshal(c.Events)
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got[i]); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", c.Name, diff)
 		}
 	}

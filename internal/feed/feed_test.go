@@ -9,24 +9,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mew-protocol/mew/internal/feed/feedtest"
+
 	"github.com/mew-protocol/mew/protocol"
 )
 
 var update = flag.Bool("update", false, "rewrite the events of testdata/vectors.json from this reader (review the diff)")
-
-// vectorFile is the shared test vectors: each case feeds its envelopes, in
-// order, to a new reader; events[i] are the events envelope i must make.
-// console/web/js/feed.js is held to the same file.
-type vectorFile struct {
-	Comment []string     `json:"comment"`
-	Cases   []vectorCase `json:"cases"`
-}
-
-type vectorCase struct {
-	Name      string              `json:"name"`
-	Envelopes []json.RawMessage   `json:"envelopes"`
-	Events    [][]json.RawMessage `json:"events"`
-}
 
 // Encode returns ev as it is written in the vectors: its fields and its
 // type.
@@ -44,34 +32,17 @@ func encode(t *testing.T, ev Event) map[string]any {
 	return m
 }
 
-func loadVectors(t *testing.T) *vectorFile {
-	t.Helper()
-	b, err := os.ReadFile("testdata/vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var vf vectorFile
-	if err := json.Unmarshal(b, &vf); err != nil {
-		t.Fatalf("testdata/vectors.json: %v", err)
-	}
-	return &vf
-}
-
 // TestVectors reads every case's envelopes and compares the events with
 // the ones the vectors hold.
 func TestVectors(t *testing.T) {
-	vf := loadVectors(t)
+	vf := feedtest.Load(t)
 	for ci := range vf.Cases {
 		c := &vf.Cases[ci]
 		r := NewReader()
 		got := make([][]json.RawMessage, len(c.Envelopes))
-		for i, raw := range c.Envelopes {
-			var env protocol.Envelope
-			if err := json.Unmarshal(raw, &env); err != nil {
-				t.Fatalf("%s: envelope %d: %v", c.Name, i, err)
-			}
+		for i := range c.Envelopes {
 			got[i] = []json.RawMessage{}
-			for _, ev := range r.Read(&env) {
+			for _, ev := range r.Read(c.Envelope(t, i)) {
 				b, err := json.Marshal(encode(t, ev))
 				if err != nil {
 					t.Fatal(err)
@@ -95,7 +66,7 @@ func TestVectors(t *testing.T) {
 		if err := enc.Encode(vf); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile("testdata/vectors.json", b.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(feedtest.Path(t), b.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -121,7 +92,7 @@ func decodeAll(t *testing.T, evs [][]json.RawMessage) [][]any {
 // appears in them, so the console is held to each.
 func TestVectorsCoverEveryEvent(t *testing.T) {
 	seen := map[string]bool{}
-	for _, c := range loadVectors(t).Cases {
+	for _, c := range feedtest.Load(t).Cases {
 		for _, l := range c.Events {
 			for _, raw := range l {
 				var e struct {
