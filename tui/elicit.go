@@ -187,9 +187,39 @@ func (m *Model) openElicit() {
 	}
 }
 
-// elicitKey handles a key while the elicitation's dialog shows.
+// elicitKey handles a key while an elicitation's dialog shows: the form
+// takes it, and the model does what the user asked.
 func (m *Model) elicitKey(k tea.KeyPressMsg) tea.Cmd {
 	e := m.eform
+	switch e.press(k) {
+	case askLater:
+		e.postponed = true
+		m.eform = nil
+		m.openElicit()
+	case askDecline:
+		return m.answer(e, protocol.ElicitationDecline, nil)
+	case askCancel:
+		return m.answer(e, protocol.ElicitationCancel, nil)
+	case askAccept:
+		return m.accept(e)
+	case askOpen:
+		return m.openLink(e)
+	}
+	return nil
+}
+
+// What a key in an elicitation's dialog asks of the model.
+const (
+	askNone    = iota // the form took it
+	askLater          // Esc: ask again later
+	askDecline        // Ctrl+D
+	askCancel         // Ctrl+X
+	askAccept         // Enter: send the form
+	askOpen           // o: open the link of a URL elicitation
+)
+
+// press handles a key of the elicitation's form.
+func (e *elicit) press(k tea.KeyPressMsg) int {
 	fields := e.form.fields
 	var fd *formField
 	if e.cursor < len(fields) {
@@ -197,33 +227,30 @@ func (m *Model) elicitKey(k tea.KeyPressMsg) tea.Cmd {
 	}
 	switch k.String() {
 	case "esc":
-		e.postponed = true
-		m.eform = nil
-		m.openElicit()
-		return nil
+		return askLater
 	case "ctrl+d":
-		return m.answer(e, protocol.ElicitationDecline, nil)
+		return askDecline
 	case "ctrl+x":
-		return m.answer(e, protocol.ElicitationCancel, nil)
+		return askCancel
 	case "enter":
-		return m.accept(e)
+		return askAccept
 	case "tab", "down":
 		if len(fields) > 0 {
 			e.cursor = (e.cursor + 1) % len(fields)
 		}
-		return nil
+		return askNone
 	case "shift+tab", "up":
 		if len(fields) > 0 {
 			e.cursor = (e.cursor + len(fields) - 1) % len(fields)
 		}
-		return nil
+		return askNone
 	case "o":
 		if e.req.Mode == protocol.ElicitationModeURL {
-			return m.openLink(e)
+			return askOpen
 		}
 	}
 	if fd == nil {
-		return nil
+		return askNone
 	}
 	switch k.String() {
 	case "left":
@@ -245,7 +272,7 @@ func (m *Model) elicitKey(k tea.KeyPressMsg) tea.Cmd {
 			fd.typeText(k.Text)
 		}
 	}
-	return nil
+	return askNone
 }
 
 // accept answers e with the form filled, once every field is right (the
