@@ -16,13 +16,16 @@
 // Each envelope is read by internal/feed, as the line client reads it
 // (docs/clients.md): the model draws the feed's events (observe.go), so a
 // spoofed gateway kind is not believed and a payload that does not decode
-// is a line saying so. The Model is a thin root over parts that own their
-// state and its updates: the transcript (its entries, their bound, the
-// scroll), the board (boardState: statuses, pauses, streams, chats awaiting
+// is a line saying so. The Model is a root over parts that own their state
+// and its updates: the transcript (its entries, their bound, the scroll),
+// the reasonings in progress (thinking) and the requests awaiting an answer
+// (calls), the board (boardState: statuses, pauses, streams, chats awaiting
 // an acknowledgement, grants in force), the ledger (the user's grants and
 // the space's as /grants listed them), the books of proposals and
-// elicitations, and the input; the root routes messages and keys to them
-// and lays out the frame.
+// elicitations, the approval dialog and the elicitation form (each takes
+// its keys and returns what the user decided, which the root carries out),
+// and the input. The root routes messages and keys to them, talks to the
+// space, and lays out the frame.
 //
 // # Rendering
 //
