@@ -39,7 +39,7 @@ function hasContext(p) {
 const st = new State();
 let conn = null;
 const requests = new Map(); // request id -> its entry, for pairing the answer
-const thinking = new Map(); // reasoning/start id -> {el, n, started, last, ended}
+const thinking = new Map(); // reasoning id -> its line: {el, from, n, started, last, ended, cancel}
 let approvals = null;
 let elicits = null;
 let reader = new Reader(); // the stream read as the terminal clients read it (internal/feed)
@@ -152,6 +152,8 @@ function onEnvelope(env) {
   if (!st.add(env)) return;
   answerMCP(env);
   track(env);
+  const opened = followReasoning(env, evs);
+  if (opened) showEntry(env, opened);
   if (approvals.bookkeeping(env)) {
     approvals.observe(env); // the diff, not an entry
     return;
@@ -288,7 +290,7 @@ function render(env, evs) {
     case "reasoning/thought":
     case "reasoning/conclusion":
     case "reasoning/cancel":
-      return renderReasoning(env);
+      return null; // followReasoning draws them
     case "system/presence":
       return h("div", { class: "presence" }, "* ", short(p.participant?.id, 60), p.event === "join" ? " joined" : p.event === "leave" ? " left" : " " + short(p.event, 20));
     case "system/error":
@@ -356,33 +358,44 @@ function renderResponse(env, ev) {
   return h("div", { class: "response" + (r.err ? " err" : "") }, who(env), ": ", r.text, richContent(p.result));
 }
 
-function renderReasoning(env) {
+// followReasoning folds env's reasoning events, as feed.js reads them, into
+// the thinking lines: a reasoning belongs to whoever opened it, and ends at
+// its conclusion, its reasoner's cancel, the chat that answers it, or its
+// reasoner leaving. It returns the line a reasoning opened by env starts.
+function followReasoning(env, evs) {
   const p = env.payload || {};
-  const id = env.kind === "reasoning/start" ? env.id : env.context || env.correlation_id?.[0];
-  let t = thinking.get(id);
-  if (!t) {
-    if (env.kind !== "reasoning/start") return null;
-    const line = h("div", { class: "thinking-line" });
-    const thoughts = h("ol", { class: "thoughts", hidden: true });
-    const el = h("div", { class: "thinking" }, line, thoughts);
-    line.addEventListener("click", () => { thoughts.hidden = !thoughts.hidden; });
-    t = { el, line, thoughts, from: env.from, n: 0, started: Date.now(), ended: 0, last: "", cancel: false };
-    thinking.set(id, t);
-    drawThinking(t);
-    return el;
+  let el = null;
+  for (const e of evs) {
+    const t = thinking.get(e.reasoning);
+    if (e.type === "reasoning_started") {
+      const line = h("div", { class: "thinking-line" });
+      const thoughts = h("ol", { class: "thoughts", hidden: true });
+      el = h("div", { class: "thinking" }, line, thoughts);
+      line.addEventListener("click", () => { thoughts.hidden = !thoughts.hidden; });
+      const nt = { el, line, thoughts, from: e.from, n: 0, started: Date.now(), ended: 0, last: "", cancel: false };
+      thinking.set(e.reasoning, nt);
+      while (thinking.size > 256) thinking.delete(thinking.keys().next().value);
+      drawThinking(nt);
+    } else if (e.type === "reasoning_step" && e.thought && t) {
+      t.n = e.thoughts;
+      t.last = thoughtAction(p) || t.last;
+      t.thoughts.append(h("li", null, short(p.message || p.reasoning || json(p), 600)));
+      while (t.thoughts.childElementCount > 50) t.thoughts.firstElementChild.remove();
+      drawThinking(t);
+    } else if (e.type === "reasoning_ended" && t) {
+      t.ended = Date.now();
+      t.cancel = !!e.cancelled;
+      drawThinking(t);
+    }
   }
-  if (env.kind === "reasoning/thought") {
-    t.n++;
-    t.last = thoughtAction(p) || t.last;
-    t.thoughts.append(h("li", null, short(p.message || p.reasoning || json(p), 600)));
-    while (t.thoughts.childElementCount > 50) t.thoughts.firstElementChild.remove();
-  } else {
-    t.ended = Date.now();
-    t.cancel = env.kind === "reasoning/cancel";
-    if (p.message) t.thoughts.append(h("li", { class: "conclusion" }, short(p.message, 600)));
+  // A conclusion says what was concluded, also after the answer ended the
+  // line; only its reasoner's.
+  const t = thinking.get(env.context);
+  if (env.kind === "reasoning/conclusion" && t && t.from === env.from && p.message && !t.concluded) {
+    t.concluded = true;
+    t.thoughts.append(h("li", { class: "conclusion" }, short(p.message, 600)));
   }
-  drawThinking(t);
-  return null;
+  return el;
 }
 
 // thoughtAction says what a thought does: the tools it calls (from
