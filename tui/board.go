@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/mew-protocol/mew/internal/clip"
+	"github.com/mew-protocol/mew/internal/feed"
 	"github.com/mew-protocol/mew/internal/termtext"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -100,80 +102,75 @@ func (m *Model) toggleBoard() {
 	m.clampOffset()
 }
 
-// boardObserve keeps what the board shows up to date with env; it returns
-// a command when the grants' ledger should be read again.
-func (m *Model) boardObserve(env *protocol.Envelope) tea.Cmd {
-	b := &m.board
-	switch env.Kind {
-	case protocol.KindParticipantStatus:
+// take keeps what the board shows up to date with an event; it reports
+// whether the grants' ledger should be read again. The feed has read the
+// event's envelope; a participant/status, bookkeeping to the transcript,
+// is read here, and one that does not decode is left out.
+func (b *boardState) take(ev feed.Event, me string, now time.Time, present map[string]bool) bool {
+	env := ev.Envelope()
+	switch ev := ev.(type) {
+	case *feed.Bookkeeping:
 		var s protocol.Status
-		if env.DecodePayload(&s) == nil && env.From != "" {
+		if ev.Kind == protocol.KindParticipantStatus && env.DecodePayload(&s) == nil && ev.From != "" {
 			if b.statuses == nil {
 				b.statuses = map[string]protocol.Status{}
 			}
-			if len(b.statuses) < 1024 || m.roster[env.From] {
-				b.statuses[env.From] = s
+			if len(b.statuses) < 1024 || present[ev.From] {
+				b.statuses[ev.From] = s
 			}
 		}
-	case protocol.KindParticipantPause, protocol.KindParticipantResume:
-		if b.paused == nil {
-			b.paused = map[string]pause{}
+	case *feed.Control:
+		if ev.Kind == protocol.KindParticipantPause || ev.Kind == protocol.KindParticipantResume {
+			b.pause(ev, now)
 		}
-		for _, id := range env.To {
-			if env.Kind == protocol.KindParticipantResume {
-				delete(b.paused, id)
-				continue
-			}
-			var p protocol.Pause
-			_ = env.DecodePayload(&p)
-			ps := pause{by: env.From}
-			if p.TimeoutSeconds > 0 {
-				ps.until = m.now().Add(time.Duration(p.TimeoutSeconds) * time.Second)
-			}
-			if len(b.paused) < 1024 {
-				b.paused[id] = ps
-			}
-		}
-	case protocol.KindStreamOpen:
-		var s protocol.StreamOpen
-		_ = env.DecodePayload(&s)
-		b.streams = append(b.streams, openStream{id: s.StreamID, what: "for " + names(env.To)})
+	case *feed.StreamOpened:
+		b.streams = append(b.streams, openStream{id: ev.Stream, what: "for " + names(ev.To)})
 		if len(b.streams) > 64 {
 			b.streams = b.streams[1:]
 		}
-	case protocol.KindStreamClose:
-		var s protocol.StreamClose
-		_ = env.DecodePayload(&s)
-		for i, x := range b.streams {
-			if x.id == s.StreamID {
-				b.streams = append(b.streams[:i], b.streams[i+1:]...)
-				break
-			}
-		}
-	case protocol.KindChat:
-		if env.From == m.me() && env.ID != "" && len(env.To) > 0 {
-			var c protocol.Chat
-			_ = env.DecodePayload(&c)
-			b.unacked = append(b.unacked, sentChat{id: env.ID, to: env.To, text: c.Text})
+	case *feed.StreamClosed:
+		b.streams = slices.DeleteFunc(b.streams, func(x openStream) bool { return x.id == ev.Stream })
+	case *feed.Chat:
+		if ev.From == me && ev.ID != "" && len(ev.To) > 0 {
+			b.unacked = append(b.unacked, sentChat{id: ev.ID, to: ev.To, text: ev.Text})
 			if len(b.unacked) > maxUnacked {
 				b.unacked = b.unacked[1:]
 			}
 		}
-	case protocol.KindChatAcknowledge:
+	case *feed.ChatAcked:
 		for i, c := range b.unacked {
-			if env.CorrelatesWith(c.id) && addressee(c.to, env.From) {
+			if env.CorrelatesWith(c.id) && addressee(c.to, ev.From) {
 				b.unacked = append(b.unacked[:i], b.unacked[i+1:]...)
 				break
 			}
 		}
-	case protocol.KindCapabilityGrant, protocol.KindCapabilityRevoke, protocol.KindCapabilityGrantAck:
-		return m.refreshBoardGrants()
-	case protocol.KindSystemWelcome:
-		if env.To == nil || env.AddressedTo(m.me()) {
-			return m.refreshBoardGrants()
+	case *feed.Granted, *feed.Revoked, *feed.GrantAcked:
+		return true
+	case *feed.Welcome:
+		return env.To == nil || env.AddressedTo(me)
+	}
+	return false
+}
+
+// pause follows a participant/pause or resume of the participants it
+// names.
+func (b *boardState) pause(ev *feed.Control, now time.Time) {
+	if b.paused == nil {
+		b.paused = map[string]pause{}
+	}
+	for _, id := range ev.To {
+		if ev.Kind == protocol.KindParticipantResume {
+			delete(b.paused, id)
+			continue
+		}
+		ps := pause{by: ev.From}
+		if ev.TimeoutSeconds > 0 {
+			ps.until = now.Add(time.Duration(ev.TimeoutSeconds) * time.Second)
+		}
+		if len(b.paused) < 1024 {
+			b.paused[id] = ps
 		}
 	}
-	return nil
 }
 
 // boardGrantsMsg brings the ledger read for the board.
@@ -222,11 +219,11 @@ func (m *Model) boardLines(width, height int) []string {
 			add(st.Proposal.Render(fmt.Sprintf("#%d ", p.n)) + p.title())
 		}
 	}
-	if gs := m.boardGrants(now); len(gs) > 0 {
+	if gs := m.board.inForce(now); len(gs) > 0 {
 		head("GRANTS IN FORCE")
 		for _, g := range gs {
 			add(termtext.Line(g.To) + st.Dim.Render(" · "+shortLife(g, now)))
-			add("  " + m.grantWhat(g))
+			add("  " + m.ledger.what(g))
 		}
 	}
 	if len(m.board.unacked) > 0 {
@@ -252,20 +249,17 @@ func (m *Model) boardLines(width, height int) []string {
 // thinking, its status, its context use.
 func (m *Model) participantState(id string, now time.Time) string {
 	var parts []string
-	for _, rid := range m.reaOrder {
-		if r := m.reasonings[rid]; r.from == id {
-			s := "thinking"
-			if r.thoughts > 0 {
-				s += " · " + plural(r.thoughts, "thought")
-			}
-			if r.doing != "" {
-				s += " · " + r.doing
-			}
-			parts = append(parts, s)
-			break
+	if rs := m.live.of(id); len(rs) > 0 {
+		r, s := rs[0], "thinking"
+		if r.thoughts > 0 {
+			s += " · " + plural(r.thoughts, "thought")
 		}
+		if r.doing != "" {
+			s += " · " + r.doing
+		}
+		parts = append(parts, s)
 	}
-	if p, ok := m.pausedNow(id, now); ok {
+	if p, ok := m.board.pausedNow(id, now); ok {
 		parts = append(parts, p)
 	}
 	if s, ok := m.board.statuses[id]; ok {
@@ -282,11 +276,11 @@ func (m *Model) participantState(id string, now time.Time) string {
 	return "  " + strings.Join(parts, " · ")
 }
 
-// boardGrants are the grants in force as the board last read them, those
+// inForce are the grants in force as the board last read them, those
 // expired since left out.
-func (m *Model) boardGrants(now time.Time) []LedgerGrant {
+func (b *boardState) inForce(now time.Time) []LedgerGrant {
 	var out []LedgerGrant
-	for _, g := range m.board.grants {
+	for _, g := range b.grants {
 		if g.ExpiresAt.IsZero() || now.Before(g.ExpiresAt) {
 			out = append(out, g)
 		}
@@ -333,8 +327,8 @@ func (m *Model) cmdBoard(args []string) tea.Cmd {
 
 // pausedNow says whether id is paused at now, as "paused" or "paused · 25s
 // left".
-func (m *Model) pausedNow(id string, now time.Time) (string, bool) {
-	p, ok := m.board.paused[id]
+func (b *boardState) pausedNow(id string, now time.Time) (string, bool) {
+	p, ok := b.paused[id]
 	if !ok || (!p.until.IsZero() && !now.Before(p.until)) {
 		return "", false
 	}

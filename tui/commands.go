@@ -48,7 +48,7 @@ func allCommands() []command {
 
 // submit acts on a line typed: a command, a JSON envelope, or a chat.
 func (m *Model) submit(line string) tea.Cmd {
-	m.offset = 0
+	m.tr.offset = 0
 	switch {
 	case line == "":
 		return nil
@@ -131,7 +131,7 @@ func (m *Model) cmdHelp(args []string) tea.Cmd {
 
 func (m *Model) cmdProposals([]string) tea.Cmd {
 	var lines []string
-	for _, p := range m.proposals {
+	for _, p := range m.props.all {
 		if p.askMe && !p.settled {
 			state := "awaiting you"
 			switch {
@@ -180,7 +180,7 @@ func (m *Model) pick(args []string) (*proposal, []string) {
 	if len(args) > 0 {
 		n, err := strconv.Atoi(strings.TrimPrefix(args[0], "#"))
 		if err == nil {
-			for _, p := range m.proposals {
+			for _, p := range m.props.all {
 				if p.n == n {
 					return p, args[1:]
 				}
@@ -289,6 +289,6 @@ func (m *Model) cmdMouse([]string) tea.Cmd {
 }
 
 func (m *Model) cmdClear([]string) tea.Cmd {
-	m.entries, m.offset = nil, 0
+	m.tr.reset()
 	return nil
 }

@@ -163,9 +163,7 @@ func (m *Model) cmdAck(args []string) tea.Cmd {
 // context), or else my latest chat (chat/cancel).
 func (m *Model) cmdCancel(args []string) tea.Cmd {
 	reason := reasonOf(args, 0, "cleared")
-	if n := len(m.reaOrder); n > 0 {
-		id := m.reaOrder[n-1]
-		r := m.reasonings[id]
+	if id, r, ok := m.live.latest(); ok {
 		env, err := protocol.New(protocol.KindReasoningCancel, protocol.ReasoningCancel{Reason: reason})
 		if err != nil {
 			m.note(err.Error(), true)

@@ -84,50 +84,76 @@ func (m *Model) openDialog() tea.Cmd {
 	return nil
 }
 
-// dialogKey handles a key while the dialog shows.
+// decision is what a key in the dialog asks of the root model: nothing
+// more (the dialog moved on by itself), or to approve, reject or postpone
+// the proposal.
+type decision struct {
+	act    int             // actNone, actApprove, actReject, actLater
+	grant  *grantChoice    // approve: the grant made with it, if any
+	params json.RawMessage // approve: the edited arguments, if any
+	reason string          // reject: the reason code
+	words  string          // reject: the user's words
+}
+
+// acts of a decision.
+const (
+	actNone = iota
+	actApprove
+	actReject
+	actLater
+)
+
+// dialogKey handles a key while the dialog shows: the dialog takes it, and
+// the model does what it decided.
 func (m *Model) dialogKey(k tea.KeyPressMsg) tea.Cmd {
 	d := m.dlg
+	switch dec := d.key(k, m.now()); dec.act {
+	case actApprove:
+		return m.approve(d.p, dec.grant, dec.params)
+	case actReject:
+		return m.reject(d.p, dec.reason, dec.words)
+	case actLater:
+		d.p.postponed = true
+		m.dlg = nil
+		return m.openDialog()
+	}
+	return nil
+}
+
+// key handles a key of the dialog's; now dates a grant chosen.
+func (d *dialog) key(k tea.KeyPressMsg, now time.Time) decision {
 	if d.step == stepEdit || d.step == stepReasonText {
-		return m.editorKey(k)
+		return d.editorKey(k)
 	}
 	n := d.options()
 	key := k.String()
 	switch key {
 	case "up", "left", "shift+tab":
 		d.cursor = (d.cursor + n - 1) % n
-		return nil
+		return decision{}
 	case "down", "right", "tab":
 		d.cursor = (d.cursor + 1) % n
-		return nil
+		return decision{}
 	case "enter":
-		return m.choose(d.cursor)
+		return d.choose(d.cursor, now)
 	case "esc":
 		if d.step == stepChoose {
-			return m.choose(choiceLater)
+			return d.choose(choiceLater, now)
 		}
 		d.back()
-		return nil
+		return decision{}
 	}
 	if d.step == stepChoose {
-		switch key {
-		case "y":
-			return m.choose(choiceYes)
-		case "g":
-			return m.choose(choiceGrant)
-		case "n":
-			return m.choose(choiceNo)
-		case "e":
-			return m.choose(choiceEdit)
-		case "l":
-			return m.choose(choiceLater)
+		if i := strings.Index("ygnel", key); len(key) == 1 && i >= 0 {
+			return d.choose(i, now) // the choices' initials, in their order
 		}
 	}
 	if len(key) == 1 && key[0] >= '1' && key[0] <= '9' {
 		if i := int(key[0] - '1'); i < n {
-			return m.choose(i)
+			return d.choose(i, now)
 		}
 	}
-	return nil
+	return decision{}
 }
 
 // options is the number of choices at the dialog's step.
@@ -156,14 +182,13 @@ func (d *dialog) back() {
 }
 
 // choose acts on choice i of the dialog's step.
-func (m *Model) choose(i int) tea.Cmd {
-	d := m.dlg
+func (d *dialog) choose(i int, now time.Time) decision {
 	p := d.p
 	switch d.step {
 	case stepChoose:
 		switch i {
 		case choiceYes:
-			return m.approve(p, nil, nil)
+			return decision{act: actApprove}
 		case choiceGrant:
 			d.scopes = p.scopes()
 			d.step, d.cursor = stepScope, firstUsable(d.scopes)
@@ -175,65 +200,62 @@ func (m *Model) choose(i int) tea.Cmd {
 			d.ed.insert(p.editable())
 			d.ed.pos = 0
 		case choiceLater:
-			p.postponed = true
-			m.dlg = nil
-			return m.openDialog()
+			return decision{act: actLater}
 		}
 	case stepScope:
 		if d.scopes[i].err != nil {
 			d.cursor = i
-			return nil // not offered; its line says why
+			return decision{} // not offered; its line says why
 		}
 		d.scope = i
 		d.step, d.cursor = stepLifetime, 1
 	case stepLifetime:
 		life := lifetimes[i]
 		if life.none {
-			return m.approve(p, nil, nil)
+			return decision{act: actApprove}
 		}
 		s := d.scopes[d.scope]
-		g := &grant{id: protocol.NewID(), recipient: p.from, what: s.label, life: life, made: m.now()}
-		return m.approve(p, &grantChoice{g: g, pattern: s.pattern}, nil)
+		g := &grant{id: protocol.NewID(), recipient: p.from, what: s.label, life: life, made: now}
+		return decision{act: actApprove, grant: &grantChoice{g: g, pattern: s.pattern}}
 	case stepReason:
 		d.reason = i
 		d.step = stepReasonText
 		d.ed = input{}
 	}
-	return nil
+	return decision{}
 }
 
 // editorKey handles a key while the dialog's editor has them: Enter sends
 // (the edited call, or the rejection with the words typed), Esc goes back,
 // Alt+Enter or Ctrl+J starts a new line of the arguments.
-func (m *Model) editorKey(k tea.KeyPressMsg) tea.Cmd {
-	d := m.dlg
+func (d *dialog) editorKey(k tea.KeyPressMsg) decision {
 	switch k.String() {
 	case "esc":
 		d.back()
-		return nil
+		return decision{}
 	case "enter":
 		if d.step == stepReasonText {
-			return m.reject(d.p, rejectReasons[d.reason], strings.TrimSpace(d.ed.value()))
+			return decision{act: actReject, reason: rejectReasons[d.reason], words: strings.TrimSpace(d.ed.value())}
 		}
 		params, err := d.p.editedParams(d.ed.value())
 		if err != nil {
 			d.edErr = err.Error()
-			return nil
+			return decision{}
 		}
-		return m.approve(d.p, nil, params)
+		return decision{act: actApprove, params: params}
 	case "up", "down":
 		if d.step == stepReasonText {
-			return nil // no history here
+			return decision{} // no history here
 		}
 		d.ed.vertical(map[string]int{"up": -1, "down": 1}[k.String()])
-		return nil
+		return decision{}
 	}
 	if d.step == stepReasonText && (k.String() == "alt+enter" || k.String() == "ctrl+j" || k.String() == "shift+enter") {
-		return nil // one line of words
+		return decision{} // one line of words
 	}
 	d.ed.key(k)
 	d.edErr = ""
-	return nil
+	return decision{}
 }
 
 // firstUsable is the index of the first scope that can be granted.
@@ -267,8 +289,7 @@ func (m *Model) approve(p *proposal, gc *grantChoice, params json.RawMessage) te
 	}
 	var cmds []tea.Cmd
 	if gc != nil {
-		gc.g.n = len(m.grants) + 1
-		m.grants = append(m.grants, gc.g)
+		m.ledger.made(gc.g)
 		env, err := grantEnvelope(gc.g, gc.pattern)
 		if err != nil {
 			p.deciding = false

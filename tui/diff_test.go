@@ -89,10 +89,10 @@ func TestEditedElsewhere(t *testing.T) {
 	same := envelope(protocol.KindMCPRequest, "bob", "rq2", []string{"calculator"}, []string{"pr2"},
 		json.RawMessage(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"arguments":{"b":5,"a":1},"name":"add"}}`))
 	h.recv(edited, same)
-	if o := h.m.byID["pr1"].outcome; o != "approved by bob with edited arguments" {
+	if o := h.m.props.byID["pr1"].outcome; o != "approved by bob with edited arguments" {
 		t.Errorf("pr1: %q", o)
 	}
-	if o := h.m.byID["pr2"].outcome; o != "approved by bob" {
+	if o := h.m.props.byID["pr2"].outcome; o != "approved by bob" {
 		t.Errorf("pr2: %q", o)
 	}
 }

@@ -11,6 +11,22 @@
 // messages and compare View with golden frames; Run wires the model to a
 // connected participant and a terminal.
 //
+// # Reading the stream, and the parts of the model
+//
+// Each envelope is read by internal/feed, as the line client reads it
+// (docs/clients.md): the model draws the feed's events (observe.go), so a
+// spoofed gateway kind is not believed and a payload that does not decode
+// is a line saying so. The Model is a root over parts that own their state
+// and its updates: the transcript (its entries, their bound, the scroll),
+// the reasonings in progress (thinking) and the requests awaiting an answer
+// (calls), the board (boardState: statuses, pauses, streams, chats awaiting
+// an acknowledgement, grants in force), the ledger (the user's grants and
+// the space's as /grants listed them), the books of proposals and
+// elicitations, the approval dialog and the elicitation form (each takes
+// its keys and returns what the user decided, which the root carries out),
+// and the input. The root routes messages and keys to them, talks to the
+// space, and lays out the frame.
+//
 // # Rendering
 //
 // The transcript is a list of entries, one renderer per kind of envelope

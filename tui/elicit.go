@@ -54,6 +54,9 @@ type elicit struct {
 // open reports whether the user may still answer it.
 func (e *elicit) open() bool { return e.mayAnswer && !e.settled && !e.sending }
 
+// key is the elicitation's id, by which its book finds it.
+func (e *elicit) key() string { return e.id }
+
 // messages of the elicitation's commands.
 type (
 	elicitSentMsg struct {
@@ -69,7 +72,7 @@ type (
 
 // elicitRequest takes in an elicitation/request.
 func (m *Model) elicitRequest(env *protocol.Envelope) tea.Cmd {
-	if env.ID == "" || m.elicitByID[env.ID] != nil {
+	if env.ID == "" || m.asks.byID[env.ID] != nil {
 		return nil
 	}
 	var req protocol.ElicitationRequest
@@ -77,8 +80,7 @@ func (m *Model) elicitRequest(env *protocol.Envelope) tea.Cmd {
 		m.note(fmt.Sprintf("%s sent an elicitation that cannot be read: %s", m.who(env.From), termtext.Line(clip.Runes(err.Error(), 200))), true)
 		return nil
 	}
-	m.nextE++
-	e := &elicit{n: m.nextE, id: env.ID, from: env.From, to: env.To, req: req}
+	e := &elicit{n: m.asks.next(), id: env.ID, from: env.From, to: env.To, req: req}
 	switch req.Mode {
 	case protocol.ElicitationModeForm, "":
 		e.form = parseForm(req.RequestedSchema)
@@ -92,12 +94,7 @@ func (m *Model) elicitRequest(env *protocol.Envelope) tea.Cmd {
 	probe := []byte(`{"action":"decline"}`)
 	e.mayAnswer = env.From != me && m.sp.CanSend(protocol.KindElicitationResponse, []string{env.From}, probe)
 	e.noCall = !m.callTo(env.From, env.CorrelationID)
-	m.elicits = append(m.elicits, e)
-	m.elicitByID[e.id] = e
-	if len(m.elicits) > maxElicits {
-		delete(m.elicitByID, m.elicits[0].id)
-		m.elicits = m.elicits[1:]
-	}
+	m.asks.put(e)
 	m.add(&elicitEntry{e: e})
 	m.openElicit()
 	return nil
@@ -105,14 +102,7 @@ func (m *Model) elicitRequest(env *protocol.Envelope) tea.Cmd {
 
 // callTo reports whether one of ids is a call to target the UI saw and
 // that is still waiting: what a bridge's elicitation must be for.
-func (m *Model) callTo(target string, ids []string) bool {
-	for _, id := range ids {
-		if r := m.requests[id]; r != nil && r.by == "" && addressee(r.to, target) {
-			return true
-		}
-	}
-	return false
-}
+func (m *Model) callTo(target string, ids []string) bool { return m.calls.waiting(target, ids) }
 
 // elicitDone takes in an elicitation/done: only the bridge that asked may
 // close its elicitation.
@@ -160,7 +150,7 @@ func (m *Model) elicitRefused(env *protocol.Envelope) {
 // elicitFor finds the elicitation an envelope of its bridge correlates to.
 func (m *Model) elicitFor(env *protocol.Envelope) *elicit {
 	for _, id := range env.CorrelationID {
-		if e := m.elicitByID[id]; e != nil && e.from == env.From {
+		if e := m.asks.byID[id]; e != nil && e.from == env.From {
 			return e
 		}
 	}
@@ -170,7 +160,7 @@ func (m *Model) elicitFor(env *protocol.Envelope) *elicit {
 // elicitError takes in a system/error about the user's answer (the
 // gateway refused it).
 func (m *Model) elicitError(env *protocol.Envelope, se *protocol.SystemError) {
-	for _, e := range m.elicits {
+	for _, e := range m.asks.all {
 		if e.sending && e.answerID != "" && env.CorrelatesWith(e.answerID) {
 			e.sending = false
 			e.refused = "the gateway refused the answer: " + termtext.Line(clip.Runes(cmp.Or(se.Message, se.Error), 200))
@@ -180,15 +170,7 @@ func (m *Model) elicitError(env *protocol.Envelope, se *protocol.SystemError) {
 }
 
 // pendingElicits are the elicitations the user may answer, oldest first.
-func (m *Model) pendingElicits() []*elicit {
-	var out []*elicit
-	for _, e := range m.elicits {
-		if e.open() {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+func (m *Model) pendingElicits() []*elicit { return m.asks.stillOpen() }
 
 // openElicit offers the oldest elicitation awaiting the user, if none is
 // offered.
@@ -205,9 +187,39 @@ func (m *Model) openElicit() {
 	}
 }
 
-// elicitKey handles a key while the elicitation's dialog shows.
+// elicitKey handles a key while an elicitation's dialog shows: the form
+// takes it, and the model does what the user asked.
 func (m *Model) elicitKey(k tea.KeyPressMsg) tea.Cmd {
 	e := m.eform
+	switch e.press(k) {
+	case askLater:
+		e.postponed = true
+		m.eform = nil
+		m.openElicit()
+	case askDecline:
+		return m.answer(e, protocol.ElicitationDecline, nil)
+	case askCancel:
+		return m.answer(e, protocol.ElicitationCancel, nil)
+	case askAccept:
+		return m.accept(e)
+	case askOpen:
+		return m.openLink(e)
+	}
+	return nil
+}
+
+// What a key in an elicitation's dialog asks of the model.
+const (
+	askNone    = iota // the form took it
+	askLater          // Esc: ask again later
+	askDecline        // Ctrl+D
+	askCancel         // Ctrl+X
+	askAccept         // Enter: send the form
+	askOpen           // o: open the link of a URL elicitation
+)
+
+// press handles a key of the elicitation's form.
+func (e *elicit) press(k tea.KeyPressMsg) int {
 	fields := e.form.fields
 	var fd *formField
 	if e.cursor < len(fields) {
@@ -215,33 +227,30 @@ func (m *Model) elicitKey(k tea.KeyPressMsg) tea.Cmd {
 	}
 	switch k.String() {
 	case "esc":
-		e.postponed = true
-		m.eform = nil
-		m.openElicit()
-		return nil
+		return askLater
 	case "ctrl+d":
-		return m.answer(e, protocol.ElicitationDecline, nil)
+		return askDecline
 	case "ctrl+x":
-		return m.answer(e, protocol.ElicitationCancel, nil)
+		return askCancel
 	case "enter":
-		return m.accept(e)
+		return askAccept
 	case "tab", "down":
 		if len(fields) > 0 {
 			e.cursor = (e.cursor + 1) % len(fields)
 		}
-		return nil
+		return askNone
 	case "shift+tab", "up":
 		if len(fields) > 0 {
 			e.cursor = (e.cursor + len(fields) - 1) % len(fields)
 		}
-		return nil
+		return askNone
 	case "o":
 		if e.req.Mode == protocol.ElicitationModeURL {
-			return m.openLink(e)
+			return askOpen
 		}
 	}
 	if fd == nil {
-		return nil
+		return askNone
 	}
 	switch k.String() {
 	case "left":
@@ -263,7 +272,7 @@ func (m *Model) elicitKey(k tea.KeyPressMsg) tea.Cmd {
 			fd.typeText(k.Text)
 		}
 	}
-	return nil
+	return askNone
 }
 
 // accept answers e with the form filled, once every field is right (the

@@ -266,7 +266,7 @@ func TestElicitationHostile(t *testing.T) {
 	bad := envelope(protocol.KindElicitationRequest, "files", "el9", []string{"you"}, nil, nil)
 	bad.Payload = json.RawMessage(`{"mode":5}`)
 	h.recv(bad)
-	if h.m.elicitByID["el9"] != nil || !strings.Contains(h.screen(), "sent an elicitation that cannot be read") {
+	if h.m.asks.byID["el9"] != nil || !strings.Contains(h.screen(), "sent an elicitation that cannot be read") {
 		t.Errorf("an unreadable elicitation:\n%s", h.screen())
 	}
 	// The gateway refusing the answer is said, and the dialog not forced

@@ -31,7 +31,7 @@ func (m *Model) cmdFind(args []string) tea.Cmd {
 	rc := m.renderCtx()
 	n := 0
 	var hits []int
-	for _, e := range m.entries {
+	for _, e := range m.tr.entries {
 		for _, l := range e.lines(rc) {
 			if strings.Contains(strings.ToLower(ansi.Strip(l)), lq) {
 				hits = append(hits, n)
@@ -73,7 +73,7 @@ func (m *Model) findKey(k tea.KeyPressMsg) bool {
 // transcript's view.
 func (m *Model) showHit() {
 	line := m.find.hits[m.find.cur]
-	m.offset = m.totalLines() - 1 - line - m.viewHeight()/2
+	m.tr.offset = m.tr.total(m.renderCtx()) - 1 - line - m.viewHeight()/2
 	m.clampOffset()
 }
 

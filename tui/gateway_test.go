@@ -142,15 +142,15 @@ func TestGrantThroughGateway(t *testing.T) {
 	second := ask()
 	got(second)
 	pump("the second call's answer", func() bool {
-		for _, e := range h.m.entries {
+		for _, e := range h.m.tr.entries {
 			if r, ok := e.(*requestEntry); ok && r.from == "assistant" && r.by == "calculator" {
 				return true
 			}
 		}
 		return false
 	})
-	if h.m.nextN != 1 || h.m.dlg != nil {
-		t.Fatalf("the granted call was proposed again (%d proposals, dialog %v):\n%s", h.m.nextN, h.m.dlg != nil, h.screen())
+	if h.m.props.last != 1 || h.m.dlg != nil {
+		t.Fatalf("the granted call was proposed again (%d proposals, dialog %v):\n%s", h.m.props.last, h.m.dlg != nil, h.screen())
 	}
 	h.golden("gateway_granted")
 

@@ -289,11 +289,11 @@ func (h *harness) golden(name string) {
 	if h.m.width != 80 || h.m.height != 24 {
 		return
 	}
-	offset := h.m.offset
+	offset := h.m.tr.offset
 	h.send(tea.WindowSizeMsg{Width: 160, Height: 48})
 	h.goldenAt(name + ".160x48")
 	h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
-	h.m.offset = offset
+	h.m.tr.offset = offset
 }
 
 // goldenAt compares the screen at its size with testdata/NAME.golden.

@@ -29,13 +29,13 @@ func TestHostileTranscriptMemory(t *testing.T) {
 	runtime.KeepAlive(h)
 	grew := int64(after) - int64(before)
 	t.Logf("%d chats of 900 KB (%d MB) in %v: the live heap grew by %.1f MiB (%d entries, %.1f MiB of text held; bound %d MiB)",
-		hostileChats, hostileChats*len(big)/1e6, took, float64(grew)/(1<<20), len(h.m.entries), float64(h.m.textBytes)/(1<<20), maxTranscriptBytes>>20)
+		hostileChats, hostileChats*len(big)/1e6, took, float64(grew)/(1<<20), len(h.m.tr.entries), float64(h.m.tr.textBytes)/(1<<20), maxTranscriptBytes>>20)
 	if limit := int64(2 * maxTranscriptBytes); grew > limit {
 		t.Errorf("the live heap grew by %.1f MiB, over %d MiB", float64(grew)/(1<<20), limit>>20)
 	}
 	newest := fmt.Sprintf("huge-%d", hostileChats-1)
-	if last, ok := h.m.entries[len(h.m.entries)-1].(*chatEntry); !ok || last.id != newest {
-		t.Errorf("the newest chat is not the last entry: %#v", h.m.entries[len(h.m.entries)-1])
+	if last, ok := h.m.tr.entries[len(h.m.tr.entries)-1].(*chatEntry); !ok || last.id != newest {
+		t.Errorf("the newest chat is not the last entry: %#v", h.m.tr.entries[len(h.m.tr.entries)-1])
 	}
 }
 

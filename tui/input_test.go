@@ -88,10 +88,10 @@ func TestFind(t *testing.T) {
 	if content, _ := h.m.frame(); !strings.Contains(content, "the "+h.m.st.Match.Render("Needle")+" is here") {
 		t.Errorf("the match is not marked: %q", content)
 	}
-	latest := h.m.offset
+	latest := h.m.tr.offset
 	h.key("n")
-	if h.m.offset <= latest || !strings.Contains(h.screen(), "find \"needle\" 2/4") {
-		t.Errorf("n did not go back (offset %d → %d):\n%s", latest, h.m.offset, h.screen())
+	if h.m.tr.offset <= latest || !strings.Contains(h.screen(), "find \"needle\" 2/4") {
+		t.Errorf("n did not go back (offset %d → %d):\n%s", latest, h.m.tr.offset, h.screen())
 	}
 	h.key("N")
 	if !strings.Contains(h.screen(), "find \"needle\" 1/4") {
@@ -122,8 +122,8 @@ func TestMouseWheelAndTheme(t *testing.T) {
 	h.send(tea.MouseWheelMsg{Button: tea.MouseWheelUp})
 	h.send(tea.MouseWheelMsg{Button: tea.MouseWheelUp})
 	h.send(tea.MouseWheelMsg{Button: tea.MouseWheelDown})
-	if h.m.offset != 3 {
-		t.Errorf("offset %d after up, up, down", h.m.offset)
+	if h.m.tr.offset != 3 {
+		t.Errorf("offset %d after up, up, down", h.m.tr.offset)
 	}
 	if v := h.m.View(); v.MouseMode != tea.MouseModeCellMotion {
 		t.Error("the mouse is not on by default")
@@ -281,7 +281,7 @@ func TestHugeChat(t *testing.T) {
 	h := newHarness(t)
 	big := strings.Repeat("word **bold** `code` ", 50000) + "\n" + strings.Repeat("line\x1b[2J\n", 20000)
 	h.recv(chat("assistant", "big", big, "you"))
-	e := h.m.entries[len(h.m.entries)-1].(*chatEntry)
+	e := h.m.tr.entries[len(h.m.tr.entries)-1].(*chatEntry)
 	lines := e.lines(h.m.renderCtx())
 	if len(lines) < maxChatLines+1 || len(lines) > maxChatLines+3 || !strings.Contains(strings.Join(lines[maxChatLines:], " "), "mew log query --id big") {
 		t.Fatalf("%d lines, the last %q", len(lines), lines[len(lines)-1])
@@ -294,7 +294,7 @@ func TestHugeChat(t *testing.T) {
 	}
 	// Long in lines but small in bytes: cut, and /verbose has the rest.
 	h.recv(chat("assistant", "tall", strings.Repeat("line\n", maxChatLines+50), "you"))
-	e = h.m.entries[len(h.m.entries)-1].(*chatEntry)
+	e = h.m.tr.entries[len(h.m.tr.entries)-1].(*chatEntry)
 	lines = e.lines(h.m.renderCtx())
 	if len(lines) != maxChatLines+1 || !strings.Contains(lines[maxChatLines], "the rest is cut") {
 		t.Fatalf("%d lines, the last %q", len(lines), lines[len(lines)-1])

@@ -113,6 +113,77 @@ func fetchLedger(ctx context.Context, hc *http.Client, addr, token string) ([]Le
 	return out, nil
 }
 
+// ledger is the grants as the user knows them: their own, made in this
+// session, and the space's as /grants last listed them, with those revoked
+// since. It owns that state; the root model says what happened and sends
+// the envelopes.
+type ledger struct {
+	mine    []*grant        // made in this session, numbered from 1
+	listed  []LedgerGrant   // the space's grants as /grants last listed them; nil before
+	revoked map[string]bool // ids of listed grants revoked since
+}
+
+// made records a grant the user makes.
+func (l *ledger) made(g *grant) {
+	g.n = len(l.mine) + 1
+	l.mine = append(l.mine, g)
+}
+
+// list takes in the space's grants, as /grants read them.
+func (l *ledger) list(gs []LedgerGrant) {
+	l.listed, l.revoked = gs, map[string]bool{}
+}
+
+// refused marks the grants a system/error answers.
+func (l *ledger) refused(env *protocol.Envelope, code string) {
+	for _, g := range l.mine {
+		if env.CorrelatesWith(g.id) {
+			g.state = "refused: " + termtext.Line(code)
+		}
+	}
+}
+
+// acked marks the grants their recipient acknowledges.
+func (l *ledger) acked(env *protocol.Envelope) {
+	for _, g := range l.mine {
+		if env.CorrelatesWith(g.id) && env.From == g.recipient && g.state == "" {
+			g.state = "accepted"
+		}
+	}
+}
+
+// revoke marks listed grant n revoked and returns it, or why it cannot be.
+func (l *ledger) revoke(n int) (LedgerGrant, string) {
+	if n > len(l.listed) {
+		return LedgerGrant{}, fmt.Sprintf("no grant %d; /grants lists them", n)
+	}
+	g := l.listed[n-1]
+	if l.revoked[g.ID] {
+		return LedgerGrant{}, fmt.Sprintf("grant %d was revoked already", n)
+	}
+	l.revoked[g.ID] = true
+	for _, mine := range l.mine {
+		if mine.id == g.ID {
+			mine.state = "revoked"
+		}
+	}
+	return g, ""
+}
+
+// sessionRevokes are the capability/revoke envelopes of the user's grants
+// for this session still in force at now.
+func (l *ledger) sessionRevokes(now time.Time) []*protocol.Envelope {
+	var out []*protocol.Envelope
+	for _, g := range l.mine {
+		if g.life.session && g.active(now) {
+			if env, err := revokeEnvelope(g); err == nil {
+				out = append(out, env)
+			}
+		}
+	}
+	return out
+}
+
 // ledgerMsg brings the ledger to the model: for /grants (revoke 0) or for
 // /revoke N when no list had been shown yet.
 type ledgerMsg struct {
@@ -147,7 +218,7 @@ func (m *Model) cmdRevoke(args []string) tea.Cmd {
 		m.note("no grant "+termtext.Line(args[0])+"; /grants lists them", true)
 		return nil
 	}
-	if m.ledger == nil {
+	if m.ledger.listed == nil {
 		return m.fetchGrants(n)
 	}
 	return m.revokeListed(n)
@@ -159,19 +230,19 @@ func (m *Model) gotLedger(msg ledgerMsg) tea.Cmd {
 		m.note("/grants: "+termtext.Line(msg.err.Error()), true)
 		return nil
 	}
-	m.ledger, m.board.grants = msg.grants, msg.grants
-	m.revoked = map[string]bool{}
+	m.ledger.list(msg.grants)
+	m.board.grants = msg.grants
 	if msg.revoke > 0 {
 		return m.revokeListed(msg.revoke)
 	}
-	if len(m.ledger) == 0 {
+	if len(m.ledger.listed) == 0 {
 		m.note("no grants in force in the space (the approval dialog's Grant makes them)", false)
 		return nil
 	}
 	lines := []string{"grants in force (/revoke N ends one):"}
 	now := m.now()
-	for i, g := range m.ledger {
-		lines = append(lines, fmt.Sprintf("  %d. %s → %s: %s · %s", i+1, m.who(g.From), termtext.Line(g.To), m.grantWhat(g), lifeLeft(g, now)))
+	for i, g := range m.ledger.listed {
+		lines = append(lines, fmt.Sprintf("  %d. %s → %s: %s · %s", i+1, m.who(g.From), termtext.Line(g.To), m.ledger.what(g), lifeLeft(g, now)))
 	}
 	m.note(strings.Join(lines, "\n"), false)
 	return nil
@@ -188,10 +259,10 @@ func lifeLeft(g LedgerGrant, now time.Time) string {
 	return "expires in " + g.ExpiresAt.Sub(now).Round(time.Second).String()
 }
 
-// grantWhat says what g allows: the dialog's label for the user's own
-// grants of this session, the patterns otherwise.
-func (m *Model) grantWhat(g LedgerGrant) string {
-	for _, mine := range m.grants {
+// what says what g allows: the dialog's label for the user's own grants
+// of this session, the patterns otherwise.
+func (l *ledger) what(g LedgerGrant) string {
+	for _, mine := range l.mine {
 		if mine.id == g.ID {
 			return mine.what
 		}
@@ -240,13 +311,9 @@ func describePattern(raw json.RawMessage) string {
 
 // revokeListed revokes grant n of the ledger last read.
 func (m *Model) revokeListed(n int) tea.Cmd {
-	if n > len(m.ledger) {
-		m.note(fmt.Sprintf("no grant %d; /grants lists them", n), true)
-		return nil
-	}
-	g := m.ledger[n-1]
-	if m.revoked[g.ID] {
-		m.note(fmt.Sprintf("grant %d was revoked already", n), true)
+	g, problem := m.ledger.revoke(n)
+	if problem != "" {
+		m.note(problem, true)
 		return nil
 	}
 	env, err := protocol.New(protocol.KindCapabilityRevoke, protocol.Revoke{Recipient: g.To, GrantID: g.ID, Reason: "revoked in the terminal UI"})
@@ -255,13 +322,7 @@ func (m *Model) revokeListed(n int) tea.Cmd {
 		return nil
 	}
 	env.To = []string{g.To}
-	m.revoked[g.ID] = true
 	m.board.grants = slices.DeleteFunc(slices.Clone(m.board.grants), func(x LedgerGrant) bool { return x.ID == g.ID })
-	for _, mine := range m.grants {
-		if mine.id == g.ID {
-			mine.state = "revoked"
-		}
-	}
-	m.note(fmt.Sprintf("revoked grant %d: %s may no longer use %s without asking", n, termtext.Line(g.To), m.grantWhat(g)), false)
+	m.note(fmt.Sprintf("revoked grant %d: %s may no longer use %s without asking", n, termtext.Line(g.To), m.ledger.what(g)), false)
 	return m.send(fmt.Sprintf("revoking grant %d", n), env)
 }

@@ -1,12 +1,9 @@
 package tui
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
-	"slices"
 	"strings"
 	"time"
 
@@ -14,9 +11,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/internal/clip"
-	"github.com/mew-protocol/mew/internal/summary"
+	"github.com/mew-protocol/mew/internal/feed"
 	"github.com/mew-protocol/mew/internal/termtext"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -66,34 +62,23 @@ type Model struct {
 	connErr       error
 	joined        bool
 
-	entries   []entry
-	textBytes int // what the entries' texts hold (sized), bounded by maxTranscriptBytes
-	offset    int // lines scrolled back from the bottom
-	verbose   bool
-	thoughts  bool // /thinking: reasonings show their latest thoughts
+	tr       transcript
+	verbose  bool
+	thoughts bool // /thinking: reasonings show their latest thoughts
 
-	roster     map[string]bool            // participants present, me excluded
-	requests   map[string]*requestEntry   // mcp/requests by id, until answered
-	reqOrder   []string                   // their ids, oldest first
-	hushed     map[string]bool            // listing requests, whose answers are not shown
-	reasonings map[string]*reasoningEntry // by reasoning context id
-	reaOrder   []string
-	ticking    bool
+	feed   *feed.Reader    // reads the envelopes, as the line client does
+	roster map[string]bool // participants present, me excluded
+	calls  calls           // the requests shown, until answered
+	live   thinking        // the reasonings in progress
 
-	proposals []*proposal // every proposal seen, numbered from 1 (the latest maxProposals)
-	byID      map[string]*proposal
-	nextN     int
-	dlg       *dialog
+	props book[*proposal] // every proposal seen, numbered from 1 (the latest maxProposals)
+	dlg   *dialog
 
-	elicits    []*elicit // every elicitation seen, numbered from 1 (the latest maxElicits)
-	elicitByID map[string]*elicit
-	nextE      int
-	eform      *elicit // the elicitation the dialog offers, when no proposal's shows
+	asks  book[*elicit] // every elicitation seen, numbered from 1 (the latest maxElicits)
+	eform *elicit       // the elicitation the dialog offers, when no proposal's shows
 
-	board   boardState
-	grants  []*grant        // made in this session
-	ledger  []LedgerGrant   // the space's grants as /grants last listed them
-	revoked map[string]bool // grant ids revoked since
+	board  boardState
+	ledger ledger
 
 	in   input
 	hint string // completions offered, in the status bar until the next key
@@ -126,8 +111,8 @@ func New(o Options) *Model {
 	m := &Model{
 		o: o, sp: o.Space, ctx: o.Context, now: o.Now,
 		width: 80, height: 24,
-		roster: map[string]bool{}, requests: map[string]*requestEntry{}, hushed: map[string]bool{},
-		reasonings: map[string]*reasoningEntry{}, byID: map[string]*proposal{}, elicitByID: map[string]*elicit{}, quiet: map[string]int{}, myChats: map[string]*chatEntry{},
+		feed: feed.NewReader(), roster: map[string]bool{}, calls: newCalls(), live: newThinking(),
+		props: newBook[*proposal](maxProposals), asks: newBook[*elicit](maxElicits), quiet: map[string]int{}, myChats: map[string]*chatEntry{},
 	}
 	if m.ctx == nil {
 		m.ctx = context.Background()
@@ -233,7 +218,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case oldFileMsg:
 		m.gotOldFile(msg)
 	case tickMsg:
-		m.ticking = false
+		m.live.ticking = false
 		return m, m.tick()
 	case tea.PasteMsg:
 		switch {
@@ -253,9 +238,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.MouseWheelMsg:
 		switch msg.Button {
 		case tea.MouseWheelUp:
-			m.offset += 3
+			m.tr.offset += 3
 		case tea.MouseWheelDown:
-			m.offset -= 3
+			m.tr.offset -= 3
 		}
 		m.clampOffset()
 	}
@@ -269,13 +254,13 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, km.Quit):
 		return tea.Quit
 	case key.Matches(k, km.PageUp):
-		m.offset += max(m.viewHeight()-1, 1)
+		m.tr.offset += max(m.viewHeight()-1, 1)
 	case key.Matches(k, km.PageDown):
-		m.offset -= max(m.viewHeight()-1, 1)
+		m.tr.offset -= max(m.viewHeight()-1, 1)
 	case key.Matches(k, km.LineUp):
-		m.offset++
+		m.tr.offset++
 	case key.Matches(k, km.LineDown):
-		m.offset--
+		m.tr.offset--
 	case key.Matches(k, km.Board):
 		m.toggleBoard()
 		return m.refreshBoardGrants()
@@ -303,514 +288,20 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	return nil
 }
 
-// add appends an entry to the transcript, keeping the scroll position of a
-// reader who scrolled back.
-func (m *Model) add(e entry) {
-	if m.offset > 0 {
-		m.offset += len(e.lines(m.renderCtx()))
-	}
-	m.entries = append(m.entries, e)
-	if s, ok := e.(sized); ok {
-		m.textBytes += s.size()
-	}
-	drop := max(len(m.entries)-maxEntries, 0)
-	dropped := m.droppedBytes(drop)
-	for drop < len(m.entries)-1 && m.textBytes-dropped > maxTranscriptBytes {
-		if s, ok := m.entries[drop].(sized); ok {
-			dropped += s.size()
-		}
-		drop++
-	}
-	if drop > 0 {
-		m.textBytes -= dropped
-		clear(m.entries[:drop]) // let the dropped entries go
-		m.entries = m.entries[drop:]
-	}
-}
-
-// droppedBytes is the text the first n entries hold.
-func (m *Model) droppedBytes(n int) int {
-	b := 0
-	for _, e := range m.entries[:n] {
-		if s, ok := e.(sized); ok {
-			b += s.size()
-		}
-	}
-	return b
-}
+// add appends an entry to the transcript.
+func (m *Model) add(e entry) { m.tr.add(e, m.renderCtx()) }
 
 // note adds a line of the program's own.
 func (m *Model) note(text string, isErr bool) { m.add(&noteEntry{text: text, error: isErr}) }
 
 func (m *Model) me() string { return m.sp.Me() }
 
-// observe takes in an envelope seen in the space: the transcript's
-// entries, and what the board shows.
-func (m *Model) observe(env *protocol.Envelope) tea.Cmd {
-	if env == nil {
-		return nil
-	}
-	c := m.observeEnv(env)
-	if protocol.IsGatewayOnly(env.Kind) && !client.FromGateway(env) {
-		return c
-	}
-	return tea.Batch(c, m.boardObserve(env))
-}
-
-// observeEnv draws an envelope in the transcript.
-func (m *Model) observeEnv(env *protocol.Envelope) tea.Cmd {
-	if m.verbose {
-		if b, err := json.Marshal(env); err == nil {
-			m.add(newRawEntry(env.ID, string(b)))
-		}
-	}
-	if protocol.IsGatewayOnly(env.Kind) && !client.FromGateway(env) {
-		return nil // the SDK drops these; never trust one that got through
-	}
-	me := m.me()
-	switch env.Kind {
-	case protocol.KindSystemWelcome:
-		var w protocol.Welcome
-		_ = env.DecodePayload(&w)
-		m.welcome(&w)
-	case protocol.KindSystemPresence:
-		var p protocol.Presence
-		_ = env.DecodePayload(&p)
-		switch p.Event {
-		case "join":
-			m.roster[p.Participant.ID] = true
-		case "leave":
-			delete(m.roster, p.Participant.ID)
-		}
-		if p.Participant.ID != me {
-			m.add(&presenceEntry{who: p.Participant.ID, event: p.Event})
-		}
-	case protocol.KindSystemError:
-		var e protocol.SystemError
-		_ = env.DecodePayload(&e)
-		for _, g := range m.grants {
-			if env.CorrelatesWith(g.id) {
-				g.state = "refused: " + termtext.Line(e.Error)
-			}
-		}
-		m.elicitError(env, &e)
-		m.add(&errorEntry{code: e.Error, message: e.Message, attempted: e.AttemptedKind})
-	case protocol.KindChat:
-		var c protocol.Chat
-		_ = env.DecodePayload(&c)
-		m.answered(env)
-		ce := &chatEntry{id: env.ID, from: env.From, to: env.To}
-		ce.text, ce.folded = fold(c.Text)
-		m.add(ce)
-		if env.From == me && env.ID != "" {
-			m.myChats[env.ID] = ce
-			m.myChatOrder = append(m.myChatOrder, env.ID)
-			if len(m.myChatOrder) > maxUnacked {
-				delete(m.myChats, m.myChatOrder[0])
-				m.myChatOrder = m.myChatOrder[1:]
-			}
-		}
-		if env.From != me && env.ID != "" && env.AddressedTo(me) {
-			m.lastToMe = sentChat{id: env.ID, to: []string{env.From}, text: c.Text}
-		}
-	case protocol.KindMCPRequest:
-		m.request(env)
-	case protocol.KindMCPResponse:
-		m.response(env)
-	case protocol.KindMCPProposal:
-		if env.From == "" || m.byID[env.ID] != nil {
-			return nil
-		}
-		return m.propose(env)
-	case protocol.KindMCPReject:
-		var r struct {
-			Reason  string `json:"reason"`
-			Message string `json:"message"` // a person's words (participant.RejectWith)
-		}
-		_ = env.DecodePayload(&r)
-		for _, id := range env.CorrelationID {
-			if p := m.byID[id]; p != nil && !p.settled {
-				out := "rejected by " + m.who(env.From)
-				if r.Reason != "" {
-					out += ": " + termtext.Line(r.Reason)
-				}
-				if r.Message != "" {
-					out += " (" + termtext.Line(clip.Runes(r.Message, 200)) + ")"
-				}
-				m.settle(p, out)
-			}
-		}
-	case protocol.KindMCPWithdraw:
-		var w protocol.Withdraw
-		_ = env.DecodePayload(&w)
-		for _, id := range env.CorrelationID {
-			if p := m.byID[id]; p != nil && !p.settled && p.from == env.From {
-				out := "withdrawn by " + m.who(env.From)
-				switch {
-				case w.Reason == protocol.ReasonTimeout:
-					// Not a rejection: nobody was there to decide.
-					out = "timed out: nobody decided in time, so " + m.who(env.From) + " withdrew it"
-				case w.Reason != "":
-					out += ": " + termtext.Line(w.Reason)
-				}
-				m.settle(p, out)
-			}
-		}
-	case protocol.KindElicitationRequest:
-		return m.elicitRequest(env)
-	case protocol.KindElicitationDone:
-		m.elicitDone(env)
-	case protocol.KindElicitationRefused:
-		m.elicitRefused(env)
-	case protocol.KindElicitationResponse:
-		// elicitation/done says who answered, and how
-	case protocol.KindReasoningStart, protocol.KindReasoningThought:
-		return m.reason(env)
-	case protocol.KindReasoningConclusion:
-		if r := m.reasonings[env.Context]; r != nil && r.from == env.From {
-			var p struct {
-				Cancelled bool   `json:"cancelled"`
-				Reason    string `json:"reason"`
-			}
-			_ = env.DecodePayload(&p)
-			if p.Cancelled {
-				r.cancelled = cmp.Or(p.Reason, "cancelled")
-			}
-			m.endReasoning(env.Context)
-		}
-	case protocol.KindCapabilityGrantAck:
-		for _, g := range m.grants {
-			if env.CorrelatesWith(g.id) && env.From == g.recipient && g.state == "" {
-				g.state = "accepted"
-			}
-		}
-	case protocol.KindCapabilityGrant, protocol.KindCapabilityRevoke:
-		if env.From != me {
-			var g protocol.Grant
-			_ = env.DecodePayload(&g)
-			text := fmt.Sprintf("%s granted %s capabilities", termtext.Line(env.From), termtext.Line(g.Recipient))
-			if env.Kind == protocol.KindCapabilityRevoke {
-				text = fmt.Sprintf("%s revoked capabilities of %s", termtext.Line(env.From), termtext.Line(g.Recipient))
-			}
-			m.note(text, false)
-		}
-	case protocol.KindParticipantPause:
-		var p protocol.Pause
-		_ = env.DecodePayload(&p)
-		text := fmt.Sprintf("%s paused %s", m.who(env.From), whoList(m, env.To))
-		if p.TimeoutSeconds > 0 {
-			text += fmt.Sprintf(" for %d s", p.TimeoutSeconds)
-		}
-		if p.Reason != "" {
-			text += ": " + termtext.Line(p.Reason)
-		}
-		m.add(&presenceEntry{who: text, event: ""})
-	case protocol.KindParticipantResume:
-		m.add(&presenceEntry{who: fmt.Sprintf("%s resumed %s", m.who(env.From), whoList(m, env.To)), event: ""})
-	case protocol.KindStreamOpen:
-		var s protocol.StreamOpen
-		_ = env.DecodePayload(&s)
-		m.add(&streamEntry{text: fmt.Sprintf("stream %s opened for %s", termtext.Line(s.StreamID), names(env.To))})
-	case protocol.KindStreamClose:
-		var s protocol.StreamClose
-		_ = env.DecodePayload(&s)
-		text := "stream " + termtext.Line(s.StreamID) + " closed"
-		if s.Reason != "" {
-			text += ": " + termtext.Line(s.Reason)
-		}
-		m.add(&streamEntry{text: text})
-	case protocol.KindChatAcknowledge:
-		// An addressee's acknowledgement of a chat of mine is marked under it.
-		for _, id := range env.CorrelationID {
-			if ce := m.myChats[id]; ce != nil && env.From != me && addressee(ce.to, env.From) && !slices.Contains(ce.acks, env.From) && len(ce.acks) < 32 {
-				ce.acks = append(ce.acks, env.From)
-				ce.cache = nil
-			}
-		}
-	case protocol.KindChatCancel, protocol.KindParticipantStatus,
-		protocol.KindSystemHeartbeat, protocol.KindFloorRespondingTo, protocol.KindFloorYield,
-		protocol.KindStreamRequest, protocol.KindReasoningCancel:
-		// bookkeeping a person need not read; /verbose shows it
-	default:
-		m.add(&otherEntry{from: env.From, kind: env.Kind, payload: summary.Compact(env.Payload)})
-	}
-	return nil
-}
-
-// welcome takes in a system/welcome: who is here.
-func (m *Model) welcome(w *protocol.Welcome) {
-	me := m.me()
-	m.myCaps = w.You.Capabilities
-	clear(m.roster)
-	for _, p := range w.Participants {
-		if p.ID != me {
-			m.roster[p.ID] = true
-		}
-	}
-	m.conn = Connected
-	if !m.joined {
-		m.joined = true
-		m.note(fmt.Sprintf("joined %s as %s · type a message, @id to address someone, /help for commands",
-			termtext.Line(m.o.SpaceName), termtext.Line(me)), false)
-	}
-}
-
-// whoList is ids as the transcript says them ("you" for the user), or
-// "everyone".
-func whoList(m *Model, ids []string) string {
-	if len(ids) == 0 {
-		return "everyone"
-	}
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		out[i] = m.who(id)
-	}
-	return strings.Join(out, ", ")
-}
-
-// who is id as the transcript says it: "you" for the user.
-func (m *Model) who(id string) string {
-	if id == m.me() {
-		return "you"
-	}
-	return termtext.Line(id)
-}
-
-// listing reports whether an MCP method is bookkeeping (discovery, set-up,
-// notifications) rather than something a person asked for.
-func listing(method string) bool {
-	return strings.HasSuffix(method, "/list") || method == "initialize" || method == "ping" || strings.HasPrefix(method, "notifications/")
-}
-
-// request shows an mcp/request, to be paired with its response.
-func (m *Model) request(env *protocol.Envelope) {
-	var msg protocol.MCPMessage
-	_ = env.DecodePayload(&msg)
-	m.noteListing(env, msg.Method)
-	if listing(msg.Method) || m.quietRequest(env) {
-		m.remember(env.ID, nil)
-		return
-	}
-	e := &requestEntry{from: env.From, to: env.To, call: describeCall(msg.Method, msg.Params)}
-	m.remember(env.ID, e)
-	m.add(e)
-	for _, id := range env.CorrelationID {
-		if p := m.byID[id]; p != nil {
-			e.forPr = p.n
-			if !p.settled {
-				out := "approved by " + m.who(env.From)
-				if !sameJSON(msg.Params, p.params) {
-					out += " with edited arguments"
-				}
-				m.settle(p, out)
-			}
-		}
-	}
-	if msg.Method == "tools/call" {
-		var c struct {
-			Name string `json:"name"`
-		}
-		_ = json.Unmarshal(msg.Params, &c)
-		tool := c.Name
-		if len(env.To) == 1 {
-			tool = env.To[0] + "/" + c.Name
-		}
-		for _, id := range m.reaOrder {
-			if r := m.reasonings[id]; r.from == env.From {
-				r.doing = "calling " + tool
-				r.used(tool)
-			}
-		}
-	}
-}
-
-// sameJSON reports whether a and b hold the same JSON value, whatever the
-// order of their members.
-func sameJSON(a, b json.RawMessage) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return string(a) == string(b)
-	}
-	return reflect.DeepEqual(x, y)
-}
-
-// remember keeps a request until its response (nil: a listing, whose
-// response is not shown).
-func (m *Model) remember(id string, e *requestEntry) {
-	if id == "" {
-		return
-	}
-	if e == nil {
-		m.hushed[id] = true
-	} else {
-		m.requests[id] = e
-	}
-	m.reqOrder = append(m.reqOrder, id)
-	if len(m.reqOrder) > maxRequests {
-		old := m.reqOrder[0]
-		delete(m.requests, old)
-		delete(m.hushed, old)
-		m.reqOrder = m.reqOrder[1:]
-	}
-}
-
-// response pairs an mcp/response with its request.
-func (m *Model) response(env *protocol.Envelope) {
-	for _, id := range env.CorrelationID {
-		if m.hushed[id] {
-			m.toolsListed(env, id)
-			return
-		}
-		e := m.requests[id]
-		if e == nil || e.by != "" || !addressee(e.to, env.From) {
-			continue
-		}
-		var msg protocol.MCPMessage
-		_ = env.DecodePayload(&msg)
-		e.by = env.From
-		switch {
-		case msg.Error != nil:
-			e.failed = true
-			e.answer = fmt.Sprintf("error %d: %s", msg.Error.Code, msg.Error.Message)
-		default:
-			var r struct {
-				IsError bool `json:"isError"`
-			}
-			_ = json.Unmarshal(msg.Result, &r)
-			e.failed = r.IsError
-			e.answer = resultText(msg.Result)
-		}
-		delete(m.requests, id)
-		return
-	}
-}
-
-// addressee reports whether from is one of to (a broadcast request may be
-// answered by anyone).
-func addressee(to []string, from string) bool {
-	if len(to) == 0 {
-		return true
-	}
-	for _, t := range to {
-		if t == from {
-			return true
-		}
-	}
-	return false
-}
-
-// propose takes in another participant's proposal.
-func (m *Model) propose(env *protocol.Envelope) tea.Cmd {
-	m.nextN++
-	p := newProposal(m.nextN, env)
-	me := m.me()
-	p.askMe = env.From != me && (env.AddressedTo(me) || m.sp.CanSend(protocol.KindMCPRequest, env.To, env.Payload))
-	m.proposals = append(m.proposals, p)
-	m.byID[p.id] = p
-	if len(m.proposals) > maxProposals {
-		delete(m.byID, m.proposals[0].id)
-		m.proposals = m.proposals[1:]
-	}
-	m.add(&proposalEntry{p: p})
-	for _, id := range m.reaOrder {
-		if r := m.reasonings[id]; r.from == env.From {
-			r.doing = "waiting for approval of " + termtext.Line(cmp.Or(p.tool, p.method))
-		}
-	}
-	return m.openDialog()
-}
-
-// settle records how a proposal was settled; the dialog moves on if it
-// showed it.
-func (m *Model) settle(p *proposal, outcome string) {
-	p.settled, p.outcome = true, outcome
-	if m.dlg != nil && m.dlg.p == p {
-		m.dlg = nil
-		if !p.deciding && outcome != "" {
-			m.note(fmt.Sprintf("proposal #%d was %s", p.n, outcome), false)
-		}
-	}
-}
-
-// pending returns the proposals awaiting the user's decision, oldest first.
-func (m *Model) pending() []*proposal {
-	var out []*proposal
-	for _, p := range m.proposals {
-		if p.open() {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// reason follows a reasoning/start or thought.
-func (m *Model) reason(env *protocol.Envelope) tea.Cmd {
-	id := env.Context
-	if env.Kind == protocol.KindReasoningStart {
-		id = env.ID
-	}
-	if id == "" {
-		return nil
-	}
-	r := m.reasonings[id]
-	if r != nil && r.from != env.From {
-		return nil // nobody speaks in another's reasoning
-	}
-	if r == nil {
-		r = &reasoningEntry{from: env.From, start: m.now()}
-		m.reasonings[id] = r
-		m.reaOrder = append(m.reaOrder, id)
-		if len(m.reaOrder) > 256 {
-			m.endReasoning(m.reaOrder[0])
-		}
-		m.add(r)
-	}
-	if env.Kind == protocol.KindReasoningStart {
-		if len(env.CorrelationID) > 0 {
-			r.question = env.CorrelationID[0]
-		}
-	} else {
-		var p protocol.Reasoning
-		_ = env.DecodePayload(&p)
-		r.thoughts++
-		r.doing = clip.Runes(summary.Step(&p), 60)
-		r.thought(cmp.Or(p.Reasoning, p.Message))
-	}
-	return m.tick()
-}
-
-// answered ends the reasoning a chat answers.
-func (m *Model) answered(env *protocol.Envelope) {
-	for _, id := range m.reaOrder {
-		if r := m.reasonings[id]; r.from == env.From && r.question != "" && env.CorrelatesWith(r.question) {
-			m.endReasoning(id)
-			return
-		}
-	}
-}
-
-// endReasoning closes a reasoning: its line stays, as a summary.
-func (m *Model) endReasoning(id string) {
-	r := m.reasonings[id]
-	if r == nil {
-		return
-	}
-	r.done, r.end = true, m.now()
-	delete(m.reasonings, id)
-	for i, x := range m.reaOrder {
-		if x == id {
-			m.reaOrder = append(m.reaOrder[:i], m.reaOrder[i+1:]...)
-			break
-		}
-	}
-}
-
 // tick keeps the live lines' clocks moving while a reasoning is open.
 func (m *Model) tick() tea.Cmd {
-	if m.ticking || len(m.reasonings) == 0 {
+	if m.live.ticking || len(m.live.byID) == 0 {
 		return nil
 	}
-	m.ticking = true
+	m.live.ticking = true
 	t := m.o.Tick
 	if t == nil {
 		t = func(d time.Duration, f func(time.Time) tea.Msg) tea.Cmd { return tea.Tick(d, f) }
@@ -838,17 +329,7 @@ func (m *Model) send(what string, env *protocol.Envelope) tea.Cmd {
 // RevokeOnExit returns the capability/revoke envelopes of the grants the
 // user made for this session that are still in force; Run sends them when
 // the UI ends.
-func (m *Model) RevokeOnExit() []*protocol.Envelope {
-	var out []*protocol.Envelope
-	for _, g := range m.grants {
-		if g.life.session && g.active(m.now()) {
-			if env, err := revokeEnvelope(g); err == nil {
-				out = append(out, env)
-			}
-		}
-	}
-	return out
-}
+func (m *Model) RevokeOnExit() []*protocol.Envelope { return m.ledger.sessionRevokes(m.now()) }
 
 // renderCtx returns what the renderers need.
 func (m *Model) renderCtx() *renderCtx {
@@ -860,43 +341,8 @@ func (m *Model) viewHeight() int {
 	return max(m.height-1-len(m.bottom())-len(m.stackLines()), 1)
 }
 
-// transcriptLines returns the last n+offset lines of the transcript, oldest
-// first, drawing only the entries needed.
-func (m *Model) transcriptLines(n int) []string {
-	rc := m.renderCtx()
-	var rev [][]string
-	count := 0
-	for i := len(m.entries) - 1; i >= 0 && count < n+m.offset; i-- {
-		l := m.entries[i].lines(rc)
-		rev = append(rev, l)
-		count += len(l)
-	}
-	out := make([]string, 0, count)
-	for i := len(rev) - 1; i >= 0; i-- {
-		out = append(out, rev[i]...)
-	}
-	return out
-}
-
-// totalLines counts the transcript's lines.
-func (m *Model) totalLines() int {
-	rc := m.renderCtx()
-	n := 0
-	for _, e := range m.entries {
-		n += len(e.lines(rc))
-	}
-	return n
-}
-
-func (m *Model) clampOffset() {
-	if m.offset <= 0 {
-		m.offset = 0
-		return
-	}
-	if most := m.totalLines() - m.viewHeight(); m.offset > most {
-		m.offset = max(most, 0)
-	}
-}
+// clampOffset keeps the transcript's scrolling within what it can show.
+func (m *Model) clampOffset() { m.tr.clamp(m.viewHeight(), m.renderCtx()) }
 
 // stackLines is the board when it is stacked above the input (a third of
 // the screen at most), with a rule above it.
@@ -957,8 +403,8 @@ func (m *Model) frame() (string, *tea.Cursor) {
 	}
 	stack := m.stackLines()
 	vh := max(m.height-1-len(bottom)-len(stack), 1)
-	lines := m.transcriptLines(vh)
-	end := len(lines) - m.offset
+	lines := m.tr.tail(vh, m.renderCtx())
+	end := len(lines) - m.tr.offset
 	start := max(end-vh, 0)
 	shown := lines[start:max(end, start)]
 	out := make([]string, 0, m.height)
@@ -1016,20 +462,20 @@ func (m *Model) statusBar() string {
 	if n := len(m.pendingElicits()); n > 0 {
 		parts = append(parts, plural(n, "question")+" pending")
 	}
-	if n := len(m.reasonings); n > 0 {
+	if n := len(m.live.byID); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d thinking", n))
 	}
 	if to := m.defaultTargets(); len(to) > 0 {
 		parts = append(parts, "to "+names(to))
 	}
-	if p, ok := m.pausedNow(m.me(), m.now()); ok {
+	if p, ok := m.board.pausedNow(m.me(), m.now()); ok {
 		parts = append(parts, p)
 	}
 	if m.verbose {
 		parts = append(parts, "verbose")
 	}
-	if m.offset > 0 {
-		parts = append(parts, fmt.Sprintf("↑ %d lines back", m.offset))
+	if m.tr.offset > 0 {
+		parts = append(parts, fmt.Sprintf("↑ %d lines back", m.tr.offset))
 	}
 	if f := m.findStatus(); f != "" {
 		parts = append(parts, f)

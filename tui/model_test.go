@@ -418,8 +418,8 @@ func TestScrollback(t *testing.T) {
 	h.key("pgup")
 	h.golden("scrolled")
 	h.key("pgdown")
-	if h.m.offset != 0 || !strings.Contains(h.screen(), "number 39") {
-		t.Errorf("PgDn did not return to the end (offset %d)", h.m.offset)
+	if h.m.tr.offset != 0 || !strings.Contains(h.screen(), "number 39") {
+		t.Errorf("PgDn did not return to the end (offset %d)", h.m.tr.offset)
 	}
 }
 
@@ -569,7 +569,7 @@ func TestRejectWords(t *testing.T) {
 	h.recv(propose("assistant", "pr1", "files", "write_file", map[string]any{"path": "a", "content": "x"}))
 	h.recv(envelope(protocol.KindMCPReject, "calculator", "rj", []string{"assistant"}, []string{"pr1"},
 		map[string]string{"reason": "unsafe", "message": "no\x1b[2J\nway " + strings.Repeat("x", 300)}))
-	p := h.m.byID["pr1"]
+	p := h.m.props.byID["pr1"]
 	if !p.settled || !strings.HasPrefix(p.outcome, "rejected by calculator: unsafe (no way xxx") ||
 		!strings.HasSuffix(p.outcome, "x…)") || strings.ContainsAny(p.outcome, "\x1b\n") || len(p.outcome) > 250 {
 		t.Fatalf("outcome %q", p.outcome)

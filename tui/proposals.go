@@ -44,6 +44,9 @@ type proposal struct {
 // open reports whether the user still has to decide it.
 func (p *proposal) open() bool { return p.askMe && !p.settled && !p.deciding }
 
+// key is the proposal's id, by which its book finds it.
+func (p *proposal) key() string { return p.id }
+
 // newProposal reads an mcp/proposal envelope.
 func newProposal(n int, env *protocol.Envelope) *proposal {
 	var m protocol.MCPMessage

@@ -455,3 +455,88 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// transcript is the conversation as drawn: its entries, bounded by their
+// number and by the text they hold, and how far the reader has scrolled
+// back. It owns that state; the root model gives it what drawing needs.
+type transcript struct {
+	entries   []entry
+	textBytes int // what the entries' texts hold (sized), bounded by maxTranscriptBytes
+	offset    int // lines scrolled back from the bottom
+}
+
+// add appends an entry, keeping the place of a reader who scrolled back,
+// and lets the oldest entries go past the bounds.
+func (t *transcript) add(e entry, rc *renderCtx) {
+	if t.offset > 0 {
+		t.offset += len(e.lines(rc))
+	}
+	t.entries = append(t.entries, e)
+	if s, ok := e.(sized); ok {
+		t.textBytes += s.size()
+	}
+	drop := max(len(t.entries)-maxEntries, 0)
+	dropped := t.droppedBytes(drop)
+	for drop < len(t.entries)-1 && t.textBytes-dropped > maxTranscriptBytes {
+		if s, ok := t.entries[drop].(sized); ok {
+			dropped += s.size()
+		}
+		drop++
+	}
+	if drop > 0 {
+		t.textBytes -= dropped
+		clear(t.entries[:drop]) // let the dropped entries go
+		t.entries = t.entries[drop:]
+	}
+}
+
+// droppedBytes is the text the first n entries hold.
+func (t *transcript) droppedBytes(n int) int {
+	b := 0
+	for _, e := range t.entries[:n] {
+		if s, ok := e.(sized); ok {
+			b += s.size()
+		}
+	}
+	return b
+}
+
+// reset forgets every entry (/clear).
+func (t *transcript) reset() { *t = transcript{} }
+
+// tail returns the last n+offset lines, oldest first, drawing only the
+// entries needed.
+func (t *transcript) tail(n int, rc *renderCtx) []string {
+	var rev [][]string
+	count := 0
+	for i := len(t.entries) - 1; i >= 0 && count < n+t.offset; i-- {
+		l := t.entries[i].lines(rc)
+		rev = append(rev, l)
+		count += len(l)
+	}
+	out := make([]string, 0, count)
+	for i := len(rev) - 1; i >= 0; i-- {
+		out = append(out, rev[i]...)
+	}
+	return out
+}
+
+// total counts the lines.
+func (t *transcript) total(rc *renderCtx) int {
+	n := 0
+	for _, e := range t.entries {
+		n += len(e.lines(rc))
+	}
+	return n
+}
+
+// clamp keeps the offset within what a view of height lines can show.
+func (t *transcript) clamp(height int, rc *renderCtx) {
+	if t.offset <= 0 {
+		t.offset = 0
+		return
+	}
+	if most := t.total(rc) - height; t.offset > most {
+		t.offset = max(most, 0)
+	}
+}

@@ -94,12 +94,12 @@ func TestTranscriptBoundedByBytes(t *testing.T) {
 	for i := range 400 {
 		h.recv(chat("assistant", fmt.Sprintf("big-%d", i), big))
 	}
-	if h.m.textBytes > maxTranscriptBytes || h.m.textBytes != h.m.droppedBytes(len(h.m.entries)) {
-		t.Fatalf("the transcript holds %d bytes of text (counted %d), bound %d", h.m.droppedBytes(len(h.m.entries)), h.m.textBytes, maxTranscriptBytes)
+	if h.m.tr.textBytes > maxTranscriptBytes || h.m.tr.textBytes != h.m.tr.droppedBytes(len(h.m.tr.entries)) {
+		t.Fatalf("the transcript holds %d bytes of text (counted %d), bound %d", h.m.tr.droppedBytes(len(h.m.tr.entries)), h.m.tr.textBytes, maxTranscriptBytes)
 	}
-	last, ok := h.m.entries[len(h.m.entries)-1].(*chatEntry)
-	if !ok || last.id != "big-399" || last.folded != len(big)-maxEntryBytes || len(h.m.entries) >= 800 {
-		t.Fatalf("the newest entry: %#v", h.m.entries[len(h.m.entries)-1])
+	last, ok := h.m.tr.entries[len(h.m.tr.entries)-1].(*chatEntry)
+	if !ok || last.id != "big-399" || last.folded != len(big)-maxEntryBytes || len(h.m.tr.entries) >= 800 {
+		t.Fatalf("the newest entry: %#v", h.m.tr.entries[len(h.m.tr.entries)-1])
 	}
 	if s := strings.Join(strings.Fields(h.screen()), ""); !strings.Contains(s, "KBmore,foldedtokeepthetranscriptsmall;mewlogquery--idbig-399showsit") {
 		t.Errorf("the folded chat does not say where the whole is:\n%s", s)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/internal/lineclient"
 	"github.com/mew-protocol/mew/internal/oauthclient"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/tui"
@@ -39,8 +40,8 @@ func wantTUI(cmd *cobra.Command, o lineClientOptions) bool {
 	if f := cmd.Flags().Lookup(noUIFlag); f != nil && f.Value.String() == "true" {
 		return false
 	}
-	_, outTTY := isTerminal(cmd.OutOrStdout())
-	_, inTTY := isTerminal(cmd.InOrStdin())
+	_, outTTY := lineclient.IsTerminal(cmd.OutOrStdout())
+	_, inTTY := lineclient.IsTerminal(cmd.InOrStdin())
 	return outTTY && inTTY
 }
 

@@ -26,7 +26,10 @@ var layer = map[string]int{
 	"gateway/cluster": 2, "gateway/cluster/memory": 3, "gateway/cluster/natscluster": 3, "gateway/cluster/clustertest": 3,
 	"gateway/internal/clusterhist": 3, // the polling history of a cluster, over gateway/cluster
 	"client":                       3, "space": 3, "console": 3,
-	"gateway": 4, "participant": 4,
+	"internal/feed":          4, // the envelope-to-event reading both terminal clients share
+	"internal/feed/feedtest": 2, // the shared vectors, for tests
+	"internal/lineclient":    5, // the line client of mew client connect
+	"gateway":                4, "participant": 4,
 	"agent": 5, "bridge": 5, "tui": 5, "a2abridge": 5,
 	"toolsagent":        6,
 	"console/studio":    7,

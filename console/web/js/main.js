@@ -11,6 +11,7 @@ import { Elicitations } from "./elicit.js";
 import { richContent, placeholder } from "./content.js";
 import { drawChain, drawMap } from "./pictures.js";
 import { lineageSteps } from "./lineage.js";
+import { Reader } from "./feed.js";
 
 const $ = (sel) => document.querySelector(sel);
 const HIDDEN = new Set(["elicitation/response", "elicitation/done", "elicitation/refused", "chat/acknowledge", "system/heartbeat", "participant/status", "capability/grant-ack",
@@ -38,9 +39,10 @@ function hasContext(p) {
 const st = new State();
 let conn = null;
 const requests = new Map(); // request id -> its entry, for pairing the answer
-const thinking = new Map(); // reasoning/start id -> {el, n, started, last, ended}
+const thinking = new Map(); // reasoning id -> its line: {el, from, n, started, last, ended, cancel}
 let approvals = null;
 let elicits = null;
+let reader = new Reader(); // the stream read as the terminal clients read it (internal/feed)
 
 function app() {
   const root = $("#app");
@@ -110,6 +112,7 @@ function joinWithToken() {
 }
 
 function start(space, cred) {
+  reader = new Reader();
   conn = new Conn({ space, cred, onEnvelope, onFrame, onState });
   approvals = new Approvals({ st, conn, queueEl: $("#queue"), onChange: () => {} });
   elicits = new Elicitations({ st, conn });
@@ -137,28 +140,42 @@ function onState(state, reason) {
 // --- the stream ---
 
 function onEnvelope(env) {
+  const evs = reader.read(env);
+  // A gateway-only kind the gateway did not send is not believed; a payload
+  // that does not decode is said, and nothing else is taken from it.
+  if (evs.some((e) => e.type === "spoofed")) return;
+  if (evs.some((e) => e.type === "malformed")) {
+    if (st.add(env)) showEntry(env, h("div", { class: "sys-error" }, "! ", short(env.from, 60), " sent a ", short(env.kind, 60), " that cannot be read"));
+    return;
+  }
   if (env.kind === "system/welcome") return welcome(env);
   if (!st.add(env)) return;
   answerMCP(env);
   track(env);
+  const opened = followReasoning(env, evs);
+  if (opened) showEntry(env, opened);
   if (approvals.bookkeeping(env)) {
     approvals.observe(env); // the diff, not an entry
     return;
   }
-  const el = render(env);
-  if (el) {
-    el.dataset.id = env.id;
-    el.dataset.kind = env.kind;
-    el.classList.add("entry");
-    el.append(h("button", { type: "button", class: "chain-btn", title: "show the correlation chain", onclick: () => showChain(env.id) }, "chain"));
-    const stream = $("#stream");
-    const atEnd = stream.scrollHeight - stream.scrollTop - stream.clientHeight < 40;
-    stream.append(el);
-    while (stream.childElementCount > 2000) stream.firstElementChild.remove();
-    if (atEnd) stream.scrollTop = stream.scrollHeight;
-  }
+  const el = render(env, evs);
+  if (el) showEntry(env, el);
   approvals.observe(env);
   elicits.observe(env);
+}
+
+// showEntry appends env's entry to the stream, keeping a reader at the end
+// there.
+function showEntry(env, el) {
+  el.dataset.id = env.id;
+  el.dataset.kind = env.kind;
+  el.classList.add("entry");
+  el.append(h("button", { type: "button", class: "chain-btn", title: "show the correlation chain", onclick: () => showChain(env.id) }, "chain"));
+  const stream = $("#stream");
+  const atEnd = stream.scrollHeight - stream.scrollTop - stream.clientHeight < 40;
+  stream.append(el);
+  while (stream.childElementCount > 2000) stream.firstElementChild.remove();
+  if (atEnd) stream.scrollTop = stream.scrollHeight;
 }
 
 // answerMCP answers the MCP requests addressed to this page at once, as
@@ -250,7 +267,7 @@ function hue(id) {
   return String(x % 8);
 }
 
-function render(env) {
+function render(env, evs) {
   const p = env.payload || {};
   const from = String(env.from || "");
   if (from.startsWith("system:") && !["system/error", "system/presence", "stream/open", "stream/close", "capability/grant", "capability/revoke"].includes(env.kind)) return null;
@@ -261,7 +278,7 @@ function render(env) {
     case "mcp/request":
       return renderRequest(env);
     case "mcp/response":
-      return renderResponse(env);
+      return renderResponse(env, evs.find((e) => e.type === "response"));
     case "mcp/proposal":
       return approvals.renderProposal(env);
     case "elicitation/request":
@@ -273,7 +290,7 @@ function render(env) {
     case "reasoning/thought":
     case "reasoning/conclusion":
     case "reasoning/cancel":
-      return renderReasoning(env);
+      return null; // followReasoning draws them
     case "system/presence":
       return h("div", { class: "presence" }, "* ", short(p.participant?.id, 60), p.event === "join" ? " joined" : p.event === "leave" ? " left" : " " + short(p.event, 20));
     case "system/error":
@@ -324,11 +341,12 @@ function resultText(p) {
   return { err: false, text: json(r, 2000) };
 }
 
-function renderResponse(env) {
-  const req = requests.get(env.correlation_id?.[0]);
+function renderResponse(env, ev) {
+  // The feed pairs an answer with its request: the first from an addressee
+  // (anyone, for a request to everyone).
+  const req = ev?.request ? requests.get(ev.request) : null;
   const p = env.payload || {};
-  // Only an answer from an addressee of the request is paired with it.
-  if (req && (req.env.to || []).includes(env.from)) {
+  if (req) {
     const r = resultText(p);
     req.el.querySelector(".answers").append(h("div", { class: "response" + (r.err ? " err" : ""), "data-id": env.id },
       "↳ ", short(env.from, 60), " → ", short(env.to?.join(", ") || "", 60), ": ", h("span", { class: "result" }, r.text), richContent(p.result)));
@@ -340,33 +358,44 @@ function renderResponse(env) {
   return h("div", { class: "response" + (r.err ? " err" : "") }, who(env), ": ", r.text, richContent(p.result));
 }
 
-function renderReasoning(env) {
+// followReasoning folds env's reasoning events, as feed.js reads them, into
+// the thinking lines: a reasoning belongs to whoever opened it, and ends at
+// its conclusion, its reasoner's cancel, the chat that answers it, or its
+// reasoner leaving. It returns the line a reasoning opened by env starts.
+function followReasoning(env, evs) {
   const p = env.payload || {};
-  const id = env.kind === "reasoning/start" ? env.id : env.context || env.correlation_id?.[0];
-  let t = thinking.get(id);
-  if (!t) {
-    if (env.kind !== "reasoning/start") return null;
-    const line = h("div", { class: "thinking-line" });
-    const thoughts = h("ol", { class: "thoughts", hidden: true });
-    const el = h("div", { class: "thinking" }, line, thoughts);
-    line.addEventListener("click", () => { thoughts.hidden = !thoughts.hidden; });
-    t = { el, line, thoughts, from: env.from, n: 0, started: Date.now(), ended: 0, last: "", cancel: false };
-    thinking.set(id, t);
-    drawThinking(t);
-    return el;
+  let el = null;
+  for (const e of evs) {
+    const t = thinking.get(e.reasoning);
+    if (e.type === "reasoning_started") {
+      const line = h("div", { class: "thinking-line" });
+      const thoughts = h("ol", { class: "thoughts", hidden: true });
+      el = h("div", { class: "thinking" }, line, thoughts);
+      line.addEventListener("click", () => { thoughts.hidden = !thoughts.hidden; });
+      const nt = { el, line, thoughts, from: e.from, n: 0, started: Date.now(), ended: 0, last: "", cancel: false };
+      thinking.set(e.reasoning, nt);
+      while (thinking.size > 256) thinking.delete(thinking.keys().next().value);
+      drawThinking(nt);
+    } else if (e.type === "reasoning_step" && e.thought && t) {
+      t.n = e.thoughts;
+      t.last = thoughtAction(p) || t.last;
+      t.thoughts.append(h("li", null, short(p.message || p.reasoning || json(p), 600)));
+      while (t.thoughts.childElementCount > 50) t.thoughts.firstElementChild.remove();
+      drawThinking(t);
+    } else if (e.type === "reasoning_ended" && t) {
+      t.ended = Date.now();
+      t.cancel = !!e.cancelled;
+      drawThinking(t);
+    }
   }
-  if (env.kind === "reasoning/thought") {
-    t.n++;
-    t.last = thoughtAction(p) || t.last;
-    t.thoughts.append(h("li", null, short(p.message || p.reasoning || json(p), 600)));
-    while (t.thoughts.childElementCount > 50) t.thoughts.firstElementChild.remove();
-  } else {
-    t.ended = Date.now();
-    t.cancel = env.kind === "reasoning/cancel";
-    if (p.message) t.thoughts.append(h("li", { class: "conclusion" }, short(p.message, 600)));
+  // A conclusion says what was concluded, also after the answer ended the
+  // line; only its reasoner's.
+  const t = thinking.get(env.context);
+  if (env.kind === "reasoning/conclusion" && t && t.from === env.from && p.message && !t.concluded) {
+    t.concluded = true;
+    t.thoughts.append(h("li", { class: "conclusion" }, short(p.message, 600)));
   }
-  drawThinking(t);
-  return null;
+  return el;
 }
 
 // thoughtAction says what a thought does: the tools it calls (from

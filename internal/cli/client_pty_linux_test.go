@@ -12,6 +12,7 @@ import (
 
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
+	"github.com/mew-protocol/mew/protocol"
 	"go.uber.org/goleak"
 )
 
@@ -53,6 +54,16 @@ func ioctl(f *os.File, req uintptr, arg unsafe.Pointer) error {
 		return errno
 	}
 	return nil
+}
+
+// withFd runs fn on f's descriptor, leaving the descriptor in the mode it
+// is in (f.Fd would make it blocking for good).
+func withFd(f *os.File, fn func(fd int)) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return rc.Control(func(fd uintptr) { fn(int(fd)) })
 }
 
 // ptyRun is a mew command running on a pseudo-terminal: what it draws is
@@ -160,29 +171,38 @@ func (r *ptyRun) end(leave string) {
 // TestClientConnectTerminal runs the client on a pseudo-terminal: a chat
 // arriving while a line is typed is printed above the prompt, which is
 // drawn again with the partial line; Up recalls the previous line; the
-// terminal is back in its own mode at the end.
+// terminal is back in its own mode at the end, and the goroutines reading
+// it are gone.
 func TestClientConnectTerminal(t *testing.T) {
-	g := testutil.StartGateway(t, clientSpace, gateway.Options{})
+	g := testutil.StartGateway(t, strings.Replace(clientSpace, "friend: {tokens: [friend-token], capabilities: [{kind: chat}]}",
+		`friend: {tokens: [friend-token], capabilities: [{kind: chat}, {kind: "reasoning/*"}]}`, 1), gateway.Options{})
 	friend := joinCLI(t, g, "friend-token")
 	heard := hearChats(friend, "human")
 	r := runOnPTY(t, nil, 0, 0, "client", "connect", "-g", "ws://"+g.Addr, "-s", "cli-client", "-t", "human-token")
 
 	at := r.after(0, "connected to cli-client as human")
-	at = r.after(at, "> \x1b[K") // the prompt: the terminal is in raw mode now
+	at = r.after(at, "\n> ") // the prompt: the terminal is in raw mode now
 	r.typeIn("hel")
-	at = r.after(at, "> hel\x1b[K")
+	at = r.after(at, "hel")
 	if _, err := friend.Chat(t.Context(), "hi human"); err != nil {
 		t.Fatal(err)
 	}
-	// Erased, printed, drawn again with the partial line.
-	at = r.after(at, "\r\x1b[Jfriend: hi human\r\n> hel\x1b[K")
+	// Printed above the prompt, which is drawn again with the partial line.
+	at = r.after(at, "friend: hi human\r\n> hel")
+	// A reasoning is a status row above the prompt, the partial line kept.
+	rid := protocol.NewID()
+	sendAs(t, friend, &protocol.Envelope{ID: rid}, protocol.KindReasoningStart, protocol.Reasoning{})
+	at = r.after(at, "friend is thinking")
+	at = r.after(at, "> hel")
+	sendAs(t, friend, &protocol.Envelope{Context: rid}, protocol.KindReasoningConclusion, protocol.Reasoning{})
+	at = r.after(at, "(friend reasoned: 0 thoughts)\r\n> hel")
 	r.typeIn("lo\r")
 	if got := <-heard; got != "hello" {
 		t.Errorf("friend heard %q", got)
 	}
-	at = r.after(at, "> hello\r\n")
+	at = r.after(at, "lo\r\n")
 	r.typeIn("\x1b[A")
-	r.after(at, "> hello\x1b[K")
+	r.after(at, "hello")
 	r.typeIn(" again\r")
 	if got := <-heard; got != "hello again" {
 		t.Errorf("friend heard %q after Up", got)
