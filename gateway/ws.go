@@ -55,7 +55,7 @@ func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		defer release()
 	}
 	noDeadlines(w)
-	hj := &corkHijacker{ResponseWriter: w} // batches the writer's frames (session.go)
+	hj := &corkHijacker{ResponseWriter: w} // batches the writer's frames (session_sink.go)
 	var err error
 	conn, err = websocket.Accept(hj, r, &websocket.AcceptOptions{
 		OriginPatterns:  srv.opts.OriginPatterns,

@@ -1,0 +1,354 @@
+package gateway
+
+// Fan-out of a space's envelopes through the cluster's Broker, and the
+// holding of remote envelopes until the state they need has arrived.
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// --- fan-out ---
+
+// deliveredLocked puts d, delivered here, in the cluster's history when
+// this node accepted or made it (cluster_history.go: once in the whole
+// cluster), and sends a participant's envelope to the other nodes.
+func (cl *clusterSpace) deliveredLocked(d delivery) {
+	if !d.remote {
+		cl.historyLocked(d)
+	}
+	if d.src != nil {
+		cl.publishLocked(d)
+	}
+}
+
+// resumeSkew: envelopes accepted on different nodes may have been
+// delivered in another order on the node a resuming client left.
+func (cl *clusterSpace) resumeSkew() time.Duration { return resumeSkew }
+
+// speaksForLocked: the node m is connected to announces what the gateway
+// does to it.
+func (cl *clusterSpace) speaksForLocked(m *member) bool { return m.sess != nil }
+
+// publishLocked sends an accepted envelope to the other nodes; mu must be
+// held, so that the space's order of this node's senders is the order
+// published.
+func (cl *clusterSpace) publishLocked(d delivery) {
+	if err := cl.node.Broker().Publish(cl.ctx, cl.sp.id, d.data); err != nil {
+		cl.sp.srv.opts.Logger.Warn("cluster publish failed", "space", cl.sp.id, "id", d.id, "err", err)
+		cl.notSharedLocked([]published{{d.src, d.id}}, err)
+		return
+	}
+	if cl.confirmer == nil {
+		return
+	}
+	if len(cl.unconfirmed) == 0 {
+		cl.unconfirmedEpoch = cl.epoch()
+	}
+	if len(cl.unconfirmed) < maxUnconfirmed {
+		cl.unconfirmed = append(cl.unconfirmed, published{d.src, d.id})
+	}
+	select {
+	case cl.confirmWake <- struct{}{}:
+	default:
+	}
+}
+
+// epoch is the node's reconnection count, 0 when it keeps none.
+func (cl *clusterSpace) epoch() uint64 {
+	if cl.epochs == nil {
+		return 0
+	}
+	return cl.epochs.Epoch()
+}
+
+// confirmLoop confirms what the space published, a batch at a time: when
+// the fabric cannot say it has them all (the connection died as they were
+// written, or came back meanwhile), their senders are told, so that an
+// envelope accepted here either reaches every node or its sender knows it
+// may not have. It runs until the clusterSpace stops.
+func (cl *clusterSpace) confirmLoop() {
+	defer cl.wg.Done()
+	t := time.NewTimer(confirmGather)
+	t.Stop()
+	defer t.Stop()
+	for {
+		select {
+		case <-cl.confirmWake:
+		case <-cl.ctx.Done():
+			return
+		}
+		t.Reset(confirmGather)
+		select {
+		case <-t.C:
+		case <-cl.ctx.Done():
+			return
+		}
+		sp := cl.sp
+		sp.mu.Lock()
+		batch, epoch := cl.unconfirmed, cl.unconfirmedEpoch
+		cl.unconfirmed = nil
+		sp.mu.Unlock()
+		if len(batch) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
+		err := cl.confirmer.Confirm(ctx)
+		cancel()
+		if err == nil && cl.epoch() != epoch {
+			err = errors.New("the node reconnected to the cluster meanwhile")
+		}
+		if err != nil && cl.ctx.Err() == nil {
+			sp.srv.opts.Logger.Warn("cluster: publishes not confirmed; telling their senders", "space", sp.id, "envelopes", len(batch), "err", err)
+			sp.mu.Lock()
+			cl.notSharedLocked(batch, err)
+			sp.mu.Unlock()
+		}
+	}
+}
+
+// notSharedLocked tells the senders of envelopes accepted and delivered
+// here that they may not have reached the other nodes (a system/error
+// cluster_unavailable correlated to each). mu must be held.
+func (cl *clusterSpace) notSharedLocked(list []published, err error) {
+	sp := cl.sp
+	for _, p := range list {
+		s := p.m.sess
+		if s == nil || sp.sessions[s.id] != s {
+			continue // gone: nobody to tell
+		}
+		r := refuse(ErrorClusterUnavailable, "accepted and delivered on this gateway node, but it may not have reached the other nodes of the cluster: "+err.Error())
+		r.ref = p.id
+		sp.unicastLocked(s, sp.errorEnvelope(s.id, r))
+	}
+}
+
+// holdLimit bounds how long an envelope from another node waits for the
+// State change it announces (a grant's, a revoke's): past it, it goes out
+// anyway, since a write that failed on its node must not stop the space.
+const holdLimit = time.Second
+
+// heldEnvelope is an envelope from another node not yet delivered here.
+type heldEnvelope struct {
+	d     delivery
+	sent  time.Time   // when its node published it, for the latency metric
+	ready func() bool // nil, or whether what it announces is in force here; mu held
+}
+
+// subscribe subscribes to the space's envelopes from the other nodes. Each
+// subscription has its own decoder (its messages come one at a time) and
+// generation: once replaced, its messages still in flight are dropped.
+func (cl *clusterSpace) subscribe() error {
+	sp := cl.sp
+	sp.mu.Lock()
+	cl.subGen++
+	gen := cl.subGen
+	sp.mu.Unlock()
+	var dec protocol.Decoder
+	sub, err := cl.node.Broker().Subscribe(cl.ctx, sp.id, func(msg cluster.Message) { cl.remoteEnvelope(&dec, gen, msg) })
+	if err != nil {
+		return err
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if gen != cl.subGen || cl.ctx.Err() != nil {
+		_ = sub.Unsubscribe() // replaced or closed meanwhile
+		return nil
+	}
+	cl.sub = sub
+	return nil
+}
+
+// diverged handles the fabric's notice that it dropped envelopes of the
+// space for this node (a NATS slow consumer): its participants missed
+// what the others delivered, which no later envelope repairs. So the node
+// closes their connections with 1013 (try again later) and a reason, for
+// them to reconnect — through the load balancer, likely to another node —
+// and rejoin a consistent space; it drops the envelopes it held, leaves
+// the space's fan-out (ending the subscription, and NATS's backlog with
+// it), and subscribes again, refusing envelopes of the space until then.
+func (cl *clusterSpace) diverged(gen uint64) {
+	sp := cl.sp
+	sp.mu.Lock()
+	if gen != cl.subGen || cl.ctx.Err() != nil {
+		sp.mu.Unlock()
+		return
+	}
+	cl.behind.Store(true)
+	cl.subGen++ // the old subscription's messages in flight are dropped
+	old := cl.sub
+	cl.sub = nil
+	clear(cl.held)
+	cl.held = cl.held[:0]
+	cl.heldGen++
+	if cl.timer != nil {
+		cl.timer.Stop()
+		cl.timer = nil
+	}
+	sp.srv.metrics.clusterDiverged.Inc()
+	sp.srv.opts.Logger.Warn("cluster: this node fell behind the space's envelopes (NATS dropped some); closing its connections to the space",
+		"space", sp.id, "connections", len(sp.roster))
+	for _, s := range slices.Clone(sp.roster) {
+		if s.transport == transportVirtual {
+			continue // an output_log file: nowhere else to go
+		}
+		s.kill(websocket.StatusTryAgainLater, "this gateway node fell behind the cluster and missed envelopes: reconnect")
+		sp.detachLocked(s)
+	}
+	sp.mu.Unlock()
+	cl.wg.Go(func() {
+		if old != nil {
+			_ = old.Unsubscribe()
+		}
+		for cl.ctx.Err() == nil {
+			err := cl.subscribe()
+			if err == nil {
+				cl.behind.Store(false)
+				return
+			}
+			sp.srv.opts.Logger.Warn("cluster: subscribing again after falling behind", "space", sp.id, "err", err)
+			select {
+			case <-time.After(time.Second):
+			case <-cl.ctx.Done():
+			}
+		}
+	})
+}
+
+// remoteEnvelope delivers an envelope accepted by another node to the local
+// participants, as the broadcast of a local one. It runs on the
+// subscription's goroutine, one message at a time.
+//
+// A capability/grant or capability/revoke waits until this node's watch has
+// applied the change it announces, and the envelopes after it wait behind
+// it: as on one node, the grantee has its new capabilities before anyone
+// reads the grant, and each sender's order is kept.
+func (cl *clusterSpace) remoteEnvelope(dec *protocol.Decoder, gen uint64, msg cluster.Message) {
+	if msg.Lost {
+		cl.diverged(gen)
+		return
+	}
+	if isClusterFrame(msg.Data) { // a stream's frame: cluster_streams.go
+		cl.remoteFrame(msg)
+		return
+	}
+	var env protocol.Envelope
+	if err := dec.Decode(msg.Data, &env); err != nil {
+		cl.sp.srv.opts.Logger.Warn("cluster: bad envelope from node", "space", cl.sp.id, "node", msg.Node, "err", err)
+		return
+	}
+	sp := cl.sp
+	h := heldEnvelope{d: delivery{data: msg.Data, id: env.ID, kind: env.Kind, at: sp.srv.now(), to: env.To, remote: true}, sent: msg.Sent, ready: cl.readyFunc(&env)}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if gen != cl.subGen {
+		return // from a subscription given up after a divergence
+	}
+	if env.Kind == protocol.KindChat && sp.floorEnabled() {
+		// Known addressed or not, so that a claim made here on it is
+		// judged as on its node.
+		sp.floor.note(env.ID, len(env.To) > 0)
+	}
+	cl.held = append(cl.held, h)
+	cl.releaseLocked(false)
+}
+
+// readyFunc returns what a grant, a revoke by grant id, a kick, a pause or a
+// resume waits for, or nil.
+func (cl *clusterSpace) readyFunc(env *protocol.Envelope) func() bool {
+	sp := cl.sp
+	has := func(who, id string) bool {
+		m := sp.resolveLocked(who)
+		return m != nil && slices.ContainsFunc(m.grants, func(g grant) bool { return g.id == id })
+	}
+	switch env.Kind {
+	case protocol.KindCapabilityGrant:
+		var p protocol.Grant
+		if env.DecodePayload(&p) != nil || p.Recipient == "" {
+			return nil
+		}
+		id := env.ID
+		return func() bool { return sp.resolveLocked(p.Recipient) == nil || has(p.Recipient, id) }
+	case protocol.KindCapabilityRevoke:
+		var p protocol.Revoke
+		if env.DecodePayload(&p) != nil || p.GrantID == "" {
+			return nil // by pattern: nothing precise to wait for
+		}
+		return func() bool { return !has(p.Recipient, p.GrantID) }
+	case protocol.KindSpaceKick:
+		var p protocol.Kick
+		if env.DecodePayload(&p) != nil || p.ParticipantID == "" {
+			return nil
+		}
+		return func() bool { m := sp.resolveLocked(p.ParticipantID); return m == nil || m.ctl.kicked }
+	case protocol.KindStreamRequest, protocol.KindStreamClose:
+		return cl.streamReady(env) // cluster_streams.go
+	case protocol.KindParticipantPause, protocol.KindParticipantResume, protocol.KindParticipantShutdown:
+		to, id, kind := slices.Clone(env.To), env.ID, env.Kind
+		return func() bool {
+			for _, who := range to {
+				m := sp.resolveLocked(who)
+				if m == nil {
+					continue
+				}
+				switch {
+				case kind == protocol.KindParticipantPause && m.ctl.pauseID != id,
+					kind == protocol.KindParticipantResume && m.ctl.pausedUntil.Load() != 0,
+					kind == protocol.KindParticipantShutdown && !m.ctl.shutdown.Load():
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return nil
+}
+
+// releaseLocked delivers the held envelopes that may go, in order: all up
+// to the first whose change is not applied here yet (force: that one too);
+// mu must be held.
+func (cl *clusterSpace) releaseLocked(force bool) {
+	for len(cl.held) > 0 {
+		h := cl.held[0]
+		if h.ready != nil && !force && !h.ready() {
+			if cl.timer == nil {
+				gen := cl.heldGen
+				cl.timer = time.AfterFunc(holdLimit, func() { cl.expireHeld(gen) })
+			}
+			return
+		}
+		force = false
+		cl.held[0] = heldEnvelope{}
+		cl.held = cl.held[1:]
+		cl.heldGen++
+		if cl.timer != nil {
+			cl.timer.Stop()
+			cl.timer = nil
+		}
+		cl.sp.broadcastLocked(h.d, nil) // src is nil: never published again
+		if !h.sent.IsZero() {
+			cl.sp.srv.metrics.clusterLag.Observe(max(time.Since(h.sent), 0).Seconds())
+		}
+	}
+}
+
+// expireHeld releases the first held envelope if it is still the one that
+// was first when the timer was set.
+func (cl *clusterSpace) expireHeld(gen uint64) {
+	sp := cl.sp
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if gen != cl.heldGen || cl.ctx.Err() != nil {
+		return
+	}
+	cl.timer = nil
+	sp.srv.opts.Logger.Warn("cluster: an envelope waited too long for its change of state", "space", sp.id, "id", cl.held[0].d.id)
+	cl.releaseLocked(true)
+}

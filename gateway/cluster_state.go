@@ -1,0 +1,247 @@
+package gateway
+
+// A space's runtime grants, controls and aliases in the cluster's State, and
+// the changes other nodes make to them.
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/mew-protocol/mew/gateway/cluster"
+)
+
+// --- runtime grants ---
+
+// grantTTL is how long a grant's key lives: past its expiry (each node
+// expires it itself, on time), so that the key does not outlive it long.
+func grantTTL(g grant, now time.Time) time.Duration {
+	if g.expires.IsZero() {
+		return 0
+	}
+	return max(g.expires.Sub(now), 0) + time.Second
+}
+
+// grantLocked shares a grant made here; mu must be held.
+func (cl *clusterSpace) grantLocked(m *member, g grant) {
+	links := make([]cluster.GrantLink, len(g.links))
+	for i, l := range g.links {
+		links[i] = cluster.GrantLink{Pattern: l.pattern, Grant: l.grantID, Entry: l.entry}
+	}
+	b, err := cluster.Encode(cluster.Grant{ID: g.id, To: m.name, From: g.from, At: g.at, Expires: g.expires, Capabilities: g.caps, Session: g.session, Links: links})
+	if err != nil {
+		cl.sp.srv.opts.Logger.Error("cluster: encode grant", "space", cl.sp.id, "grant", g.id, "err", err)
+		return
+	}
+	cl.putLocked(cluster.GrantKey(m.name, g.id), b, grantTTL(g, cl.sp.srv.now()))
+}
+
+// grantGoneLocked removes a grant that ended here by its own rule (expiry,
+// a broken link): every node settles the same way, and deleting twice is
+// harmless. mu must be held.
+func (cl *clusterSpace) grantGoneLocked(m *member, g grant) {
+	cl.putLocked(cluster.GrantKey(m.name, g.id), nil, 0)
+}
+
+// connectedElsewhereLocked reports whether m is connected on another node;
+// mu must be held.
+func (cl *clusterSpace) connectedElsewhereLocked(m *member) bool {
+	_, ok := cl.remote[m.name]
+	return ok
+}
+
+// grantsChangedLocked shares a revoke made here: grants gone are deleted,
+// grants that lost patterns are written again; mu must be held.
+func (cl *clusterSpace) grantsChangedLocked(m *member, before []grant) {
+	for _, g := range before {
+		i := slices.IndexFunc(m.grants, func(k grant) bool { return k.id == g.id })
+		switch {
+		case i < 0:
+			cl.putLocked(cluster.GrantKey(m.name, g.id), nil, 0)
+		case len(m.grants[i].caps) != len(g.caps):
+			cl.grantLocked(m, m.grants[i])
+		}
+	}
+}
+
+// controlLocked shares m's pause, shutdown and kick state after a change
+// made here (reason: the kick's); mu must be held.
+func (cl *clusterSpace) controlLocked(m *member, reason string) {
+	c := controlOf(m)
+	c.Reason = reason
+	b, err := cluster.Encode(c)
+	if err != nil {
+		cl.sp.srv.opts.Logger.Error("cluster: encode control", "space", cl.sp.id, "participant", m.name, "err", err)
+		return
+	}
+	cl.putLocked(cluster.ControlKey(m.name), b, 0)
+}
+
+// controlChange applies a pause, resume, shutdown or kick made on another
+// node. A kick closes the participant's connection here, if any, and its
+// tokens stop working here too. A shutdown applies to the connection here,
+// if any (reconnecting ends it, as on one node). A pause whose time has
+// passed is no pause: each node ends pauses itself (expirePauses), telling
+// its own participants.
+func (cl *clusterSpace) controlChange(e cluster.Entry) {
+	if e.Op != cluster.OpPut {
+		return
+	}
+	sp := cl.sp
+	c, err := cluster.DecodeControl(e.Value)
+	if err != nil || cluster.ControlKey(c.Participant) != e.Key {
+		sp.srv.opts.Logger.Warn("cluster: bad control record", "space", sp.id, "key", e.Key, "err", err)
+		return
+	}
+	m := sp.members[c.Participant]
+	if m == nil {
+		cl.orphanLocked(c.Participant, e)
+		return
+	}
+	sp.setControlLocked(m, c) // as on the node that made the change
+}
+
+// stateChange applies a change of the space's State made by another node.
+func (cl *clusterSpace) stateChange(e cluster.Entry) {
+	kind := cluster.KeyKind(e.Key)
+	if kind != "grant" && kind != "control" && kind != "invite" && kind != "floor" && kind != "alias" {
+		return // streams have their own watcher
+	}
+	sp := cl.sp
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if cl.ownLocked(e) {
+		return
+	}
+	cl.stateChangeLocked(kind, e)
+}
+
+// stateChangeLocked applies a grant, control or invite change; mu must be
+// held.
+func (cl *clusterSpace) stateChangeLocked(kind string, e cluster.Entry) {
+	sp := cl.sp
+	switch kind {
+	case "control":
+		cl.controlChange(e)
+		cl.releaseLocked(false)
+		return
+	case "invite":
+		cl.inviteChangeLocked(e)
+		return
+	case "floor":
+		cl.floorChangeLocked(e)
+		return
+	case "alias":
+		cl.aliasChangeLocked(e)
+		return
+	}
+	parts := strings.SplitN(e.Key, "/", 3)
+	if len(parts) != 3 {
+		return
+	}
+	m := sp.members[parts[1]]
+	if m == nil {
+		cl.orphanLocked(parts[1], e) // invited, but the invitation is not here yet
+		return
+	}
+	id := parts[2]
+	now := sp.srv.now()
+	var rf *refusal
+	if e.Op == cluster.OpDelete {
+		i := slices.IndexFunc(m.grants, func(g grant) bool { return g.id == id })
+		if i < 0 {
+			return
+		}
+		rf = sp.setGrantsLocked(m, slices.Delete(slices.Clone(m.grants), i, i+1), now)
+	} else {
+		rec, err := cluster.DecodeGrant(e.Value)
+		if err != nil || rec.ID != id || rec.To != m.name {
+			sp.srv.opts.Logger.Warn("cluster: bad grant", "space", sp.id, "key", e.Key, "err", err)
+			return
+		}
+		if !rec.Expires.IsZero() && !now.Before(rec.Expires) {
+			return
+		}
+		caps, set, bad := compactPatterns(rec.Capabilities)
+		if bad != nil {
+			sp.srv.opts.Logger.Warn("cluster: bad grant", "space", sp.id, "key", e.Key, "err", bad.message)
+			return
+		}
+		links, err := sp.checkLinksLocked(rec, set)
+		if err != nil {
+			// Whoever wrote it, it is not a grant this node would have
+			// accepted: refused, never enforced.
+			sp.srv.opts.Logger.Warn("cluster: grant refused", "space", sp.id, "key", e.Key, "err", err)
+			return
+		}
+		g := grant{id: id, from: rec.From, at: rec.At, expires: rec.Expires, session: rec.Session, links: links, caps: caps, set: set}
+		rf = sp.putGrantLocked(m, g, now) // as on the node that made it
+	}
+	if rf != nil {
+		sp.srv.opts.Logger.Warn("cluster: grant does not compile", "space", sp.id, "key", e.Key, "err", rf.message)
+		return
+	}
+	cl.releaseLocked(false)
+}
+
+// --- runtime aliases ---
+
+// aliasLocked shares the binding of runtime id to m, made here by its first
+// use; mu must be held. In the cluster the first binding stored wins
+// (aliasChangeLocked).
+func (cl *clusterSpace) aliasLocked(id string, m *member) {
+	b, err := cluster.Encode(cluster.Alias{ID: id, Participant: m.name})
+	if err != nil {
+		cl.sp.srv.opts.Logger.Error("cluster: encode alias", "space", cl.sp.id, "id", id, "err", err)
+		return
+	}
+	cl.enqueue(clusterOp{key: cluster.AliasKey(id), value: b, create: true})
+}
+
+// aliasChangeLocked applies a runtime id's binding from State: from now on
+// the id names that participant here too (a grant, a pause or a kick naming
+// it, envelopes addressed to it), and no one else may join under it. Two
+// nodes that bound one id to two participants at once both end with the
+// binding stored first; the other participant's connection under that id,
+// if here, is closed. mu must be held.
+func (cl *clusterSpace) aliasChangeLocked(e cluster.Entry) {
+	if e.Op != cluster.OpPut {
+		return // a binding lasts; a cleared key changes nothing until restart
+	}
+	sp := cl.sp
+	a, err := cluster.DecodeAlias(e.Value)
+	if err == nil && cluster.AliasKey(a.ID) != e.Key {
+		err = fmt.Errorf("%w: the key does not name runtime id %q", cluster.ErrInvalid, a.ID)
+	}
+	if err != nil {
+		sp.srv.opts.Logger.Warn("cluster: bad alias", "space", sp.id, "key", e.Key, "err", err)
+		return
+	}
+	m := sp.members[a.Participant]
+	if m == nil {
+		cl.orphanLocked(a.Participant, e) // invited, but the invitation is not here yet
+		return
+	}
+	if _, logical := sp.members[a.ID]; logical {
+		return // a logical name is nobody's alias
+	}
+	cur, bound := sp.aliases[a.ID]
+	switch {
+	case cur == m:
+		return
+	case m.aliases >= maxAliasesPerMember:
+		sp.srv.opts.Logger.Warn("cluster: alias over the limit", "space", sp.id, "id", a.ID, "participant", m.name)
+		return
+	case bound:
+		cur.aliases--
+		if s := sp.sessions[a.ID]; s != nil && s.m == cur {
+			s.kill(websocket.StatusPolicyViolation, fmt.Sprintf("participant id %q was used by another participant on another gateway node first", a.ID))
+			sp.detachLocked(s)
+		}
+	}
+	sp.aliases[a.ID] = m
+	m.aliases++
+}
