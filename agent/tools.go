@@ -10,6 +10,7 @@ import (
 
 	"github.com/mew-protocol/mew/llm"
 	"github.com/mew-protocol/mew/participant"
+	"github.com/mew-protocol/mew/protocol"
 )
 
 // ToolName returns the name under which the agent offers tool of participant
@@ -94,11 +95,15 @@ func (a *Agent) callTool(ctx context.Context, pid, tool, reasoning string, args 
 		"method": "tools/call",
 		"params": map[string]any{"name": tool, "arguments": args},
 	}
-	res, err := a.p.RequestWith(ctx, pid, payload, participant.RequestOptions{Context: reasoning})
+	res, err := a.requestTelling(ctx, pid, tool, reasoning, payload)
 	if err != nil {
 		var rej *participant.RejectedError
+		var ae *participant.ApprovalError
 		switch {
 		case ctx.Err() != nil:
+		case errors.As(err, &ae):
+			return "", fmt.Errorf("the call of %s on %s needed approval under the space's rule %s, and it ended %s: %w",
+				tool, pid, ae.Approval.Rule, strings.ReplaceAll(ae.Approval.State, "_", " "), err)
 		case errors.As(err, &rej):
 			// Who said no, why and in their words, for the model to pass on
 			// (the offline model reads this wording: llm rejectionText).
@@ -119,6 +124,69 @@ func (a *Agent) callTool(ctx context.Context, pid, tool, reasoning string, args 
 		return "", err
 	}
 	return textForModel(res), nil
+}
+
+// requestTelling is RequestWith, telling the space (a reasoning/thought in
+// the call's reasoning) how the call's proposal stands under the space's
+// approval policy while it waits: "waiting for 2 of 3 approvers" rather
+// than silence. The request runs on a goroutine of its own, which ends
+// when it returns; this one says what the gateway announces meanwhile.
+func (a *Agent) requestTelling(ctx context.Context, pid, tool, reasoning string, payload any) (json.RawMessage, error) {
+	states := make(chan protocol.Approval, 8)
+	type answer struct {
+		res json.RawMessage
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := a.p.RequestWith(ctx, pid, payload, participant.RequestOptions{
+			Context: reasoning,
+			// On the client's dispatch goroutine: never wait there.
+			OnApproval: func(ap protocol.Approval) {
+				select {
+				case states <- ap:
+				default:
+				}
+			},
+		})
+		done <- answer{res, err}
+	}()
+	for {
+		select {
+		case ap := <-states:
+			a.approvalThought(ctx, reasoning, tool, pid, ap)
+		case ans := <-done:
+			return ans.res, ans.err
+		}
+	}
+}
+
+// approvalThought says, in reasoning, how a proposal of the agent stands:
+// who must approve it and how many more, or that it was approved.
+func (a *Agent) approvalThought(ctx context.Context, reasoning, tool, pid string, ap protocol.Approval) {
+	if reasoning == "" {
+		return
+	}
+	var msg string
+	switch ap.State {
+	case protocol.ApprovalAwaiting, protocol.ApprovalEscalated:
+		msg = fmt.Sprintf("Waiting for %d of %d approvers (%s) to approve calling %s on %s, under the space's rule %s.",
+			ap.Remaining, len(ap.Approvers), strings.Join(ap.Approvers, ", "), tool, pid, ap.Rule)
+		if ap.State == protocol.ApprovalEscalated {
+			msg = "Escalated. " + msg
+		}
+		if ap.Reason != "" {
+			msg += " The rule says: " + ap.Reason + "."
+		}
+	case protocol.ApprovalApproved:
+		msg = fmt.Sprintf("Approved by %s; waiting for someone to carry out %s on %s.", strings.Join(ap.ApprovedBy, ", "), tool, pid)
+	default:
+		return // the call ends, and says how
+	}
+	env := &protocol.Envelope{Context: reasoning}
+	if err := a.send(ctx, env, protocol.KindReasoningThought, protocol.Reasoning{Message: msg, Action: "await_approval"}); err != nil {
+		a.log.Warn("agent: reasoning/thought not sent", "err", err)
+	}
 }
 
 // textForModel turns a tools/call result into text for the model: the text

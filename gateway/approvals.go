@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/mew-protocol/mew/capability"
@@ -57,7 +58,7 @@ type approval struct {
 	rule      *approvalRule
 	proposer  string // runtime id
 	proposerM *member
-	payload   []byte   // the proposal's payload, compact
+	call      []byte   // the proposal's method and params, compact (callOf)
 	to        []string // the proposal's to
 	step      *space.ApprovalStep
 	escalated bool
@@ -124,8 +125,8 @@ func (sp *liveSpace) proposed(o origin, env *protocol.Envelope, now time.Time) (
 	if rule == nil {
 		return relayed, nil
 	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, env.Payload); err != nil {
+	call, err := callOf(env.Payload)
+	if err != nil {
 		return outcome{}, refuse(ErrorInvalidEnvelope, "mcp/proposal: "+err.Error())
 	}
 	sp.mu.Lock()
@@ -137,7 +138,7 @@ func (sp *liveSpace) proposed(o origin, env *protocol.Envelope, now time.Time) (
 		return outcome{}, refuse(ErrorLimitExceeded, fmt.Sprintf("%d proposals of this space await approval already", maxApprovals))
 	}
 	a := &approval{
-		id: env.ID, rule: rule, proposer: o.id, proposerM: o.m, payload: buf.Bytes(), to: slices.Clone(env.To),
+		id: env.ID, rule: rule, proposer: o.id, proposerM: o.m, call: call, to: slices.Clone(env.To),
 		step: &rule.cfg.ApprovalStep, state: protocol.ApprovalAwaiting,
 	}
 	if w := a.step.Within; w > 0 {
@@ -161,6 +162,28 @@ func (t *approvalTable) evictLocked() bool {
 	delete(t.byID, t.order[i].id)
 	t.order = slices.Delete(t.order, i, i+1)
 	return true
+}
+
+// callOf is what an approval binds of a JSON-RPC payload: its method and
+// params, compact. Its id and jsonrpc are not: a fulfiller numbers its own
+// request.
+func callOf(payload json.RawMessage) ([]byte, error) {
+	var p struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(payload, &p); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	buf.WriteString(strconv.Quote(p.Method))
+	if len(p.Params) > 0 {
+		buf.WriteByte(' ')
+		if err := json.Compact(&buf, p.Params); err != nil {
+			return nil, err
+		}
+	}
+	return buf.Bytes(), nil
 }
 
 // governed returns the governed proposal env names in correlation_id, if
@@ -250,9 +273,8 @@ func (sp *liveSpace) fulfilment(_ origin, env *protocol.Envelope, _ time.Time) (
 			}
 			return outcome{}, refuse(ErrorApprovalRequired, msg+")")
 		}
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, env.Payload); err != nil || !bytes.Equal(buf.Bytes(), a.payload) || !slices.Equal(env.To, a.to) {
-			return outcome{}, refuse(ErrorApprovalMismatch, "the request differs from proposal "+a.id+" as approved (its payload and to must be the same)")
+		if call, err := callOf(env.Payload); err != nil || !bytes.Equal(call, a.call) || !slices.Equal(env.To, a.to) {
+			return outcome{}, refuse(ErrorApprovalMismatch, "the request differs from proposal "+a.id+" as approved (its method, params and to must be the same)")
 		}
 		a.state = protocol.ApprovalFulfilled
 		a.by = env.From

@@ -56,7 +56,7 @@ func (p *Participant) fulfil(ctx context.Context, pr *Proposal, payload json.Raw
 		return nil, err
 	}
 	sent := false
-	res, err := p.roundTrip(ctx, protocol.KindMCPRequest, to, []string{pr.ID()}, "", body, func() { sent = true })
+	res, err := p.roundTrip(ctx, protocol.KindMCPRequest, to, []string{pr.ID()}, RequestOptions{}, body, func() { sent = true })
 	var refused *GatewayError
 	if !sent || errors.As(err, &refused) {
 		pr.unclaim(serial)

@@ -258,6 +258,9 @@ type requestTable struct {
 	nextHandler      int
 	proposalHandlers []handler[*Proposal]
 	requestHandlers  []handler[*Request]
+	approvalHandlers []handler[protocol.Approval]
+
+	approvals approvalBook // the last state of each governed proposal seen (approvals.go)
 }
 
 // handler is a function registered by OnProposal or OnRequest, numbered
@@ -291,6 +294,7 @@ type pendingCall struct {
 	done        chan callOutcome // buffered; receives exactly one outcome
 	fulfilments []string         // ids in requestTable.fulfilments
 	left        map[string]bool  // targets that have left the space
+	onApproval  func(protocol.Approval)
 }
 
 type callOutcome struct {
@@ -316,6 +320,7 @@ func (p *Participant) wireRequests() {
 	p.c.OnKind(protocol.KindMCPWithdraw, p.onMCPWithdraw)
 	p.c.OnKind(protocol.KindSystemError, p.onSystemError)
 	p.c.OnKind(protocol.KindSystemPresence, p.onTargetLeave)
+	p.c.OnKind(protocol.KindSystemApproval, p.onSystemApproval)
 }
 
 // add registers a call before its envelope is sent.
@@ -390,7 +395,7 @@ func (t *requestTable) dropLocked(c *pendingCall) {
 // capabilities allow it. Request blocks its caller only; it must not be
 // called from a handler.
 func (p *Participant) Request(ctx context.Context, target string, payload any) (json.RawMessage, error) {
-	return p.request(ctx, target, payload, true, "")
+	return p.request(ctx, target, payload, true, RequestOptions{})
 }
 
 // RequestOptions are the optional settings of RequestWith.
@@ -399,11 +404,17 @@ type RequestOptions struct {
 	// 3.5.6): the id of the reasoning/start whose step the call is, so that
 	// the space and the audit log tie the call to that reasoning exactly.
 	Context string
+	// OnApproval, when set, is called with each state the gateway announces
+	// of the call's proposal under the space's approval policy
+	// (system/approval, docs/approvals.md): who must approve, how many
+	// more, and how it ended. It runs on the client's dispatch goroutine
+	// and must not block.
+	OnApproval func(protocol.Approval)
 }
 
 // RequestWith is Request with options.
 func (p *Participant) RequestWith(ctx context.Context, target string, payload any, opts RequestOptions) (json.RawMessage, error) {
-	return p.request(ctx, target, payload, true, opts.Context)
+	return p.request(ctx, target, payload, true, opts)
 }
 
 // RequestDirect is Request that never proposes: when the participant may
@@ -411,10 +422,10 @@ func (p *Participant) RequestWith(ctx context.Context, target string, payload an
 // ErrNotAllowed and sends nothing. It is for callers that must not ask
 // anyone's approval, such as a tools agent answering an MCP host.
 func (p *Participant) RequestDirect(ctx context.Context, target string, payload any) (json.RawMessage, error) {
-	return p.request(ctx, target, payload, false, "")
+	return p.request(ctx, target, payload, false, RequestOptions{})
 }
 
-func (p *Participant) request(ctx context.Context, target string, payload any, propose bool, envCtx string) (json.RawMessage, error) {
+func (p *Participant) request(ctx context.Context, target string, payload any, propose bool, opts RequestOptions) (json.RawMessage, error) {
 	if target == "" {
 		return nil, errors.New("participant: request: target is required")
 	}
@@ -424,9 +435,9 @@ func (p *Participant) request(ctx context.Context, target string, payload any, p
 	}
 	switch {
 	case p.CanSendTo(protocol.KindMCPRequest, []string{target}, body):
-		return p.roundTrip(ctx, protocol.KindMCPRequest, []string{target}, nil, envCtx, body, nil)
+		return p.roundTrip(ctx, protocol.KindMCPRequest, []string{target}, nil, opts, body, nil)
 	case propose && p.CanSendTo(protocol.KindMCPProposal, []string{target}, body):
-		return p.roundTrip(ctx, protocol.KindMCPProposal, []string{target}, nil, envCtx, body, nil)
+		return p.roundTrip(ctx, protocol.KindMCPProposal, []string{target}, nil, opts, body, nil)
 	}
 	return nil, fmt.Errorf("participant: %s to %s: %w", method, target, ErrNotAllowed)
 }
@@ -493,7 +504,7 @@ func (p *Participant) Proposal(id string) (*Proposal, bool) {
 // roundTrip sends one request or proposal and waits for its outcome.
 // sent, when not nil, is called once the envelope is queued for the
 // gateway.
-func (p *Participant) roundTrip(ctx context.Context, kind string, to, correlation []string, envCtx string, body []byte, sent func()) (json.RawMessage, error) {
+func (p *Participant) roundTrip(ctx context.Context, kind string, to, correlation []string, opts RequestOptions, body []byte, sent func()) (json.RawMessage, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		wait := p.opts.RequestTimeout
 		if kind == protocol.KindMCPProposal {
@@ -511,14 +522,15 @@ func (p *Participant) roundTrip(ctx context.Context, kind string, to, correlatio
 		Kind:          kind,
 		To:            to,
 		CorrelationID: correlation,
-		Context:       envCtx,
+		Context:       opts.Context,
 		Payload:       body,
 	}
 	c := &pendingCall{
-		id:       env.ID,
-		proposal: kind == protocol.KindMCPProposal,
-		targets:  to,
-		done:     make(chan callOutcome, 1),
+		id:         env.ID,
+		proposal:   kind == protocol.KindMCPProposal,
+		targets:    to,
+		done:       make(chan callOutcome, 1),
+		onApproval: opts.OnApproval,
 	}
 	t := &p.pending
 	if err := t.add(c); err != nil {
