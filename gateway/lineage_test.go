@@ -73,14 +73,17 @@ func lineageScene(t *testing.T, g *testutil.Gateway) {
 	lazy, _ := testutil.Join(t, g.WSURL, "lazy-token")
 	lazy.SendText(`{"id":"l1","kind":"chat","correlation_id":["f1"],"payload":{"text":"what was f1?"}}`)
 	bob.ExpectFunc("chat", func(m testutil.Msg) bool { return m.ID() == "l1" })
-	// The audit writer flushes within moments: wait for l1's lineage.
+	// The audit writer flushes within moments: wait for l1's lineage as
+	// bob reads it, which needs l1's deliveries recorded, not only its
+	// receipt (alice, who may grant, reads it as soon as l1 is there; bob's
+	// view of a lineage reaching l1 depends on its recipients).
 	for deadline := time.Now().Add(5 * time.Second); ; {
-		code, _ := get(t, g, "/participants/alice/lineage/l1", "alice-token")
+		code, _ := get(t, g, "/participants/bob/lineage/l1", "bob-token")
 		if code == http.StatusOK {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("alice's lineage of l1: %d", code)
+			t.Fatalf("bob's lineage of l1: %d", code)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
