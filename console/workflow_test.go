@@ -111,6 +111,10 @@ func TestSpaceWork(t *testing.T) {
 	edited := callAsync(t, helper, "files", write)
 	p.wait("the dialog", `!!document.querySelector("#queue .proposal .edit")`)
 	p.click("#queue .proposal .edit")
+	// The file the write would replace is read for the dialog's diff, which
+	// may arrive while the person edits: it must not take the form away.
+	p.wait("the diff", `!!document.querySelector("#queue .proposal .diff, #queue .proposal .diff-note")`)
+	p.wait("the edit form, still there", `!!document.querySelector("#queue .edit-args")`)
 	p.do("edit the arguments", chromedp.SetValue(chromedp.CSS("#queue .edit-args"), `{"path": "notes.txt", "content": "buy oat milk\n"}`))
 	p.click("#queue .edit-go")
 	p.answered(edited, "the edited call")

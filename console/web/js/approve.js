@@ -89,7 +89,9 @@ export class Approvals {
     const text = (r?.content || []).filter((c) => c?.type === "text").map((c) => c.text).join("");
     const after = p.env.payload.params.arguments.content;
     p.diff = r?.isError || env.payload?.error ? { note: "a new file (nothing to compare with)" } : lineDiff(text, after);
-    if (this.queue[0] === p.env.id) this.draw();
+    // Only the diff changes: a redraw of the whole dialog would throw away
+    // a form the person is filling in (an edit, a grant, a reason).
+    if (p.diffBox) add(clear(p.diffBox), [diffView(p.diff)]);
   }
 
   // observe follows decisions made anywhere: mine, someone else's, the
@@ -173,10 +175,11 @@ export class Approvals {
     const env = p.env;
     const pl = env.payload || {};
     const body = h("div", { class: "choice" });
+    p.diffBox = h("div", { class: "diff-box" }, diffView(p.diff));
     const card = h("div", { class: "proposal", "data-id": env.id },
       h("div", null, h("strong", null, "#" + p.n + " " + short(env.from, 60)), " → ", short((env.to || []).join(", "), 60), ": ",
         short(pl.method === "tools/call" ? pl.params?.name : pl.method, 80)),
-      preview(pl), diffView(p.diff), body);
+      preview(pl), p.diffBox, body);
     const buttons = () => {
       clear(body);
       add(body, [
