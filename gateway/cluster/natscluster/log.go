@@ -47,11 +47,13 @@ func (n *Node) createLog(ctx context.Context, o Options) error {
 	if keep <= 0 {
 		keep = DefaultLogRetention
 	}
-	_, err := n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: logStream(o.Cluster), Description: "mew: the ordered logs of spaces",
-		Subjects: []string{logSubjects(o.Cluster)}, MaxMsgsPerSubject: int64(keep),
-		MaxMsgSize: MinMaxPayload, Discard: jetstream.DiscardOld,
-		Storage: jetstream.FileStorage, Replicas: o.Replicas,
+	_, err := createAnswered(ctx, func(ctx context.Context) (jetstream.Stream, error) {
+		return n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name: logStream(o.Cluster), Description: "mew: the ordered logs of spaces",
+			Subjects: []string{logSubjects(o.Cluster)}, MaxMsgsPerSubject: int64(keep),
+			MaxMsgSize: MinMaxPayload, Discard: jetstream.DiscardOld,
+			Storage: jetstream.FileStorage, Replicas: o.Replicas,
+		})
 	})
 	if err != nil {
 		return err
@@ -63,11 +65,13 @@ func (n *Node) createLog(ctx context.Context, o Options) error {
 	if hbytes <= 0 {
 		hbytes = DefaultHistoryBytes
 	}
-	_, err = n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: historyStream(o.Cluster), Description: "mew: the polling history of spaces",
-		Subjects: []string{historyPrefix(o.Cluster) + ">"}, MaxMsgsPerSubject: int64(hkeep), MaxBytes: hbytes,
-		MaxMsgSize: MinMaxPayload, Discard: jetstream.DiscardOld,
-		Storage: jetstream.FileStorage, Replicas: o.Replicas,
+	_, err = createAnswered(ctx, func(ctx context.Context) (jetstream.Stream, error) {
+		return n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name: historyStream(o.Cluster), Description: "mew: the polling history of spaces",
+			Subjects: []string{historyPrefix(o.Cluster) + ">"}, MaxMsgsPerSubject: int64(hkeep), MaxBytes: hbytes,
+			MaxMsgSize: MinMaxPayload, Discard: jetstream.DiscardOld,
+			Storage: jetstream.FileStorage, Replicas: o.Replicas,
+		})
 	})
 	return err
 }

@@ -35,6 +35,12 @@ type Options struct {
 	// URL is the NATS server (or comma-separated servers) to connect to,
 	// when Conn is nil.
 	URL string
+	// InOrder makes the connection try URL's servers in the order given,
+	// first to last, when it connects and reconnects, rather than in a
+	// random order (which spreads nodes over the servers): a node that
+	// embeds a server lists its own first, so that it leans on no other
+	// process while its own runs.
+	InOrder bool
 	// Auth is how the node proves itself to the server at URL and checks
 	// it (credentials, TLS); New checks it before connecting. It cannot go
 	// with Conn, nor with credentials in URL.
@@ -147,21 +153,25 @@ func (n *Node) onReconnect(*nats.Conn) {
 // node's options (every node of a cluster must use the same ones).
 func (n *Node) ensure(ctx context.Context) (state, pres jetstream.KeyValue, err error) {
 	o := n.o
-	state, err = n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: stateBucket(o.Cluster), Description: "mew: the shared state of spaces",
-		History: 1, MaxValueSize: cluster.MaxValueLen, Replicas: o.Replicas,
-		Storage: jetstream.FileStorage, LimitMarkerTTL: markerTTL,
+	state, err = createAnswered(ctx, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: stateBucket(o.Cluster), Description: "mew: the shared state of spaces",
+			History: 1, MaxValueSize: cluster.MaxValueLen, Replicas: o.Replicas,
+			Storage: jetstream.FileStorage, LimitMarkerTTL: markerTTL,
+		})
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("natscluster: state bucket: %w", n.unavailable(err))
 	}
-	pres, err = n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: presenceBucket(o.Cluster), Description: "mew: who is connected where",
-		History: 1, MaxValueSize: cluster.MaxValueLen, Replicas: o.Replicas, TTL: n.ttl,
-		// File storage, though presence is short-lived: a bucket in memory
-		// would vanish with a restart of a single server, and every node's
-		// refreshes and watches with it.
-		Storage: jetstream.FileStorage, LimitMarkerTTL: markerTTL,
+	pres, err = createAnswered(ctx, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: presenceBucket(o.Cluster), Description: "mew: who is connected where",
+			History: 1, MaxValueSize: cluster.MaxValueLen, Replicas: o.Replicas, TTL: n.ttl,
+			// File storage, though presence is short-lived: a bucket in
+			// memory would vanish with a restart of a single server, and
+			// every node's refreshes and watches with it.
+			Storage: jetstream.FileStorage, LimitMarkerTTL: markerTTL,
+		})
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("natscluster: presence bucket: %w", n.unavailable(err))
@@ -170,6 +180,27 @@ func (n *Node) ensure(ctx context.Context) (state, pres jetstream.KeyValue, err 
 		return nil, nil, fmt.Errorf("natscluster: log streams: %w", n.unavailable(err))
 	}
 	return state, pres, nil
+}
+
+// createAttempt bounds one attempt of createAnswered.
+const createAttempt = time.Second
+
+// createAnswered runs create (a CreateOrUpdate of one bucket or stream) and
+// asks again, while ctx lasts, when an attempt gets no answer within
+// createAttempt. On a NATS cluster, creates of one replicated stream made
+// at once through different servers (nodes started together) may all go
+// unanswered though the stream is made (nats-server 2.15: measured, three
+// at once waited 20 s with no answer, one alone took 60 ms); the next
+// attempt finds it and updates it, which is answered.
+func createAnswered[T any](ctx context.Context, create func(context.Context) (T, error)) (T, error) {
+	for {
+		actx, cancel := context.WithTimeout(ctx, createAttempt)
+		v, err := create(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return v, err
+		}
+	}
 }
 
 type joinKey struct{ space, participant string }
@@ -226,6 +257,9 @@ func New(ctx context.Context, o Options) (*Node, error) {
 		if len(o.Auth.identities()) > 0 && URLHasCredentials(o.URL) {
 			n.stop()
 			return nil, fmt.Errorf("natscluster: %s carries credentials and Auth gives others: give one: %w", Redact(o.URL), cluster.ErrInvalid)
+		}
+		if o.InOrder {
+			auth = append(auth, nats.DontRandomize())
 		}
 		nc, err := nats.Connect(o.URL, append(auth,
 			nats.Name("mew-gateway "+o.NodeID), nats.NoEcho(),
