@@ -103,7 +103,7 @@ func (v logView) Append(ctx context.Context, space string, data []byte) (uint64,
 		return 0, err
 	}
 	msg := &nats.Msg{Subject: v.subject(space), Data: data, Header: nats.Header{headerNode: []string{n.id}}}
-	ack, err := n.js.PublishMsg(ctx, msg)
+	ack, err := writeAgain(ctx, n, func() (*jetstream.PubAck, error) { return n.js.PublishMsg(ctx, msg) })
 	if err != nil {
 		return 0, fmt.Errorf("natscluster: append to %s: %w", space, n.unavailable(err))
 	}

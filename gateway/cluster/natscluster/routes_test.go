@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mew-protocol/mew/gateway/cluster"
 	"github.com/mew-protocol/mew/gateway/cluster/clustertest"
@@ -185,4 +187,44 @@ func TestNodesStartTogether(t *testing.T) {
 		}
 	}
 	t.Logf("three nodes started together on a new cluster: up after %v", took)
+}
+
+// TestWriteAgain: writeAgain sends a write again while no server takes it (a replicated
+// stream electing a leader after its leader's server died), and never a write that failed
+// otherwise (a timeout may have been stored), nor once the context ends or the node's
+// connection is down.
+func TestWriteAgain(t *testing.T) {
+	n := &Node{ownConn: true}
+	ctx := context.Background()
+	calls := 0
+	got, err := writeAgain(ctx, n, func() (uint64, error) {
+		calls++
+		switch calls {
+		case 1:
+			return 0, jetstream.ErrNoStreamResponse
+		case 2:
+			return 0, fmt.Errorf("put: %w", nats.ErrNoResponders)
+		}
+		return 9, nil
+	})
+	if got != 9 || err != nil || calls != 3 {
+		t.Fatalf("after two unanswered writes: %d, %v in %d calls", got, err, calls)
+	}
+	for _, other := range []error{context.DeadlineExceeded, nats.ErrTimeout, errors.New("wrong last sequence")} {
+		calls = 0
+		if _, err := writeAgain(ctx, n, func() (uint64, error) { calls++; return 0, other }); !errors.Is(err, other) || calls != 1 {
+			t.Errorf("%v: %v in %d calls, want it at once", other, err, calls)
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := writeAgain(cctx, n, func() (uint64, error) { return 0, nats.ErrNoResponders }); !noResponders(err) || time.Since(start) > time.Second {
+		t.Errorf("a context ending: %v after %v", err, time.Since(start))
+	}
+	n.down.Store(true)
+	calls = 0
+	if _, err := writeAgain(ctx, n, func() (uint64, error) { calls++; return 0, nats.ErrNoResponders }); !noResponders(err) || calls != 1 {
+		t.Errorf("the connection down: %v in %d calls, want it at once", err, calls)
+	}
 }

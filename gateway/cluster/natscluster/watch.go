@@ -24,9 +24,12 @@ type watcher struct {
 	// reconn is the node's reconnection signal as it was before the KV
 	// watch began, so that a reconnection from then on restarts it.
 	reconn <-chan struct{}
-	stop   chan struct{}
-	once   sync.Once
-	done   chan struct{}
+	// moved is the node's signal of a bucket's new leader, as it was
+	// before the KV watch began.
+	moved <-chan struct{}
+	stop  chan struct{}
+	once  sync.Once
+	done  chan struct{}
 }
 
 func (n *Node) watch(ctx context.Context, kv jetstream.KeyValue, space string) (cluster.Watcher, error) {
@@ -38,6 +41,7 @@ func (n *Node) watch(ctx context.Context, kv jetstream.KeyValue, space string) (
 	}
 	prefix := escape(space) + "."
 	reconn := n.reconnected() // before the KV watch: see watcher.reconn
+	moved := n.leaderMoved()
 	// The KV watch lives until the pump ends it (drainOld), not until ctx;
 	// nats.go waits on its context in a goroutine of its own, which this
 	// cancel ends.
@@ -48,7 +52,7 @@ func (n *Node) watch(ctx context.Context, kv jetstream.KeyValue, space string) (
 		return nil, n.unavailable(err)
 	}
 	w := &watcher{n: n, kv: kv, kw: kw, kcancel: kcancel, prefix: prefix, out: make(chan cluster.Entry, 64),
-		reconn: reconn, stop: make(chan struct{}), done: make(chan struct{})}
+		reconn: reconn, moved: moved, stop: make(chan struct{}), done: make(chan struct{})}
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
@@ -100,7 +104,7 @@ func (w *watcher) pump(ctx context.Context) {
 	known := make(map[string]seen) // keys present, as handed on
 	var resync map[string]bool     // during a re-synchronization: keys in the new snapshot
 	var epoch uint64               // the node's epoch the re-synchronization reads
-	reconn := w.reconn
+	reconn, moved := w.reconn, w.moved
 	synced := false
 	send := func(e cluster.Entry) bool {
 		select {
@@ -125,6 +129,18 @@ func (w *watcher) pump(ctx context.Context) {
 			// heartbeats, watch again and compare. A reconnection from
 			// now on starts this again.
 			reconn = w.n.reconnected()
+			epoch = w.n.epoch.Load()
+			if !w.restart(ctx) {
+				return
+			}
+			resync = make(map[string]bool)
+			continue
+		case <-moved:
+			// The bucket's stream has a new leader: its old server may
+			// have taken the watch's consumer with it. Watch again and
+			// compare, as after a reconnection; the node's epoch as it is
+			// now, since the new watch reads all of it.
+			moved = w.n.leaderMoved()
 			epoch = w.n.epoch.Load()
 			if !w.restart(ctx) {
 				return
