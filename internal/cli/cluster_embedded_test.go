@@ -1,0 +1,285 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// distinctPorts returns n distinct ports that were free a moment ago.
+func distinctPorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	for len(ports) < n {
+		if p := freeTCPPort(t); !slices.Contains(ports, p) {
+			ports = append(ports, p)
+		}
+	}
+	return ports
+}
+
+// embeddedClusterArgs returns the flags of node i (from 0) of n nodes that each embed a NATS
+// server of one cluster: its client port and the others' URLs, its cluster port and the
+// others', as `mew space up --nodes n` gives them.
+func embeddedClusterArgs(i int, client, route []int) []string {
+	nats := "embedded:" + strconv.Itoa(client[i])
+	var routes []string
+	for j := range client {
+		if j != i {
+			nats += ",nats://127.0.0.1:" + strconv.Itoa(client[j])
+			routes = append(routes, "127.0.0.1:"+strconv.Itoa(route[j]))
+		}
+	}
+	return []string{"--nats", nats, "--nats-route-port", strconv.Itoa(route[i]), "--nats-routes", strings.Join(routes, ",")}
+}
+
+// heardFrom waits up to wait for m to receive env (by id), and says whether it did.
+func heardFrom(m *member, env *protocol.Envelope, wait time.Duration) bool {
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		if m.find(withEnvID(env.ID)) != nil {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+// refused reports whether m was told its envelope env was refused, and why.
+func refused(m *member, env *protocol.Envelope) (string, bool) {
+	e := m.find(func(e *protocol.Envelope) bool {
+		return e.Kind == protocol.KindSystemError && slices.Contains(e.CorrelationID, env.ID)
+	})
+	if e == nil {
+		return "", false
+	}
+	return string(e.Payload), true
+}
+
+// TestClusterEmbeddedNATSNodeKilled runs three `mew gateway start` nodes that each embed a NATS
+// server of one NATS cluster (JetStream replicas 3), started together, and kills the first with
+// SIGKILL — its NATS server with it. The two others keep exchanging envelopes across nodes
+// without a refusal; a participant of the dead node reconnects to a surviving node, still holds
+// the grant it had before the kill, and is heard; a grant made after the kill (a JetStream write
+// with two of three servers left) reaches a participant on the other surviving node. What was
+// granted before the kill is honoured after it. The logs of the nodes hold neither secret.
+func TestClusterEmbeddedNATSNodeKilled(t *testing.T) {
+	cfgPath := writeSpace(t, failoverSpace)
+	dir := filepath.Dir(cfgPath)
+	ports := distinctPorts(t, 6)
+	clientPorts, routePorts := ports[:3], ports[3:]
+	var nodes []*nodeProc
+	var found []<-chan string
+	for i := range 3 {
+		n, f := spawnNode(t, cfgPath, "n"+strconv.Itoa(i+1), embeddedClusterArgs(i, clientPorts, routePorts)...)
+		nodes, found = append(nodes, n), append(found, f)
+	}
+	for i, n := range nodes {
+		n.await(t, found[i], 90*time.Second)
+	}
+	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
+	t.Cleanup(func() { // what the nodes and their NATS servers said, when it failed
+		if t.Failed() {
+			for _, n := range nodes {
+				t.Logf("node %s:\n%s", n.id, n.log.String())
+			}
+		}
+	})
+	for _, n := range nodes {
+		if !strings.Contains(n.log.String(), `replicas=3`) {
+			t.Fatalf("node %s did not join with replicas 3:\n%s", n.id, n.log.String())
+		}
+	}
+
+	// The worst case: every stream's leader on the node to be killed, so that each must be
+	// elected again among the two others before it takes a write.
+	leadFrom(t, clientPorts[0], filepath.Join(dir, "nats-auth", "nodes.nk"), "n1")
+
+	admin := joinNodes(t, "admin-token", n3.url)
+	alice := joinNodes(t, "alice-token", n1.url, n2.url)
+	carol := joinNodes(t, "carol-token", n2.url)
+	bob := joinNodes(t, "bob-token", n3.url)
+	waitUntil(t, "everyone to see everyone", func() bool {
+		return admin.sees("alice", "carol", "bob") && carol.sees("admin", "alice", "bob") && bob.sees("admin", "alice", "carol")
+	})
+
+	// A grant made on node 1 before the kill: alice, on node 1, may propose.
+	sendEnv(t, admin, protocol.KindCapabilityGrant, protocol.Grant{
+		Recipient: "alice", Capabilities: []json.RawMessage{json.RawMessage(`{"kind":"mcp/proposal"}`)},
+	})
+	waitUntil(t, "alice's welcome with the grant", func() bool { return hasKind(alice.lastWelcome(), "mcp/proposal") })
+	proposal := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": "x"}}
+	p1 := sendEnv(t, alice, protocol.KindMCPProposal, proposal)
+	waitUntil(t, "bob (node 3) to see alice's proposal", func() bool { return bob.find(withEnvID(p1.ID)) != nil })
+	// Node 2 knows the grant from the cluster's state: carol's node applied it.
+	c0 := sendEnv(t, carol, protocol.KindChat, protocol.Chat{Text: "before"})
+	waitUntil(t, "bob to hear carol before the kill", func() bool { return bob.find(withEnvID(c0.ID)) != nil })
+
+	aliceWelcomes := alice.welcomeCount()
+	killed := time.Now()
+	n1.kill(t)
+
+	// At once, admin (node 3) grants carol (node 2) a proposal: the grant reaches node 2
+	// through the state bucket, whose leader died, so it is written once JetStream has
+	// elected another.
+	sendEnv(t, admin, protocol.KindCapabilityGrant, protocol.Grant{
+		Recipient: "carol", Capabilities: []json.RawMessage{json.RawMessage(`{"kind":"mcp/proposal"}`)},
+	})
+
+	// Carol (node 2) and bob (node 3) talk on: every chat of theirs is heard on the other node,
+	// none refused. Twenty rounds over about four seconds, the first at once.
+	var worst time.Duration
+	for round := range 20 {
+		from, to := carol, bob
+		if round%2 == 1 {
+			from, to = bob, carol
+		}
+		sent := time.Now()
+		env := sendEnv(t, from, protocol.KindChat, protocol.Chat{Text: fmt.Sprintf("round %d", round)})
+		if !heardFrom(to, env, 10*time.Second) {
+			why, _ := refused(from, env)
+			t.Fatalf("round %d (%.1fs after the kill): not heard on the other node; refusal: %q\nnode 2:\n%s\nnode 3:\n%s",
+				round, time.Since(killed).Seconds(), why, n2.log.String(), n3.log.String())
+		}
+		worst = max(worst, time.Since(sent))
+		if why, ok := refused(from, env); ok {
+			t.Errorf("round %d: refused: %s", round, why)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("after the kill: 20 chats between nodes 2 and 3, none refused, slowest heard in %v", worst.Round(time.Millisecond))
+
+	// Alice moves to node 2 and is welcomed with her grant: it is in the replicated state.
+	waitUntilFor(t, 30*time.Second, "alice's welcome on node 2", func() bool {
+		return alice.welcomeCount() > aliceWelcomes && alice.c.State() == client.Ready
+	})
+	if !strings.HasPrefix(alice.c.URL(), n2.url) {
+		t.Errorf("alice reconnected to %s, want node 2 (%s)", alice.c.URL(), n2.url)
+	}
+	if w := alice.lastWelcome(); !hasKind(w, "mcp/proposal") {
+		t.Errorf("alice's welcome on node 2 lacks her grant: %s", w.You.Capabilities)
+	}
+	p2 := sendEnv(t, alice, protocol.KindMCPProposal, proposal)
+	if !heardFrom(bob, p2, 10*time.Second) {
+		t.Fatal("bob (node 3) never saw alice's proposal from node 2")
+	}
+	if why, ok := refused(alice, p2); ok {
+		t.Errorf("node 2 refused alice's granted proposal: %s", why)
+	}
+	c1 := sendEnv(t, alice, protocol.KindChat, protocol.Chat{Text: "back, on node 2"})
+	if !heardFrom(carol, c1, 10*time.Second) || !heardFrom(bob, c1, 10*time.Second) {
+		t.Fatal("alice's chat from node 2 did not reach carol and bob")
+	}
+
+	waitUntilFor(t, 30*time.Second, "carol's welcome with the grant made after the kill", func() bool {
+		return hasKind(carol.lastWelcome(), "mcp/proposal")
+	})
+	// JetStream elects the state's leader again within its election timeout (4 to 9 s); a watch
+	// that waited for nats.go to notice its consumer gone would take 19 s.
+	if got, ok := carol.lastWelcomeAt(); !ok || got.Sub(killed) > 14*time.Second {
+		t.Errorf("the grant sent on node 3 right after the kill reached carol on node 2 %v after the kill, want within 14s", got.Sub(killed))
+	} else {
+		t.Logf("the grant sent on node 3 right after the kill reached carol on node 2 %v after the kill", got.Sub(killed).Round(time.Millisecond))
+	}
+	p3 := sendEnv(t, carol, protocol.KindMCPProposal, proposal)
+	if !heardFrom(bob, p3, 10*time.Second) {
+		t.Fatal("bob never saw carol's proposal")
+	}
+	if why, ok := refused(carol, p3); ok {
+		t.Errorf("node 2 refused carol's proposal granted after the kill: %s", why)
+	}
+	// The survivors never saw each other leave.
+	for name, m := range map[string]*member{"carol": carol, "bob": bob} {
+		for _, other := range []string{"carol", "bob"} {
+			if at, ok := m.left(other); ok && other != name {
+				t.Errorf("%s saw %s leave %v after the kill", name, other, at.Sub(killed))
+			}
+		}
+	}
+
+	// No secret in the nodes' logs.
+	seed, _ := os.ReadFile(filepath.Join(dir, "nats-auth", "nodes.nk"))
+	secret, _ := os.ReadFile(filepath.Join(dir, "nats-auth", "routes.secret"))
+	if len(strings.TrimSpace(string(seed))) == 0 || len(strings.TrimSpace(string(secret))) == 0 {
+		t.Fatal("the space's NATS seed or route secret is missing")
+	}
+	for _, n := range nodes {
+		if l := n.log.String(); strings.Contains(l, strings.TrimSpace(string(seed))) || strings.Contains(l, strings.TrimSpace(string(secret))) {
+			t.Errorf("node %s logged a secret", n.id)
+		}
+	}
+}
+
+// lastWelcomeAt returns when m's last welcome arrived.
+func (m *member) lastWelcomeAt() (time.Time, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.welcomedAt, !m.welcomedAt.IsZero()
+}
+
+// leadFrom moves the leader of every stream of the cluster "mew" to the NATS server named
+// leader, through the server at port, with the space's seed.
+func leadFrom(t *testing.T, port int, seedFile, leader string) {
+	t.Helper()
+	opt, err := nats.NkeyOptionFromSeed(seedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect("nats://127.0.0.1:"+strconv.Itoa(port), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"KV_mew_mew_state", "KV_mew_mew_presence", "mew_mew_log", "mew_mew_history"} {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			st, err := js.Stream(ctx, name)
+			var info *jetstream.StreamInfo
+			if err == nil {
+				info, err = st.Info(ctx)
+			}
+			if err == nil && info.Cluster != nil && info.Cluster.Leader == leader {
+				cancel()
+				break
+			}
+			if err == nil {
+				_, err = nc.RequestWithContext(ctx, "$JS.API.STREAM.LEADER.STEPDOWN."+name, []byte(`{"placement":{"preferred":"`+leader+`"}}`))
+			}
+			cancel()
+			if time.Now().After(deadline) {
+				t.Fatalf("the leader of %s did not move to %s: %v", name, leader, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
+
+// waitUntilFor is waitUntil with its own deadline.
+func waitUntilFor(t *testing.T, wait time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", wait, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
