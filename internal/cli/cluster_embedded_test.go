@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,7 +18,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/internal/proc"
 	"github.com/mew-protocol/mew/protocol"
+	"github.com/mew-protocol/mew/space"
 )
 
 // distinctPorts returns n distinct ports that were free a moment ago.
@@ -29,21 +33,6 @@ func distinctPorts(t *testing.T, n int) []int {
 		}
 	}
 	return ports
-}
-
-// embeddedClusterArgs returns the flags of node i (from 0) of n nodes that each embed a NATS
-// server of one cluster: its client port and the others' URLs, its cluster port and the
-// others', as `mew space up --nodes n` gives them.
-func embeddedClusterArgs(i int, client, route []int) []string {
-	nats := "embedded:" + strconv.Itoa(client[i])
-	var routes []string
-	for j := range client {
-		if j != i {
-			nats += ",nats://127.0.0.1:" + strconv.Itoa(client[j])
-			routes = append(routes, "127.0.0.1:"+strconv.Itoa(route[j]))
-		}
-	}
-	return []string{"--nats", nats, "--nats-route-port", strconv.Itoa(route[i]), "--nats-routes", strings.Join(routes, ",")}
 }
 
 // heardFrom waits up to wait for m to receive env (by id), and says whether it did.
@@ -84,7 +73,7 @@ func TestClusterEmbeddedNATSNodeKilled(t *testing.T) {
 	var nodes []*nodeProc
 	var found []<-chan string
 	for i := range 3 {
-		n, f := spawnNode(t, cfgPath, "n"+strconv.Itoa(i+1), embeddedClusterArgs(i, clientPorts, routePorts)...)
+		n, f := spawnNode(t, cfgPath, "n"+strconv.Itoa(i+1), embeddedNodeArgs(i, clientPorts, routePorts)...)
 		nodes, found = append(nodes, n), append(found, f)
 	}
 	for i, n := range nodes {
@@ -281,5 +270,117 @@ func waitUntilFor(t *testing.T, wait time.Duration, what string, cond func() boo
 			t.Fatalf("timed out after %v waiting for %s", wait, what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestSpaceUpNodesReplicated: `mew space up --nodes 3` starts three nodes that each embed a NATS
+// server of one NATS cluster, each handed the space's seed and route secret by their paths (never
+// the secrets in argv). A SIGKILL of the first node leaves the two others serving across nodes; a
+// participant of the first moves to the second; the supervisor starts the first again, its server
+// rejoins the cluster, and a participant joining it hears the others.
+func TestSpaceUpNodesReplicated(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte(failoverSpace), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out, err := mew(t, dir, "space", "up", "--detach", "-p", "0", "--nodes", "3")
+	st, rerr := space.ReadRunState(dir)
+	if rerr == nil {
+		defer func() { // whatever happens, leave nothing behind
+			for _, pid := range st.PIDs() {
+				proc.Terminate(pid, true)
+			}
+		}()
+	}
+	if err != nil || rerr != nil || len(st.Nodes) != 3 {
+		t.Fatalf("space up --nodes 3: %v %v\n%s", err, rerr, out)
+	}
+	t.Logf("space up --nodes 3 answered in %v", time.Since(start).Round(10*time.Millisecond))
+	seedPath, secretPath := filepath.Join(dir, "nats-auth", "nodes.nk"), filepath.Join(dir, "nats-auth", "routes.secret")
+	seed, _ := os.ReadFile(seedPath)
+	secret, _ := os.ReadFile(secretPath)
+	if fi, err := os.Stat(secretPath); err != nil || fi.Mode().Perm() != 0o600 || len(strings.TrimSpace(string(secret))) < 32 {
+		t.Fatalf("the route secret file: %v %v", err, fi)
+	}
+	for i, n := range st.Nodes {
+		argv, err := os.ReadFile("/proc/" + strconv.Itoa(n.PID) + "/cmdline")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := string(argv)
+		if !strings.Contains(a, "--nats-route-secret\x00"+secretPath) || !strings.Contains(a, "--nats-nkey\x00"+seedPath) ||
+			!strings.Contains(a, "--nats\x00embedded:") || !strings.Contains(a, "--nats-routes\x00") ||
+			strings.Contains(a, strings.TrimSpace(string(secret))) || strings.Contains(a, strings.TrimSpace(string(seed))) {
+			t.Errorf("node %d's argv: %q", i+1, argv)
+		}
+	}
+	for _, log := range []string{"gateway.log", "gateway-node-2.log", "gateway-node-3.log"} {
+		data, _ := os.ReadFile(filepath.Join(dir, "logs", log))
+		if !strings.Contains(string(data), "replicas=3") {
+			t.Errorf("%s: no join with replicas 3:\n%s", log, data)
+		}
+	}
+	urls := runNodeURLs(st.Nodes)
+	alice := joinNodes(t, "alice-token", urls[0], urls[1])
+	carol := joinNodes(t, "carol-token", urls[1])
+	bob := joinNodes(t, "bob-token", urls[2])
+	waitUntil(t, "everyone to see everyone", func() bool { return alice.sees("carol", "bob") && bob.sees("alice", "carol") })
+
+	welcomes := alice.welcomeCount()
+	killed := time.Now()
+	if err := syscall.Kill(st.Nodes[0].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 10 {
+		from, to := carol, bob
+		if round%2 == 1 {
+			from, to = bob, carol
+		}
+		env := sendEnv(t, from, protocol.KindChat, protocol.Chat{Text: fmt.Sprintf("round %d", round)})
+		if !heardFrom(to, env, 10*time.Second) {
+			t.Fatalf("round %d, %v after the kill: not heard on the other node", round, time.Since(killed))
+		}
+		if why, ok := refused(from, env); ok {
+			t.Errorf("round %d: refused: %s", round, why)
+		}
+	}
+	waitUntilFor(t, 30*time.Second, "alice's welcome on node 2", func() bool {
+		return alice.welcomeCount() > welcomes && alice.c.State() == client.Ready
+	})
+	c1 := sendEnv(t, alice, protocol.KindChat, protocol.Chat{Text: "on node 2"})
+	if !heardFrom(bob, c1, 10*time.Second) {
+		t.Fatal("alice's chat from node 2 never reached bob on node 3")
+	}
+
+	// The supervisor starts node 1 again, on its ports and store: it rejoins the cluster.
+	var back space.RunNode
+	waitUntilFor(t, 60*time.Second, "node 1 started again", func() bool {
+		s, err := space.ReadRunState(dir)
+		if err != nil || len(s.Nodes) != 3 || s.Nodes[0].PID == st.Nodes[0].PID || s.Nodes[0].PID == 0 {
+			return false
+		}
+		back = s.Nodes[0]
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(back.Port) + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	t.Logf("node 1 answered again %v after the kill", time.Since(killed).Round(10*time.Millisecond))
+	dave := joinNodes(t, "dave-token", urls[0])
+	var heard bool
+	for range 20 { // dave's join may reach node 2 a moment after his welcome
+		env := sendEnv(t, carol, protocol.KindChat, protocol.Chat{Text: "to the restarted node"})
+		if heard = heardFrom(dave, env, 500*time.Millisecond); heard {
+			break
+		}
+	}
+	if !heard {
+		t.Fatal("dave, on the restarted node 1, never heard carol on node 2")
+	}
+	if out, err := mew(t, dir, "space", "down"); err != nil {
+		t.Fatalf("down: %v\n%s", err, out)
 	}
 }
