@@ -429,3 +429,49 @@ func TestSpaceUpNodesReplicated(t *testing.T) {
 		t.Fatalf("down: %v\n%s", err, out)
 	}
 }
+
+// TestClusterEmbeddedNATSTwoDeaths: with two of the three nodes killed, JetStream has no
+// majority. The last node still serves its own participants (their envelopes reach each other,
+// none refused); once one dead node is started again on its ports and store, the majority is
+// back and a grant made on one node reaches a participant on the other.
+func TestClusterEmbeddedNATSTwoDeaths(t *testing.T) {
+	cfgPath := writeSpace(t, failoverSpace)
+	ports := distinctPorts(t, 6)
+	clientPorts, routePorts := ports[:3], ports[3:]
+	var nodes []*nodeProc
+	var found []<-chan string
+	for i := range 3 {
+		n, f := spawnNode(t, cfgPath, "n"+strconv.Itoa(i+1), embeddedNodeArgs(i, clientPorts, routePorts)...)
+		nodes, found = append(nodes, n), append(found, f)
+	}
+	for i, n := range nodes {
+		n.await(t, found[i], 90*time.Second)
+	}
+	admin := joinNodes(t, "admin-token", nodes[2].url)
+	bob := joinNodes(t, "bob-token", nodes[2].url)
+	waitUntil(t, "admin to see bob", func() bool { return admin.sees("bob") })
+
+	killed := time.Now()
+	nodes[0].kill(t)
+	nodes[1].kill(t)
+	chat := sendEnv(t, bob, protocol.KindChat, protocol.Chat{Text: "alone on node 3"})
+	if !heardFrom(admin, chat, 10*time.Second) {
+		t.Fatal("admin never heard bob on their own node")
+	}
+	if why, ok := refused(bob, chat); ok {
+		t.Errorf("node 3 refused bob's chat: %s", why)
+	}
+
+	// Node 2 again, on its ports and store: it waits for the majority it makes with node 3.
+	n2, f2 := spawnNode(t, cfgPath, "n2", embeddedNodeArgs(1, clientPorts, routePorts)...)
+	n2.await(t, f2, 90*time.Second)
+	t.Logf("node 2, started again, answered %v after the kills", time.Since(killed).Round(10*time.Millisecond))
+	carol := joinNodes(t, "carol-token", n2.url)
+	waitUntilFor(t, 30*time.Second, "carol (node 2) to see admin and bob", func() bool { return carol.sees("admin", "bob") })
+	sendEnv(t, admin, protocol.KindCapabilityGrant, protocol.Grant{
+		Recipient: "carol", Capabilities: []json.RawMessage{json.RawMessage(`{"kind":"mcp/proposal"}`)},
+	})
+	waitUntilFor(t, 30*time.Second, "carol's welcome with the grant made on node 3", func() bool {
+		return hasKind(carol.lastWelcome(), "mcp/proposal")
+	})
+}
