@@ -203,15 +203,30 @@ func (w *watcher) pump(ctx context.Context) {
 
 // restart replaces the KV watch with a new one, retrying while JetStream
 // is not ready again. It reports false when the watcher was stopped
-// meanwhile.
+// meanwhile. The old watch is drained aside: stopping it deletes its
+// consumer, a request that waits out its timeout (5 s) when the consumer's
+// server is gone, and the new watch need not wait for that.
 func (w *watcher) restart(ctx context.Context) bool {
-	w.drainOld()
+	if old, cancel := w.kw, w.kcancel; old != nil {
+		w.kw, w.kcancel = nil, nil
+		// The pump holds a count of the node's WaitGroup while it runs, so
+		// this Go never races Close's Wait from zero.
+		w.n.wg.Go(func() { drain(old, cancel) })
+	}
 	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
 		kctx, kcancel := context.WithCancel(context.WithoutCancel(ctx))
+		// An attempt that gets no answer within watchAttempt is given up
+		// (its context ended) and made again: just after an election, a
+		// consumer's creation may go unanswered until the request's
+		// timeout (5 s), where the next attempt is answered at once.
+		late := time.AfterFunc(watchAttempt, kcancel)
 		kw, err := w.kv.Watch(kctx, w.prefix+">")
-		if err == nil {
+		if late.Stop() && err == nil {
 			w.kw, w.kcancel = kw, kcancel
 			return true
+		}
+		if err == nil { // made, but its context ended as it was: of no use
+			w.n.wg.Go(func() { drain(kw, kcancel) })
 		}
 		kcancel()
 		select {
@@ -254,19 +269,28 @@ func (w *watcher) release() {
 	w.drainOld()
 }
 
+// watchAttempt bounds one attempt of restart to make a KV watch.
+const watchAttempt = 2 * time.Second
+
 // drainOld stops the current KV watch and drains it.
 func (w *watcher) drainOld() {
 	if w.kw == nil {
 		return
 	}
-	defer func() { w.kw, w.kcancel = nil, nil }()
-	_ = w.kw.Stop()
-	w.kcancel()
+	drain(w.kw, w.kcancel)
+	w.kw, w.kcancel = nil, nil
+}
+
+// drain stops a KV watch, ends its context and reads what it still hands
+// over, for up to 5 s, so that nats.go's delivery goroutine can end.
+func drain(kw jetstream.KeyWatcher, cancel context.CancelFunc) {
+	_ = kw.Stop()
+	cancel()
 	timeout := time.NewTimer(5 * time.Second)
 	defer timeout.Stop()
 	for {
 		select {
-		case _, ok := <-w.kw.Updates():
+		case _, ok := <-kw.Updates():
 			if !ok {
 				return
 			}
