@@ -157,6 +157,19 @@ func TestClusterEmbeddedNATSNodeKilled(t *testing.T) {
 	}
 	t.Logf("after the kill: 20 chats between nodes 2 and 3, none refused, slowest heard in %v (round %d)", worst.Round(time.Millisecond), worstRound)
 
+	// A stream opened on node 3 after the kill is announced on node 2: stream changes go
+	// through the cluster's log, whose leader died with node 1, and node 2's follower of it
+	// must notice its consumer gone.
+	streamAsked := time.Now()
+	req := sendEnv(t, admin, protocol.KindStreamRequest, map[string]any{"direction": "upload", "description": "after the kill"})
+	waitUntilFor(t, 60*time.Second, "carol (node 2) to see the stream opened on node 3", func() bool {
+		return carol.find(func(e *protocol.Envelope) bool {
+			return e.Kind == protocol.KindStreamOpen && slices.Contains(e.CorrelationID, req.ID)
+		}) != nil
+	})
+	t.Logf("a stream requested on node 3 %v after the kill was announced on node 2 %v later",
+		streamAsked.Sub(killed).Round(time.Millisecond), time.Since(streamAsked).Round(time.Millisecond))
+
 	// Alice moves to node 2 and is welcomed with her grant: it is in the replicated state.
 	waitUntilFor(t, 30*time.Second, "alice's welcome on node 2", func() bool {
 		return alice.welcomeCount() > aliceWelcomes && alice.c.State() == client.Ready
