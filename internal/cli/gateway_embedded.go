@@ -298,7 +298,10 @@ func connectEmbeddedCluster(ctx context.Context, o natscluster.Options, logger *
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("no JetStream majority within %v (are the other nodes up?): %w", clusterFormWait, err)
+			if context.Cause(ctx) == context.DeadlineExceeded {
+				return nil, fmt.Errorf("no JetStream majority within %v (are the other nodes up?): %w", clusterFormWait, err)
+			}
+			return nil, fmt.Errorf("stopped while waiting for a JetStream majority: %w", err)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

@@ -1,11 +1,16 @@
 package cli
 
 import (
+	"bytes"
+	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestGatewayStartNATSRoutesBadInput: route flags that cannot make a NATS cluster of embedded
@@ -100,4 +105,55 @@ func TestGatewayStartNATSRoutesBadInput(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(filepath.Dir(good), "nats", "nodes")); err == nil {
 		t.Error("a refused node made a JetStream store")
 	}
+}
+
+// TestGatewayStartNATSAloneWaits: a node of a cluster of embedded servers whose peers never
+// come waits for a JetStream majority, saying so, does not listen meanwhile, and when stopped
+// ends with an error that says what it was waiting for and stops its server.
+func TestGatewayStartNATSAloneWaits(t *testing.T) {
+	good := writeSpace(t, "space: {id: alone}\nparticipants:\n  a: {tokens: [a-token], capabilities: [{kind: chat}]}\n")
+	ports := distinctPorts(t, 4)
+	var out, errOut bytes.Buffer
+	root := NewRoot(Options{Stdout: &out, Stderr: &lockedWriter{w: &errOut}})
+	root.SetArgs([]string{"gateway", "start", "-p", "0", "-s", good, "--node-id", "n1", "-l", "info",
+		"--nats", "embedded:" + strconv.Itoa(ports[0]) + ",nats://127.0.0.1:" + strconv.Itoa(ports[1]),
+		"--nats-route-port", strconv.Itoa(ports[2]), "--nats-routes", "127.0.0.1:" + strconv.Itoa(ports[3])})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	time.Sleep(3 * time.Second)
+	cancel()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the node did not stop")
+	}
+	if err == nil || !strings.Contains(err.Error(), "stopped while waiting for a JetStream majority") {
+		t.Errorf("err = %v", err)
+	}
+	if strings.Contains(out.String(), "listening on") {
+		t.Errorf("a node without a JetStream majority listened: %s", out.String())
+	}
+	if !strings.Contains(errOut.String(), "waiting for the other NATS servers") {
+		t.Errorf("the node did not say what it waits for:\n%s", errOut.String())
+	}
+	// Its embedded server is stopped: the client port is free again.
+	ln, lerr := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(ports[0]))
+	if lerr != nil {
+		t.Fatalf("the embedded server's port is still taken: %v", lerr)
+	}
+	ln.Close()
+}
+
+// lockedWriter serialises writes to w, which the command's logger and the test share.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
