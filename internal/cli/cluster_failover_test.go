@@ -58,6 +58,16 @@ func freeTCPPort(t *testing.T) int {
 // when the test ends, if it still runs.
 func startNode(t *testing.T, cfgPath, id string, args ...string) *nodeProc {
 	t.Helper()
+	n, found := spawnNode(t, cfgPath, id, args...)
+	n.await(t, found, 30*time.Second)
+	return n
+}
+
+// spawnNode starts node id as startNode does, without waiting: its listening address comes on
+// found (await). Nodes that need each other to start (embedded NATS servers of one cluster,
+// which elect JetStream's leaders once a majority has met) are spawned together.
+func spawnNode(t *testing.T, cfgPath, id string, args ...string) (*nodeProc, <-chan string) {
+	t.Helper()
 	dir := filepath.Dir(cfgPath)
 	all := append([]string{"gateway", "start", "-p", "0", "-s", cfgPath, "--node-id", id,
 		"--log-dir", filepath.Join(dir, "audit-"+id), "-l", "debug"}, args...)
@@ -97,15 +107,20 @@ func startNode(t *testing.T, cfgPath, id string, args ...string) *nodeProc {
 			<-n.done
 		}
 	})
+	return n, found
+}
+
+// await waits up to wait for the listening address of a spawned node.
+func (n *nodeProc) await(t *testing.T, found <-chan string, wait time.Duration) {
+	t.Helper()
 	select {
 	case addr := <-found:
 		n.url = "ws://" + addr
 	case <-n.done:
-		t.Fatalf("node %s exited:\n%s", id, n.log.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("node %s did not listen:\n%s", id, n.log.String())
+		t.Fatalf("node %s exited:\n%s", n.id, n.log.String())
+	case <-time.After(wait):
+		t.Fatalf("node %s did not listen:\n%s", n.id, n.log.String())
 	}
-	return n
 }
 
 // kill ends the node with SIGKILL: no leave, no goodbye to NATS.
@@ -125,10 +140,11 @@ func (n *nodeProc) kill(t *testing.T) {
 type member struct {
 	c *client.Client
 
-	mu       sync.Mutex
-	welcomes []*protocol.Welcome
-	envs     []*protocol.Envelope
-	leftAt   map[string]time.Time // participant → when its presence leave arrived
+	mu         sync.Mutex
+	welcomes   []*protocol.Welcome
+	welcomedAt time.Time // when the last welcome arrived
+	envs       []*protocol.Envelope
+	leftAt     map[string]time.Time // participant → when its presence leave arrived
 }
 
 // joinNodes connects with token to the gateway URLs, in order.
@@ -142,7 +158,11 @@ func joinNodes(t *testing.T, token string, urls ...string) *member {
 		t.Fatal(err)
 	}
 	m := &member{c: c, leftAt: map[string]time.Time{}}
-	c.OnWelcome(func(w *protocol.Welcome) { m.mu.Lock(); m.welcomes = append(m.welcomes, w); m.mu.Unlock() })
+	c.OnWelcome(func(w *protocol.Welcome) {
+		m.mu.Lock()
+		m.welcomes, m.welcomedAt = append(m.welcomes, w), time.Now()
+		m.mu.Unlock()
+	})
 	c.OnMessage(func(e *protocol.Envelope) {
 		m.mu.Lock()
 		defer m.mu.Unlock()

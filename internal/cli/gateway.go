@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
-
 	"strconv"
 	"strings"
 	"time"
@@ -66,6 +64,11 @@ type gatewayFlags struct {
 	historyRetention  int           // envelopes kept per space in the cluster's polling history
 	historyMiB        int64         // MiB the cluster's polling history keeps for all spaces
 	natsAuth          natsAuthFlags // the node's NATS credentials and TLS files
+	routePort         int           // the embedded NATS server's cluster port (gateway_embedded.go)
+	routes            []string      // the other embedded servers' cluster ports
+	routeSecret       string        // the file of the routes' shared password
+	nodeIDSet         bool          // --node-id was given
+	replicasSet       bool          // --replicas was given
 }
 
 func newGatewayStartCmd() *cobra.Command {
@@ -82,6 +85,7 @@ SIGINT or SIGTERM closes every connection with 1001, flushes the logs and
 exits with status 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.nodeIDSet, f.replicasSet = cmd.Flags().Changed("node-id"), cmd.Flags().Changed("replicas")
 			return runGateway(cmd.Context(), cmd, f, cmd.Flags().Changed("space-config"))
 		},
 	}
@@ -110,10 +114,13 @@ exits with status 0.`,
 	fl.BoolVar(&f.noConsole, "no-console", false, "do not serve the web console at /console/ (see docs/console.md)")
 	fl.StringSliceVar(&f.allowOrigins, "allow-origin", nil, "browser origins (host[:port] patterns) besides the gateway's own allowed to open WebSockets")
 	fl.StringSliceVar(&f.allowedHosts, "allowed-host", nil, "a host name requests may name in their Host header besides localhost and the listen address (repeatable; *.example.com for the names under it; also $MEW_ALLOWED_HOSTS, comma-separated); others are answered 421 (see docs/security.md)")
-	fl.StringVar(&f.nats, "nats", "", "join a cluster of gateway nodes through NATS: nats://host:4222[,…], or embedded[:PORT] to run a NATS server in this process (see docs/cluster.md)")
+	fl.StringVar(&f.nats, "nats", "", "join a cluster of gateway nodes through NATS: nats://host:4222[,…], or embedded[:PORT] to run a NATS server in this process, followed by the other embedded servers' nats://127.0.0.1:PORT when it is one of a cluster (see docs/cluster.md)")
+	fl.IntVar(&f.routePort, "nats-route-port", 0, "with --nats embedded: the cluster port (on 127.0.0.1) where the other embedded servers route to this one")
+	fl.StringSliceVar(&f.routes, "nats-routes", nil, "with --nats embedded and --nats-route-port: the other embedded servers' cluster ports, 127.0.0.1:PORT,… (JetStream replicas need 3 servers)")
+	fl.StringVar(&f.routeSecret, "nats-route-secret", "", "file (mode 0600) of the password the embedded servers ask of each other's routes, the same for all (default <mew dir>/nats-auth/routes.secret, made on first use)")
 	fl.StringVar(&f.nodeID, "node-id", "", "this node's id in the cluster (default: host name and process id)")
 	fl.StringVar(&f.clusterName, "cluster", "", `the cluster's name, shared by its nodes (default "mew")`)
-	fl.IntVar(&f.replicas, "replicas", 1, "JetStream replicas of the cluster's buckets and streams, 1 to 5 (3 for a 3-server NATS cluster); the same on every node")
+	fl.IntVar(&f.replicas, "replicas", 1, "JetStream replicas of the cluster's buckets and streams, 1 to 5 (3 for a 3-server NATS cluster; with --nats-routes the default is min(3, servers)); the same on every node")
 	fl.DurationVar(&f.presenceTTL, "presence-ttl", natscluster.DefaultPresenceTTL, "how long the participants of a node that died stay listed, whole seconds from 1s to 1h")
 	fl.IntVar(&f.logRetention, "log-retention", natscluster.DefaultLogRetention, "records each space's cluster log keeps (stream changes), 100 to 1000000")
 	fl.IntVar(&f.historyRetention, "history-retention", natscluster.DefaultHistoryRetention, "envelopes each space's polling history keeps in the cluster, 16 to 1000000; the same on every node")
@@ -326,7 +333,9 @@ func (f gatewayFlags) checkClusterTuning() error {
 
 // joinCluster connects this node to its cluster when --nats is given, first
 // starting the embedded NATS server of --nats embedded[:PORT] (its store
-// under <space>/.mew/nats). leave closes the node, then the server.
+// under <space>/.mew/nats; one of a cluster of embedded servers with
+// --nats-routes, see gateway_embedded.go). leave closes the node, then the
+// server.
 func joinCluster(ctx context.Context, f gatewayFlags, cfg *space.Config, logger *slog.Logger) (cluster.Node, func(), error) {
 	if f.nats == "" {
 		if f.nodeID != "" || f.clusterName != "" || f.clusterTuned() {
@@ -335,35 +344,35 @@ func joinCluster(ctx context.Context, f gatewayFlags, cfg *space.Config, logger 
 		if (f.natsAuth != natsAuthFlags{}) {
 			return nil, nil, errNATSAuthAlone
 		}
+		if f.routePort != 0 || len(f.routes) > 0 || f.routeSecret != "" {
+			return nil, nil, errors.New("--nats-route-port, --nats-routes and --nats-route-secret need --nats embedded[:PORT]")
+		}
 		return nil, func() {}, nil
 	}
 	if err := f.checkClusterTuning(); err != nil {
 		return nil, nil, err
 	}
 	url, auth := f.nats, f.natsAuth.auth()
+	replicas := f.replicas
 	var ns *server.Server
-	if rest, ok := strings.CutPrefix(f.nats, "embedded"); ok {
-		port := 4222
-		if rest != "" {
-			p, err := strconv.Atoi(strings.TrimPrefix(rest, ":"))
-			if err != nil || !strings.HasPrefix(rest, ":") || p < 0 || p > 65535 {
-				return nil, nil, fmt.Errorf("--nats: %q is not embedded or embedded:PORT", f.nats)
-			}
-			port = p
+	emb, embedded, err := parseEmbedded(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	if embedded {
+		if replicas, err = checkEmbeddedCluster(f, emb); err != nil {
+			return nil, nil, err
 		}
 		// The server admits only the nodes holding the space's seed: any
 		// local process could otherwise write grants every node enforces.
 		var pub string
-		var err error
 		if auth, pub, err = f.natsAuth.embeddedAuth(cfg.MewDir); err != nil {
 			return nil, nil, err
 		}
-		ns, err = natscluster.StartServer(natscluster.ServerOptions{Port: port, StoreDir: filepath.Join(cfg.MewDir, "nats"), Nkeys: []string{pub}})
-		if err != nil {
-			return nil, nil, fmt.Errorf("--nats %s: %w", natscluster.Redact(f.nats), err)
+		if ns, url, err = startEmbedded(f, emb, cfg, pub, logger); err != nil {
+			return nil, nil, err
 		}
-		url = ns.ClientURL()
-		logger.Info("embedded NATS server started; other nodes join with --nats URL --nats-nkey NKEY_FILE", "url", url, "nkey_file", auth.NkeyFile)
+		logger.Info("embedded NATS server started; other nodes join with --nats URL --nats-nkey NKEY_FILE", "url", ns.ClientURL(), "nkey_file", auth.NkeyFile)
 	} else if err := auth.Check(); err != nil {
 		return nil, nil, err
 	} else if natscluster.URLHasCredentials(f.nats) {
@@ -380,13 +389,19 @@ func joinCluster(ctx context.Context, f gatewayFlags, cfg *space.Config, logger 
 		host, _ := os.Hostname()
 		id = cmp.Or(host, "node") + "-" + strconv.Itoa(os.Getpid())
 	}
-	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	node, err := natscluster.New(cctx, natscluster.Options{
-		NodeID: id, Cluster: f.clusterName, URL: url, Auth: auth,
-		Replicas: f.replicas, PresenceTTL: f.presenceTTL, LogRetention: f.logRetention,
+	o := natscluster.Options{
+		NodeID: id, Cluster: f.clusterName, URL: url, Auth: auth, InOrder: embedded,
+		Replicas: replicas, PresenceTTL: f.presenceTTL, LogRetention: f.logRetention,
 		HistoryRetention: f.historyRetention, HistoryBytes: f.historyMiB << 20,
-	})
+	}
+	var node *natscluster.Node
+	if len(emb.routes) > 0 {
+		node, err = connectEmbeddedCluster(ctx, o, logger)
+	} else {
+		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		node, err = natscluster.New(cctx, o)
+		cancel()
+	}
 	if err != nil {
 		stopServer()
 		if errors.Is(err, natscluster.ErrAuth) {
@@ -394,7 +409,7 @@ func joinCluster(ctx context.Context, f gatewayFlags, cfg *space.Config, logger 
 		}
 		return nil, nil, fmt.Errorf("--nats %s: %w", natscluster.Redact(f.nats), err)
 	}
-	logger.Info("joined the cluster", "node", id, "cluster", cmp.Or(f.clusterName, natscluster.DefaultCluster), "nats", natscluster.Redact(url))
+	logger.Info("joined the cluster", "node", id, "cluster", cmp.Or(f.clusterName, natscluster.DefaultCluster), "nats", natscluster.Redact(url), "replicas", replicas)
 	return node, func() {
 		if err := node.Close(); err != nil {
 			logger.Warn("cluster node close", "err", err)

@@ -104,10 +104,14 @@ With -i you join the space in this terminal as a participant (the full-screen UI
 the line client with --no-ui).
 
 With --nodes N (2 to 16) the space runs on N gateway nodes of one cluster, for
-trying a cluster on one machine: the first node runs an embedded NATS server
-(port 4222, or the next free), the others join it; the nodes listen on --port
-and the next free ports, and each is printed with its node id, WebSocket URL
-and health URL. The participants started with the space are spread over the
+trying a cluster on one machine. With N of 3 or more every node embeds a NATS
+server (client ports from 4222, cluster ports from 6222, or the next free),
+the servers form one NATS cluster whose JetStream keeps min(3, N) replicas, so
+any one node may die and the space goes on; with 2 the first node embeds the
+only NATS server and the second joins it (a majority of two replicas is both,
+so replicating would not survive a death). The nodes listen on --port and the
+next free ports, and each is printed with its node id, WebSocket URL and
+health URL. The participants started with the space are spread over the
 nodes round robin, each given every node's URL (its own first) in MEW_GATEWAY,
 so that it reconnects to another node when its node stops. See docs/cluster.md.`,
 		Args: cobra.NoArgs,
@@ -128,7 +132,7 @@ so that it reconnects to another node when its node stops. See docs/cluster.md.`
 	fl.BoolVar(&f.detach, "detach", false, "run in the background and return once the gateway answers")
 	fl.BoolVarP(&f.interactive, "interactive", "i", false, "join the space in this terminal")
 	fl.StringVar(&f.participant, "participant", "", "the participant to join as with -i")
-	fl.IntVar(&f.nodes, "nodes", 1, "run the space on this many gateway nodes of a local cluster (an embedded NATS server in the first)")
+	fl.IntVar(&f.nodes, "nodes", 1, "run the space on this many gateway nodes of a local cluster (from 3, each embeds a NATS server of one replicated NATS cluster; with 2, the first embeds the only one)")
 	fl.DurationVar(&f.wait, "wait", defaultJoinWait, "how long to wait for the participants it starts to join or fail before reporting each (0: do not wait)")
 	addNoUIFlag(fl)
 	fl.BoolVar(&f.supervise, "supervise", false, "internal: run as the detached supervisor")
@@ -186,7 +190,12 @@ func pickPort(port int) (int, error) {
 
 // waitHealthy polls the gateway's /health until it answers 200.
 func waitHealthy(ctx context.Context, port int, exited <-chan struct{}) error {
-	ctx, cancel := context.WithTimeout(ctx, healthWait)
+	return waitHealthyFor(ctx, port, exited, healthWait)
+}
+
+// waitHealthyFor is waitHealthy for up to wait.
+func waitHealthyFor(ctx context.Context, port int, exited <-chan struct{}, wait time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/health"
 	client := &http.Client{Timeout: time.Second}
@@ -203,7 +212,7 @@ func waitHealthy(ctx context.Context, port int, exited <-chan struct{}) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("the gateway did not answer %s within %v", url, healthWait)
+			return fmt.Errorf("the gateway did not answer %s within %v", url, wait)
 		case <-exited:
 			return errors.New("the gateway exited")
 		case <-time.After(100 * time.Millisecond):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,6 +21,13 @@ const (
 	// spaceNATSPort is where the first node's embedded NATS server listens, or the next free
 	// port.
 	spaceNATSPort = 4222
+	// spaceRoutePort is where the first node's embedded NATS server takes the routes of the
+	// others, when every node embeds one (NATS's usual cluster port), or the next free port.
+	spaceRoutePort = 6222
+	// minReplicatedNodes is the smallest --nodes at which every node embeds a NATS server of one
+	// NATS cluster: JetStream's replicas keep a majority, and so take writes, when one of three
+	// servers dies; with two, a majority is both, and either death would stop the space.
+	minReplicatedNodes = 3
 )
 
 // nodeID is the cluster id of node i (from 0) of a space started with --nodes.
@@ -39,6 +47,9 @@ func nodeProcName(id string) string {
 // under .mew/logs/<node id>, so that two nodes never write one file. The nodes are recorded in
 // the state as they start.
 func (rs *runningSpace) startNodes(ctx context.Context, n int) error {
+	if n >= minReplicatedNodes {
+		return rs.startReplicatedNodes(ctx, n)
+	}
 	natsPort, err := pickPort(spaceNATSPort)
 	if err != nil {
 		return fmt.Errorf("space up: the NATS port: %w", err)
@@ -141,4 +152,101 @@ func printRunNodes(w io.Writer, nodes []space.RunNode) {
 	for _, n := range nodes {
 		fmt.Fprintf(w, "node %s: ws://127.0.0.1:%d  health http://127.0.0.1:%d/health\n", n.ID, n.Port, n.Port)
 	}
+}
+
+// startReplicatedNodes starts n gateway nodes of the space that each embed a NATS server, the n
+// servers one NATS cluster (routes between them on 127.0.0.1, locked with the space's route
+// secret) whose buckets and streams have min(3, n) replicas: any one node may die and the others
+// go on. They are started together — the servers elect JetStream's leaders once a majority has
+// met, so none is ready alone — and each is waited for. Each node's connection lists its own
+// server first, then the others'. Every secret goes by its path: the space's NATS seed
+// (spaceNATSKey) and route secret (spaceRouteSecretFile).
+func (rs *runningSpace) startReplicatedNodes(ctx context.Context, n int) error {
+	seed, err := spaceNATSKey(rs.cfg.MewDir)
+	if err != nil {
+		return fmt.Errorf("space up: %w", err)
+	}
+	secret, err := spaceRouteSecretFile(rs.cfg.MewDir)
+	if err != nil {
+		return fmt.Errorf("space up: %w", err)
+	}
+	taken := map[int]bool{rs.launch.Port: true}
+	ports := []int{rs.launch.Port}
+	for i := 1; i < n; i++ {
+		p, err := pickFreePort(ports[i-1]+1, taken)
+		if err != nil {
+			return fmt.Errorf("space up: node %d: %w", i+1, err)
+		}
+		ports = append(ports, p)
+	}
+	client, route := make([]int, n), make([]int, n)
+	for i := range n {
+		if client[i], err = pickFreePort(max(spaceNATSPort, client[max(i-1, 0)]+1), taken); err != nil {
+			return fmt.Errorf("space up: a NATS port: %w", err)
+		}
+		if route[i], err = pickFreePort(max(spaceRoutePort, route[max(i-1, 0)]+1), taken); err != nil {
+			return fmt.Errorf("space up: a NATS cluster port: %w", err)
+		}
+	}
+	var procs []space.Process
+	for i := range n {
+		l := rs.launch
+		l.Port = ports[i]
+		g := l.Gateway()
+		id := nodeID(i)
+		g.Name = nodeProcName(id)
+		if i > 0 {
+			g.Args = append(g.Args, "--log-dir", filepath.Join(rs.cfg.MewDir, "logs", id))
+			g.Log = filepath.Join(l.LogDir(), g.Name+".log")
+		}
+		g.Args = append(g.Args, embeddedNodeArgs(i, client, route)...)
+		g.Args = append(g.Args, "--nats-route-secret", secret, "--node-id", id, "--nats-nkey", seed)
+		rs.mu.Lock()
+		rs.state.Nodes = append(rs.state.Nodes, space.RunNode{ID: id, Port: ports[i]})
+		rs.mu.Unlock()
+		if err := rs.sup.Start(g); err != nil {
+			return err
+		}
+		procs = append(procs, g)
+	}
+	for i, g := range procs {
+		if err := waitHealthyFor(ctx, ports[i], rs.sup.Done(g.Name), clusterFormWait+healthWait); err != nil {
+			return fmt.Errorf("space up: node %s: %w; its log (%s) ends:\n%s", nodeID(i), err, g.Log, tail(g.Log, 20))
+		}
+		rs.log.Info("gateway node up", "node", nodeID(i), "port", ports[i], "nats", client[i], "nats_cluster", route[i])
+	}
+	return nil
+}
+
+// embeddedNodeArgs returns the NATS flags of node i of the nodes whose embedded servers listen
+// for clients on client and for routes on route: its own server and the others' URLs, its
+// cluster port and the others'.
+func embeddedNodeArgs(i int, client, route []int) []string {
+	nats := "embedded:" + strconv.Itoa(client[i])
+	var routes []string
+	for j := range client {
+		if j != i {
+			nats += ",nats://127.0.0.1:" + strconv.Itoa(client[j])
+			routes = append(routes, "127.0.0.1:"+strconv.Itoa(route[j]))
+		}
+	}
+	return []string{"--nats", nats, "--nats-route-port", strconv.Itoa(route[i]), "--nats-routes", strings.Join(routes, ",")}
+}
+
+// pickFreePort returns the first port from start up that is free and not in taken, and adds
+// it to taken: the ports a space's nodes are given are picked before any node binds them.
+func pickFreePort(start int, taken map[int]bool) (int, error) {
+	for p := start; p <= min(start+100, 65535); p++ {
+		if taken[p] {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			continue
+		}
+		_ = ln.Close()
+		taken[p] = true
+		return p, nil
+	}
+	return 0, fmt.Errorf("no free port from %d to %d", start, min(start+100, 65535))
 }

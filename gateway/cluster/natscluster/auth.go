@@ -2,8 +2,10 @@ package natscluster
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -214,9 +216,7 @@ func EnsureNkeyFile(path string) (string, error) {
 	return NkeyPublicKey(path)
 }
 
-// createNkeyFile writes a new user seed to path, which must not exist. The
-// seed is written to a file of its own first and linked to path complete:
-// a concurrent caller that finds path never reads it half written.
+// createNkeyFile writes a new user seed to path, which must not exist.
 func createNkeyFile(path string) error {
 	kp, err := nkeys.CreateUser()
 	if err != nil {
@@ -228,26 +228,72 @@ func createNkeyFile(path string) error {
 		return fmt.Errorf("natscluster: a new nkey: %w", err)
 	}
 	defer clear(seed)
+	if err := createSecretFile(path, append(seed, '\n')); err != nil {
+		return fmt.Errorf("natscluster: nkey file: %w", err)
+	}
+	return nil
+}
+
+// createSecretFile makes path, which must not exist, hold data with mode
+// 0600. The file appears whole or not at all (written aside, then linked
+// into place), so that nodes started at once, each making the space's
+// secret on first use, never read one another's half-written file: the
+// first link wins and the others read it (their error wraps fs.ErrExist).
+func createSecretFile(path string, data []byte) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return fmt.Errorf("natscluster: nkey file: %w", err)
+		return err
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp)
-	_, err = f.Write(append(seed, '\n'))
+	err = f.Chmod(0o600)
+	if err == nil {
+		_, err = f.Write(data)
+	}
 	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Link(tmp, path) // fails with fs.ErrExist when another caller was first
-	}
 	if err != nil {
-		return fmt.Errorf("natscluster: nkey file: %w", err)
+		return err
 	}
-	return nil
+	return os.Link(tmp, path)
+}
+
+// routeSecretLen is the length of a route secret EnsureRouteSecret makes:
+// 32 random bytes, hex-encoded.
+const routeSecretLen = 64
+
+// EnsureRouteSecret returns the route secret in the file at path (its first
+// line), creating the file first, with 32 random bytes in hex and mode 0600,
+// when it does not exist. It is the password the embedded NATS servers of a
+// cluster ask of each other's routes (ServerOptions.RouteSecret): every
+// server of the cluster reads the same file. The file must be a regular
+// file no other user may read (0600 or 0400), its secret at least 32
+// characters. Errors wrap cluster.ErrInvalid and never hold the secret.
+func EnsureRouteSecret(path string) (string, error) {
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		var b [routeSecretLen / 2]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", fmt.Errorf("natscluster: a route secret: %w", err)
+		}
+		if err := createSecretFile(path, []byte(hex.EncodeToString(b[:])+"\n")); err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("natscluster: route secret file: %w", err)
+		}
+	}
+	data, err := readFile(path, true, maxSecretFile)
+	if err != nil {
+		return "", fmt.Errorf("natscluster: route secret file %s: %v: %w", path, err, cluster.ErrInvalid)
+	}
+	defer clear(data)
+	line, _, _ := strings.Cut(string(data), "\n")
+	line = strings.TrimSpace(line)
+	if len(line) < routeSecretLen/2 || strings.ContainsAny(line, " \t:@/") {
+		return "", fmt.Errorf("natscluster: route secret file %s: its first line is no secret of 32 or more characters without spaces, ':', '@' or '/': %w", path, cluster.ErrInvalid)
+	}
+	return line, nil
 }
 
 // readFile reads a regular file of at most limit bytes. A secret must not be

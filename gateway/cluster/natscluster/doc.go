@@ -31,5 +31,7 @@
 // writes grants that every node enforces, so a node connects with Auth
 // (a creds file, an nkey seed file, a user and password file, TLS files),
 // checked before it dials, and EnsureNkeyFile makes the seed file an
-// embedded server and its nodes share.
+// embedded server and its nodes share. Embedded servers of one NATS cluster
+// admit each other's routes with a shared password (ServerOptions.RouteSecret,
+// kept in a 0600 file by EnsureRouteSecret).
 package natscluster

@@ -47,11 +47,13 @@ func (n *Node) createLog(ctx context.Context, o Options) error {
 	if keep <= 0 {
 		keep = DefaultLogRetention
 	}
-	_, err := n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: logStream(o.Cluster), Description: "mew: the ordered logs of spaces",
-		Subjects: []string{logSubjects(o.Cluster)}, MaxMsgsPerSubject: int64(keep),
-		MaxMsgSize: MinMaxPayload, Discard: jetstream.DiscardOld,
-		Storage: jetstream.FileStorage, Replicas: o.Replicas,
+	_, err := createAnswered(ctx, func(ctx context.Context) (jetstream.Stream, error) {
+		return n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name: logStream(o.Cluster), Description: "mew: the ordered logs of spaces",
+			Subjects: []string{logSubjects(o.Cluster)}, MaxMsgsPerSubject: int64(keep),
+			MaxMsgSize: MinMaxPayload, Discard: jetstream.DiscardOld,
+			Storage: jetstream.FileStorage, Replicas: o.Replicas,
+		})
 	})
 	if err != nil {
 		return err
@@ -63,11 +65,13 @@ func (n *Node) createLog(ctx context.Context, o Options) error {
 	if hbytes <= 0 {
 		hbytes = DefaultHistoryBytes
 	}
-	_, err = n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: historyStream(o.Cluster), Description: "mew: the polling history of spaces",
-		Subjects: []string{historyPrefix(o.Cluster) + ">"}, MaxMsgsPerSubject: int64(hkeep), MaxBytes: hbytes,
-		MaxMsgSize: MinMaxPayload, Discard: jetstream.DiscardOld,
-		Storage: jetstream.FileStorage, Replicas: o.Replicas,
+	_, err = createAnswered(ctx, func(ctx context.Context) (jetstream.Stream, error) {
+		return n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name: historyStream(o.Cluster), Description: "mew: the polling history of spaces",
+			Subjects: []string{historyPrefix(o.Cluster) + ">"}, MaxMsgsPerSubject: int64(hkeep), MaxBytes: hbytes,
+			MaxMsgSize: MinMaxPayload, Discard: jetstream.DiscardOld,
+			Storage: jetstream.FileStorage, Replicas: o.Replicas,
+		})
 	})
 	return err
 }
@@ -99,7 +103,7 @@ func (v logView) Append(ctx context.Context, space string, data []byte) (uint64,
 		return 0, err
 	}
 	msg := &nats.Msg{Subject: v.subject(space), Data: data, Header: nats.Header{headerNode: []string{n.id}}}
-	ack, err := n.js.PublishMsg(ctx, msg)
+	ack, err := writeAgain(ctx, n, func() (*jetstream.PubAck, error) { return n.js.PublishMsg(ctx, msg) })
 	if err != nil {
 		return 0, fmt.Errorf("natscluster: append to %s: %w", space, n.unavailable(err))
 	}

@@ -28,7 +28,7 @@ func (p presence) Join(ctx context.Context, space string, m cluster.Member) erro
 	if err := n.Err(); err != nil {
 		return err
 	}
-	rev, err := n.pres.Put(ctx, kvKey(space, m.Participant), v)
+	rev, err := writeAgain(ctx, n, func() (uint64, error) { return n.pres.Put(ctx, kvKey(space, m.Participant), v) })
 	if err != nil {
 		return fmt.Errorf("natscluster: join %s in %s: %w", m.Participant, space, n.unavailable(err))
 	}
@@ -68,7 +68,7 @@ func (n *Node) leave(ctx context.Context, space, participant, conn string, rev u
 		// Purge at the revision of our last write: a Get may be answered
 		// by a replica that has not seen it (and would show an older
 		// entry, or none), so it decides only when this fails.
-		err := n.pres.Purge(ctx, key, jetstream.LastRevision(rev))
+		_, err := writeAgain(ctx, n, func() (struct{}, error) { return struct{}{}, n.pres.Purge(ctx, key, jetstream.LastRevision(rev)) })
 		if err == nil {
 			return nil
 		}
@@ -86,7 +86,9 @@ func (n *Node) leave(ctx context.Context, space, participant, conn string, rev u
 	if m, err := cluster.DecodeMember(e.Value()); err == nil && m.Conn != conn {
 		return nil // replaced by a newer connection: its entry stays
 	}
-	err = n.pres.Purge(ctx, key, jetstream.LastRevision(e.Revision()))
+	_, err = writeAgain(ctx, n, func() (struct{}, error) {
+		return struct{}{}, n.pres.Purge(ctx, key, jetstream.LastRevision(e.Revision()))
+	})
 	if err != nil && !isConflict(err) {
 		return fmt.Errorf("natscluster: leave %s: %w", participant, n.unavailable(err))
 	}
@@ -151,12 +153,12 @@ func (n *Node) refresh(k joinKey, j joined) {
 	ctx, cancel := context.WithTimeout(n.ctx, n.timeout)
 	defer cancel()
 	key := kvKey(k.space, k.participant)
-	rev, err := n.pres.Update(ctx, key, j.value, j.rev)
+	rev, err := writeAgain(ctx, n, func() (uint64, error) { return n.pres.Update(ctx, key, j.value, j.rev) })
 	if isConflict(err) {
 		e, gerr := n.pres.Get(ctx, key)
 		switch {
 		case errors.Is(gerr, jetstream.ErrKeyNotFound):
-			rev, err = n.pres.Create(ctx, key, j.value)
+			rev, err = writeAgain(ctx, n, func() (uint64, error) { return n.pres.Create(ctx, key, j.value) })
 		case gerr == nil:
 			if m, derr := cluster.DecodeMember(e.Value()); derr == nil && m.Conn == j.conn {
 				rev, err = e.Revision(), nil

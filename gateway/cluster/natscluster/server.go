@@ -39,6 +39,11 @@ type ServerOptions struct {
 	ClusterName string
 	ClusterPort int
 	Routes      []string
+	// RouteSecret, when set, is the password (user "mew") this server's
+	// cluster port asks of every route, and presents on its own Routes,
+	// which must then carry no user of their own: the servers of a cluster
+	// share it (EnsureRouteSecret), and no other server routes in.
+	RouteSecret string
 	// MaxMemory and MaxStore bound JetStream's memory and disk, in bytes;
 	// 0 lets the server decide.
 	MaxMemory, MaxStore int64
@@ -61,6 +66,9 @@ type ServerOptions struct {
 // StartServer sets it; a NATS server run by an operator needs
 // `max_payload: 2MB` (its default is 1 MB).
 const MinMaxPayload = cluster.MaxRecordLen + 64<<10
+
+// routeUser is the user a route presents with ServerOptions.RouteSecret.
+const routeUser = "mew"
 
 // embeddedMaxPayload is the max_payload of an embedded server.
 const embeddedMaxPayload = 2 << 20
@@ -102,11 +110,20 @@ func StartServer(o ServerOptions) (*server.Server, error) {
 	}
 	if o.ClusterPort != 0 {
 		opts.Cluster = server.ClusterOpts{Name: o.ClusterName, Host: o.Host, Port: o.ClusterPort}
+		if o.RouteSecret != "" {
+			opts.Cluster.Username, opts.Cluster.Password = routeUser, o.RouteSecret
+		}
 		for _, r := range o.Routes {
 			u, err := url.Parse(r)
 			if err != nil {
 				// url's error repeats the URL, password and all.
 				return nil, fmt.Errorf("natscluster: route %s does not parse: %w", Redact(r), cluster.ErrInvalid)
+			}
+			if o.RouteSecret != "" {
+				if u.User != nil {
+					return nil, fmt.Errorf("natscluster: route %s carries credentials besides RouteSecret: %w", Redact(r), cluster.ErrInvalid)
+				}
+				u.User = url.UserPassword(routeUser, o.RouteSecret)
 			}
 			opts.Routes = append(opts.Routes, u)
 			if u.User != nil {

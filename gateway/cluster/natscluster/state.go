@@ -80,11 +80,11 @@ func (s state) Put(ctx context.Context, space, key string, value []byte, o clust
 		if ttl > 0 {
 			opts = append(opts, jetstream.KeyTTL(ttl))
 		}
-		rev, err = n.state.Create(ctx, k, value, opts...)
+		rev, err = writeAgain(ctx, n, func() (uint64, error) { return n.state.Create(ctx, k, value, opts...) })
 	case ttl == 0 && o.IfRevision != 0:
-		rev, err = n.state.Update(ctx, k, value, o.IfRevision)
+		rev, err = writeAgain(ctx, n, func() (uint64, error) { return n.state.Update(ctx, k, value, o.IfRevision) })
 	case ttl == 0:
-		rev, err = n.state.Put(ctx, k, value)
+		rev, err = writeAgain(ctx, n, func() (uint64, error) { return n.state.Put(ctx, k, value) })
 	default:
 		// KeyValue has no TTL on Put or Update: publish to the bucket's
 		// subject with the headers they would send, and the TTL.
@@ -95,7 +95,7 @@ func (s state) Put(ctx context.Context, space, key string, value []byte, o clust
 		msg := nats.NewMsg("$KV." + n.state.Bucket() + "." + k)
 		msg.Data = value
 		var ack *jetstream.PubAck
-		ack, err = n.js.PublishMsg(ctx, msg, opts...)
+		ack, err = writeAgain(ctx, n, func() (*jetstream.PubAck, error) { return n.js.PublishMsg(ctx, msg, opts...) })
 		if err == nil {
 			rev = ack.Sequence
 		}
@@ -132,7 +132,7 @@ func (s state) Delete(ctx context.Context, space, key string, ifRevision uint64)
 	if ifRevision != 0 {
 		opts = append(opts, jetstream.LastRevision(ifRevision))
 	}
-	err := n.state.Purge(ctx, k, opts...)
+	_, err := writeAgain(ctx, n, func() (struct{}, error) { return struct{}{}, n.state.Purge(ctx, k, opts...) })
 	if isConflict(err) {
 		return fmt.Errorf("natscluster: delete %s %s: %w", space, key, cluster.ErrConflict)
 	}

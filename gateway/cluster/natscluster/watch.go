@@ -24,9 +24,12 @@ type watcher struct {
 	// reconn is the node's reconnection signal as it was before the KV
 	// watch began, so that a reconnection from then on restarts it.
 	reconn <-chan struct{}
-	stop   chan struct{}
-	once   sync.Once
-	done   chan struct{}
+	// moved is the node's signal of a bucket's new leader, as it was
+	// before the KV watch began.
+	moved <-chan struct{}
+	stop  chan struct{}
+	once  sync.Once
+	done  chan struct{}
 }
 
 func (n *Node) watch(ctx context.Context, kv jetstream.KeyValue, space string) (cluster.Watcher, error) {
@@ -38,6 +41,7 @@ func (n *Node) watch(ctx context.Context, kv jetstream.KeyValue, space string) (
 	}
 	prefix := escape(space) + "."
 	reconn := n.reconnected() // before the KV watch: see watcher.reconn
+	moved := n.leaderMoved()
 	// The KV watch lives until the pump ends it (drainOld), not until ctx;
 	// nats.go waits on its context in a goroutine of its own, which this
 	// cancel ends.
@@ -48,7 +52,7 @@ func (n *Node) watch(ctx context.Context, kv jetstream.KeyValue, space string) (
 		return nil, n.unavailable(err)
 	}
 	w := &watcher{n: n, kv: kv, kw: kw, kcancel: kcancel, prefix: prefix, out: make(chan cluster.Entry, 64),
-		reconn: reconn, stop: make(chan struct{}), done: make(chan struct{})}
+		reconn: reconn, moved: moved, stop: make(chan struct{}), done: make(chan struct{})}
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
@@ -100,7 +104,7 @@ func (w *watcher) pump(ctx context.Context) {
 	known := make(map[string]seen) // keys present, as handed on
 	var resync map[string]bool     // during a re-synchronization: keys in the new snapshot
 	var epoch uint64               // the node's epoch the re-synchronization reads
-	reconn := w.reconn
+	reconn, moved := w.reconn, w.moved
 	synced := false
 	send := func(e cluster.Entry) bool {
 		select {
@@ -125,6 +129,18 @@ func (w *watcher) pump(ctx context.Context) {
 			// heartbeats, watch again and compare. A reconnection from
 			// now on starts this again.
 			reconn = w.n.reconnected()
+			epoch = w.n.epoch.Load()
+			if !w.restart(ctx) {
+				return
+			}
+			resync = make(map[string]bool)
+			continue
+		case <-moved:
+			// The bucket's stream has a new leader: its old server may
+			// have taken the watch's consumer with it. Watch again and
+			// compare, as after a reconnection; the node's epoch as it is
+			// now, since the new watch reads all of it.
+			moved = w.n.leaderMoved()
 			epoch = w.n.epoch.Load()
 			if !w.restart(ctx) {
 				return
@@ -187,15 +203,30 @@ func (w *watcher) pump(ctx context.Context) {
 
 // restart replaces the KV watch with a new one, retrying while JetStream
 // is not ready again. It reports false when the watcher was stopped
-// meanwhile.
+// meanwhile. The old watch is drained aside: stopping it deletes its
+// consumer, a request that waits out its timeout (5 s) when the consumer's
+// server is gone, and the new watch need not wait for that.
 func (w *watcher) restart(ctx context.Context) bool {
-	w.drainOld()
+	if old, cancel := w.kw, w.kcancel; old != nil {
+		w.kw, w.kcancel = nil, nil
+		// The pump holds a count of the node's WaitGroup while it runs, so
+		// this Go never races Close's Wait from zero.
+		w.n.wg.Go(func() { drain(old, cancel) })
+	}
 	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
 		kctx, kcancel := context.WithCancel(context.WithoutCancel(ctx))
+		// An attempt that gets no answer within watchAttempt is given up
+		// (its context ended) and made again: just after an election, a
+		// consumer's creation may go unanswered until the request's
+		// timeout (5 s), where the next attempt is answered at once.
+		late := time.AfterFunc(watchAttempt, kcancel)
 		kw, err := w.kv.Watch(kctx, w.prefix+">")
-		if err == nil {
+		if late.Stop() && err == nil {
 			w.kw, w.kcancel = kw, kcancel
 			return true
+		}
+		if err == nil { // made, but its context ended as it was: of no use
+			w.n.wg.Go(func() { drain(kw, kcancel) })
 		}
 		kcancel()
 		select {
@@ -238,19 +269,28 @@ func (w *watcher) release() {
 	w.drainOld()
 }
 
+// watchAttempt bounds one attempt of restart to make a KV watch.
+const watchAttempt = 2 * time.Second
+
 // drainOld stops the current KV watch and drains it.
 func (w *watcher) drainOld() {
 	if w.kw == nil {
 		return
 	}
-	defer func() { w.kw, w.kcancel = nil, nil }()
-	_ = w.kw.Stop()
-	w.kcancel()
+	drain(w.kw, w.kcancel)
+	w.kw, w.kcancel = nil, nil
+}
+
+// drain stops a KV watch, ends its context and reads what it still hands
+// over, for up to 5 s, so that nats.go's delivery goroutine can end.
+func drain(kw jetstream.KeyWatcher, cancel context.CancelFunc) {
+	_ = kw.Stop()
+	cancel()
 	timeout := time.NewTimer(5 * time.Second)
 	defer timeout.Stop()
 	for {
 		select {
-		case _, ok := <-w.kw.Updates():
+		case _, ok := <-kw.Updates():
 			if !ok {
 				return
 			}
