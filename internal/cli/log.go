@@ -17,6 +17,7 @@ import (
 
 	"github.com/mew-protocol/mew/auditlog"
 	"github.com/mew-protocol/mew/client"
+	"github.com/mew-protocol/mew/internal/jobs"
 	"github.com/mew-protocol/mew/internal/termtext"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -521,8 +522,8 @@ func runReplayInto(cmd *cobra.Command, logs []string, f *replayFlags) error {
 	out := cmd.OutOrStdout()
 	for i, it := range items {
 		if i > 0 && speed > 0 {
-			if err := sleepCtx(ctx, time.Duration(float64(it.at.Sub(items[i-1].at))/speed)); err != nil {
-				return err
+			if !jobs.Sleep(ctx, time.Duration(float64(it.at.Sub(items[i-1].at))/speed)) {
+				return ctx.Err()
 			}
 		}
 		s := senders[it.env.From]
@@ -576,20 +577,6 @@ func awaitEcho(ctx context.Context, s *replaySender, d time.Duration) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 
