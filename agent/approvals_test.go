@@ -69,8 +69,11 @@ func TestProposalUnderPolicy(t *testing.T) {
 	for _, p := range []*participant.Participant{alice, bob} {
 		sendEnv(t, p, &protocol.Envelope{Kind: protocol.KindApprovalApprove, CorrelationID: []string{pr.ID()}, Payload: json.RawMessage(`{}`)})
 	}
+	// The two approvals reach the gateway in either order.
 	rec.wait(t, "the agent saying it was approved", func(e *protocol.Envelope) bool {
-		return e.Kind == protocol.KindReasoningThought && e.From == "proposer" && strings.Contains(string(e.Payload), "Approved by alice, bob")
+		p := string(e.Payload)
+		return e.Kind == protocol.KindReasoningThought && e.From == "proposer" &&
+			(strings.Contains(p, "Approved by alice, bob") || strings.Contains(p, "Approved by bob, alice"))
 	})
 	wg.Add(1)
 	go func() {
