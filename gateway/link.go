@@ -13,9 +13,9 @@ import (
 // the others: the core (space.go, control.go, streams.go, floor.go,
 // provenance.go, http.go) makes each change to a space once, on its own
 // state, and tells the link, which shares it; the link applies what other
-// nodes share through the same core functions. There are two: solo, a space that is a
-// cluster of one (every hook in process, and most of them nothing), and
-// clusterSpace (cluster_space.go), over a cluster.Node.
+// nodes share through the same core functions. There are two: solo, a
+// space that is a cluster of one (every hook in process, and most of them
+// nothing), and clusterSpace (cluster_*.go), over a cluster.Node.
 //
 // The methods named …Locked are called with the space's lock held and must
 // not wait: they queue (clusterSpace.enqueue) and return. The others are
