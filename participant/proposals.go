@@ -5,7 +5,10 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
+
+	"github.com/mew-protocol/mew/protocol"
 )
 
 // A proposal is settled once: carried out (approved), rejected, withdrawn by
@@ -237,4 +240,70 @@ func isNotificationPayload(payload []byte) bool {
 	}
 	_ = json.Unmarshal(payload, &m)
 	return isNotification(m.Method)
+}
+
+// Proposal is another participant's mcp/proposal, as OnProposal handlers
+// receive it: an MCP operation that the proposer may not perform and asks
+// someone with the capability to fulfil (Fulfill) or to reject (Reject).
+type Proposal struct {
+	// Envelope is the proposal as it arrived; it must not be modified.
+	Envelope *protocol.Envelope
+	// Method and Params are the proposed JSON-RPC method and params.
+	Method string
+	Params json.RawMessage
+
+	mu          sync.Mutex
+	withdrawn   chan struct{} // closed when the proposer withdraws it
+	isWithdrawn bool
+	reason      string         // the withdrawal's
+	expires     time.Time      // when it times out if still open
+	status      ProposalStatus // how it was settled; Open until then
+	claimed     uint64         // serial of this participant's own decision in flight, 0 if none
+	shadow      ProposalStatus // someone else's settlement seen while claimed
+}
+
+// ID returns the proposal's envelope id.
+func (pr *Proposal) ID() string { return pr.Envelope.ID }
+
+// From returns the proposer.
+func (pr *Proposal) From() string { return pr.Envelope.From }
+
+// To returns the participants the operation is proposed to.
+func (pr *Proposal) To() []string { return slices.Clone(pr.Envelope.To) }
+
+// ToolName returns the tool of a tools/call proposal, "" for other methods.
+func (pr *Proposal) ToolName() string {
+	if pr.Method != "tools/call" {
+		return ""
+	}
+	var p struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(pr.Params, &p)
+	return p.Name
+}
+
+// Withdrawn returns a channel that is closed when the proposer withdraws
+// the proposal (only the proposer's mcp/withdraw counts).
+func (pr *Proposal) Withdrawn() <-chan struct{} { return pr.withdrawn }
+
+// WithdrawReason returns the withdrawal's reason and whether the proposer
+// withdrew the proposal, even after it was settled otherwise (a withdrawal
+// with reason "timeout" counts, though Status calls it TimedOut).
+func (pr *Proposal) WithdrawReason() (reason string, withdrawn bool) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.reason, pr.isWithdrawn
+}
+
+// FulfilledBy returns the participant seen carrying the proposal out
+// (sending an mcp/request correlated to it, to its addressees), "" if it
+// was not. It is Status().By when the proposal was Approved.
+func (pr *Proposal) FulfilledBy() string {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if pr.status.Settlement == Approved {
+		return pr.status.By
+	}
+	return ""
 }

@@ -48,66 +48,6 @@ var (
 	ErrProposalTimedOut = errors.New("participant: nobody decided the proposal in time")
 )
 
-// RPCError is a JSON-RPC error: the error member of an mcp/response. Request
-// and Fulfill return it when the target answered with an error.
-type RPCError struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-}
-
-// Error returns "rpc error CODE: MESSAGE".
-func (e *RPCError) Error() string {
-	return "rpc error " + strconv.Itoa(e.Code) + ": " + e.Message
-}
-
-// RejectedError is a rejection of a proposal (mcp/reject): Request returns
-// it as soon as the rejection arrives.
-type RejectedError struct {
-	ProposalID string // the proposal's envelope id
-	By         string // who rejected it
-	Reason     string // the reject's reason, "unknown" when it gave none
-	Message    string // the words the person gave with it (the reject's message), if any
-}
-
-// Error returns "Proposal rejected by BY: REASON", the reference SDK's text,
-// followed by ` ("MESSAGE")` when the person gave words.
-func (e *RejectedError) Error() string {
-	s := "Proposal rejected by " + e.By + ": " + e.Reason
-	if e.Message != "" {
-		s += ` ("` + e.Message + `")`
-	}
-	return s
-}
-
-// GatewayError is the gateway's refusal (system/error) of an envelope that
-// Request or Fulfill sent. errors.Is(err, ErrNotAllowed) holds for a
-// capability violation and errors.Is(err, ErrPaused) for a paused sender.
-type GatewayError struct {
-	Code    string // the system/error's error member, e.g. "capability_violation"
-	Message string // its explanation, for people; may be empty
-}
-
-// Error returns "participant: refused by the gateway: CODE: MESSAGE".
-func (e *GatewayError) Error() string {
-	s := "participant: refused by the gateway: " + e.Code
-	if e.Message != "" {
-		s += ": " + e.Message
-	}
-	return s
-}
-
-// Unwrap returns ErrNotAllowed or ErrPaused when the code means that.
-func (e *GatewayError) Unwrap() error {
-	switch e.Code {
-	case protocol.ErrorCapabilityViolation:
-		return ErrNotAllowed
-	case "paused":
-		return ErrPaused
-	}
-	return nil
-}
-
 // Request is an mcp/request addressed to this participant for a method
 // the participant does not serve itself, as OnRequest handlers receive it.
 type Request struct {
@@ -173,72 +113,6 @@ func (r *Request) answer(ctx context.Context, result any, rpcErr *RPCError) erro
 		return err
 	}
 	return r.p.Send(ctx, out)
-}
-
-// Proposal is another participant's mcp/proposal, as OnProposal handlers
-// receive it: an MCP operation that the proposer may not perform and asks
-// someone with the capability to fulfil (Fulfill) or to reject (Reject).
-type Proposal struct {
-	// Envelope is the proposal as it arrived; it must not be modified.
-	Envelope *protocol.Envelope
-	// Method and Params are the proposed JSON-RPC method and params.
-	Method string
-	Params json.RawMessage
-
-	mu          sync.Mutex
-	withdrawn   chan struct{} // closed when the proposer withdraws it
-	isWithdrawn bool
-	reason      string         // the withdrawal's
-	expires     time.Time      // when it times out if still open
-	status      ProposalStatus // how it was settled; Open until then
-	claimed     uint64         // serial of this participant's own decision in flight, 0 if none
-	shadow      ProposalStatus // someone else's settlement seen while claimed
-}
-
-// ID returns the proposal's envelope id.
-func (pr *Proposal) ID() string { return pr.Envelope.ID }
-
-// From returns the proposer.
-func (pr *Proposal) From() string { return pr.Envelope.From }
-
-// To returns the participants the operation is proposed to.
-func (pr *Proposal) To() []string { return slices.Clone(pr.Envelope.To) }
-
-// ToolName returns the tool of a tools/call proposal, "" for other methods.
-func (pr *Proposal) ToolName() string {
-	if pr.Method != "tools/call" {
-		return ""
-	}
-	var p struct {
-		Name string `json:"name"`
-	}
-	_ = json.Unmarshal(pr.Params, &p)
-	return p.Name
-}
-
-// Withdrawn returns a channel that is closed when the proposer withdraws
-// the proposal (only the proposer's mcp/withdraw counts).
-func (pr *Proposal) Withdrawn() <-chan struct{} { return pr.withdrawn }
-
-// WithdrawReason returns the withdrawal's reason and whether the proposer
-// withdrew the proposal, even after it was settled otherwise (a withdrawal
-// with reason "timeout" counts, though Status calls it TimedOut).
-func (pr *Proposal) WithdrawReason() (reason string, withdrawn bool) {
-	pr.mu.Lock()
-	defer pr.mu.Unlock()
-	return pr.reason, pr.isWithdrawn
-}
-
-// FulfilledBy returns the participant seen carrying the proposal out
-// (sending an mcp/request correlated to it, to its addressees), "" if it
-// was not. It is Status().By when the proposal was Approved.
-func (pr *Proposal) FulfilledBy() string {
-	pr.mu.Lock()
-	defer pr.mu.Unlock()
-	if pr.status.Settlement == Approved {
-		return pr.status.By
-	}
-	return ""
 }
 
 // requestTable tracks this participant's requests and proposals awaiting
