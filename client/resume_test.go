@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/gateway/cluster/natscluster"
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -175,4 +177,61 @@ func TestResumeFailover(t *testing.T) {
 	waitCarol()
 	expectOnce(t, ev, "carol", n, "across the failover")
 	expectOnce(t, ev, "bob", 30, "(node 1's) across the failover")
+}
+
+// TestResumeNodeAndServerKilled: three gateway nodes, each with a NATS
+// server of its own in one NATS cluster with JetStream replicas 3 (as `mew
+// space up --nodes 3` runs them); node 1 and its server stop together.
+// Alice, who was on node 1, resumes on node 2 and loses and doubles none of
+// the chats carol sends meanwhile from node 3.
+func TestResumeNodeAndServerKilled(t *testing.T) {
+	servers, err := natscluster.StartServers(3, natscluster.ServerOptions{StoreDir: t.TempDir(), ClusterName: "resume"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := make([]string, len(servers))
+	for i, s := range servers {
+		t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+		urls[i] = s.ClientURL()
+	}
+	var gs []*testutil.Gateway
+	var nodes []*natscluster.Node
+	for i := range servers {
+		own := append([]string{urls[i]}, slices.Delete(slices.Clone(urls), i, i+1)...) // its own server first
+		var node *natscluster.Node
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			node, err = natscluster.New(ctx, natscluster.Options{
+				NodeID: fmt.Sprintf("n%d", i+1), Cluster: "resume", URL: strings.Join(own, ","), InOrder: true,
+				Replicas: 3, PresenceTTL: 2 * time.Second, RequestTimeout: 3 * time.Second,
+			})
+			cancel()
+			if err == nil || time.Now().After(deadline) {
+				break // while the JetStream cluster elects its leaders, ask again
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = node.Close() })
+		nodes = append(nodes, node)
+		o := gateway.Options{Limits: gateway.Limits{Rate: -1}}
+		o.Cluster.Node, o.Cluster.Name = node, "resume"
+		gs = append(gs, testutil.StartGateway(t, sdkSpace, o))
+	}
+	alice := newClient(t, nil, fast(client.Options{Gateways: []string{"ws://" + gs[0].Addr, "ws://" + gs[1].Addr}, Token: "alice-token"}))
+	ev := record(alice)
+	if err := alice.Connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	carol := connect(t, gs[2], client.Options{Token: "carol-token"})
+
+	const n = 300
+	waitCarol := sendSeq(t, carol, n, 3*time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
+	gs[0].Stop(t) // node 1 and its NATS server die together
+	_ = nodes[0].Close()
+	servers[0].Shutdown()
+	waitCarol()
+	expectOnce(t, ev, "carol", n, "across the death of node 1 and its NATS server")
 }
