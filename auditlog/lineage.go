@@ -143,6 +143,9 @@ func (w *walker) explain(e *Entry, depth int) *Node {
 			p.Relation = RelFulfills
 			p.Children = append([]*Node{note(RelApproved, "%s, who carried it out with %s at %s",
 				nameOf(env.From), env.ID, stamp(e.Record.Time))}, p.Children...)
+			if a := w.ix.approvalOf(t.Env.ID, e.Record.Time); a != nil {
+				p.Children = append([]*Node{a}, p.Children...)
+			}
 			if ed := edited(t.Env, env); ed != nil {
 				p.Children = append([]*Node{ed}, p.Children...)
 			}
@@ -424,6 +427,33 @@ func (w *walker) followers(n *Node, e *Entry, depth int) {
 }
 
 func stamp(t time.Time) string { return protocol.FormatTime(t) }
+
+// approvalOf tells how the space's approval policy approved proposal id
+// before at (its last system/approval from the gateway saying approved),
+// or nil when no rule governed it (docs/approvals.md).
+func (ix *Index) approvalOf(id string, at time.Time) *Node {
+	var last *protocol.Approval
+	var when time.Time
+	for _, r := range ix.replies[id] {
+		if r.Env.Kind != protocol.KindSystemApproval || r.Env.From != protocol.GatewayID || r.Record.Time.After(at) {
+			continue
+		}
+		var a protocol.Approval
+		if r.Env.DecodePayload(&a) != nil || a.State != protocol.ApprovalApproved || a.Proposal != id {
+			continue
+		}
+		last, when = &a, r.Record.Time
+	}
+	if last == nil {
+		return nil
+	}
+	n := note(RelApproved, "%s under the space's approval rule %s, %d of %s needed, at %s",
+		strings.Join(last.ApprovedBy, " and "), last.Rule, last.Required, strings.Join(last.Approvers, ", "), stamp(when))
+	if last.Reason != "" {
+		n.Children = append(n.Children, note(RelNote, "the rule says: %s", last.Reason))
+	}
+	return n
+}
 
 // edited says what an approver changed between a proposal and the request
 // that carried it out (the method, or the params: for a tool call its

@@ -213,6 +213,25 @@ func TestApprovalTwoOfThree(t *testing.T) {
 	if e := outcome(t, alice, "f4", call("mcp/request", "f4", "write_file", "hello", "p1")); e == nil || e["error"] != gateway.ErrorApprovalRequired {
 		t.Fatalf("a second fulfilment: %v", e)
 	}
+	// The lineage of the fulfilment (what `mew log why` prints) names the
+	// rule, its approvers and the reason, beside the arguments proposed.
+	var tree string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		code, body := get(t, g, "/participants/alice/lineage/f3", "alice-token")
+		lin, _ := body["lineage"].(map[string]any)
+		tree = flatten(lin)
+		if code == 200 && strings.Contains(tree, "approval rule") || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, want := range []string{
+		"approved_by: alice and bob under the space's approval rule writes, 2 of alice, bob, carol needed",
+		"the rule says: files change on disk", "fulfills: mcp/proposal p1 from agent to files",
+	} {
+		if !strings.Contains(tree, want) {
+			t.Errorf("the lineage of f3 lacks %q:\n%s", want, tree)
+		}
+	}
 }
 
 // An edit is a new proposal: its count starts again; the earlier one is
