@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,14 +12,13 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
 	"github.com/mew-protocol/mew/bridge"
-	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/browsertest"
 	"github.com/mew-protocol/mew/internal/mcpserver"
+	"github.com/mew-protocol/mew/internal/mcptest"
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/protocol"
@@ -149,26 +147,7 @@ func startFiles(t *testing.T, g *testutil.Gateway, dir string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = release() })
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(hs.Close)
-	b, err := bridge.New(bridge.Options{
-		Participant: participant.Options{Client: client.Options{Gateway: "ws://" + g.Addr, Space: "web", Token: "files-token"}},
-		Server:      bridge.Server{URL: hs.URL},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Run(ctx) }()
-	t.Cleanup(func() { stop(); <-done })
-	select {
-	case <-b.Ready():
-	case err := <-done:
-		t.Fatalf("bridge: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("the bridge did not get ready")
-	}
+	testutil.StartBridge(t, g, "files-token", bridge.Options{Server: bridge.Server{URL: mcptest.ServeHTTP(t, srv)}})
 }
 
 // TestSpaceView drives the console in Chromium through a real gateway: join

@@ -3,20 +3,15 @@ package console_test
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mew-protocol/mew/bridge"
-	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/gateway"
-	"github.com/mew-protocol/mew/internal/mcptest"
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/protocol"
@@ -40,32 +35,6 @@ participants:
     tokens: [mallory-token]
     capabilities: [{kind: "elicitation/*"}]
 `
-
-// startBooking bridges mcptest.Booking into the space as "booking".
-func startBooking(t *testing.T, g *testutil.Gateway) {
-	t.Helper()
-	srv := mcptest.Booking("https://example.com/consent")
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(hs.Close)
-	b, err := bridge.New(bridge.Options{
-		Participant: participant.Options{Client: client.Options{Gateway: "ws://" + g.Addr, Space: "web", Token: "booking-token"}},
-		Server:      bridge.Server{URL: hs.URL},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Run(ctx) }()
-	t.Cleanup(func() { stop(); <-done })
-	select {
-	case <-b.Ready():
-	case err := <-done:
-		t.Fatalf("bridge: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("the bridge did not get ready")
-	}
-}
 
 // toolText is the text of a tool result.
 func toolText(raw json.RawMessage) string {
@@ -105,7 +74,7 @@ func callTool(t *testing.T, who *participant.Participant, tool string) <-chan st
 // answered for it from the console; a picture in a tool result is drawn.
 func TestElicitationInConsole(t *testing.T) {
 	g := testutil.StartGateway(t, elicitSpace, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
-	startBooking(t, g)
+	testutil.StartBooking(t, g, "booking-token", bridge.Options{})
 	agent := testutil.JoinParticipant(t, g, "agent-token", participant.Options{})
 	p := openAs(t, g, "you-token", 3)
 

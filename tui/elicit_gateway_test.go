@@ -1,21 +1,15 @@
 package tui
 
 import (
-	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mew-protocol/mew/bridge"
-	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/gateway"
-	"github.com/mew-protocol/mew/internal/mcptest"
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
 )
@@ -37,28 +31,7 @@ participants:
 // card and the call say so.
 func TestElicitationThroughBridge(t *testing.T) {
 	g := testutil.StartGateway(t, elicitSpace, gateway.Options{})
-	srv := mcptest.Booking("https://example.com/consent")
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(hs.Close)
-	b, err := bridge.New(bridge.Options{
-		Participant:        participant.Options{Client: client.Options{Gateway: "ws://" + g.Addr, Space: "tui", Token: "booking-token"}},
-		Server:             bridge.Server{URL: hs.URL},
-		ElicitationTimeout: 3 * time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Run(ctx) }()
-	t.Cleanup(func() { stop(); <-done })
-	select {
-	case <-b.Ready():
-	case err := <-done:
-		t.Fatalf("bridge: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("the bridge did not get ready")
-	}
+	testutil.StartBooking(t, g, "booking-token", bridge.Options{ElicitationTimeout: 3 * time.Second})
 	agent := testutil.JoinParticipant(t, g, "agent-token", participant.Options{})
 	you := testutil.JoinParticipant(t, g, "you-token", participant.Options{})
 

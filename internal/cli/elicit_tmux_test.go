@@ -5,20 +5,14 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mew-protocol/mew/bridge"
-	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/gateway"
-	"github.com/mew-protocol/mew/internal/mcptest"
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
 )
@@ -34,32 +28,6 @@ participants:
     tokens: [booking-token]
     capabilities: [{kind: mcp/response}, {kind: participant/status}, {kind: "elicitation/*"}]
 `
-
-// startBookingBridge bridges mcptest.Booking into g's space as "booking".
-func startBookingBridge(t *testing.T, g *testutil.Gateway) {
-	t.Helper()
-	srv := mcptest.Booking("https://example.com/consent")
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(hs.Close)
-	b, err := bridge.New(bridge.Options{
-		Participant: participant.Options{Client: client.Options{Gateway: "ws://" + g.Addr, Space: "trips", Token: "booking-token"}},
-		Server:      bridge.Server{URL: hs.URL},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Run(ctx) }()
-	t.Cleanup(func() { stop(); <-done })
-	select {
-	case <-b.Ready():
-	case err := <-done:
-		t.Fatalf("bridge: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("the bridge did not get ready")
-	}
-}
 
 // bookingCall makes who's call of tool on booking on a goroutine; the
 // channel gets the result's text, or the error.
@@ -96,7 +64,7 @@ func bookingCall(t *testing.T, who *participant.Participant, tool string) <-chan
 // placeholder.
 func TestElicitationTmux(t *testing.T) {
 	g := testutil.StartGateway(t, elicitSpaceCLI, gateway.Options{})
-	startBookingBridge(t, g)
+	testutil.StartBooking(t, g, "booking-token", bridge.Options{})
 	agent := joinCLI(t, g, "agent-token")
 	tm := startTmux(t, 120, 40)
 	// The opener writes the link it is given to a file.
