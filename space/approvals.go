@@ -3,7 +3,6 @@ package space
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -157,9 +156,4 @@ func approvalMatch(n *yaml.Node, key string) (proposal, request json.RawMessage,
 	}
 	request, err = with("mcp/request")
 	return proposal, request, err
-}
-
-// String describes the rule for people: its name and what it asks.
-func (r *ApprovalRule) String() string {
-	return fmt.Sprintf("%s (%d of %v)", r.Name, r.Required, r.Approvers)
 }
