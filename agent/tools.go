@@ -132,6 +132,10 @@ func (a *Agent) callTool(ctx context.Context, pid, tool, reasoning string, args 
 // than silence. The request runs on a goroutine of its own, which ends
 // when it returns; this one says what the gateway announces meanwhile.
 func (a *Agent) requestTelling(ctx context.Context, pid, tool, reasoning string, payload any) (json.RawMessage, error) {
+	if reasoning == "" {
+		// Nowhere to say it (reasoning is off): no goroutine to tell.
+		return a.p.RequestWith(ctx, pid, payload, participant.RequestOptions{})
+	}
 	states := make(chan protocol.Approval, 8)
 	type answer struct {
 		res json.RawMessage
@@ -164,9 +168,6 @@ func (a *Agent) requestTelling(ctx context.Context, pid, tool, reasoning string,
 // approvalThought says, in reasoning, how a proposal of the agent stands:
 // who must approve it and how many more, or that it was approved.
 func (a *Agent) approvalThought(ctx context.Context, reasoning, tool, pid string, ap protocol.Approval) {
-	if reasoning == "" {
-		return
-	}
 	var msg string
 	switch ap.State {
 	case protocol.ApprovalAwaiting, protocol.ApprovalEscalated:
