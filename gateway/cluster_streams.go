@@ -179,8 +179,12 @@ func (cl *clusterSpace) closeStreams(ctx context.Context) {
 
 // --- changes made here ---
 
-// streamNumber takes the next stream number of the space in the cluster.
-func (cl *clusterSpace) streamNumber() (uint64, *refusal) {
+// streamNumber takes the next stream number of the space in the cluster,
+// once check passes.
+func (cl *clusterSpace) streamNumber(check func() *refusal) (uint64, *refusal) {
+	if rf := check(); rf != nil {
+		return 0, rf
+	}
 	ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
 	defer cancel()
 	n, err := cluster.NextStreamNumber(ctx, cl.node.State(), cl.sp.id)

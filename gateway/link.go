@@ -80,7 +80,9 @@ type spaceLink interface {
 	remoteMemberLocked(id string) *member
 	// streamNumber takes the number of a new stream from the space's
 	// counter; 0 means the node's own counter (streamTable.last).
-	streamNumber() (uint64, *refusal)
+	// check, called first where a number is taken, says whether the
+	// request would be accepted, so that a refused one takes none.
+	streamNumber(check func() *refusal) (uint64, *refusal)
 	// streamChangedLocked shares a stream's opening, close, writers (from
 	// before) or transfer; streamFrameLocked a frame of it.
 	streamChangedLocked(op string, st *stream, before []string, cause string, announce []byte)
@@ -97,25 +99,25 @@ type spaceLink interface {
 // cluster settles among nodes (a floor claim, a poll) settled here.
 type solo struct{ sp *liveSpace }
 
-func (solo) refusal() *refusal                              { return nil }
-func (solo) deliveredLocked(delivery)                       {}
-func (solo) resumeSkew() time.Duration                      { return 0 }
-func (solo) joinLocked(*session)                            {}
-func (solo) leaveLocked(*session)                           {}
-func (solo) infoLocked(*session)                            {}
-func (solo) aliasLocked(string, *member)                    {}
-func (solo) connectedElsewhereLocked(*member) bool          { return false }
-func (solo) speaksForLocked(*member) bool                   { return true }
-func (solo) participantsLocked() []protocol.ParticipantInfo { return nil }
-func (solo) participantLocked(*member, *participantView)    {}
-func (solo) grantLocked(*member, grant)                     {}
-func (solo) grantsChangedLocked(*member, []grant)           {}
-func (solo) grantGoneLocked(*member, grant)                 {}
-func (solo) controlLocked(*member, string)                  {}
-func (solo) invitedLocked(string, bool)                     {}
-func (solo) floorClearLocked(string, *claim)                {}
-func (solo) remoteMemberLocked(string) *member              { return nil }
-func (solo) streamNumber() (uint64, *refusal)               { return 0, nil }
+func (solo) refusal() *refusal                               { return nil }
+func (solo) deliveredLocked(delivery)                        {}
+func (solo) resumeSkew() time.Duration                       { return 0 }
+func (solo) joinLocked(*session)                             {}
+func (solo) leaveLocked(*session)                            {}
+func (solo) infoLocked(*session)                             {}
+func (solo) aliasLocked(string, *member)                     {}
+func (solo) connectedElsewhereLocked(*member) bool           { return false }
+func (solo) speaksForLocked(*member) bool                    { return true }
+func (solo) participantsLocked() []protocol.ParticipantInfo  { return nil }
+func (solo) participantLocked(*member, *participantView)     {}
+func (solo) grantLocked(*member, grant)                      {}
+func (solo) grantsChangedLocked(*member, []grant)            {}
+func (solo) grantGoneLocked(*member, grant)                  {}
+func (solo) controlLocked(*member, string)                   {}
+func (solo) invitedLocked(string, bool)                      {}
+func (solo) floorClearLocked(string, *claim)                 {}
+func (solo) remoteMemberLocked(string) *member               { return nil }
+func (solo) streamNumber(func() *refusal) (uint64, *refusal) { return 0, nil }
 func (solo) streamChangedLocked(string, *stream, []string, string, []byte) {
 }
 func (solo) streamFrameLocked(*stream, string, []byte) {}

@@ -273,16 +273,14 @@ func (sp *liveSpace) streamRequest(o origin, env *protocol.Envelope, now time.Ti
 		req.Extra = nil
 	}
 	// In a cluster the number comes from the space's counter, taken outside
-	// the lock, once the request would be accepted: a refused request takes
-	// none. On one node streamNumber answers 0 at once, and the node's own
-	// counter numbers the stream below.
-	sp.mu.Lock()
-	rf := sp.streamRequestCheckLocked(o, req.Target)
-	sp.mu.Unlock()
-	var number uint64
-	if rf == nil {
-		number, rf = sp.link.streamNumber()
-	}
+	// the lock once check says the request would be accepted: a refused
+	// request takes none. On one node streamNumber answers 0 at once, and
+	// the node's own counter numbers the stream below.
+	number, rf := sp.link.streamNumber(func() *refusal {
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		return sp.streamRequestCheckLocked(o, req.Target)
+	})
 	if rf != nil {
 		return outcome{}, rf
 	}
