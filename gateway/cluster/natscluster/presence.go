@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -99,24 +101,83 @@ func (p presence) List(ctx context.Context, space string) ([]cluster.Member, err
 	if err := cluster.CheckName(space); err != nil {
 		return nil, err
 	}
+	// The bucket's leader has every change whose write was answered; the
+	// server the watch reads from may not have applied the newest yet (a
+	// replica outside their quorum), so the list goes on past its snapshot
+	// until it has seen the leader's last change of the space, or for
+	// catchUpWait at most (when that change was the delete of a key the
+	// snapshot did not hold, no entry shows it).
+	tail, err := p.tail(ctx, space)
+	if err != nil {
+		return nil, fmt.Errorf("natscluster: list %s: %w", space, p.n.unavailable(err))
+	}
 	w, err := p.Watch(ctx, space)
 	if err != nil {
 		return nil, err
 	}
 	defer w.Stop()
-	var out []cluster.Member
-	for e := range w.Changes() {
-		if e.Op == cluster.OpSynced {
-			return out, nil
+	byKey := map[string]cluster.Member{}
+	var last uint64
+	var deadline <-chan time.Time
+	for {
+		var e cluster.Entry
+		var ok bool
+		select {
+		case e, ok = <-w.Changes():
+		case <-deadline:
+			return members(byKey), nil
 		}
-		if m, err := cluster.DecodeMember(e.Value); err == nil {
-			out = append(out, m)
+		if !ok {
+			break
+		}
+		last = max(last, e.Revision)
+		switch e.Op {
+		case cluster.OpSynced:
+			t := time.NewTimer(catchUpWait)
+			defer t.Stop()
+			deadline = t.C
+		case cluster.OpDelete:
+			delete(byKey, e.Key)
+		case cluster.OpPut:
+			if m, err := cluster.DecodeMember(e.Value); err == nil {
+				byKey[e.Key] = m
+			}
+		}
+		if deadline != nil && last >= tail {
+			return members(byKey), nil
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	return nil, fmt.Errorf("natscluster: list %s: %w", space, p.n.unavailable(cluster.ErrUnavailable))
+}
+
+// tail is the revision of the last change of space's presence the bucket's
+// leader has, 0 when there is none.
+func (p presence) tail(ctx context.Context, space string) (uint64, error) {
+	st, err := p.n.js.Stream(ctx, "KV_"+presenceBucket(p.n.cluster))
+	if err != nil {
+		return 0, err
+	}
+	m, err := st.GetLastMsgForSubject(ctx, "$KV."+presenceBucket(p.n.cluster)+"."+escape(space)+".>")
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return m.Sequence, nil
+}
+
+// members lists the entries of byKey, ordered by participant.
+func members(byKey map[string]cluster.Member) []cluster.Member {
+	out := make([]cluster.Member, 0, len(byKey))
+	for _, m := range byKey {
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b cluster.Member) int { return strings.Compare(a.Participant, b.Participant) })
+	return out
 }
 
 func (p presence) Watch(ctx context.Context, space string) (cluster.Watcher, error) {
