@@ -61,11 +61,29 @@ type approval struct {
 	call      []byte   // the proposal's method and params, compact (callOf)
 	to        []string // the proposal's to
 	step      *space.ApprovalStep
-	escalated bool
-	votes     []string // the members who approved, in order
-	deadline  time.Time
-	state     string
-	by, msg   string // who settled it and why
+	// phase is what the proposal waits for: 0 the rule's approvers, 1 the
+	// escalation's, 2 (approved) its fulfilment. Each phase ends once
+	// (approvalEnd); in a cluster the first end any node stores wins.
+	phase    int
+	votes    []string // the members who approved in this phase, in order
+	deadline time.Time
+	state    string
+	by, msg  string // who settled it and why
+	// ending is set while an end of the phase asked of the space's link is
+	// not applied yet (on a cluster, until the cluster has chosen it); a
+	// fulfilment waits for it.
+	ending bool
+}
+
+// approvalEnd is how a phase of a governed proposal ends: its new state,
+// who ended it and why, the approvers counted (approved), the escalation's
+// deadline (escalated).
+type approvalEnd struct {
+	phase    int
+	state    string
+	by, msg  string
+	votes    []string
+	deadline time.Time
 }
 
 // approvalTable is a space's policy and its governed proposals.
@@ -115,13 +133,7 @@ func (sp *liveSpace) proposed(o origin, env *protocol.Envelope, now time.Time) (
 	if len(t.rules) == 0 {
 		return relayed, nil
 	}
-	var rule *approvalRule
-	for _, r := range t.rules {
-		if _, ok := r.proposal.MatchTo(env.Kind, env.To, env.Payload); ok {
-			rule = r
-			break
-		}
-	}
+	rule := t.ruleFor(env)
 	if rule == nil {
 		return relayed, nil
 	}
@@ -144,9 +156,26 @@ func (sp *liveSpace) proposed(o origin, env *protocol.Envelope, now time.Time) (
 	if w := a.step.Within; w > 0 {
 		a.deadline = now.Add(w)
 	}
+	t.addLocked(a)
+	sp.link.approvalLocked(a)
+	return outcome{relay: true, then: func() { sp.announce(a) }}, nil
+}
+
+// ruleFor is the rule that governs the proposal env, if any: the first
+// that matches it.
+func (t *approvalTable) ruleFor(env *protocol.Envelope) *approvalRule {
+	for _, r := range t.rules {
+		if _, ok := r.proposal.MatchTo(env.Kind, env.To, env.Payload); ok {
+			return r
+		}
+	}
+	return nil
+}
+
+// addLocked keeps a, governed: the caller made room (evictLocked).
+func (t *approvalTable) addLocked(a *approval) {
 	t.byID[a.id] = a
 	t.order = append(t.order, a)
-	return outcome{relay: true, then: func() { sp.announce(a) }}, nil
 }
 
 // evictLocked makes room for one more governed proposal: the oldest settled
@@ -218,11 +247,48 @@ func (sp *liveSpace) approve(o origin, env *protocol.Envelope, _ time.Time) (out
 	case slices.Contains(a.votes, o.m.name):
 		return outcome{}, refuse(ErrorInvalidRequest, o.m.name+" has approved proposal "+a.id+" already: an approval counts once")
 	}
-	a.votes = append(a.votes, o.m.name)
-	if len(a.votes) >= a.step.Required {
-		a.state = protocol.ApprovalApproved
-	}
+	sp.voteLocked(a, o.m.name)
+	sp.link.approvalVoteLocked(a, o.m.name)
 	return outcome{relay: true, then: func() { sp.announce(a) }}, nil
+}
+
+// voteLocked counts name's approval of a in its phase, and asks for the
+// phase's end when it completes the quorum. mu must be held.
+func (sp *liveSpace) voteLocked(a *approval, name string) {
+	if slices.Contains(a.votes, name) {
+		return
+	}
+	a.votes = append(a.votes, name)
+	if len(a.votes) == a.step.Required {
+		sp.endLocked(a, approvalEnd{phase: a.phase, state: protocol.ApprovalApproved, votes: slices.Clone(a.votes)})
+	}
+}
+
+// endLocked asks the space's link to end a's phase as e says: on one node
+// it ends now, on a cluster once the cluster has chosen among the ends its
+// nodes asked for. mu must be held.
+func (sp *liveSpace) endLocked(a *approval, e approvalEnd) {
+	if !sp.link.approvalEndLocked(a, e) {
+		a.ending = true
+	}
+}
+
+// applyEndLocked ends a's phase as e says, unless that phase has ended
+// already; it reports whether it did. mu must be held.
+func (sp *liveSpace) applyEndLocked(a *approval, e approvalEnd) bool {
+	if e.phase != a.phase || !a.open() && a.state != protocol.ApprovalApproved {
+		return false
+	}
+	a.ending = false
+	switch e.state {
+	case protocol.ApprovalEscalated:
+		a.phase, a.step, a.votes, a.state, a.deadline = 1, a.rule.cfg.Escalate, nil, e.state, e.deadline
+		return true
+	case protocol.ApprovalApproved:
+		a.phase, a.votes = 2, e.votes
+	}
+	a.state, a.by, a.msg = e.state, e.by, e.msg
+	return true
 }
 
 // settle ends a governed proposal on an mcp/reject from one of its
@@ -242,15 +308,18 @@ func (sp *liveSpace) settle(o origin, env *protocol.Envelope, _ time.Time) (outc
 		Reason string `json:"reason"`
 	}
 	_ = env.DecodePayload(&p) // the reason is optional; the envelope was validated
+	var state string
 	switch {
 	case env.Kind == protocol.KindMCPWithdraw && o.m == a.proposerM:
-		a.state = protocol.ApprovalWithdrawn
+		state = protocol.ApprovalWithdrawn
 	case env.Kind == protocol.KindMCPReject && slices.Contains(a.step.Approvers, o.m.name) && o.m != a.proposerM:
-		a.state = protocol.ApprovalRejected
+		state = protocol.ApprovalRejected
 	default:
 		return relayed, nil
 	}
-	a.by, a.msg = o.id, p.Reason
+	if sp.endLocked(a, approvalEnd{phase: a.phase, state: state, by: o.id, msg: p.Reason}); a.ending {
+		return relayed, nil // announced when the cluster has chosen
+	}
 	return outcome{relay: true, then: func() { sp.announce(a) }}, nil
 }
 
@@ -266,9 +335,12 @@ func (sp *liveSpace) fulfilment(_ origin, env *protocol.Envelope, _ time.Time) (
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	if a := t.governed(env); a != nil {
-		if a.state != protocol.ApprovalApproved {
+		if a.state != protocol.ApprovalApproved || a.ending {
 			msg := fmt.Sprintf("proposal %s is %s (rule %s", a.id, a.state, a.rule.cfg.Name)
-			if a.open() {
+			switch {
+			case a.ending:
+				msg += ", being settled by the gateway's nodes: try again in a moment"
+			case a.open():
 				msg += fmt.Sprintf(": %d more of %v must approve", a.step.Required-len(a.votes), a.step.Approvers)
 			}
 			return outcome{}, refuse(ErrorApprovalRequired, msg+")")
@@ -276,8 +348,12 @@ func (sp *liveSpace) fulfilment(_ origin, env *protocol.Envelope, _ time.Time) (
 		if call, err := callOf(env.Payload); err != nil || !bytes.Equal(call, a.call) || !slices.Equal(env.To, a.to) {
 			return outcome{}, refuse(ErrorApprovalMismatch, "the request differs from proposal "+a.id+" as approved (its method, params and to must be the same)")
 		}
-		a.state = protocol.ApprovalFulfilled
-		a.by = env.From
+		sp.endLocked(a, approvalEnd{phase: 2, state: protocol.ApprovalFulfilled, by: env.From})
+		if a.ending {
+			// On a cluster: relayed now, as a fulfilment is everywhere;
+			// the fulfilment is announced when the cluster has it.
+			return relayed, nil
+		}
 		return outcome{relay: true, then: func() { sp.announce(a) }}, nil
 	}
 	for _, r := range t.rules {
@@ -300,19 +376,19 @@ func (sp *liveSpace) expireApprovals(now time.Time) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	for _, a := range sp.approvals.order {
-		if !a.open() || a.deadline.IsZero() || now.Before(a.deadline) {
+		if !a.open() || a.ending || a.deadline.IsZero() || now.Before(a.deadline) {
 			continue
 		}
-		if r := a.rule.cfg; r.Then == space.ThenEscalate && !a.escalated {
-			a.escalated, a.step, a.votes, a.state = true, r.Escalate, nil, protocol.ApprovalEscalated
-			a.deadline = time.Time{}
-			if w := a.step.Within; w > 0 {
-				a.deadline = now.Add(w)
+		e := approvalEnd{phase: a.phase, state: protocol.ApprovalTimedOut}
+		if r := a.rule.cfg; r.Then == space.ThenEscalate && a.phase == 0 {
+			e.state = protocol.ApprovalEscalated
+			if w := r.Escalate.Within; w > 0 {
+				e.deadline = now.Add(w)
 			}
-		} else {
-			a.state = protocol.ApprovalTimedOut
 		}
-		sp.broadcastLocked(sp.approvalEnvelope(a), nil)
+		if sp.endLocked(a, e); !a.ending {
+			sp.broadcastLocked(sp.approvalEnvelope(a), nil)
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/gateway"
-	"github.com/mew-protocol/mew/gateway/cluster/memory"
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -105,53 +103,39 @@ func approvalWhere(t *testing.T, p *testutil.Peer, proposal, state string, ok fu
 	return got
 }
 
-// startApprovals starts a single gateway node for approvalSpace, whatever
-// MEW_TEST_CLUSTER says: a cluster refuses approval rules for now
-// (TestApprovalRefusedOnCluster).
-func startApprovals(t *testing.T, opts gateway.Options) *testutil.Gateway {
-	t.Helper()
-	t.Setenv(testutil.ClusterEnv, "")
-	return testutil.StartGateway(t, approvalSpace, opts)
-}
-
-// TestApprovalRefusedOnCluster: approval rules are not shared between
-// gateway nodes yet, so a node of a cluster refuses to serve a space that
-// has them, rather than enforce a policy each node would keep on its own.
-func TestApprovalRefusedOnCluster(t *testing.T) {
-	mc := memory.New(memory.Options{})
-	t.Cleanup(func() { _ = mc.Close() })
-	node, err := mc.Node("n1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := testutil.Serve(t.TempDir(), approvalSpace, gateway.Options{Cluster: gateway.ClusterOptions{Node: node, Name: "c"}})
-	if err == nil {
-		_ = s.Close(context.Background())
-		t.Fatal("a cluster node served a space with approval rules")
-	}
-	if !strings.Contains(err.Error(), "approval rules are enforced on one gateway node only") {
-		t.Fatalf("refusal: %v", err)
+// onApprovals runs f on one gateway serving approvalSpace, then on three
+// nodes of a cluster on each backend, the participants spread over them
+// (approvalPeers). Every node has opts (a clock) besides its cluster.
+func onApprovals(t *testing.T, opts gateway.Options, f func(t *testing.T, gs []*testutil.Gateway)) {
+	t.Run("one", func(t *testing.T) {
+		t.Setenv(testutil.ClusterEnv, "")
+		f(t, []*testutil.Gateway{testutil.StartGateway(t, approvalSpace, opts)})
+	})
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) { f(t, newTestClusterWith(t, 3, b, approvalSpace, opts, nil).gs) })
 	}
 }
 
-func approvalPeers(t *testing.T, g *testutil.Gateway) (agent, alice, bob, carol, lead, files *testutil.Peer) {
+// approvalPeers joins the participants of approvalSpace, spread over gs:
+// on three nodes, the proposer, each approver and the tool each on
+// another node than the next.
+func approvalPeers(t *testing.T, gs []*testutil.Gateway) (agent, alice, bob, carol, lead, files *testutil.Peer) {
 	t.Helper()
-	agent, _ = testutil.Join(t, g.WSURL, "agent-token")
-	alice, _ = testutil.Join(t, g.WSURL, "alice-token")
-	bob, _ = testutil.Join(t, g.WSURL, "bob-token")
-	carol, _ = testutil.Join(t, g.WSURL, "carol-token")
-	lead, _ = testutil.Join(t, g.WSURL, "lead-token")
-	files, _ = testutil.Join(t, g.WSURL, "files-token")
-	return
+	on := func(i int, tok string) *testutil.Peer {
+		p, _ := testutil.Join(t, gs[i%len(gs)].WSURL, tok)
+		return p
+	}
+	return on(0, "agent-token"), on(1, "alice-token"), on(2, "bob-token"), on(0, "carol-token"), on(1, "lead-token"), on(2, "files-token")
 }
 
 // Two of three: the proposer's own approval and a second approval by the
 // same approver are not counted, a fulfilment before the quorum is
 // refused, one after it goes once and only as approved; every state is
 // announced to the space.
-func TestApprovalTwoOfThree(t *testing.T) {
-	g := startApprovals(t, gateway.Options{})
-	agent, alice, bob, _, _, files := approvalPeers(t, g)
+func TestApprovalTwoOfThree(t *testing.T) { onApprovals(t, gateway.Options{}, testApprovalTwoOfThree) }
+
+func testApprovalTwoOfThree(t *testing.T, gs []*testutil.Gateway) {
+	agent, alice, bob, _, _, files := approvalPeers(t, gs)
 
 	agent.SendText(call("mcp/proposal", "p1", "write_file", "hello"))
 	a := approvalState(t, alice, "p1", protocol.ApprovalAwaiting)
@@ -160,11 +144,11 @@ func TestApprovalTwoOfThree(t *testing.T) {
 		t.Fatalf("awaiting: %+v", a)
 	}
 	// The welcome lists approval/approve among an approver's capabilities.
-	_, w := testutil.Join(t, g.WSURL, "carol-token")
+	_, w := testutil.Join(t, gs[0].WSURL, "carol-token")
 	if !strings.Contains(string(w.Raw), `"approval/approve"`) {
 		t.Errorf("carol's welcome does not list approval/approve: %s", w.Raw)
 	}
-	carol, _ := testutil.Join(t, g.WSURL, "carol-token")
+	carol, _ := testutil.Join(t, gs[0].WSURL, "carol-token")
 
 	if e := outcome(t, alice, "f0", call("mcp/request", "f0", "write_file", "hello", "p1")); e == nil || e["error"] != gateway.ErrorApprovalRequired {
 		t.Fatalf("a fulfilment before any approval: %v", e)
@@ -197,6 +181,8 @@ func TestApprovalTwoOfThree(t *testing.T) {
 	if a := approvalState(t, agent, "p1", protocol.ApprovalApproved); !slices.Equal(a.ApprovedBy, []string{"alice", "bob"}) || a.Remaining != 0 {
 		t.Fatalf("approved: %+v", a)
 	}
+	approvalState(t, alice, "p1", protocol.ApprovalApproved)
+	approvalState(t, bob, "p1", protocol.ApprovalApproved)
 	if e := outcome(t, alice, "a6", approveMsg("a6", "p1")); e == nil {
 		t.Fatal("an approval of an approved proposal was taken")
 	}
@@ -210,6 +196,7 @@ func TestApprovalTwoOfThree(t *testing.T) {
 	}
 	files.ExpectFunc("mcp/request", func(m testutil.Msg) bool { return m.ID() == "f3" })
 	approvalState(t, agent, "p1", protocol.ApprovalFulfilled)
+	approvalState(t, alice, "p1", protocol.ApprovalFulfilled)
 	if e := outcome(t, alice, "f4", call("mcp/request", "f4", "write_file", "hello", "p1")); e == nil || e["error"] != gateway.ErrorApprovalRequired {
 		t.Fatalf("a second fulfilment: %v", e)
 	}
@@ -217,7 +204,7 @@ func TestApprovalTwoOfThree(t *testing.T) {
 	// rule, its approvers and the reason, beside the arguments proposed.
 	var tree string
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		code, body := get(t, g, "/participants/alice/lineage/f3", "alice-token")
+		code, body := get(t, gs[1%len(gs)], "/participants/alice/lineage/f3", "alice-token")
 		lin, _ := body["lineage"].(map[string]any)
 		tree = flatten(lin)
 		if code == 200 && strings.Contains(tree, "approval rule") || time.Now().After(deadline) {
@@ -237,8 +224,11 @@ func TestApprovalTwoOfThree(t *testing.T) {
 // An edit is a new proposal: its count starts again; the earlier one is
 // withdrawn by its proposer, or rejected by an approver with a reason.
 func TestApprovalEditRejectWithdraw(t *testing.T) {
-	g := startApprovals(t, gateway.Options{})
-	agent, alice, bob, _, _, _ := approvalPeers(t, g)
+	onApprovals(t, gateway.Options{}, testApprovalEditRejectWithdraw)
+}
+
+func testApprovalEditRejectWithdraw(t *testing.T, gs []*testutil.Gateway) {
+	agent, alice, bob, _, _, _ := approvalPeers(t, gs)
 
 	agent.SendText(call("mcp/proposal", "p1", "write_file", "v1"))
 	approvalState(t, alice, "p1", protocol.ApprovalAwaiting)
@@ -268,9 +258,14 @@ func TestApprovalEditRejectWithdraw(t *testing.T) {
 // A rule's time: reads settle as timed out; writes escalate to lead, whose
 // single approval then suffices, and the first approvers' no longer count.
 func TestApprovalTimeoutAndEscalation(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}
-	g := startApprovals(t, gateway.Options{Now: clk.Now, Timing: gateway.Timing{WriteTimeout: 100 * time.Millisecond}})
-	agent, alice, _, _, lead, _ := approvalPeers(t, g)
+	clk := &clock{t: time.Now()}
+	onApprovals(t, gateway.Options{Now: clk.Now, Timing: gateway.Timing{WriteTimeout: 100 * time.Millisecond}}, func(t *testing.T, gs []*testutil.Gateway) {
+		testApprovalTimeoutAndEscalation(t, gs, clk)
+	})
+}
+
+func testApprovalTimeoutAndEscalation(t *testing.T, gs []*testutil.Gateway, clk *clock) {
+	agent, alice, _, _, lead, _ := approvalPeers(t, gs)
 
 	agent.SendText(call("mcp/proposal", "r1", "read_file", "x"))
 	approvalState(t, alice, "r1", protocol.ApprovalAwaiting)
@@ -281,6 +276,7 @@ func TestApprovalTimeoutAndEscalation(t *testing.T) {
 
 	clk.Advance(31 * time.Second)
 	approvalState(t, agent, "r1", protocol.ApprovalTimedOut)
+	approvalState(t, alice, "r1", protocol.ApprovalTimedOut)
 	if e := outcome(t, alice, "a2", approveMsg("a2", "r1")); e == nil {
 		t.Fatal("an approval after the timeout was taken")
 	}
@@ -291,11 +287,14 @@ func TestApprovalTimeoutAndEscalation(t *testing.T) {
 	if a := approvalState(t, agent, "w1", protocol.ApprovalEscalated); !slices.Equal(a.Approvers, []string{"lead"}) || a.Required != 1 || a.Remaining != 1 || len(a.ApprovedBy) != 0 {
 		t.Fatalf("escalated: %+v", a)
 	}
+	approvalState(t, alice, "w1", protocol.ApprovalEscalated)
 	if e := outcome(t, alice, "a3", approveMsg("a3", "w1")); e == nil || e["error"] != gateway.ErrorNotApprover {
 		t.Fatalf("alice approving after the escalation: %v", e)
 	}
+	approvalState(t, lead, "w1", protocol.ApprovalEscalated)
 	lead.SendText(approveMsg("a4", "w1"))
 	approvalState(t, agent, "w1", protocol.ApprovalApproved)
+	approvalState(t, alice, "w1", protocol.ApprovalApproved)
 	if e := outcome(t, alice, "f2", call("mcp/request", "f2", "write_file", "x", "w1")); e != nil {
 		t.Fatalf("fulfilling after lead's approval: %v", e)
 	}
@@ -304,9 +303,10 @@ func TestApprovalTimeoutAndEscalation(t *testing.T) {
 // always_ask: no grant lets anyone send a deletion as a request of its
 // own, not even a participant holding every capability; proposed and
 // approved, it goes.
-func TestApprovalAlwaysAsk(t *testing.T) {
-	g := startApprovals(t, gateway.Options{})
-	agent, alice, bob, _, _, _ := approvalPeers(t, g)
+func TestApprovalAlwaysAsk(t *testing.T) { onApprovals(t, gateway.Options{}, testApprovalAlwaysAsk) }
+
+func testApprovalAlwaysAsk(t *testing.T, gs []*testutil.Gateway) {
+	agent, alice, bob, _, _, _ := approvalPeers(t, gs)
 
 	if e := outcome(t, alice, "d1", call("mcp/request", "d1", "delete_file", "x")); e == nil || e["error"] != gateway.ErrorApprovalRequired {
 		t.Fatalf("alice (kind *) deleting directly: %v", e)
@@ -321,7 +321,7 @@ func TestApprovalAlwaysAsk(t *testing.T) {
 		t.Fatalf("the agent, granted mcp/request, listing: %v", e)
 	}
 	agent.SendText(call("mcp/proposal", "p1", "delete_file", "x"))
-	approvalState(t, alice, "p1", protocol.ApprovalAwaiting)
+	approvalState(t, bob, "p1", protocol.ApprovalAwaiting) // each acts on what it sees: on a cluster, its node's
 	bob.SendText(approveMsg("a1", "p1"))
 	approvalState(t, alice, "p1", protocol.ApprovalApproved)
 	if e := outcome(t, alice, "d4", call("mcp/request", "d4", "delete_file", "x", "p1")); e != nil {
@@ -332,9 +332,10 @@ func TestApprovalAlwaysAsk(t *testing.T) {
 // Hostile approvals: without a correlation, naming two proposals, an
 // unknown one, or a proposal no rule governs, are refused and change
 // nothing.
-func TestApprovalHostile(t *testing.T) {
-	g := startApprovals(t, gateway.Options{})
-	agent, alice, _, _, _, _ := approvalPeers(t, g)
+func TestApprovalHostile(t *testing.T) { onApprovals(t, gateway.Options{}, testApprovalHostile) }
+
+func testApprovalHostile(t *testing.T, gs []*testutil.Gateway) {
+	agent, alice, _, _, _, _ := approvalPeers(t, gs)
 	agent.SendText(`{"id":"free","kind":"mcp/proposal","to":["files"],"payload":{"jsonrpc":"2.0","id":1,"method":"tools/list"}}`)
 	agent.SendText(call("mcp/proposal", "p1", "write_file", "x"))
 	approvalState(t, alice, "p1", protocol.ApprovalAwaiting)

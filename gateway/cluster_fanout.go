@@ -290,6 +290,8 @@ func (cl *clusterSpace) readyFunc(env *protocol.Envelope) func() bool {
 		return func() bool { m := sp.resolveLocked(p.ParticipantID); return m == nil || m.ctl.kicked }
 	case protocol.KindStreamRequest, protocol.KindStreamClose:
 		return cl.streamReady(env) // cluster_streams.go
+	case protocol.KindMCPProposal, protocol.KindApprovalApprove:
+		return cl.approvalReady(env) // cluster_approvals.go
 	case protocol.KindParticipantPause, protocol.KindParticipantResume, protocol.KindParticipantShutdown:
 		to, id, kind := slices.Clone(env.To), env.ID, env.Kind
 		return func() bool {

@@ -116,8 +116,14 @@ func (cl *clusterSpace) inviteChangeLocked(e cluster.Entry) {
 		return
 	}
 	sp.broadcastLocked(remote(sp.invitedEnvelope(m, inv.From, inv.Reason)), nil)
-	orphans := cl.orphans[id]
-	delete(cl.orphans, id)
+	cl.adoptLocked(id)
+}
+
+// adoptLocked applies the changes kept for who (orphanLocked) now that it
+// is known here; mu must be held.
+func (cl *clusterSpace) adoptLocked(who string) {
+	orphans := cl.orphans[who]
+	delete(cl.orphans, who)
 	cl.nOrphans -= len(orphans)
 	for _, o := range orphans {
 		cl.stateChangeLocked(cluster.KeyKind(o.Key), o)
@@ -125,7 +131,9 @@ func (cl *clusterSpace) inviteChangeLocked(e cluster.Entry) {
 }
 
 // orphanLocked keeps a grant or control change naming participant, not
-// known here yet, until its invitation arrives; mu must be held.
+// known here yet, until its invitation arrives (or, under a name no
+// participant has, a change of a governed proposal not known here yet);
+// mu must be held.
 func (cl *clusterSpace) orphanLocked(participant string, e cluster.Entry) {
 	if _, ok := cl.sp.members[participant]; ok {
 		return

@@ -144,13 +144,6 @@ func (srv *Server) clusterStart() error {
 	if node == nil {
 		return nil
 	}
-	for _, sp := range srv.order {
-		if len(sp.cfg.Approvals) > 0 {
-			// Not shared between nodes yet: a policy each node kept on
-			// its own could be satisfied twice, or not at all.
-			return fmt.Errorf("gateway: space %s: approval rules are enforced on one gateway node only, not yet on a cluster", sp.id)
-		}
-	}
 	srv.metrics.registerCluster(node)
 	srv.outage.reconnects = clusterReconnects(node)
 	hw := clusterhist.NewWriter(node, clusterhist.Options{ // cluster_history.go: one per node
@@ -375,8 +368,8 @@ func (cl *clusterSpace) write(op clusterOp) {
 	case op.leave[0] != "":
 		err = cl.node.Presence().Leave(ctx, sp.id, op.leave[0], op.leave[1])
 	case op.create:
-		if _, err = cl.node.State().Put(ctx, sp.id, op.key, op.value, cluster.PutOptions{IfAbsent: true}); errors.Is(err, cluster.ErrConflict) {
-			err = nil // bound first elsewhere: the watch brings that binding
+		if _, err = cl.node.State().Put(ctx, sp.id, op.key, op.value, cluster.PutOptions{IfAbsent: true, TTL: op.ttl}); errors.Is(err, cluster.ErrConflict) {
+			err = nil // stored first elsewhere: the watch brings that
 		}
 	case op.del:
 		if err = cl.node.State().Delete(ctx, sp.id, op.key, op.rev); errors.Is(err, cluster.ErrConflict) || errors.Is(err, cluster.ErrNotFound) {

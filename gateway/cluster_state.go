@@ -107,7 +107,7 @@ func (cl *clusterSpace) controlChange(e cluster.Entry) {
 // stateChange applies a change of the space's State made by another node.
 func (cl *clusterSpace) stateChange(e cluster.Entry) {
 	kind := cluster.KeyKind(e.Key)
-	if kind != "grant" && kind != "control" && kind != "invite" && kind != "floor" && kind != "alias" {
+	if kind != "grant" && kind != "control" && kind != "invite" && kind != "floor" && kind != "alias" && kind != "approval" {
 		return // streams have their own watcher
 	}
 	sp := cl.sp
@@ -136,6 +136,10 @@ func (cl *clusterSpace) stateChangeLocked(kind string, e cluster.Entry) {
 		return
 	case "alias":
 		cl.aliasChangeLocked(e)
+		return
+	case "approval":
+		cl.approvalChangeLocked(e) // cluster_approvals.go
+		cl.releaseLocked(false)
 		return
 	}
 	parts := strings.SplitN(e.Key, "/", 3)

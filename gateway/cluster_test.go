@@ -65,6 +65,13 @@ type testCluster struct {
 // set, adjusts the options of each NATS node (by index).
 func newTestCluster(t *testing.T, n int, b backend, spaceYAML string, tune func(int, *natscluster.Options)) *testCluster {
 	t.Helper()
+	return newTestClusterWith(t, n, b, spaceYAML, gateway.Options{}, tune)
+}
+
+// newTestClusterWith is newTestCluster, each node with opts besides its
+// cluster and logger.
+func newTestClusterWith(t *testing.T, n int, b backend, spaceYAML string, opts gateway.Options, tune func(int, *natscluster.Options)) *testCluster {
+	t.Helper()
 	c := &testCluster{fabric: newFabric(t, b)}
 	for i := range n {
 		var tuneI func(*natscluster.Options)
@@ -73,7 +80,9 @@ func newTestCluster(t *testing.T, n int, b backend, spaceYAML string, tune func(
 		}
 		node := c.node(t, i, fmt.Sprintf("n%d", i+1), tuneI)
 		c.nodes = append(c.nodes, node)
-		c.gs = append(c.gs, testutil.StartGateway(t, spaceYAML, gateway.Options{Logger: slog.New(slog.NewTextHandler(tlog{t}, nil)), Cluster: gateway.ClusterOptions{Node: node, Name: "test"}}))
+		o := opts
+		o.Logger, o.Cluster = slog.New(slog.NewTextHandler(tlog{t}, nil)), gateway.ClusterOptions{Node: node, Name: "test"}
+		c.gs = append(c.gs, testutil.StartGateway(t, spaceYAML, o))
 	}
 	return c
 }

@@ -88,6 +88,16 @@ type spaceLink interface {
 	streamChangedLocked(op string, st *stream, before []string, cause string, announce []byte)
 	streamFrameLocked(st *stream, writer string, frame []byte)
 
+	// approvalLocked shares a proposal governed here, approvalVoteLocked
+	// an approval counted here. approvalEndLocked ends a's phase as e says
+	// and reports whether it did now: on one node it does; on a cluster
+	// the nodes may ask for different ends of one phase at once (an
+	// approval completing the quorum, a rejection, the deadline), the first
+	// stored wins, and every node applies it when it arrives.
+	approvalLocked(a *approval)
+	approvalVoteLocked(a *approval, approver string)
+	approvalEndLocked(a *approval, e approvalEnd) bool
+
 	// current reports whether the link's copy of the space's shared state
 	// is up to date; close stops its goroutines once what is queued is
 	// written (until ctx ends).
@@ -121,6 +131,8 @@ func (solo) streamNumber(func() *refusal) (uint64, *refusal) { return 0, nil }
 func (solo) streamChangedLocked(string, *stream, []string, string, []byte) {
 }
 func (solo) streamFrameLocked(*stream, string, []byte) {}
+func (solo) approvalLocked(*approval)                  {}
+func (solo) approvalVoteLocked(*approval, string)      {}
 func (solo) current() bool                             { return true }
 func (solo) close(context.Context)                     {}
 
@@ -134,4 +146,9 @@ func (f solo) floorClaim(o origin, msg string, startedAt int64, now time.Time) (
 
 func (f solo) poll(w http.ResponseWriter, _ *http.Request, m *member, after time.Time, cursor string, limit int) {
 	f.sp.pollHere(w, m, after, cursor, limit)
+}
+
+func (f solo) approvalEndLocked(a *approval, e approvalEnd) bool {
+	f.sp.applyEndLocked(a, e)
+	return true
 }

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -18,12 +20,13 @@ import (
 
 // Key prefixes of a space's State.
 const (
-	prefixGrant   = "grant"
-	prefixInvite  = "invite"
-	prefixControl = "control"
-	prefixStream  = "stream"
-	prefixFloor   = "floor"
-	prefixAlias   = "alias"
+	prefixGrant    = "grant"
+	prefixInvite   = "invite"
+	prefixControl  = "control"
+	prefixStream   = "stream"
+	prefixFloor    = "floor"
+	prefixAlias    = "alias"
+	prefixApproval = "approval"
 )
 
 // GrantKey is the key of a runtime grant to participant.
@@ -46,6 +49,42 @@ func FloorKey(messageID string) string { return prefixFloor + "/" + messageID }
 // AliasKey is the key of a runtime id bound to a participant (an id other
 // than its logical name).
 func AliasKey(runtimeID string) string { return prefixAlias + "/" + runtimeID }
+
+// ApprovalKey is the key of a proposal governed by the space's approval
+// policy; ApprovalVoteKey that of an approver's approval of it in phase
+// (0, the rule's approvers; 1, the escalation's); ApprovalEndKey that of
+// the end of a phase (phase 2 follows the approval: its end is the
+// fulfilment, a rejection or a withdrawal). Proposal ids are chosen by
+// participants and may hold any character, so a key names a proposal by a
+// digest of its id; the records name it in full.
+func ApprovalKey(proposal string) string { return prefixApproval + "/" + digest(proposal) }
+
+// ApprovalVoteKey: see ApprovalKey.
+func ApprovalVoteKey(proposal string, phase int, approver string) string {
+	return fmt.Sprintf("%s/%s/v%d/%s", prefixApproval, digest(proposal), phase, approver)
+}
+
+// ApprovalEndKey: see ApprovalKey.
+func ApprovalEndKey(proposal string, phase int) string {
+	return fmt.Sprintf("%s/%s/e%d", prefixApproval, digest(proposal), phase)
+}
+
+// ApprovalOf returns the digest segment of an approval key (what names its
+// proposal), or "".
+func ApprovalOf(key string) string {
+	kind, rest, _ := strings.Cut(key, "/")
+	if kind != prefixApproval {
+		return ""
+	}
+	d, _, _ := strings.Cut(rest, "/")
+	return d
+}
+
+// digest is a proposal id as a key segment.
+func digest(id string) string {
+	h := sha256.Sum256([]byte(id))
+	return base64.RawURLEncoding.EncodeToString(h[:18])
+}
 
 // KeyKind returns the first segment of key ("grant", "invite", "control",
 // "stream", "floor", "alias"), by which a watcher dispatches a change.
@@ -170,8 +209,42 @@ func (c Claim) Beats(d Claim) bool {
 	return c.StartedAt < d.StartedAt || (c.StartedAt == d.StartedAt && c.ID < d.ID)
 }
 
+// Approval is a proposal the space's approval policy governs, stored by
+// the node that accepted it; the first stored under its key wins.
+type Approval struct {
+	Proposal     string    `json:"proposal"`
+	Rule         string    `json:"rule"`
+	Proposer     string    `json:"proposer"`      // its runtime id
+	ProposerName string    `json:"proposer_name"` // its logical participant
+	Call         string    `json:"call"`          // the method and params approved, as the gateway binds them
+	To           []string  `json:"to,omitempty"`
+	Deadline     time.Time `json:"deadline,omitzero"`
+	Node         string    `json:"node"`
+}
+
+// ApprovalVote is an approver's approval, stored by the approver's node.
+type ApprovalVote struct {
+	Proposal string `json:"proposal"`
+	Phase    int    `json:"phase"`
+	Approver string `json:"approver"` // logical participant
+	Node     string `json:"node"`
+}
+
+// ApprovalEnd ends a phase of a governed proposal: the first end stored for
+// a phase is the one every node applies.
+type ApprovalEnd struct {
+	Proposal string    `json:"proposal"`
+	Phase    int       `json:"phase"`
+	State    string    `json:"state"`
+	By       string    `json:"by,omitempty"`
+	Message  string    `json:"message,omitempty"`
+	Votes    []string  `json:"votes,omitempty"`   // with state approved: who approved
+	Deadline time.Time `json:"deadline,omitzero"` // with state escalated: the escalation's
+	Node     string    `json:"node"`
+}
+
 // Encode returns v's encoded form. It fails on a value over MaxValueLen.
-func Encode[T Member | Grant | Invite | Control | Stream | Claim | Alias](v T) ([]byte, error) {
+func Encode[T Member | Grant | Invite | Control | Stream | Claim | Alias | Approval | ApprovalVote | ApprovalEnd](v T) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: encode %T: %w", v, err)
@@ -291,4 +364,40 @@ func DecodeAlias(b []byte) (Alias, error) {
 // DecodeClaim decodes a floor claim.
 func DecodeClaim(b []byte) (Claim, error) {
 	return decode(b, func(c *Claim) error { return names(c.Holder, c.ID) })
+}
+
+// DecodeApproval decodes a governed proposal.
+func DecodeApproval(b []byte) (Approval, error) {
+	return decode(b, func(a *Approval) error {
+		if len(a.Call) == 0 || a.Rule == "" {
+			return fmt.Errorf("approval of %q without its rule or call", a.Proposal)
+		}
+		if err := names(a.To...); err != nil {
+			return err
+		}
+		return names(a.Proposal, a.Proposer, a.ProposerName, a.Node)
+	})
+}
+
+// DecodeApprovalVote decodes an approval.
+func DecodeApprovalVote(b []byte) (ApprovalVote, error) {
+	return decode(b, func(v *ApprovalVote) error {
+		if v.Phase < 0 || v.Phase > 1 {
+			return fmt.Errorf("vote in phase %d", v.Phase)
+		}
+		return names(v.Proposal, v.Approver, v.Node)
+	})
+}
+
+// DecodeApprovalEnd decodes the end of a phase.
+func DecodeApprovalEnd(b []byte) (ApprovalEnd, error) {
+	return decode(b, func(e *ApprovalEnd) error {
+		if e.Phase < 0 || e.Phase > 2 || e.State == "" {
+			return fmt.Errorf("end of phase %d as %q", e.Phase, e.State)
+		}
+		if err := names(e.Votes...); err != nil {
+			return err
+		}
+		return names(e.Proposal, e.Node)
+	})
 }

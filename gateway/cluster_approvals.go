@@ -1,0 +1,226 @@
+package gateway
+
+// A space's governed proposals (approvals.go) in the cluster's State. Each
+// node keeps the whole approval table and enforces it on its own
+// participants; what changes it is stored under keys no node overwrites:
+//
+//   - approval/D: the proposal, stored by the node that accepted it;
+//   - approval/D/vN/A: approver A's approval in phase N, by A's node;
+//   - approval/D/eN: the end of phase N, by whichever node stored one
+//     first (an approval completing the quorum, a rejection, a withdrawal,
+//     the deadline, a fulfilment), so that the nodes agree on it.
+//
+// (D is a digest of the proposal's id: cluster.ApprovalKey.) Approvals are
+// a set, so a node counts one at once, and the others when their watch
+// brings it; an end is applied by every node, its own included, only when
+// the watch brings the one stored. Each node announces every change to its
+// own participants; the announcement of the node that made the change is
+// the one in the cluster's history.
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/protocol"
+)
+
+// approvalTTL is how long the cluster keeps a governed proposal's keys: a
+// node started later no longer learns of a proposal older than that.
+const approvalTTL = 7 * 24 * time.Hour
+
+// approvalLocked stores a proposal governed here; mu must be held.
+func (cl *clusterSpace) approvalLocked(a *approval) {
+	createLocked(cl, cluster.ApprovalKey(a.id), cluster.Approval{
+		Proposal: a.id, Rule: a.rule.cfg.Name, Proposer: a.proposer, ProposerName: a.proposerM.name,
+		Call: string(a.call), To: a.to, Deadline: a.deadline, Node: cl.node.ID(),
+	})
+}
+
+// approvalVoteLocked stores an approval counted here; mu must be held.
+func (cl *clusterSpace) approvalVoteLocked(a *approval, approver string) {
+	createLocked(cl, cluster.ApprovalVoteKey(a.id, a.phase, approver), cluster.ApprovalVote{
+		Proposal: a.id, Phase: a.phase, Approver: approver, Node: cl.node.ID(),
+	})
+}
+
+// approvalEndLocked stores an end of a's phase, unless another node stored
+// one first: either way it is applied when the watch brings it. mu must be
+// held.
+func (cl *clusterSpace) approvalEndLocked(a *approval, e approvalEnd) bool {
+	createLocked(cl, cluster.ApprovalEndKey(a.id, e.phase), cluster.ApprovalEnd{
+		Proposal: a.id, Phase: e.phase, State: e.state, By: e.by, Message: e.msg, Votes: e.votes,
+		Deadline: e.deadline, Node: cl.node.ID(),
+	})
+	return false
+}
+
+// createLocked queues the creation of key with v, which no node
+// overwrites; mu must be held.
+func createLocked[T cluster.Approval | cluster.ApprovalVote | cluster.ApprovalEnd](cl *clusterSpace, key string, v T) {
+	b, err := cluster.Encode(v)
+	if err != nil {
+		cl.sp.srv.opts.Logger.Error("cluster: encode approval", "space", cl.sp.id, "key", key, "err", err)
+		return
+	}
+	cl.enqueue(clusterOp{key: key, value: b, create: true, ttl: approvalTTL})
+}
+
+// approvalChangeLocked applies a key of a governed proposal from State;
+// mu must be held.
+func (cl *clusterSpace) approvalChangeLocked(e cluster.Entry) {
+	if e.Op != cluster.OpPut {
+		return // expired: the proposal settled long ago
+	}
+	sp := cl.sp
+	d := cluster.ApprovalOf(e.Key)
+	rest := strings.TrimPrefix(e.Key, cluster.KeyKind(e.Key)+"/"+d)
+	bad := func(err any) {
+		sp.srv.opts.Logger.Warn("cluster: bad approval record", "space", sp.id, "key", e.Key, "err", err)
+	}
+	var (
+		id, node string
+		apply    func(a *approval) bool
+	)
+	switch {
+	case rest == "":
+		rec, err := cluster.DecodeApproval(e.Value)
+		if err != nil || cluster.ApprovalKey(rec.Proposal) != e.Key {
+			bad(err)
+			return
+		}
+		cl.governedLocked(e, rec)
+		return
+	case strings.HasPrefix(rest, "/v"):
+		v, err := cluster.DecodeApprovalVote(e.Value)
+		if err != nil || cluster.ApprovalVoteKey(v.Proposal, v.Phase, v.Approver) != e.Key {
+			bad(err)
+			return
+		}
+		id, node = v.Proposal, v.Node
+		apply = func(a *approval) bool {
+			m := sp.members[v.Approver]
+			if v.Phase != a.phase || !a.open() || m == nil || m == a.proposerM || !slices.Contains(a.step.Approvers, v.Approver) || slices.Contains(a.votes, v.Approver) {
+				return false // a phase ended, or counted already (ours)
+			}
+			sp.voteLocked(a, v.Approver)
+			return true
+		}
+	case strings.HasPrefix(rest, "/e"):
+		en, err := cluster.DecodeApprovalEnd(e.Value)
+		if err != nil || cluster.ApprovalEndKey(en.Proposal, en.Phase) != e.Key || !endable(en) {
+			bad(err)
+			return
+		}
+		id, node = en.Proposal, en.Node
+		apply = func(a *approval) bool {
+			return sp.applyEndLocked(a, approvalEnd{phase: en.Phase, state: en.State, by: en.By, msg: en.Message, votes: en.Votes, deadline: en.Deadline})
+		}
+	default:
+		bad("unknown key")
+		return
+	}
+	a := sp.approvals.byID[id]
+	if a == nil {
+		cl.orphanLocked(approvalOrphan(d), e) // its proposal's record is not here yet
+		return
+	}
+	if apply(a) {
+		cl.announceLocked(a, node)
+	}
+}
+
+// endable reports whether en is an end its phase may have.
+func endable(en cluster.ApprovalEnd) bool {
+	switch en.State {
+	case protocol.ApprovalApproved, protocol.ApprovalTimedOut:
+		return en.Phase < 2
+	case protocol.ApprovalEscalated:
+		return en.Phase == 0
+	case protocol.ApprovalRejected, protocol.ApprovalWithdrawn:
+		return true
+	case protocol.ApprovalFulfilled:
+		return en.Phase == 2
+	}
+	return false
+}
+
+// approvalOrphan names, among the orphans kept by participant, the
+// changes waiting for the proposal of digest d: no participant's name
+// holds a NUL.
+func approvalOrphan(d string) string { return "\x00approval " + d }
+
+// governedLocked keeps a proposal governed on another node (or, when this
+// node governs one of that id too, takes the cluster's: the first stored
+// wins); mu must be held.
+func (cl *clusterSpace) governedLocked(e cluster.Entry, rec cluster.Approval) {
+	sp := cl.sp
+	t := &sp.approvals
+	i := slices.IndexFunc(t.rules, func(r *approvalRule) bool { return r.cfg.Name == rec.Rule })
+	pm := sp.members[rec.ProposerName]
+	switch {
+	case i < 0:
+		sp.srv.opts.Logger.Warn("cluster: a proposal governed by a rule this node does not have", "space", sp.id, "proposal", rec.Proposal, "rule", rec.Rule)
+		return
+	case pm == nil:
+		cl.orphanLocked(rec.ProposerName, e) // invited, but the invitation is not here yet
+		return
+	}
+	a := t.byID[rec.Proposal]
+	if a != nil && a.proposerM == pm && string(a.call) == rec.Call {
+		return // ours, come back
+	}
+	if a != nil {
+		sp.srv.opts.Logger.Warn("cluster: two proposals of one id; the one stored first governs", "space", sp.id, "proposal", rec.Proposal)
+	} else {
+		if !t.evictLocked() {
+			sp.srv.opts.Logger.Warn("cluster: a governed proposal over the limit", "space", sp.id, "proposal", rec.Proposal)
+			return
+		}
+		a = &approval{id: rec.Proposal}
+		t.addLocked(a)
+	}
+	rule := t.rules[i]
+	*a = approval{
+		id: rec.Proposal, rule: rule, proposer: rec.Proposer, proposerM: pm, call: []byte(rec.Call), to: rec.To,
+		step: &rule.cfg.ApprovalStep, deadline: rec.Deadline, state: protocol.ApprovalAwaiting,
+	}
+	cl.announceLocked(a, rec.Node)
+	cl.adoptLocked(approvalOrphan(cluster.ApprovalOf(e.Key)))
+}
+
+// announceLocked tells this node's participants a's state, changed by
+// node; mu must be held.
+func (cl *clusterSpace) announceLocked(a *approval, node string) {
+	d := cl.sp.approvalEnvelope(a)
+	if node != cl.node.ID() {
+		d = remote(d) // in the history once: the other node's
+	}
+	cl.sp.broadcastLocked(d, nil)
+}
+
+// approvalReady returns what a proposal or an approval from another node
+// waits for before it is delivered here: its proposal governed here, its
+// approval counted, so that a participant who reads it may act on it at
+// once (approve the proposal, fulfil it). nil when it waits for nothing.
+func (cl *clusterSpace) approvalReady(env *protocol.Envelope) func() bool {
+	t := &cl.sp.approvals
+	switch {
+	case len(t.rules) == 0:
+		return nil
+	case env.Kind == protocol.KindMCPProposal:
+		if t.ruleFor(env) == nil {
+			return nil
+		}
+		id := env.ID
+		return func() bool { return t.byID[id] != nil }
+	case env.Kind == protocol.KindApprovalApprove && len(env.CorrelationID) == 1:
+		id, from := env.CorrelationID[0], env.From
+		return func() bool {
+			a, m := t.byID[id], cl.sp.resolveLocked(from)
+			return a != nil && (m == nil || !a.open() || slices.Contains(a.votes, m.name))
+		}
+	}
+	return nil
+}
