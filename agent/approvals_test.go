@@ -36,7 +36,6 @@ approvals:
 // was approved; the human's fulfilment before the quorum is refused, the
 // one after it goes, and the agent's run continues to its answer.
 func TestProposalUnderPolicy(t *testing.T) {
-	t.Setenv(testutil.ClusterEnv, "") // a cluster refuses approval rules for now
 	g := testutil.StartGateway(t, policySpace, gateway.Options{})
 	llmSrv := testutil.NewLLMServer(t)
 	llmSrv.Script(

@@ -34,11 +34,10 @@ approvals:
     within_ms: 300
 `
 
-// startApprovalSpace serves approvalSpace on one node whatever
-// MEW_TEST_CLUSTER says: a cluster refuses approval rules for now.
+// startApprovalSpace serves approvalSpace (on a node of a cluster when
+// MEW_TEST_CLUSTER says so).
 func startApprovalSpace(t *testing.T) *testutil.Gateway {
 	t.Helper()
-	t.Setenv(testutil.ClusterEnv, "")
 	return testutil.StartGateway(t, approvalSpace, gateway.Options{})
 }
 
