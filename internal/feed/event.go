@@ -2,6 +2,7 @@ package feed
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -129,6 +130,38 @@ type ProposalSettled struct {
 	Message string `json:"message,omitempty"`
 	// Edited: the approving request's arguments differ from the proposal's.
 	Edited bool `json:"edited,omitempty"`
+}
+
+// Approval is the gateway's word on a proposal the space's approval policy
+// governs (system/approval, docs/approvals.md): its state, the rule and
+// why, who may approve now, how many more must.
+type Approval struct {
+	Meta
+	Proposal   string   `json:"proposal"`
+	Rule       string   `json:"rule"`
+	Reason     string   `json:"reason,omitempty"`
+	State      string   `json:"state"`
+	Proposer   string   `json:"proposer,omitempty"`
+	Approvers  []string `json:"approvers"`
+	Required   int      `json:"required"`
+	ApprovedBy []string `json:"approved_by"`
+	Remaining  int      `json:"remaining"`
+	Deadline   string   `json:"deadline,omitempty"`
+	By         string   `json:"by,omitempty"`
+	Message    string   `json:"message,omitempty"`
+}
+
+// AwaitsFrom reports whether the proposal awaits an approval from who: it
+// is open, who approves now, has not approved yet, and did not propose it.
+func (a *Approval) AwaitsFrom(who string) bool {
+	return (a.State == protocol.ApprovalAwaiting || a.State == protocol.ApprovalEscalated) &&
+		slices.Contains(a.Approvers, who) && !slices.Contains(a.ApprovedBy, who) && a.Proposer != who
+}
+
+// Approve is an approver's approval/approve of a governed proposal.
+type Approve struct {
+	Meta
+	Proposal string `json:"proposal"`
 }
 
 // ReasoningStarted opens an agent's reasoning.
@@ -269,6 +302,8 @@ func (*GrantAcked) Type() string       { return "grant_acked" }
 func (*StreamOpened) Type() string     { return "stream_opened" }
 func (*StreamClosed) Type() string     { return "stream_closed" }
 func (*Control) Type() string          { return "control" }
+func (*Approval) Type() string         { return "approval" }
+func (*Approve) Type() string          { return "approve" }
 func (*Elicitation) Type() string      { return "elicitation" }
 func (*Bookkeeping) Type() string      { return "bookkeeping" }
 func (*Other) Type() string            { return "other" }

@@ -3,6 +3,7 @@ package feed
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -179,6 +180,13 @@ func (r *Reader) read(env *protocol.Envelope, m Meta) ([]Event, error) {
 			outcome = TimedOut // not a rejection: nobody was there to decide
 		}
 		return r.settle(env, m, outcome, w.Reason, "", true), nil
+	case protocol.KindSystemApproval:
+		return r.approval(env, m)
+	case protocol.KindApprovalApprove:
+		if len(env.CorrelationID) != 1 {
+			return nil, errors.New("approval/approve names one proposal in correlation_id")
+		}
+		return []Event{&Approve{Meta: m, Proposal: env.CorrelationID[0]}}, nil
 	case protocol.KindReasoningStart:
 		return r.start(env, m), nil
 	case protocol.KindReasoningThought:
@@ -364,6 +372,36 @@ func (r *Reader) settle(env *protocol.Envelope, m Meta, outcome, reason, message
 		evs = append(evs, &ProposalSettled{Meta: m, Proposal: id, Outcome: outcome, By: env.From, Reason: reason, Message: message})
 	}
 	return evs
+}
+
+// approval reads the gateway's system/approval. A proposal the policy let
+// time out is settled by it: no envelope of a participant says so.
+func (r *Reader) approval(env *protocol.Envelope, m Meta) ([]Event, error) {
+	a, err := decode[protocol.Approval](env)
+	if err != nil {
+		return nil, err
+	}
+	if a.Proposal == "" || a.State == "" {
+		return nil, errors.New("system/approval without its proposal or state")
+	}
+	evs := []Event{&Approval{
+		Meta: m, Proposal: a.Proposal, Rule: a.Rule, Reason: a.Reason, State: a.State, Proposer: a.Proposer,
+		Approvers: nonNil(a.Approvers), Required: a.Required, ApprovedBy: nonNil(a.ApprovedBy), Remaining: a.Remaining,
+		Deadline: a.Deadline, By: a.By, Message: a.Message,
+	}}
+	if p := r.proposals[a.Proposal]; a.State == protocol.ApprovalTimedOut && p != nil && !p.settled {
+		p.settled = true
+		evs = append(evs, &ProposalSettled{Meta: m, Proposal: a.Proposal, Outcome: TimedOut, By: env.From, Reason: "the approval policy's rule " + a.Rule + " timed out"})
+	}
+	return evs, nil
+}
+
+// nonNil is s, or an empty list: the vectors spell an empty list [].
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // sameJSON reports whether a and b hold the same JSON value, whatever the

@@ -50,6 +50,7 @@ const SHAPES = {
   "capability/grant-ack": { status: "s" },
   "stream/open": { stream_id: "s", encoding: "s", owner: "s", authorized_writers: "s[]", target: "s[]", compression: "s" },
   "stream/close": { stream_id: "s", reason: "s" },
+  "system/approval": { proposal: "s", rule: "s", reason: "s", state: "s", proposer: "s", approvers: "s[]", required: "i", approved_by: "s[]", remaining: "i", deadline: "s", by: "s", message: "s" },
 };
 const CONTROLS = ["participant/pause", "participant/resume", "participant/shutdown", "participant/restart", "participant/clear", "participant/compact", "participant/forget", "participant/request-status"];
 for (const k of CONTROLS) SHAPES[k] = CONTROL;
@@ -98,7 +99,7 @@ function sameJSON(a, b) {
 
 // The members of each event that are written even when empty (the Go
 // event's fields without omitempty); the others are left out when empty.
-const ALWAYS = new Set(["kind", "you", "participants", "participant", "event", "code", "text", "method", "proposal", "outcome", "by", "reasoning", "thoughts", "reasoner", "cause", "recipient", "stream"]);
+const ALWAYS = new Set(["kind", "you", "participants", "participant", "event", "code", "text", "method", "proposal", "outcome", "by", "reasoning", "thoughts", "reasoner", "cause", "recipient", "stream", "rule", "state", "approvers", "required", "approved_by", "remaining"]);
 
 function clean(ev) {
   for (const [k, v] of Object.entries(ev)) {
@@ -175,6 +176,11 @@ export class Reader {
         return this.settle(meta, from, corr, "rejected", str(p.reason), str(p.message), false);
       case "mcp/withdraw":
         return this.settle(meta, from, corr, p.reason === "timeout" ? "timed_out" : "withdrawn", str(p.reason), "", true);
+      case "system/approval":
+        return this.approval(p, meta);
+      case "approval/approve":
+        if (corr.length !== 1) return [{ type: "malformed", ...meta() }];
+        return [{ type: "approve", ...meta(), proposal: corr[0] }];
       case "reasoning/start":
         return this.start(env, meta, from, corr);
       case "reasoning/thought":
@@ -255,6 +261,25 @@ export class Reader {
     const ev = { type: "proposal", ...meta(), method, params: copy(p.params), tool: toolOf(method, p.params, []) };
     const evs = [ev];
     for (const [rid, x] of this.reasonings) if (x.from === from) evs.push(this.step(meta, rid, x, { waiting: ev.tool || method }));
+    return evs;
+  }
+
+  // approval reads the gateway's system/approval; a proposal the policy
+  // let time out is settled by it.
+  approval(p, meta) {
+    if (!str(p.proposal) || !str(p.state)) return [{ type: "malformed", ...meta() }];
+    const strList = (v) => (Array.isArray(v) ? v.map(str) : []);
+    const evs = [{
+      type: "approval", ...meta(), proposal: p.proposal, rule: str(p.rule), reason: str(p.reason), state: p.state, proposer: str(p.proposer),
+      approvers: strList(p.approvers), required: p.required ?? 0, approved_by: strList(p.approved_by), remaining: p.remaining ?? 0,
+      deadline: str(p.deadline), message: str(p.message),
+    }];
+    if (str(p.by)) evs[0].by = p.by; // "by" is kept when empty in other events, not here
+    const pr = this.proposals.get(p.proposal);
+    if (p.state === "timed_out" && pr && !pr.settled) {
+      pr.settled = true;
+      evs.push({ type: "proposal_settled", ...meta(), proposal: p.proposal, outcome: "timed_out", by: meta().from, reason: "the approval policy's rule " + str(p.rule) + " timed out" });
+    }
     return evs;
   }
 
