@@ -1,6 +1,8 @@
 package participant
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -72,6 +74,21 @@ func (p *Participant) ApprovalOf(id string) (protocol.Approval, bool) {
 	defer b.mu.Unlock()
 	a, ok := b.last[id]
 	return a, ok
+}
+
+// Approve gives the participant's approval to the proposal with envelope
+// id id, which the space's approval policy governs (approval/approve,
+// docs/approvals.md). The gateway counts it, or refuses it (a system/error
+// the client reports): the participant is no approver of the proposal now,
+// proposed it, approved it already, or the proposal takes no approval.
+func (p *Participant) Approve(ctx context.Context, id string) error {
+	if id == "" {
+		return errors.New("participant: approve: no proposal id")
+	}
+	if _, err := p.send(ctx, protocol.KindApprovalApprove, nil, []string{id}, struct{}{}); err != nil {
+		return fmt.Errorf("participant: approve proposal %s: %w", id, err)
+	}
+	return nil
 }
 
 // OnApproval calls f with each state the gateway announces of a proposal

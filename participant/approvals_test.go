@@ -104,8 +104,11 @@ func TestRequestApprovalStates(t *testing.T) {
 	if _, err := alice.Fulfill(ctx, pr); err == nil {
 		t.Fatal("a fulfilment before the quorum went through")
 	}
+	if err := alice.Approve(ctx, ""); err == nil {
+		t.Fatal("an approval of no proposal was sent")
+	}
 	for _, p := range []*participant.Participant{alice, bob} {
-		if err := p.Send(ctx, &protocol.Envelope{Kind: protocol.KindApprovalApprove, CorrelationID: []string{pr.ID()}, Payload: json.RawMessage(`{}`)}); err != nil {
+		if err := p.Approve(ctx, pr.ID()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -121,6 +121,62 @@ export class Approvals {
     }
   }
 
+  // observeApproval follows the gateway's word on a proposal the space's
+  // approval policy governs (a feed "approval" event): its state line
+  // says who must still approve and why, and the queue holds it while it
+  // awaits me (an approver now who has not approved) or, approved, while I
+  // may carry it out.
+  observeApproval(ev) {
+    const p = this.proposals.get(ev.proposal);
+    if (!p) return;
+    p.policy = ev;
+    const me = this.st.me;
+    const names = (l) => (l.length ? l.map((x) => (x === me ? "you" : x)).join(", ") : "nobody");
+    const rule = "rule " + short(ev.rule, 60) + (ev.reason ? ": " + short(ev.reason, 160) : "");
+    let line = "";
+    switch (ev.state) {
+      case "awaiting":
+      case "escalated":
+        line = (ev.state === "escalated" ? "escalated: " : "") + "awaiting " + ev.remaining + " more approval" + (ev.remaining === 1 ? "" : "s") +
+          " of " + names(ev.approvers) + " (" + rule + ")" + (ev.approved_by.length ? "; approved by " + names(ev.approved_by) : "");
+        break;
+      case "approved": line = "approved by " + names(ev.approved_by) + " under " + rule + ": ready to carry out"; break;
+      case "rejected": line = "rejected by " + names([ev.by]) + (ev.message ? ": " + short(ev.message, 200) : ""); break;
+      case "withdrawn": line = "withdrawn by " + names([ev.by]) + (ev.message ? ": " + short(ev.message, 200) : ""); break;
+      case "timed_out": line = "timed out: nobody approved in time (" + rule + ")"; break;
+      case "fulfilled": line = "carried out by " + names([ev.by]); break;
+      default: line = short(ev.state, 40);
+    }
+    p.state = line;
+    p.line.textContent = line;
+    const open = ev.state === "awaiting" || ev.state === "escalated";
+    const awaitsMe = open && ev.approvers.includes(me) && !ev.approved_by.includes(me) && ev.proposer !== me;
+    const mayCarryOut = ev.state === "approved" && p.env.from !== me && allows(this.st.caps, "mcp/request", this.requestPayload(p.env));
+    const queued = this.queue.includes(ev.proposal);
+    if (awaitsMe || mayCarryOut) {
+      if (!queued) this.queue.push(ev.proposal);
+      if (awaitsMe) this.listTools(p.env);
+    } else if (queued) {
+      this.queue = this.queue.filter((id) => id !== ev.proposal);
+    }
+    this.draw();
+  }
+
+  // awaitingMe counts the governed proposals waiting for my approval.
+  awaitingMe() {
+    let n = 0;
+    for (const id of this.queue) {
+      const pol = this.proposals.get(id)?.policy;
+      if (pol && pol.state !== "approved") n++;
+    }
+    return n;
+  }
+
+  approve(env) {
+    this.conn.send({ kind: "approval/approve", correlation_id: [env.id], payload: {} });
+    this.done(env.id);
+  }
+
   forget(grantID) {
     this.sessionGrants.delete(grantID);
   }
@@ -164,6 +220,8 @@ export class Approvals {
   draw() {
     const box = clear(this.queueEl);
     if (!this.queue.length) { box.append(h("p", { class: "dim" }, "nothing awaits you")); return; }
+    const mine = this.awaitingMe();
+    if (mine) box.append(h("p", { class: "awaiting-you" }, mine + " proposal" + (mine === 1 ? "" : "s") + " of this space await" + (mine === 1 ? "s" : "") + " your approval"));
     const id = this.queue[0];
     const p = this.proposals.get(id);
     this.readOld(p);
@@ -180,8 +238,29 @@ export class Approvals {
       h("div", null, h("strong", null, "#" + p.n + " " + short(env.from, 60)), " → ", short((env.to || []).join(", "), 60), ": ",
         short(pl.method === "tools/call" ? pl.params?.name : pl.method, 80)),
       preview(pl), p.diffBox, body);
+    const pol = p.policy;
+    if (pol) {
+      card.insertBefore(h("p", { class: "policy" }, "The space's approval rule " + short(pol.rule, 60) + (pol.reason ? " (" + short(pol.reason, 160) + ")" : "") +
+        (pol.state === "approved" ? ": approved by " + pol.approved_by.join(", ") : ": " + pol.remaining + " more of " + pol.approvers.join(", ") + " must approve")), body);
+    }
     const buttons = () => {
       clear(body);
+      if (pol && pol.state !== "approved") {
+        // Under the policy an approval is counted by the gateway; the
+        // request comes once enough approvers have said yes.
+        add(body, [
+          h("button", { type: "button", class: "approve", onclick: () => this.approve(env) }, "Approve"),
+          h("button", { type: "button", class: "no", onclick: () => noForm() }, "No"),
+        ]);
+        return;
+      }
+      if (pol) { // approved: carry it out as approved (the gateway binds the arguments)
+        add(body, [
+          h("button", { type: "button", class: "yes", onclick: () => this.fulfil(env) }, "Carry out"),
+          h("button", { type: "button", class: "no", onclick: () => noForm() }, "No"),
+        ]);
+        return;
+      }
       add(body, [
         h("button", { type: "button", class: "yes", onclick: () => this.fulfil(env) }, "Yes"),
         h("button", { type: "button", class: "grant", onclick: () => grantForm() }, "Grant…"),

@@ -161,6 +161,7 @@ function onEnvelope(env) {
   const el = render(env, evs);
   if (el) showEntry(env, el);
   approvals.observe(env);
+  for (const e of evs) if (e.type === "approval") approvals.observeApproval(e);
   elicits.observe(env);
 }
 
@@ -286,6 +287,8 @@ function render(env, evs) {
     case "mcp/reject":
     case "mcp/withdraw":
       return null; // the proposal's state line says it
+    case "approval/approve":
+      return h("div", { class: "approval" }, who(env), " approves proposal ", approvals.number(env.correlation_id?.[0]));
     case "reasoning/start":
     case "reasoning/thought":
     case "reasoning/conclusion":

@@ -1,0 +1,99 @@
+package console_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/internal/browsertest"
+	"github.com/mew-protocol/mew/internal/testutil"
+	"github.com/mew-protocol/mew/participant"
+)
+
+// policySpace: writes to files need two of alice and bob; alice holds
+// everything, bob only approves; helper only proposes.
+const policySpace = `
+space: {id: web}
+participants:
+  alice:
+    tokens: [alice-token]
+    capabilities: [{kind: "*"}]
+  bob:
+    tokens: [bob-token]
+    capabilities: [{kind: chat}]
+  helper:
+    tokens: [helper-token]
+    capabilities: [{kind: chat}, {kind: mcp/proposal}, {kind: mcp/withdraw}]
+  files:
+    tokens: [files-token]
+    capabilities: [{kind: mcp/response}, {kind: participant/status}, {kind: chat}]
+approvals:
+  - name: writes
+    reason: files change on disk
+    match: {to: [files], payload: {method: tools/call, params: {name: "write_*"}}}
+    approvers: [alice, bob]
+    required: 2
+`
+
+// TestApprovalPolicyInConsole: alice opens the console from a one-time
+// link (as a notification would give her); the helper's proposal awaits
+// her under the space's rule, with its reason; she approves; bob, from his
+// program, completes the quorum; the page then offers to carry it out, and
+// the helper's call returns the MCP server's result.
+func TestApprovalPolicyInConsole(t *testing.T) {
+	t.Setenv(testutil.ClusterEnv, "") // the page and the SDK on one node: the flow, not the cluster, is tested
+	g := testutil.StartGateway(t, policySpace, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
+	work := t.TempDir()
+	startFiles(t, g, work)
+	helper := testutil.JoinParticipant(t, g, "helper-token", participant.Options{})
+	bob := testutil.JoinParticipant(t, g, "bob-token", participant.Options{})
+
+	req, _ := http.NewRequest(http.MethodPost, g.URL+"/console/links?space=web", nil)
+	req.Header.Set("Authorization", "Bearer alice-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var link struct{ Path string }
+	_ = json.NewDecoder(resp.Body).Decode(&link)
+	resp.Body.Close()
+	p := page{t: t, ctx: browsertest.New(t, 3*time.Minute)}
+	p.do("open the link", chromedp.Navigate(g.URL+link.Path))
+	p.wait("joined by link", `document.querySelector("#status").dataset.state === "connected" && document.querySelector("#whoami").textContent.includes("me alice")`)
+
+	call := map[string]any{"method": "tools/call", "params": map[string]any{"name": "write_file",
+		"arguments": map[string]any{"path": "plan.txt", "content": "ship it\n"}}}
+	done := callAsync(t, helper, "files", call)
+	p.wait("awaiting alice, with the rule and its reason", `(document.querySelector("#queue .awaiting-you")||{}).textContent?.includes("1 proposal of this space awaits your approval") &&
+		document.querySelector("#queue .proposal .policy").textContent.includes("files change on disk") &&
+		document.querySelector("#queue .proposal .policy").textContent.includes("2 more of alice, bob") &&
+		!!document.querySelector("#queue .proposal .approve") && !document.querySelector("#queue .proposal .yes")`)
+	p.shot("approval-policy")
+	p.click("#queue .proposal .approve")
+	p.wait("alice's approval counted", `[...document.querySelectorAll(".proposal-entry .state")].some(e => e.textContent.includes("awaiting 1 more approval") && e.textContent.includes("approved by you"))`)
+	if p.eval(`!!document.querySelector("#queue .proposal")`) != false {
+		t.Fatalf("the proposal still awaits alice after her approval:\n%s", p.text("#queue"))
+	}
+	if _, err := os.Stat(filepath.Join(work, "plan.txt")); err == nil {
+		t.Fatal("the file was written before the quorum")
+	}
+
+	// bob completes the quorum; the page offers to carry it out.
+	proposal := p.eval(`document.querySelector(".entry[data-kind='mcp/proposal']").dataset.id`).(string)
+	if err := bob.Approve(t.Context(), proposal); err != nil {
+		t.Fatal(err)
+	}
+	p.wait("approved, to carry out", `!!document.querySelector("#queue .proposal .yes") && document.querySelector("#queue .proposal .policy").textContent.includes("approved by alice, bob")`)
+	p.click("#queue .proposal .yes")
+	p.answered(done, "the helper's approved call")
+	if b, err := os.ReadFile(filepath.Join(work, "plan.txt")); err != nil || string(b) != "ship it\n" {
+		t.Fatalf("plan.txt: %q, %v", b, err)
+	}
+	p.wait("carried out", `[...document.querySelectorAll(".proposal-entry .state")].some(e => e.textContent.includes("carried out by you"))`)
+}
