@@ -326,6 +326,9 @@ func TestLineageIndexRotation(t *testing.T) {
 				}
 				env := fmt.Sprintf("r%d", i)
 				waitLineage(t, g.URL, "alice", "alice-token", env)
+				// The log's writer may still be writing the envelope's
+				// delivery and rotating after it: compare once it is still.
+				settleFiles(t, dir)
 				files, _ := auditlog.Files(dir, auditlog.EnvelopeHistory)
 				for _, f := range files {
 					rotated[filepath.Base(f)] = true
@@ -348,4 +351,30 @@ func TestLineageIndexRotation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// settleFiles waits until the files of dir, their names and sizes, stay the
+// same for 100 ms.
+func settleFiles(t *testing.T, dir string) {
+	t.Helper()
+	list := func() string {
+		var b strings.Builder
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if fi, err := e.Info(); err == nil {
+				fmt.Fprintf(&b, "%s %d\n", e.Name(), fi.Size())
+			}
+		}
+		return b.String()
+	}
+	prev := list()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		cur := list()
+		if cur == prev {
+			return
+		}
+		prev = cur
+	}
+	t.Fatalf("the files of %s kept changing", dir)
 }
