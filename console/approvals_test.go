@@ -9,15 +9,18 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
+	"github.com/mew-protocol/mew/agent"
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/browsertest"
 	"github.com/mew-protocol/mew/internal/testutil"
+	"github.com/mew-protocol/mew/llm"
 	"github.com/mew-protocol/mew/participant"
 )
 
 // policySpace: writes to files need two of alice and bob; alice holds
-// everything, bob only approves; helper only proposes.
+// everything, bob only approves; helper, an agent, only proposes.
 const policySpace = `
 space: {id: web}
 participants:
@@ -29,7 +32,14 @@ participants:
     capabilities: [{kind: chat}]
   helper:
     tokens: [helper-token]
-    capabilities: [{kind: chat}, {kind: mcp/proposal}, {kind: mcp/withdraw}]
+    capabilities:
+      - {kind: chat}
+      - {kind: "chat/*"}
+      - {kind: "reasoning/*"}
+      - {kind: mcp/proposal}
+      - {kind: mcp/withdraw}
+      - {kind: mcp/request, payload: {method: "tools/list"}}
+      - {kind: "participant/*"}
   files:
     tokens: [files-token]
     capabilities: [{kind: mcp/response}, {kind: participant/status}, {kind: chat}]
@@ -42,17 +52,35 @@ approvals:
 `
 
 // TestApprovalPolicyInConsole: alice opens the console from a one-time
-// link (as a notification would give her); the helper's proposal awaits
-// her under the space's rule, with its reason; she approves; bob, from his
-// program, completes the quorum; the page then offers to carry it out, and
-// the helper's call returns the MCP server's result.
+// link (as a notification would give her); the agent's tool call, a
+// proposal under the space's rule, awaits her with the rule's reason; she
+// approves; bob, from his program, completes the quorum; the page then
+// offers to carry it out, the MCP server writes the file, and the agent's
+// run continues to its answer, which the page shows.
 func TestApprovalPolicyInConsole(t *testing.T) {
 	t.Setenv(testutil.ClusterEnv, "") // the page and the SDK on one node: the flow, not the cluster, is tested
 	g := testutil.StartGateway(t, policySpace, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 	work := t.TempDir()
 	startFiles(t, g, work)
-	helper := testutil.JoinParticipant(t, g, "helper-token", participant.Options{})
 	bob := testutil.JoinParticipant(t, g, "bob-token", participant.Options{})
+	model := testutil.NewLLMServer(t)
+	model.Script(
+		testutil.LLMCall(testutil.LLMToolCall{Name: "files_write_file", Arguments: `{"path":"plan.txt","content":"ship it\n"}`}),
+		testutil.LLMReply("Written: plan.txt says ship it."),
+	)
+	provider, err := llm.NewOpenAI(llm.Config{BaseURL: model.URL(), APIKey: "k", MaxRetries: -1, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := startAgent(t, g, "helper-token", provider, agent.Config{ReasoningEnabled: true, DiscoveryWait: time.Second})
+	waitFor(t, "the agent to know the files' tools", func() bool {
+		for _, tool := range a.Participant().AvailableTools() {
+			if tool.Participant == "files" {
+				return true
+			}
+		}
+		return false
+	})
 
 	req, _ := http.NewRequest(http.MethodPost, g.URL+"/console/links?space=web", nil)
 	req.Header.Set("Authorization", "Bearer alice-token")
@@ -67,9 +95,7 @@ func TestApprovalPolicyInConsole(t *testing.T) {
 	p.do("open the link", chromedp.Navigate(g.URL+link.Path))
 	p.wait("joined by link", `document.querySelector("#status").dataset.state === "connected" && document.querySelector("#whoami").textContent.includes("me alice")`)
 
-	call := map[string]any{"method": "tools/call", "params": map[string]any{"name": "write_file",
-		"arguments": map[string]any{"path": "plan.txt", "content": "ship it\n"}}}
-	done := callAsync(t, helper, "files", call)
+	p.do("ask the agent", chromedp.SendKeys(chromedp.CSS("#compose-input"), "@helper write the plan"+kb.Enter))
 	p.wait("awaiting alice, with the rule and its reason", `(document.querySelector("#queue .awaiting-you")||{}).textContent?.includes("1 proposal of this space awaits your approval") &&
 		document.querySelector("#queue .proposal .policy").textContent.includes("files change on disk") &&
 		document.querySelector("#queue .proposal .policy").textContent.includes("2 more of alice, bob") &&
@@ -91,9 +117,9 @@ func TestApprovalPolicyInConsole(t *testing.T) {
 	}
 	p.wait("approved, to carry out", `!!document.querySelector("#queue .proposal .yes") && document.querySelector("#queue .proposal .policy").textContent.includes("approved by alice, bob")`)
 	p.click("#queue .proposal .yes")
-	p.answered(done, "the helper's approved call")
+	p.wait("carried out", `[...document.querySelectorAll(".proposal-entry .state")].some(e => e.textContent.includes("carried out by you"))`)
+	p.wait("the agent's answer", `[...document.querySelectorAll(".entry.chat")].some(e => e.textContent.includes("Written: plan.txt says ship it."))`)
 	if b, err := os.ReadFile(filepath.Join(work, "plan.txt")); err != nil || string(b) != "ship it\n" {
 		t.Fatalf("plan.txt: %q, %v", b, err)
 	}
-	p.wait("carried out", `[...document.querySelectorAll(".proposal-entry .state")].some(e => e.textContent.includes("carried out by you"))`)
 }
