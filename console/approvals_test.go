@@ -1,8 +1,6 @@
 package console_test
 
 import (
-	"encoding/json"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,7 +9,6 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"github.com/mew-protocol/mew/agent"
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/browsertest"
 	"github.com/mew-protocol/mew/internal/testutil"
@@ -72,27 +69,10 @@ func TestApprovalPolicyInConsole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := startAgent(t, g, "helper-token", provider, agent.Config{ReasoningEnabled: true, DiscoveryWait: time.Second})
-	waitFor(t, "the agent to know the files' tools", func() bool {
-		for _, tool := range a.Participant().AvailableTools() {
-			if tool.Participant == "files" {
-				return true
-			}
-		}
-		return false
-	})
-
-	req, _ := http.NewRequest(http.MethodPost, g.URL+"/console/links?space=web", nil)
-	req.Header.Set("Authorization", "Bearer alice-token")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var link struct{ Path string }
-	_ = json.NewDecoder(resp.Body).Decode(&link)
-	resp.Body.Close()
+	startToolUser(t, g, "helper-token", provider)
+	link := consoleLink(t, g, "alice-token")
 	p := page{t: t, ctx: browsertest.New(t, 3*time.Minute)}
-	p.do("open the link", chromedp.Navigate(g.URL+link.Path))
+	p.do("open the link", chromedp.Navigate(g.URL+link))
 	p.wait("joined by link", `document.querySelector("#status").dataset.state === "connected" && document.querySelector("#whoami").textContent.includes("me alice")`)
 
 	p.do("ask the agent", chromedp.SendKeys(chromedp.CSS("#compose-input"), "@helper write the plan"+kb.Enter))

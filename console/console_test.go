@@ -266,22 +266,32 @@ func TestSpaceView(t *testing.T) {
 
 	// A one-time link joins as its participant, leaves no code in the
 	// address bar, and does not work twice.
-	req, _ := http.NewRequest(http.MethodPost, g.URL+"/console/links?space=web", nil)
-	req.Header.Set("Authorization", "Bearer you-token")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var link struct{ Path string }
-	_ = json.NewDecoder(resp.Body).Decode(&link)
-	resp.Body.Close()
-	p.do("open the link", chromedp.Navigate("about:blank"), chromedp.Navigate(g.URL+link.Path))
+	link := consoleLink(t, g, "you-token")
+	p.do("open the link", chromedp.Navigate("about:blank"), chromedp.Navigate(g.URL+link))
 	p.wait("joined by link", `document.querySelector("#status").dataset.state === "connected" && document.querySelector("#whoami").textContent.includes("me you")`)
 	if loc := p.eval(`location.href + "|" + history.length`); strings.Contains(loc.(string), "code") {
 		t.Errorf("the code stayed in the address bar: %v", loc)
 	}
-	p.do("open the link again", chromedp.Navigate("about:blank"), chromedp.Navigate(g.URL+link.Path))
+	p.do("open the link again", chromedp.Navigate("about:blank"), chromedp.Navigate(g.URL+link))
 	p.wait("the refusal", `document.querySelector("#login-error").textContent.includes("unknown, used or expired")`)
+}
+
+// consoleLink asks g for a one-time console link of token's participant
+// in space web and returns its path.
+func consoleLink(t *testing.T, g *testutil.Gateway, token string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, g.URL+"/console/links?space=web", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var link struct{ Path string }
+	if err := json.NewDecoder(resp.Body).Decode(&link); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("a console link: %d %v", resp.StatusCode, err)
+	}
+	return link.Path
 }
 
 // callAsync makes who's call to target on a goroutine (a proposal waits

@@ -37,7 +37,14 @@ func startThinker(t *testing.T, g *testutil.Gateway, model *testutil.LLMServer) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := startAgent(t, g, "thinker-token", provider, agent.Config{ReasoningEnabled: true, DiscoveryWait: time.Second})
+	return startToolUser(t, g, "thinker-token", provider)
+}
+
+// startToolUser connects an agent that reasons with provider, and waits
+// until it knows the files' tools.
+func startToolUser(t *testing.T, g *testutil.Gateway, token string, provider llm.Provider) *agent.Agent {
+	t.Helper()
+	a := startAgent(t, g, token, provider, agent.Config{ReasoningEnabled: true, DiscoveryWait: time.Second})
 	waitFor(t, "the agent to know the files' tools", func() bool {
 		for _, tool := range a.Participant().AvailableTools() {
 			if tool.Participant == "files" {
