@@ -3,29 +3,7 @@ package tui
 import (
 	"slices"
 	"strings"
-
-	tea "charm.land/bubbletea/v2"
 )
-
-// prompt is the input line at the bottom of the screen: the text typed,
-// its history, and the completions offered (in the status bar until the
-// next key). It owns them and takes the keys the root does not.
-type prompt struct {
-	in   input
-	hint string // completions offered, in the status bar until the next key
-}
-
-// key edits the input with k.
-func (p *prompt) key(k tea.KeyPressMsg) {
-	p.hint = ""
-	p.in.key(k)
-}
-
-// submit takes the line typed, into the history, and empties the input.
-func (p *prompt) submit() string {
-	p.hint = ""
-	return p.in.submit()
-}
 
 // envelopeWords gives the candidates for word n of an /envelope line.
 type envelopeWords interface {

@@ -109,6 +109,12 @@ func (t *transcript) findStatus() string {
 	return fmt.Sprintf("find %q %d/%d · n/N Esc", termtext.Line(t.find.q), len(t.find.hits)-t.find.cur, len(t.find.hits))
 }
 
+// showRaw reports whether every envelope is shown as JSON too.
+func (t *transcript) showRaw() bool { return t.verbose }
+
+// showThoughts reports whether reasonings show their latest thoughts.
+func (t *transcript) showThoughts() bool { return t.thoughts }
+
 // cmdVerbose is /verbose: every envelope shown as JSON too, or not.
 func (t *transcript) cmdVerbose([]string) tea.Cmd {
 	t.verbose = !t.verbose

@@ -111,8 +111,7 @@ func New(o Options) *Model {
 	m.asks = newQuestions(e)
 	m.board = boardState{e: e, present: m.roster, props: &m.props, live: &m.live, ledger: &m.ledger}
 	m.cmds = newCommands(e, m.roster, &m.live, &m.board, m.uiCommands())
-	m.prompt.in.history = append([]string(nil), o.History...)
-	m.prompt.in.hpos = len(m.prompt.in.history)
+	m.prompt = newPrompt(o.History)
 	if len(o.Intro) > 0 {
 		e.note(strings.Join(o.Intro, "\n"), false)
 	}
@@ -146,7 +145,7 @@ func (m *Model) uiCommands() []command {
 
 // History returns the input lines submitted, oldest first, the seeded ones
 // included.
-func (m *Model) History() []string { return append([]string(nil), m.prompt.in.history...) }
+func (m *Model) History() []string { return m.prompt.history() }
 
 // Init starts nothing: the space's events arrive as messages.
 func (m *Model) Init() tea.Cmd { return nil }
@@ -214,7 +213,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		case m.asks.showing():
 			m.asks.paste(msg.Content)
 		default:
-			m.prompt.in.insert(msg.Content)
+			m.prompt.paste(msg.Content)
 		}
 	case tea.KeyPressMsg:
 		return m, m.key(msg)
@@ -254,9 +253,9 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case m.asks.showing():
 		return m.asks.key(k)
 	case k.String() == "ctrl+f":
-		m.prompt.in.set("/find ")
+		m.prompt.set("/find ")
 		return nil
-	case m.tr.findKey(k, m.prompt.in.value() == "", m.renderCtx(), m.viewHeight()):
+	case m.tr.findKey(k, m.prompt.empty(), m.renderCtx(), m.viewHeight()):
 		return nil
 	case key.Matches(k, km.Submit):
 		line := m.prompt.submit()
@@ -331,7 +330,7 @@ func (m *Model) RevokeOnExit() []*protocol.Envelope { return m.ledger.sessionRev
 
 // renderCtx returns what the renderers need.
 func (m *Model) renderCtx() *renderCtx {
-	return &renderCtx{width: m.board.textWidth(m.width), theme: m.e.theme, st: &m.e.st, me: m.e.me(), now: m.e.now(), thoughts: m.tr.thoughts}
+	return &renderCtx{width: m.board.textWidth(m.width), theme: m.e.theme, st: &m.e.st, me: m.e.me(), now: m.e.now(), thoughts: m.tr.showThoughts()}
 }
 
 // viewHeight is the number of transcript lines on screen.
@@ -357,7 +356,7 @@ func (m *Model) bottom() []string {
 	if lines, _, ok := m.modal(); ok {
 		return lines
 	}
-	return make([]string, min(m.prompt.in.rows(), maxInputRows)) // the input's lines; frame draws them
+	return make([]string, m.prompt.rows(maxInputRows)) // the input's lines; frame draws them
 }
 
 // modal returns the dialog that has the keys, drawn, and its cursor:
@@ -429,7 +428,7 @@ func (m *Model) frame() (string, *tea.Cursor) {
 	var cursor *tea.Cursor
 	if !modal {
 		prompt := m.e.st.Prompt.Render("> ")
-		lines, col, row := m.prompt.in.view(prompt, 2, m.width, maxInputRows)
+		lines, col, row := m.prompt.view(prompt, 2, m.width, maxInputRows)
 		cursor = tea.NewCursor(col, len(out)+row)
 		out = append(out, lines...)
 	} else {
@@ -469,7 +468,7 @@ func (m *Model) statusBar() string {
 	if p, ok := m.board.pausedNow(m.e.me(), m.e.now()); ok {
 		parts = append(parts, p)
 	}
-	if m.tr.verbose {
+	if m.tr.showRaw() {
 		parts = append(parts, "verbose")
 	}
 	if n := m.tr.scrolled(); n > 0 {
@@ -478,8 +477,8 @@ func (m *Model) statusBar() string {
 	if f := m.tr.findStatus(); f != "" {
 		parts = append(parts, f)
 	}
-	if m.prompt.hint != "" {
-		parts = append(parts, termtext.Line(m.prompt.hint))
+	if h := m.prompt.offered(); h != "" {
+		parts = append(parts, termtext.Line(h))
 	}
 	left := conn + sb.Render(" · "+strings.Join(parts, " · "))
 	right := sb.Render("/help · Ctrl+C quit ")

@@ -22,7 +22,7 @@ func (m *Model) observe(env *protocol.Envelope) tea.Cmd {
 	if env == nil {
 		return nil
 	}
-	if m.tr.verbose {
+	if m.tr.showRaw() {
 		if b, err := json.Marshal(env); err == nil {
 			m.add(newRawEntry(env.ID, string(b)))
 		}
