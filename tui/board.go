@@ -223,6 +223,14 @@ type boardGrantsMsg struct {
 	err    error
 }
 
+// got takes in the ledger read for the board; one that could not be read
+// leaves the grants shown as they were.
+func (b *boardState) got(msg boardGrantsMsg) {
+	if msg.err == nil {
+		b.grants = msg.grants
+	}
+}
+
 // refresh reads the ledger for the board, when it shows on a screen
 // width columns wide.
 func (b *boardState) refresh(width int) tea.Cmd {

@@ -187,14 +187,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case grantSentMsg:
 		m.props.grantSent(msg)
 	case ledgerMsg:
-		if msg.err == nil {
-			m.board.showGrants(msg.grants)
-		}
-		return m, m.ledger.got(msg)
+		return m, m.ledger.got(msg) // which shows the board what it read
 	case boardGrantsMsg:
-		if msg.err == nil {
-			m.board.showGrants(msg.grants)
-		}
+		m.board.got(msg)
 	case sentMsg:
 		if msg.err != nil {
 			m.e.note(msg.what+" failed: "+termtext.Line(msg.err.Error()), true)
