@@ -83,7 +83,7 @@ func (a *approvals) openDialog() tea.Cmd {
 	return nil
 }
 
-// decision is what a key in the dialog asks of the root model: nothing
+// decision is what a key in the dialog asks of the approvals: nothing
 // more (the dialog moved on by itself), or to approve, reject or postpone
 // the proposal.
 type decision struct {
