@@ -32,9 +32,17 @@ const (
 	maxUnacked     = 64  // chats of mine awaiting an acknowledgement, remembered
 )
 
-// boardState is what the board shows besides the roster, the proposals and
-// the reasonings the model keeps anyway.
+// boardState is the side board: whether it shows, and what it shows
+// besides the roster, the proposals, the reasonings and the ledger, which
+// it reads through small interfaces from the components that own them. It
+// owns its mode, draws itself and takes /board and /streams.
 type boardState struct {
+	e       *env
+	present people         // who is here: the roster
+	props   awaiting       // the proposals awaiting the user
+	live    reasoningsOf   // the reasonings in progress
+	ledger  grantDescriber // what a grant allows, in words
+
 	mode     boardMode
 	statuses map[string]protocol.Status // the latest participant/status per sender
 	streams  []openStream
@@ -58,55 +66,91 @@ type sentChat struct {
 	text string
 }
 
-// docked reports whether the board shows beside the transcript.
-func (m *Model) docked() bool {
-	switch m.board.mode {
+// The board's sources: small interfaces over the components that own what
+// it shows.
+type (
+	people interface {
+		ids() []string
+		has(id string) bool
+	}
+	awaiting     interface{ pending() []*proposal }
+	reasoningsOf interface {
+		of(from string) []*reasoningEntry
+	}
+	grantDescriber interface{ what(g LedgerGrant) string }
+)
+
+// docked reports whether the board shows beside the transcript on a
+// screen width columns wide.
+func (b *boardState) docked(width int) bool {
+	switch b.mode {
 	case boardAuto:
-		return m.width >= boardAutoWidth
+		return width >= boardAutoWidth
 	case boardOpen:
-		return m.width >= boardDockWidth
+		return width >= boardDockWidth
 	}
 	return false
 }
 
 // stacked reports whether the board shows above the input.
-func (m *Model) stacked() bool { return m.board.mode == boardOpen && m.width < boardDockWidth }
+func (b *boardState) stacked(width int) bool { return b.mode == boardOpen && width < boardDockWidth }
+
+// shows reports whether the board shows, docked or stacked.
+func (b *boardState) shows(width int) bool { return b.docked(width) || b.stacked(width) }
 
 // mainWidth is the transcript's column: the screen, or what the docked
 // board leaves of it.
-func (m *Model) mainWidth() int {
-	if m.docked() {
-		return max(m.width-boardWidth, 20)
+func (b *boardState) mainWidth(width int) int {
+	if b.docked(width) {
+		return max(width-boardWidth, 20)
 	}
-	return m.width
+	return width
 }
 
 // textWidth is the width transcript lines are drawn to: the main column,
 // less the gap kept before the docked board's separator. Drawing to the
 // whole column and cutting the gap off afterwards lost the last character
 // of every full line.
-func (m *Model) textWidth() int {
-	if m.docked() {
-		return m.mainWidth() - 1
+func (b *boardState) textWidth(width int) int {
+	if b.docked(width) {
+		return b.mainWidth(width) - 1
 	}
-	return m.mainWidth()
+	return b.mainWidth(width)
 }
 
-// toggleBoard shows the board if it is hidden and hides it otherwise.
-func (m *Model) toggleBoard() {
-	if m.docked() || m.stacked() {
-		m.board.mode = boardClosed
+// toggle shows the board if it is hidden and hides it otherwise, and
+// reads the ledger for it when it shows.
+func (b *boardState) toggle(width int) tea.Cmd {
+	if b.shows(width) {
+		b.mode = boardClosed
 	} else {
-		m.board.mode = boardOpen
+		b.mode = boardOpen
 	}
-	m.clampOffset()
+	return b.refresh(width)
+}
+
+// showGrants takes in the ledger as last read.
+func (b *boardState) showGrants(gs []LedgerGrant) { b.grants = gs }
+
+// forgetGrant leaves out a grant the user revoked.
+func (b *boardState) forgetGrant(id string) {
+	b.grants = slices.DeleteFunc(slices.Clone(b.grants), func(x LedgerGrant) bool { return x.ID == id })
+}
+
+// lastUnacked is the latest of the user's chats still awaiting an
+// acknowledgement.
+func (b *boardState) lastUnacked() (sentChat, bool) {
+	if n := len(b.unacked); n > 0 {
+		return b.unacked[n-1], true
+	}
+	return sentChat{}, false
 }
 
 // take keeps what the board shows up to date with an event; it reports
 // whether the grants' ledger should be read again. The feed has read the
 // event's envelope; a participant/status, bookkeeping to the transcript,
 // is read here, and one that does not decode is left out.
-func (b *boardState) take(ev feed.Event, me string, now time.Time, present map[string]bool) bool {
+func (b *boardState) take(ev feed.Event, me string, now time.Time) bool {
 	env := ev.Envelope()
 	switch ev := ev.(type) {
 	case *feed.Bookkeeping:
@@ -115,7 +159,7 @@ func (b *boardState) take(ev feed.Event, me string, now time.Time, present map[s
 			if b.statuses == nil {
 				b.statuses = map[string]protocol.Status{}
 			}
-			if len(b.statuses) < 1024 || present[ev.From] {
+			if len(b.statuses) < 1024 || b.present.has(ev.From) {
 				b.statuses[ev.From] = s
 			}
 		}
@@ -179,22 +223,31 @@ type boardGrantsMsg struct {
 	err    error
 }
 
-// refreshBoardGrants reads the ledger for the board, when it shows.
-func (m *Model) refreshBoardGrants() tea.Cmd {
-	if !m.docked() && !m.stacked() {
+// got takes in the ledger read for the board; one that could not be read
+// leaves the grants shown as they were.
+func (b *boardState) got(msg boardGrantsMsg) {
+	if msg.err == nil {
+		b.grants = msg.grants
+	}
+}
+
+// refresh reads the ledger for the board, when it shows on a screen
+// width columns wide.
+func (b *boardState) refresh(width int) tea.Cmd {
+	if !b.shows(width) {
 		return nil
 	}
-	f := m.fetchGrants(0)
+	f := b.e.fetchGrants(0)
 	return func() tea.Msg {
 		lm, _ := f().(ledgerMsg)
 		return boardGrantsMsg{grants: lm.grants, err: lm.err}
 	}
 }
 
-// boardLines draws the board: width columns (the separator not included),
-// at most height lines.
-func (m *Model) boardLines(width, height int) []string {
-	st := m.st
+// lines draws the board: width columns (the separator not included), at
+// most height lines.
+func (b *boardState) lines(width, height int) []string {
+	st := &b.e.st
 	var out []string
 	head := func(s string) {
 		if len(out) > 0 {
@@ -203,39 +256,39 @@ func (m *Model) boardLines(width, height int) []string {
 		out = append(out, st.DialogTitle.Render(s))
 	}
 	add := func(s string) { out = append(out, ansi.Truncate(s, width, "…")) }
-	now := m.now()
+	now := b.e.now()
 
 	head("PARTICIPANTS")
-	ids := sortedKeys(m.roster)
+	ids := b.present.ids()
 	if len(ids) == 0 {
 		add(st.Dim.Render("nobody else is here"))
 	}
 	for _, id := range ids {
-		add(st.speaker(id).Render("● "+termtext.Line(id)) + st.Dim.Render(m.participantState(id, now)))
+		add(st.speaker(id).Render("● "+termtext.Line(id)) + st.Dim.Render(b.participantState(id, now)))
 	}
-	if pend := m.pending(); len(pend) > 0 {
+	if pend := b.props.pending(); len(pend) > 0 {
 		head(fmt.Sprintf("AWAITING YOU (%d)", len(pend)))
 		for _, p := range pend {
 			add(st.Proposal.Render(fmt.Sprintf("#%d ", p.n)) + p.title())
 		}
 	}
-	if gs := m.board.inForce(now); len(gs) > 0 {
+	if gs := b.inForce(now); len(gs) > 0 {
 		head("GRANTS IN FORCE")
 		for _, g := range gs {
 			add(termtext.Line(g.To) + st.Dim.Render(" · "+shortLife(g, now)))
-			add("  " + m.ledger.what(g))
+			add("  " + b.ledger.what(g))
 		}
 	}
-	if len(m.board.unacked) > 0 {
+	if len(b.unacked) > 0 {
 		head("YOUR CHATS AWAITING ACK")
-		from := max(len(m.board.unacked)-5, 0)
-		for _, c := range m.board.unacked[from:] {
+		from := max(len(b.unacked)-5, 0)
+		for _, c := range b.unacked[from:] {
 			add("→ " + names(c.to) + ": " + termtext.Line(clip.Runes(c.text, 60)))
 		}
 	}
-	if len(m.board.streams) > 0 {
+	if len(b.streams) > 0 {
 		head("STREAMS")
-		for _, s := range m.board.streams {
+		for _, s := range b.streams {
 			add(termtext.Line(s.id) + " " + s.what)
 		}
 	}
@@ -247,9 +300,9 @@ func (m *Model) boardLines(width, height int) []string {
 
 // participantState is what participant id is doing, for the board:
 // thinking, its status, its context use.
-func (m *Model) participantState(id string, now time.Time) string {
+func (b *boardState) participantState(id string, now time.Time) string {
 	var parts []string
-	if rs := m.live.of(id); len(rs) > 0 {
+	if rs := b.live.of(id); len(rs) > 0 {
 		r, s := rs[0], "thinking"
 		if r.thoughts > 0 {
 			s += " · " + plural(r.thoughts, "thought")
@@ -259,10 +312,10 @@ func (m *Model) participantState(id string, now time.Time) string {
 		}
 		parts = append(parts, s)
 	}
-	if p, ok := m.board.pausedNow(id, now); ok {
+	if p, ok := b.pausedNow(id, now); ok {
 		parts = append(parts, p)
 	}
-	if s, ok := m.board.statuses[id]; ok {
+	if s, ok := b.statuses[id]; ok {
 		if s.Status != "" && s.Status != "active" {
 			parts = append(parts, termtext.Line(s.Status))
 		}
@@ -300,29 +353,41 @@ func shortLife(g LedgerGrant, now time.Time) string {
 	return fmt.Sprintf("%ds left", int(left.Seconds()))
 }
 
-// cmdBoard is /board and /ui board [open|close|auto]: the board shown,
-// hidden, or left to the terminal's width.
-func (m *Model) cmdBoard(args []string) tea.Cmd {
+// cmdBoard is /board and /ui board [open|close|auto] on a screen width
+// columns wide: the board shown, hidden, or left to the terminal's width.
+func (b *boardState) cmdBoard(args []string, width int) tea.Cmd {
 	if len(args) > 0 && args[0] == "board" { // /ui board …
 		args = args[1:]
 	}
 	if len(args) == 0 {
-		m.toggleBoard()
-		return m.refreshBoardGrants()
+		return b.toggle(width)
 	}
 	switch args[0] {
 	case "open":
-		m.board.mode = boardOpen
+		b.mode = boardOpen
 	case "close":
-		m.board.mode = boardClosed
+		b.mode = boardClosed
 	case "auto":
-		m.board.mode = boardAuto
+		b.mode = boardAuto
 	default:
-		m.note("/board [open|close|auto]", true)
+		b.e.note("/board [open|close|auto]", true)
 		return nil
 	}
-	m.clampOffset()
-	return m.refreshBoardGrants()
+	return b.refresh(width)
+}
+
+// cmdStreams lists the open streams.
+func (b *boardState) cmdStreams([]string) tea.Cmd {
+	if len(b.streams) == 0 {
+		b.e.note("no open streams", false)
+		return nil
+	}
+	lines := []string{"open streams:"}
+	for _, s := range b.streams {
+		lines = append(lines, "  "+termtext.Line(s.id)+" "+s.what)
+	}
+	b.e.note(strings.Join(lines, "\n"), false)
+	return nil
 }
 
 // pausedNow says whether id is paused at now, as "paused" or "paused · 25s

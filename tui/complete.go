@@ -5,12 +5,19 @@ import (
 	"strings"
 )
 
+// envelopeWords gives the candidates for word n of an /envelope line.
+type envelopeWords interface {
+	candidates(words []string, n int, present []string) []string
+}
+
 // complete finishes the word before the cursor (Tab): a slash command at
 // the start of the input, a participant after @. One candidate is taken
 // with a space after it; several extend the word to what they share and
 // are listed in the status bar.
-func (m *Model) complete() {
-	in := &m.in
+// commands are the commands' names, present the participants, tools
+// the candidates of an /envelope line.
+func (p *prompt) complete(commands, present []string, tools envelopeWords) {
+	in := &p.in
 	start := in.pos
 	for start > 0 && in.text[start-1] != ' ' && in.text[start-1] != '\n' {
 		start--
@@ -21,15 +28,13 @@ func (m *Model) complete() {
 	words := strings.Fields(string(in.text[:start]))
 	switch {
 	case len(words) > 0 && words[0] == "/envelope" && start > 0:
-		cands = m.envelopeCandidates(words, len(words))
+		cands = tools.candidates(words, len(words), present)
 	case strings.HasPrefix(word, "/") && start == 0:
 		prefix = "/"
-		for _, c := range allCommands() {
-			cands = append(cands, c.name)
-		}
+		cands = commands
 	case strings.HasPrefix(word, "@"):
 		prefix = "@"
-		cands = sortedKeys(m.roster)
+		cands = present
 	default:
 		return
 	}
@@ -44,11 +49,11 @@ func (m *Model) complete() {
 	match = slices.Compact(match)
 	switch len(match) {
 	case 0:
-		m.hint = "no completion for " + word
+		p.hint = "no completion for " + word
 		return
 	case 1:
-		m.replaceWord(start, prefix+match[0]+" ")
-		m.hint = ""
+		p.replaceWord(start, prefix+match[0]+" ")
+		p.hint = ""
 		return
 	}
 	common := match[0]
@@ -57,13 +62,13 @@ func (m *Model) complete() {
 			common = common[:len(common)-1]
 		}
 	}
-	m.replaceWord(start, prefix+common)
-	m.hint = prefix + strings.Join(match, " "+prefix)
+	p.replaceWord(start, prefix+common)
+	p.hint = prefix + strings.Join(match, " "+prefix)
 }
 
 // replaceWord replaces the input from start to the cursor with s.
-func (m *Model) replaceWord(start int, s string) {
-	in := &m.in
+func (p *prompt) replaceWord(start int, s string) {
+	in := &p.in
 	rest := append([]rune(s), in.text[in.pos:]...)
 	in.text = append(in.text[:start], rest...)
 	in.pos = start + len([]rune(s))

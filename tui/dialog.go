@@ -8,7 +8,6 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/mew-protocol/mew/internal/termtext"
 	"github.com/mew-protocol/mew/protocol"
@@ -58,22 +57,22 @@ var rejectReasons = []string{
 
 // openDialog shows the oldest proposal awaiting the user, if no dialog is
 // open; for a tool call it lists the target's tools (for the grant scopes).
-func (m *Model) openDialog() tea.Cmd {
-	if m.dlg != nil {
+func (a *approvals) openDialog() tea.Cmd {
+	if a.dlg != nil {
 		return nil
 	}
-	for _, p := range m.pending() {
+	for _, p := range a.pending() {
 		if p.postponed {
 			continue
 		}
-		m.dlg = &dialog{p: p}
+		a.dlg = &dialog{p: p}
 		if p.tool == "" || p.tools != nil || p.toolsErr != nil || len(p.to) != 1 {
 			if len(p.to) != 1 && p.toolsErr == nil && p.tools == nil {
 				p.toolsErr = fmt.Errorf("proposed to %d participants", len(p.to))
 			}
 			return nil
 		}
-		sp, ctx, target := m.sp, m.ctx, p.to[0]
+		sp, ctx, target := a.e.sp, a.e.ctx, p.to[0]
 		return func() tea.Msg {
 			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
@@ -84,7 +83,7 @@ func (m *Model) openDialog() tea.Cmd {
 	return nil
 }
 
-// decision is what a key in the dialog asks of the root model: nothing
+// decision is what a key in the dialog asks of the approvals: nothing
 // more (the dialog moved on by itself), or to approve, reject or postpone
 // the proposal.
 type decision struct {
@@ -103,19 +102,19 @@ const (
 	actLater
 )
 
-// dialogKey handles a key while the dialog shows: the dialog takes it, and
-// the model does what it decided.
-func (m *Model) dialogKey(k tea.KeyPressMsg) tea.Cmd {
-	d := m.dlg
-	switch dec := d.key(k, m.now()); dec.act {
+// key handles a key while the dialog shows: the dialog takes it, and
+// the component does what it decided.
+func (a *approvals) key(k tea.KeyPressMsg) tea.Cmd {
+	d := a.dlg
+	switch dec := d.key(k, a.e.now()); dec.act {
 	case actApprove:
-		return m.approve(d.p, dec.grant, dec.params)
+		return a.approve(d.p, dec.grant, dec.params)
 	case actReject:
-		return m.reject(d.p, dec.reason, dec.words)
+		return a.reject(d.p, dec.reason, dec.words)
 	case actLater:
 		d.p.postponed = true
-		m.dlg = nil
-		return m.openDialog()
+		a.dlg = nil
+		return a.openDialog()
 	}
 	return nil
 }
@@ -277,10 +276,10 @@ type grantChoice struct {
 // approve fulfils p, after sending the grant gc when there is one, with
 // params in place of p's own when they are not nil (edited). The dialog
 // moves on to the next proposal at once.
-func (m *Model) approve(p *proposal, gc *grantChoice, params json.RawMessage) tea.Cmd {
+func (a *approvals) approve(p *proposal, gc *grantChoice, params json.RawMessage) tea.Cmd {
 	p.deciding = true
-	m.dlg = nil
-	sp, ctx := m.sp, m.ctx
+	a.dlg = nil
+	sp, ctx := a.e.sp, a.e.ctx
 	fulfil := func() tea.Msg {
 		if params != nil {
 			return decidedMsg{p: p, action: "approved", reason: "edited", err: sp.FulfillWith(ctx, p.id, params)}
@@ -289,14 +288,14 @@ func (m *Model) approve(p *proposal, gc *grantChoice, params json.RawMessage) te
 	}
 	var cmds []tea.Cmd
 	if gc != nil {
-		m.ledger.made(gc.g)
+		a.grants.made(gc.g)
 		env, err := grantEnvelope(gc.g, gc.pattern)
 		if err != nil {
 			p.deciding = false
-			m.note("cannot grant: "+err.Error(), true)
+			a.e.note("cannot grant: "+err.Error(), true)
 			return nil
 		}
-		m.note(fmt.Sprintf("granted: %s may call %s, %s (/grants lists the grants in force)",
+		a.e.note(fmt.Sprintf("granted: %s may call %s, %s (/grants lists the grants in force)",
 			termtext.Line(gc.g.recipient), gc.g.what, gc.g.life.label), false)
 		g := gc.g
 		// The grant goes first, then the fulfilment, in one command, so
@@ -313,26 +312,26 @@ func (m *Model) approve(p *proposal, gc *grantChoice, params json.RawMessage) te
 	} else {
 		cmds = append(cmds, fulfil)
 	}
-	cmds = append(cmds, m.openDialog())
+	cmds = append(cmds, a.openDialog())
 	return tea.Batch(cmds...)
 }
 
 // reject declines p with a reason code and the user's words, if any.
-func (m *Model) reject(p *proposal, reason, message string) tea.Cmd {
+func (a *approvals) reject(p *proposal, reason, message string) tea.Cmd {
 	p.deciding = true
-	m.dlg = nil
-	sp, ctx := m.sp, m.ctx
+	a.dlg = nil
+	sp, ctx := a.e.sp, a.e.ctx
 	shown := reason
 	if message != "" {
 		shown += " (" + termtext.Line(message) + ")"
 	}
 	return tea.Batch(func() tea.Msg {
 		return decidedMsg{p: p, action: "rejected", reason: shown, err: sp.Reject(ctx, p.id, reason, message)}
-	}, m.openDialog())
+	}, a.openDialog())
 }
 
 // decided takes in the outcome of a decision.
-func (m *Model) decided(msg decidedMsg) tea.Cmd {
+func (a *approvals) decided(msg decidedMsg) tea.Cmd {
 	p := msg.p
 	p.deciding = false
 	switch {
@@ -345,31 +344,31 @@ func (m *Model) decided(msg decidedMsg) tea.Cmd {
 			case msg.reason != "":
 				out += ": " + msg.reason
 			}
-			m.settle(p, out)
+			a.settle(p, out)
 		}
 	case settledText(msg.err) != "":
 		if !p.settled {
-			m.settle(p, settledText(msg.err))
+			a.settle(p, settledText(msg.err))
 		}
-		m.note(fmt.Sprintf("proposal #%d was already %s", p.n, termtext.Line(settledText(msg.err))), false)
+		a.e.note(fmt.Sprintf("proposal #%d was already %s", p.n, termtext.Line(settledText(msg.err))), false)
 	case p.settled:
 		// it was carried out; the target's answer was an error, shown with
 		// the request
 	default:
 		p.postponed = true // back in the queue, out of the dialog: /review or /approve
-		m.note(fmt.Sprintf("could not %s proposal #%d: %s", strings.TrimSuffix(msg.action, "d"), p.n, termtext.Line(msg.err.Error())), true)
+		a.e.note(fmt.Sprintf("could not %s proposal #%d: %s", strings.TrimSuffix(msg.action, "d"), p.n, termtext.Line(msg.err.Error())), true)
 	}
-	return m.openDialog()
+	return a.openDialog()
 }
 
-// dialogLines draws the dialog as a box as wide as the screen, and returns
-// where its editor's cursor is (nil: no editor), counted from its top line.
-func (m *Model) dialogLines() ([]string, *tea.Cursor) {
-	d := m.dlg
+// view draws the dialog as a box w columns wide on a screen h lines
+// high, and returns where its editor's cursor is (nil: no editor),
+// counted from its top line.
+func (a *approvals) view(w, h int) ([]string, *tea.Cursor) {
+	d := a.dlg
 	p := d.p
-	w := m.width
 	inner := max(w-4, 10)
-	st := m.st
+	st := &a.e.st
 	var body []string
 	var cursor *tea.Cursor
 	add := func(s string) {
@@ -377,7 +376,7 @@ func (m *Model) dialogLines() ([]string, *tea.Cursor) {
 	}
 	add(st.DialogTitle.Render(p.title()))
 	preview := p.preview()
-	room := max(m.height-16, 6) // the transcript keeps a third of the screen or so
+	room := max(h-16, 6) // the transcript keeps a third of the screen or so
 	if len(preview) > room {
 		more := len(preview) - room + 1
 		preview = append(preview[:room-1], fmt.Sprintf("… %d more lines: PgUp reads them in the transcript", more))
@@ -394,7 +393,7 @@ func (m *Model) dialogLines() ([]string, *tea.Cursor) {
 			if i == choiceLater {
 				label = "Esc " + c
 			}
-			opts = append(opts, m.choice(label, i == d.cursor))
+			opts = append(opts, a.e.choice(label, i == d.cursor))
 		}
 		add(strings.Join(opts, "  "))
 	case stepScope:
@@ -404,19 +403,19 @@ func (m *Model) dialogLines() ([]string, *tea.Cursor) {
 			if s.err != nil {
 				label += " — " + termtext.Line(s.err.Error())
 			}
-			add(m.choice(label, i == d.cursor))
+			add(a.e.choice(label, i == d.cursor))
 		}
 		add(st.Dim.Render("Enter choose · Esc back"))
 	case stepLifetime:
 		add(fmt.Sprintf("Grant %s for how long?", d.scopes[d.scope].label))
 		for i, l := range lifetimes {
-			add(m.choice(fmt.Sprintf("%d %s", i+1, l.label), i == d.cursor))
+			add(a.e.choice(fmt.Sprintf("%d %s", i+1, l.label), i == d.cursor))
 		}
 		add(st.Dim.Render("Enter choose · Esc back"))
 	case stepReason:
 		add("Reject it because:")
 		for i, r := range rejectReasons {
-			add(m.choice(fmt.Sprintf("%d %s", i+1, r), i == d.cursor))
+			add(a.e.choice(fmt.Sprintf("%d %s", i+1, r), i == d.cursor))
 		}
 		add(st.Dim.Render("Enter choose · Esc back"))
 	case stepReasonText:
@@ -431,7 +430,7 @@ func (m *Model) dialogLines() ([]string, *tea.Cursor) {
 			what = "params"
 		}
 		add(fmt.Sprintf("Edit the %s (a JSON object), then fulfil:", what))
-		lines, cx, cy := d.ed.view("  ", 2, inner, max(m.height/2-4, 3))
+		lines, cx, cy := d.ed.view("  ", 2, inner, max(h/2-4, 3))
 		cursor = tea.NewCursor(2+cx, 1+len(body)+cy)
 		body = append(body, lines...)
 		if d.edErr != "" {
@@ -440,24 +439,8 @@ func (m *Model) dialogLines() ([]string, *tea.Cursor) {
 		add(st.Dim.Render("Enter fulfil · Alt+Enter new line · Esc back"))
 	}
 	title := fmt.Sprintf(" proposal #%d", p.n)
-	if n := len(m.pending()); n > 1 {
+	if n := len(a.pending()); n > 1 {
 		title += fmt.Sprintf(" · %d awaiting you", n)
 	}
-	title += " "
-	bs := st.Dialog
-	top := bs.Render("╭─" + title + strings.Repeat("─", max(w-4-ansi.StringWidth(title), 0)) + "─╮")
-	out := []string{ansi.Truncate(top, w, "")}
-	for _, l := range body {
-		pad := max(inner-ansi.StringWidth(l), 0)
-		out = append(out, bs.Render("│ ")+l+strings.Repeat(" ", pad)+bs.Render(" │"))
-	}
-	return append(out, bs.Render("╰"+strings.Repeat("─", max(w-2, 0))+"╯")), cursor
-}
-
-// choice draws one option, highlighted when it is the cursor's.
-func (m *Model) choice(label string, active bool) string {
-	if active {
-		return m.st.ChoiceActive.Render("▸ " + label + " ")
-	}
-	return m.st.Choice.Render("  " + label + " ")
+	return a.e.box(title+" ", body, w), cursor
 }

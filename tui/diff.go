@@ -35,7 +35,7 @@ type oldFileMsg struct {
 
 // readOldFile returns the command that reads the file p would write, or
 // nil when p is not a file write or its target cannot read it for me.
-func (m *Model) readOldFile(p *proposal) tea.Cmd {
+func (a *approvals) readOldFile(p *proposal) tea.Cmd {
 	if p.tool != "write_file" || len(p.to) != 1 || p.oldAsked {
 		return nil
 	}
@@ -56,14 +56,14 @@ func (m *Model) readOldFile(p *proposal) tea.Cmd {
 		return nil
 	}
 	payload, err := json.Marshal(map[string]any{"method": "tools/call", "params": map[string]any{"name": reader, "arguments": map[string]string{"path": *args.Path}}})
-	if err != nil || !m.sp.CanSend(protocol.KindMCPRequest, p.to, payload) {
+	if err != nil || !a.e.sp.CanSend(protocol.KindMCPRequest, p.to, payload) {
 		return nil
 	}
 	p.oldAsked = true
 	// The read is the UI's own business: its request and answer stay out
 	// of the transcript (request() looks the payload up here).
-	m.quiet[p.to[0]+" "+string(payload)]++
-	sp, ctx, target := m.sp, m.ctx, p.to[0]
+	a.quiet[p.to[0]+" "+string(payload)]++
+	sp, ctx, target := a.e.sp, a.e.ctx, p.to[0]
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
@@ -80,7 +80,7 @@ func (m *Model) readOldFile(p *proposal) tea.Cmd {
 }
 
 // gotOldFile takes in the file a proposal would overwrite.
-func (m *Model) gotOldFile(msg oldFileMsg) {
+func (a *approvals) gotOldFile(msg oldFileMsg) {
 	p := msg.p
 	if msg.err != nil {
 		p.oldErr = msg.err
@@ -192,8 +192,8 @@ func splitLines(s string) []string {
 
 // quietRequest reports whether env is one of the UI's own reads, and
 // forgets it.
-func (m *Model) quietRequest(env *protocol.Envelope) bool {
-	if env.From != m.me() || len(env.To) != 1 || len(m.quiet) == 0 {
+func (a *approvals) quietRequest(env *protocol.Envelope) bool {
+	if env.From != a.e.me() || len(env.To) != 1 || len(a.quiet) == 0 {
 		return false
 	}
 	var msg protocol.MCPMessage
@@ -205,11 +205,11 @@ func (m *Model) quietRequest(env *protocol.Envelope) bool {
 		return false
 	}
 	k := env.To[0] + " " + string(payload)
-	if m.quiet[k] == 0 {
+	if a.quiet[k] == 0 {
 		return false
 	}
-	if m.quiet[k]--; m.quiet[k] == 0 {
-		delete(m.quiet, k)
+	if a.quiet[k]--; a.quiet[k] == 0 {
+		delete(a.quiet, k)
 	}
 	return true
 }

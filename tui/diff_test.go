@@ -46,8 +46,8 @@ func TestDiffPreview(t *testing.T) {
 	h.recv(envelope(protocol.KindMCPRequest, "you", "rq1", []string{"files"}, nil, map[string]any{
 		"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": map[string]any{"name": "read_file", "arguments": map[string]any{"path": "notes.txt"}},
 	}), reply("files", "rp1", "rq1", "you", "# Notes"))
-	if len(h.m.quiet) != 0 || strings.Contains(h.screen(), "read_file(") {
-		t.Errorf("the dialog's read is shown (%v):\n%s", h.m.quiet, h.screen())
+	if len(h.m.props.quiet) != 0 || strings.Contains(h.screen(), "read_file(") {
+		t.Errorf("the dialog's read is shown (%v):\n%s", h.m.props.quiet, h.screen())
 	}
 	h.golden("dialog_diff")
 	s := h.screen()
@@ -62,7 +62,7 @@ func TestDiffPreview(t *testing.T) {
 	h.key("y")
 
 	h.recv(propose("assistant", "pr2", "files", "write_file", map[string]any{"path": "new.txt", "content": "fresh"}))
-	if s := h.screen(); !strings.Contains(s, "│   content: fresh") || h.m.dlg == nil || h.m.dlg.p.diff != nil || h.m.dlg.p.oldErr == nil {
+	if s := h.screen(); !strings.Contains(s, "│   content: fresh") || h.m.props.dlg == nil || h.m.props.dlg.p.diff != nil || h.m.props.dlg.p.oldErr == nil {
 		t.Errorf("a new file:\n%s", s)
 	}
 	h.key("y")
@@ -89,10 +89,10 @@ func TestEditedElsewhere(t *testing.T) {
 	same := envelope(protocol.KindMCPRequest, "bob", "rq2", []string{"calculator"}, []string{"pr2"},
 		json.RawMessage(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"arguments":{"b":5,"a":1},"name":"add"}}`))
 	h.recv(edited, same)
-	if o := h.m.props.byID["pr1"].outcome; o != "approved by bob with edited arguments" {
+	if o := h.m.props.book.byID["pr1"].outcome; o != "approved by bob with edited arguments" {
 		t.Errorf("pr1: %q", o)
 	}
-	if o := h.m.props.byID["pr2"].outcome; o != "approved by bob" {
+	if o := h.m.props.book.byID["pr2"].outcome; o != "approved by bob" {
 		t.Errorf("pr2: %q", o)
 	}
 }

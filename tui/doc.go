@@ -16,16 +16,18 @@
 // Each envelope is read by internal/feed, as the line client reads it
 // (docs/clients.md): the model draws the feed's events (observe.go), so a
 // spoofed gateway kind is not believed and a payload that does not decode
-// is a line saying so. The Model is a root over parts that own their state
-// and its updates: the transcript (its entries, their bound, the scroll),
-// the reasonings in progress (thinking) and the requests awaiting an answer
-// (calls), the board (boardState: statuses, pauses, streams, chats awaiting
-// an acknowledgement, grants in force), the ledger (the user's grants and
-// the space's as /grants listed them), the books of proposals and
-// elicitations, the approval dialog and the elicitation form (each takes
-// its keys and returns what the user decided, which the root carries out),
-// and the input. The root routes messages and keys to them, talks to the
-// space, and lays out the frame.
+// is a line saying so. The Model is a thin root over components that own
+// their state, its updates and their drawing: the transcript (its entries,
+// their bound, the scroll, the search), the approvals (the proposals, their
+// dialog, the decisions), the questions (the elicitations, their form), the
+// board, the ledger, the command line (commands: the slash commands, the
+// controls, the default targets), the prompt (the input and its completion),
+// the roster, the reasonings in progress (thinking) and the requests
+// awaiting an answer (calls). They share an env (the space, the clock, the
+// styles, the transcript's door for notes) and read each other through
+// small interfaces, never each other's fields. The root routes messages and
+// keys to them and lays out the frame; docs/tui.md has the table of who
+// owns what.
 //
 // # Rendering
 //

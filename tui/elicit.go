@@ -70,17 +70,34 @@ type (
 	}
 )
 
-// elicitRequest takes in an elicitation/request.
-func (m *Model) elicitRequest(env *protocol.Envelope) tea.Cmd {
-	if env.ID == "" || m.asks.byID[env.ID] != nil {
-		return nil
+// questions is the elicitations the user may answer: every one seen (the
+// book) and the one the form dialog offers. It owns that state, takes the
+// form's keys, sends the answers and draws the dialog; the root hands it
+// the elicitations' events and their commands' answers.
+type questions struct {
+	e    *env
+	book book[*elicit] // every elicitation seen, numbered from 1 (the latest maxElicits)
+	dlg  *elicit       // the elicitation the dialog offers, when no proposal's shows
+}
+
+func newQuestions(e *env) questions { return questions{e: e, book: newBook[*elicit](maxElicits)} }
+
+// showing reports whether the form dialog is open.
+func (q *questions) showing() bool { return q.dlg != nil }
+
+// request takes in an elicitation/request; waiting reports whether one of
+// ids is a call to target the UI saw and that is still waiting: what a
+// bridge's elicitation must be for.
+func (q *questions) request(env *protocol.Envelope, waiting func(target string, ids []string) bool) {
+	if env.ID == "" || q.book.byID[env.ID] != nil {
+		return
 	}
 	var req protocol.ElicitationRequest
 	if err := env.DecodePayload(&req); err != nil {
-		m.note(fmt.Sprintf("%s sent an elicitation that cannot be read: %s", m.who(env.From), termtext.Line(clip.Runes(err.Error(), 200))), true)
-		return nil
+		q.e.note(fmt.Sprintf("%s sent an elicitation that cannot be read: %s", q.e.who(env.From), termtext.Line(clip.Runes(err.Error(), 200))), true)
+		return
 	}
-	e := &elicit{n: m.asks.next(), id: env.ID, from: env.From, to: env.To, req: req}
+	e := &elicit{n: q.book.next(), id: env.ID, from: env.From, to: env.To, req: req}
 	switch req.Mode {
 	case protocol.ElicitationModeForm, "":
 		e.form = parseForm(req.RequestedSchema)
@@ -89,25 +106,20 @@ func (m *Model) elicitRequest(env *protocol.Envelope) tea.Cmd {
 	default:
 		e.form = &form{unusable: "it asks in mode " + termtext.Line(clip.Runes(req.Mode, 20)) + ", which this UI does not know"}
 	}
-	me := m.me()
+	me := q.e.me()
 	e.forMe = len(env.To) > 0 && env.AddressedTo(me)
 	probe := []byte(`{"action":"decline"}`)
-	e.mayAnswer = env.From != me && m.sp.CanSend(protocol.KindElicitationResponse, []string{env.From}, probe)
-	e.noCall = !m.callTo(env.From, env.CorrelationID)
-	m.asks.put(e)
-	m.add(&elicitEntry{e: e})
-	m.openElicit()
-	return nil
+	e.mayAnswer = env.From != me && q.e.sp.CanSend(protocol.KindElicitationResponse, []string{env.From}, probe)
+	e.noCall = !waiting(env.From, env.CorrelationID)
+	q.book.put(e)
+	q.e.add(&elicitEntry{e: e})
+	q.open()
 }
 
-// callTo reports whether one of ids is a call to target the UI saw and
-// that is still waiting: what a bridge's elicitation must be for.
-func (m *Model) callTo(target string, ids []string) bool { return m.calls.waiting(target, ids) }
-
-// elicitDone takes in an elicitation/done: only the bridge that asked may
+// done takes in an elicitation/done: only the bridge that asked may
 // close its elicitation.
-func (m *Model) elicitDone(env *protocol.Envelope) {
-	e := m.elicitFor(env)
+func (q *questions) done(env *protocol.Envelope) {
+	e := q.of(env)
 	if e == nil || e.settled {
 		return
 	}
@@ -119,24 +131,24 @@ func (m *Model) elicitDone(env *protocol.Envelope) {
 		if verb == "" {
 			verb = "answered"
 		}
-		e.outcome = verb + " by " + m.who(d.By)
+		e.outcome = verb + " by " + q.e.who(d.By)
 	case protocol.ElicitationExpired:
 		e.outcome = "timed out: " + termtext.Line(clip.Runes(cmp.Or(d.Reason, "nobody answered in time"), 200))
 	default:
 		e.outcome = "cancelled: " + termtext.Line(clip.Runes(cmp.Or(d.Reason, "the call ended"), 200))
 	}
 	e.settled, e.sending = true, false
-	if m.eform == e {
-		m.eform = nil
-		m.openElicit()
+	if q.dlg == e {
+		q.dlg = nil
+		q.open()
 	}
 }
 
-// elicitRefused takes in an elicitation/refused addressed to the user:
-// the answer was not used, and the elicitation is open again.
-func (m *Model) elicitRefused(env *protocol.Envelope) {
-	e := m.elicitFor(env)
-	if e == nil || e.settled || !env.AddressedTo(m.me()) || len(env.To) == 0 {
+// refused takes in an elicitation/refused addressed to the user: the
+// answer was not used, and the elicitation is open again.
+func (q *questions) refused(env *protocol.Envelope) {
+	e := q.of(env)
+	if e == nil || e.settled || !env.AddressedTo(q.e.me()) || len(env.To) == 0 {
 		return
 	}
 	var r protocol.ElicitationRefused
@@ -144,23 +156,23 @@ func (m *Model) elicitRefused(env *protocol.Envelope) {
 	e.sending = false
 	e.refused = termtext.Line(clip.Runes(cmp.Or(r.Reason, "refused"), 300))
 	e.postponed = false
-	m.openElicit()
+	q.open()
 }
 
-// elicitFor finds the elicitation an envelope of its bridge correlates to.
-func (m *Model) elicitFor(env *protocol.Envelope) *elicit {
+// of finds the elicitation an envelope of its bridge correlates to.
+func (q *questions) of(env *protocol.Envelope) *elicit {
 	for _, id := range env.CorrelationID {
-		if e := m.asks.byID[id]; e != nil && e.from == env.From {
+		if e := q.book.byID[id]; e != nil && e.from == env.From {
 			return e
 		}
 	}
 	return nil
 }
 
-// elicitError takes in a system/error about the user's answer (the
+// systemError takes in a system/error about the user's answer (the
 // gateway refused it).
-func (m *Model) elicitError(env *protocol.Envelope, se *protocol.SystemError) {
-	for _, e := range m.asks.all {
+func (q *questions) systemError(env *protocol.Envelope, se *protocol.SystemError) {
+	for _, e := range q.book.all {
 		if e.sending && e.answerID != "" && env.CorrelatesWith(e.answerID) {
 			e.sending = false
 			e.refused = "the gateway refused the answer: " + termtext.Line(clip.Runes(cmp.Or(se.Message, se.Error), 200))
@@ -169,43 +181,58 @@ func (m *Model) elicitError(env *protocol.Envelope, se *protocol.SystemError) {
 	}
 }
 
-// pendingElicits are the elicitations the user may answer, oldest first.
-func (m *Model) pendingElicits() []*elicit { return m.asks.stillOpen() }
+// pending are the elicitations the user may answer, oldest first.
+func (q *questions) pending() []*elicit { return q.book.stillOpen() }
 
-// openElicit offers the oldest elicitation awaiting the user, if none is
+// review brings the postponed elicitations back and offers the oldest.
+func (q *questions) review() {
+	for _, e := range q.pending() {
+		e.postponed = false
+	}
+	q.open()
+}
+
+// open offers the oldest elicitation awaiting the user, if none is
 // offered.
-func (m *Model) openElicit() {
-	if m.eform != nil {
+func (q *questions) open() {
+	if q.dlg != nil {
 		return
 	}
-	for _, e := range m.pendingElicits() {
+	for _, e := range q.pending() {
 		if !e.postponed {
-			m.eform = e
+			q.dlg = e
 			e.cursor = 0
 			return
 		}
 	}
 }
 
-// elicitKey handles a key while an elicitation's dialog shows: the form
-// takes it, and the model does what the user asked.
-func (m *Model) elicitKey(k tea.KeyPressMsg) tea.Cmd {
-	e := m.eform
+// key handles a key while an elicitation's dialog shows: the form takes
+// it, and the component does what the user asked.
+func (q *questions) key(k tea.KeyPressMsg) tea.Cmd {
+	e := q.dlg
 	switch e.press(k) {
 	case askLater:
 		e.postponed = true
-		m.eform = nil
-		m.openElicit()
+		q.dlg = nil
+		q.open()
 	case askDecline:
-		return m.answer(e, protocol.ElicitationDecline, nil)
+		return q.answer(e, protocol.ElicitationDecline, nil)
 	case askCancel:
-		return m.answer(e, protocol.ElicitationCancel, nil)
+		return q.answer(e, protocol.ElicitationCancel, nil)
 	case askAccept:
-		return m.accept(e)
+		return q.accept(e)
 	case askOpen:
-		return m.openLink(e)
+		return q.openLink(e)
 	}
 	return nil
+}
+
+// paste types pasted text in the field that has the keys.
+func (q *questions) paste(text string) {
+	if fs := q.dlg.form.fields; q.dlg.cursor < len(fs) {
+		fs[q.dlg.cursor].typeText(text)
+	}
 }
 
 // What a key in an elicitation's dialog asks of the model.
@@ -277,9 +304,9 @@ func (e *elicit) press(k tea.KeyPressMsg) int {
 
 // accept answers e with the form filled, once every field is right (the
 // first wrong one gets the keys).
-func (m *Model) accept(e *elicit) tea.Cmd {
+func (q *questions) accept(e *elicit) tea.Cmd {
 	if e.req.Mode == protocol.ElicitationModeURL {
-		return m.answer(e, protocol.ElicitationAccept, nil)
+		return q.answer(e, protocol.ElicitationAccept, nil)
 	}
 	if e.form.unusable != "" {
 		return nil // only decline or cancel
@@ -294,11 +321,11 @@ func (m *Model) accept(e *elicit) tea.Cmd {
 		}
 		return nil
 	}
-	return m.answer(e, protocol.ElicitationAccept, content)
+	return q.answer(e, protocol.ElicitationAccept, content)
 }
 
 // answer sends the user's answer to e's bridge.
-func (m *Model) answer(e *elicit, action string, content map[string]any) tea.Cmd {
+func (q *questions) answer(e *elicit, action string, content map[string]any) tea.Cmd {
 	resp := protocol.ElicitationResponse{Action: action}
 	if content != nil {
 		raw, err := json.Marshal(content)
@@ -315,26 +342,33 @@ func (m *Model) answer(e *elicit, action string, content map[string]any) tea.Cmd
 	}
 	env.ID, env.To, env.CorrelationID = protocol.NewID(), []string{e.from}, []string{e.id}
 	e.sending, e.answerID, e.refused = true, env.ID, ""
-	m.eform = nil
-	m.openElicit()
-	sp, ctx := m.sp, m.ctx
+	q.dlg = nil
+	q.open()
+	sp, ctx := q.e.sp, q.e.ctx
 	return func() tea.Msg { return elicitSentMsg{e: e, action: action, err: sp.Send(ctx, env)} }
 }
 
-// elicitSent takes in the outcome of sending an answer.
-func (m *Model) elicitSent(msg elicitSentMsg) {
+// sent takes in the outcome of sending an answer.
+func (q *questions) sent(msg elicitSentMsg) {
 	if msg.err == nil || msg.e.settled {
 		return
 	}
 	msg.e.sending = false
 	msg.e.refused = "not sent: " + termtext.Line(clip.Runes(msg.err.Error(), 200))
-	m.openElicit()
+	q.open()
+}
+
+// opened takes in the outcome of opening a link.
+func (q *questions) opened(msg openedMsg) {
+	if msg.err != nil {
+		q.e.note("could not open the link: "+termtext.Line(msg.err.Error())+"; open it yourself: "+termtext.Line(clip.Runes(msg.e.req.URL, 2000)), true)
+	}
 }
 
 // openLink opens a URL elicitation's link with the opener (the user's
 // browser) and accepts it; without an opener, the link is written in the
 // transcript for the user to open. Only http and https links are opened.
-func (m *Model) openLink(e *elicit) tea.Cmd {
+func (q *questions) openLink(e *elicit) tea.Cmd {
 	if !e.forMe {
 		return nil // the link is for the person it is addressed to
 	}
@@ -343,12 +377,12 @@ func (m *Model) openLink(e *elicit) tea.Cmd {
 		e.refused = "the link is not an http(s) URL; it is not opened"
 		return nil
 	}
-	accept := m.answer(e, protocol.ElicitationAccept, nil)
-	if m.o.Open == nil {
-		m.note("open this link: "+termtext.Line(clip.Runes(e.req.URL, 2000)), false)
+	accept := q.answer(e, protocol.ElicitationAccept, nil)
+	if q.e.o.Open == nil {
+		q.e.note("open this link: "+termtext.Line(clip.Runes(e.req.URL, 2000)), false)
 		return accept
 	}
-	open, ctx, link := m.o.Open, m.ctx, u.String()
+	open, ctx, link := q.e.o.Open, q.e.ctx, u.String()
 	return tea.Batch(func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
@@ -434,24 +468,23 @@ func forWhat(r *protocol.ElicitationRequest) string {
 	return " (for " + termtext.Line(clip.Runes(r.Name, 80)) + ")"
 }
 
-// elicitDialogLines draws the elicitation's dialog as a box as wide as the
-// screen, and where the cursor of its text field is.
-func (m *Model) elicitDialogLines() ([]string, *tea.Cursor) {
-	e := m.eform
-	w := m.width
+// view draws the elicitation's dialog as a box w columns wide on a
+// screen h lines high, and where the cursor of its text field is.
+func (q *questions) view(w, h int) ([]string, *tea.Cursor) {
+	e := q.dlg
 	inner := max(w-4, 10)
-	st := m.st
+	st := &q.e.st
 	var body []string
 	var cursor *tea.Cursor
 	add := func(s string) { body = append(body, wrapText(s, inner, "  ")...) }
-	add(st.DialogTitle.Render(termtext.Line(e.from) + " asks " + askedWho(m.me(), e.to) + forWhat(&e.req)))
+	add(st.DialogTitle.Render(termtext.Line(e.from) + " asks " + askedWho(q.e.me(), e.to) + forWhat(&e.req)))
 	// The message gets a few lines: the form must fit below it (the card
 	// in the transcript has the rest).
 	var msg []string
 	for _, l := range strings.Split(strings.TrimRight(termtext.Clean(clip.Runes(e.req.Message, 1000)), "\n"), "\n") {
 		msg = append(msg, wrapText("  "+l, inner, "  ")...)
 	}
-	if most := max(min(m.height/6, 8), 2); len(msg) > most {
+	if most := max(min(h/6, 8), 2); len(msg) > most {
 		msg = append(msg[:most-1], "  …")
 	}
 	body = append(body, msg...)
@@ -469,7 +502,7 @@ func (m *Model) elicitDialogLines() ([]string, *tea.Cursor) {
 		if e.forMe {
 			keys = "o open it and accept · Enter accept · Ctrl+D decline · Ctrl+X cancel · Esc later"
 		} else {
-			add(st.Dim.Render("  the link is for " + askedWho(m.me(), e.to) + " to open"))
+			add(st.Dim.Render("  the link is for " + askedWho(q.e.me(), e.to) + " to open"))
 			keys = "Enter accept · Ctrl+D decline · Ctrl+X cancel · Esc later"
 		}
 	case e.form.unusable != "":
@@ -483,7 +516,7 @@ func (m *Model) elicitDialogLines() ([]string, *tea.Cursor) {
 		lw = min(lw, 24)
 		// What is left of the screen, less the keys, the status bar and a
 		// few lines of the transcript, is the fields'.
-		lo, hi := fieldWindow(e.form.fields, e.cursor, max(m.height-12-len(body), 2))
+		lo, hi := fieldWindow(e.form.fields, e.cursor, max(h-12-len(body), 2))
 		if lo > 0 {
 			add(st.Dim.Render(fmt.Sprintf("  ↑ %d more fields", lo)))
 		}
@@ -533,18 +566,10 @@ func (m *Model) elicitDialogLines() ([]string, *tea.Cursor) {
 	body = append(body, "")
 	add(st.Dim.Render(keys))
 	title := fmt.Sprintf(" elicitation ?%d", e.n)
-	if n := len(m.pendingElicits()); n > 1 {
+	if n := len(q.pending()); n > 1 {
 		title += fmt.Sprintf(" · %d awaiting you", n)
 	}
-	title += " "
-	bs := st.Dialog
-	top := bs.Render("╭─" + title + strings.Repeat("─", max(w-4-ansi.StringWidth(title), 0)) + "─╮")
-	out := []string{ansi.Truncate(top, w, "")}
-	for _, l := range body {
-		pad := max(inner-ansi.StringWidth(l), 0)
-		out = append(out, bs.Render("│ ")+l+strings.Repeat(" ", pad)+bs.Render(" │"))
-	}
-	return append(out, bs.Render("╰"+strings.Repeat("─", max(w-2, 0))+"╯")), cursor
+	return q.e.box(title+" ", body, w), cursor
 }
 
 // fieldWindow is the range of fields shown in room lines, the cursor's

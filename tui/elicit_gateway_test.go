@@ -87,10 +87,10 @@ func TestElicitationThroughBridge(t *testing.T) {
 
 	// Answered for the agent, after one answer the bridge refuses.
 	call := book()
-	pump("the dialog", func() bool { return h.m.eform != nil })
-	e := h.m.eform
-	h.run(h.m.answer(e, "accept", map[string]any{"name": "Ada", "seats": 50})) // what the form would not send
-	pump("the refusal", func() bool { return h.m.eform == e && e.refused != "" })
+	pump("the dialog", func() bool { return h.m.asks.dlg != nil })
+	e := h.m.asks.dlg
+	h.run(h.m.asks.answer(e, "accept", map[string]any{"name": "Ada", "seats": 50})) // what the form would not send
+	pump("the refusal", func() bool { return h.m.asks.dlg == e && e.refused != "" })
 	if s := h.screen(); !strings.Contains(s, "Your answer was not used: content does not fit the form") {
 		t.Errorf("the refusal is not shown:\n%s", s)
 	}
@@ -104,8 +104,8 @@ func TestElicitationThroughBridge(t *testing.T) {
 
 	// Nobody answers: the card and the call say it timed out.
 	call = book()
-	pump("the second dialog", func() bool { return h.m.eform != nil && h.m.eform != e })
-	e2 := h.m.eform
+	pump("the second dialog", func() bool { return h.m.asks.dlg != nil && h.m.asks.dlg != e })
+	e2 := h.m.asks.dlg
 	h.key("esc")
 	wait(call, "cancel")
 	pump("the expiry", func() bool { return e2.settled })

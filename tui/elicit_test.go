@@ -76,7 +76,7 @@ func TestElicitationForm(t *testing.T) {
 	if got, want := string(r.Content), `{"class":"eco","name":"Ada","seats":2,"window":true}`; got != want {
 		t.Errorf("content %s, want %s", got, want)
 	}
-	if h.m.eform != nil {
+	if h.m.asks.dlg != nil {
 		t.Error("the dialog stays open after the answer")
 	}
 	h.recv(envelope(protocol.KindElicitationDone, "files", "d1", []string{"you"}, []string{"el1"},
@@ -106,15 +106,15 @@ func TestElicitationKeys(t *testing.T) {
 	}
 	h.recv(envelope(protocol.KindElicitationRefused, "files", "f1", []string{"you"}, []string{"el1"},
 		protocol.ElicitationRefused{Reason: "content does not fit the form"}))
-	if h.m.eform == nil || !strings.Contains(h.screen(), "Your answer was not used: content does not fit the form") {
+	if h.m.asks.dlg == nil || !strings.Contains(h.screen(), "Your answer was not used: content does not fit the form") {
 		t.Fatalf("the refusal did not reopen the dialog:\n%s", h.screen())
 	}
 	h.key("esc")
-	if h.m.eform != nil || !strings.Contains(h.screen(), "postponed: /review to answer") {
+	if h.m.asks.dlg != nil || !strings.Contains(h.screen(), "postponed: /review to answer") {
 		t.Fatalf("Esc did not postpone:\n%s", h.screen())
 	}
 	h.typeLine("/review")
-	if h.m.eform == nil {
+	if h.m.asks.dlg == nil {
 		t.Fatal("/review did not reopen the elicitation")
 	}
 	h.send(ctrl('x'))
@@ -137,7 +137,7 @@ func TestElicitationURL(t *testing.T) {
 	h := newHarness(t)
 	var mu sync.Mutex
 	var opened []string
-	h.m.o.Open = func(_ context.Context, u string) error {
+	h.m.e.o.Open = func(_ context.Context, u string) error {
 		mu.Lock()
 		defer mu.Unlock()
 		opened = append(opened, u)
@@ -167,7 +167,7 @@ func TestElicitationURL(t *testing.T) {
 	h.send(ctrl('d'))
 
 	// Without an opener the link is written in the transcript.
-	h.m.o.Open = nil
+	h.m.e.o.Open = nil
 	h.recv(elicitReq("el3", "c1", []string{"you"}, protocol.ElicitationRequest{Mode: "url", Message: "again", URL: "https://example.com/b"}))
 	h.key("o")
 	if !strings.Contains(h.screen(), "open this link: https://example.com/b") {
@@ -198,7 +198,7 @@ func TestElicitationForAnother(t *testing.T) {
 	h2.sp.noAnswers = true
 	h2.recv(call("assistant", "c1", "files", "book", map[string]any{}))
 	h2.recv(elicitReq("el1", "c1", []string{"assistant"}, formReq(tripSchema)))
-	if h2.m.eform != nil || !strings.Contains(h2.screen(), "awaiting an answer") {
+	if h2.m.asks.dlg != nil || !strings.Contains(h2.screen(), "awaiting an answer") {
 		t.Errorf("a user who may not answer got the dialog:\n%s", h2.screen())
 	}
 }
@@ -259,14 +259,14 @@ func TestElicitationHostile(t *testing.T) {
 	h.recv(envelope(protocol.KindElicitationDone, "mallory", "d1", []string{"you"}, []string{"el1"},
 		protocol.ElicitationDone{Status: protocol.ElicitationAnswered, By: "mallory", Action: "accept"}))
 	h.recv(envelope(protocol.KindElicitationRefused, "mallory", "f1", []string{"you"}, []string{"el1"}, protocol.ElicitationRefused{Reason: "spoofed"}))
-	if h.m.eform == nil || strings.Contains(h.screen(), "mallory") {
+	if h.m.asks.dlg == nil || strings.Contains(h.screen(), "mallory") {
 		t.Errorf("mallory's envelopes changed the elicitation:\n%s", h.screen())
 	}
 	// An unreadable request is a note, not a dialog.
 	bad := envelope(protocol.KindElicitationRequest, "files", "el9", []string{"you"}, nil, nil)
 	bad.Payload = json.RawMessage(`{"mode":5}`)
 	h.recv(bad)
-	if h.m.asks.byID["el9"] != nil || !strings.Contains(h.screen(), "sent an elicitation that cannot be read") {
+	if h.m.asks.book.byID["el9"] != nil || !strings.Contains(h.screen(), "sent an elicitation that cannot be read") {
 		t.Errorf("an unreadable elicitation:\n%s", h.screen())
 	}
 	// The gateway refusing the answer is said, and the dialog not forced
@@ -275,7 +275,7 @@ func TestElicitationHostile(t *testing.T) {
 	ans, _ := h.lastAnswer()
 	h.recv(envelope(protocol.KindSystemError, protocol.GatewayID, "e1", []string{"you"}, []string{ans.ID},
 		protocol.SystemError{Error: "capability_violation", Message: "not allowed"}))
-	if h.m.eform != nil || !strings.Contains(h.screen(), "the gateway refused the answer") {
+	if h.m.asks.dlg != nil || !strings.Contains(h.screen(), "the gateway refused the answer") {
 		t.Errorf("a refused answer:\n%s", h.screen())
 	}
 }

@@ -105,8 +105,8 @@ func TestGrantThroughGateway(t *testing.T) {
 	}
 
 	first := ask()
-	pump("the dialog", func() bool { return h.m.dlg != nil })
-	proposalID := h.m.dlg.p.id
+	pump("the dialog", func() bool { return h.m.props.dlg != nil })
+	proposalID := h.m.props.dlg.p.id
 	h.key("g", "2", "2") // Grant · add with any arguments · 10 minutes
 	got(first)
 
@@ -149,8 +149,8 @@ func TestGrantThroughGateway(t *testing.T) {
 		}
 		return false
 	})
-	if h.m.props.last != 1 || h.m.dlg != nil {
-		t.Fatalf("the granted call was proposed again (%d proposals, dialog %v):\n%s", h.m.props.last, h.m.dlg != nil, h.screen())
+	if h.m.props.book.last != 1 || h.m.props.dlg != nil {
+		t.Fatalf("the granted call was proposed again (%d proposals, dialog %v):\n%s", h.m.props.book.last, h.m.props.dlg != nil, h.screen())
 	}
 	h.golden("gateway_granted")
 
@@ -166,7 +166,7 @@ func TestGrantThroughGateway(t *testing.T) {
 		return !assistant.CanSend(protocol.KindMCPRequest, []byte(`{"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":5}}}`))
 	})
 	third := ask()
-	pump("the dialog again", func() bool { return h.m.dlg != nil })
+	pump("the dialog again", func() bool { return h.m.props.dlg != nil })
 	h.key("y")
 	got(third)
 }

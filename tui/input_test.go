@@ -23,16 +23,16 @@ func TestComplete(t *testing.T) {
 		{"/nosuch", "/nosuch", "no completion for /nosuch"},
 		{"plain", "plain", ""},
 	} {
-		h.m.in.set("")
+		h.m.prompt.in.set("")
 		for _, r := range c.typed {
 			h.key(string(r))
 		}
 		h.key("tab")
-		if got := h.m.in.value(); got != c.want || h.m.hint != c.hint {
-			t.Errorf("%q + Tab = %q (hint %q), want %q (hint %q)", c.typed, got, h.m.hint, c.want, c.hint)
+		if got := h.m.prompt.in.value(); got != c.want || h.m.prompt.hint != c.hint {
+			t.Errorf("%q + Tab = %q (hint %q), want %q (hint %q)", c.typed, got, h.m.prompt.hint, c.want, c.hint)
 		}
 	}
-	h.m.in.set("")
+	h.m.prompt.in.set("")
 	h.key("/", "r", "e", "tab")
 	h.golden("complete")
 }
@@ -50,8 +50,8 @@ func TestMultiLineInput(t *testing.T) {
 	}
 	h.golden("multiline")
 	h.key("up")
-	if h.m.in.pos != len("first") {
-		t.Errorf("↑ on the second line put the cursor at %d", h.m.in.pos)
+	if h.m.prompt.in.pos != len("first") {
+		t.Errorf("↑ on the second line put the cursor at %d", h.m.prompt.in.pos)
 	}
 	h.key("enter")
 	chats := h.sentOf(protocol.KindChat)
@@ -77,15 +77,15 @@ func TestFind(t *testing.T) {
 		h.recv(chat("assistant", "c"+string(rune('A'+i)), text, "you"))
 	}
 	h.key("ctrl+f")
-	if h.m.in.value() != "/find " {
-		t.Fatalf("Ctrl+F gave %q", h.m.in.value())
+	if h.m.prompt.in.value() != "/find " {
+		t.Fatalf("Ctrl+F gave %q", h.m.prompt.in.value())
 	}
 	h.typeLine("needle")
-	if len(h.m.find.hits) != 4 {
-		t.Fatalf("%d hits", len(h.m.find.hits))
+	if len(h.m.tr.find.hits) != 4 {
+		t.Fatalf("%d hits", len(h.m.tr.find.hits))
 	}
 	h.golden("find")
-	if content, _ := h.m.frame(); !strings.Contains(content, "the "+h.m.st.Match.Render("Needle")+" is here") {
+	if content, _ := h.m.frame(); !strings.Contains(content, "the "+h.m.e.st.Match.Render("Needle")+" is here") {
 		t.Errorf("the match is not marked: %q", content)
 	}
 	latest := h.m.tr.offset
@@ -98,14 +98,14 @@ func TestFind(t *testing.T) {
 		t.Errorf("N did not go forward:\n%s", h.screen())
 	}
 	h.key("esc")
-	if h.m.find.q != "" || strings.Contains(h.screen(), "find \"") {
+	if h.m.tr.find.q != "" || strings.Contains(h.screen(), "find \"") {
 		t.Error("Esc did not end the search")
 	}
 	h.key("n") // no search: a letter
-	if h.m.in.value() != "n" {
-		t.Errorf("n without a search typed %q", h.m.in.value())
+	if h.m.prompt.in.value() != "n" {
+		t.Errorf("n without a search typed %q", h.m.prompt.in.value())
 	}
-	h.m.in.set("")
+	h.m.prompt.in.set("")
 	h.typeLine("/find nothing like it")
 	if !strings.Contains(h.screen(), "no line holds nothing like it") {
 		t.Errorf("a search without hits:\n%s", h.screen())
@@ -133,7 +133,7 @@ func TestMouseWheelAndTheme(t *testing.T) {
 		t.Error("/mouse did not turn the mouse off")
 	}
 	h.typeLine("/theme light")
-	if h.m.st.StatusBar.GetBackground() != LightStyles().StatusBar.GetBackground() {
+	if h.m.e.st.StatusBar.GetBackground() != LightStyles().StatusBar.GetBackground() {
 		t.Error("/theme light did not switch")
 	}
 	h.typeLine("/theme neon")
@@ -159,7 +159,7 @@ func TestMarkdown(t *testing.T) {
 	}, "\n"), "you"))
 	h.golden("markdown")
 	content, _ := h.m.frame()
-	st := h.m.st
+	st := h.m.e.st
 	for _, want := range []string{st.Bold.Render("the plan"), st.Code.Render("notes.txt"), st.Code.Render("lines"),
 		"• read it", st.Code.Render("wc -l notes.txt **not bold**"), "an **unclosed one and a ` tick"} {
 		if !strings.Contains(content, want) {
@@ -252,8 +252,8 @@ func TestToolCompletion(t *testing.T) {
 		map[string]any{"name": "rm -rf\x1b[2J"},
 	))
 	h.recv(list("tl2", "files"), answer("calculator", "tl2", map[string]any{"name": "forged"}))
-	if len(h.m.toolSchemas["files"]) != 0 || len(h.m.toolSchemas["calculator"]) != 2 {
-		t.Fatalf("tools seen: %v", h.m.toolSchemas)
+	if len(h.m.tools.schemas["files"]) != 0 || len(h.m.tools.schemas["calculator"]) != 2 {
+		t.Fatalf("tools seen: %v", h.m.tools.schemas)
 	}
 	if strings.Contains(h.screen(), "tools/list") {
 		t.Errorf("a listing is shown:\n%s", h.screen())
@@ -263,7 +263,7 @@ func TestToolCompletion(t *testing.T) {
 	}
 	h.key("tab", "tab")
 	want := `/envelope mcp/request tools/call calculator add {"a":0,"b":0,"note":""} `
-	if got := h.m.in.value(); got != want {
+	if got := h.m.prompt.in.value(); got != want {
 		t.Fatalf("completed %q, want %q", got, want)
 	}
 	h.key("enter")

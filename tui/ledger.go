@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -115,9 +114,12 @@ func fetchLedger(ctx context.Context, hc *http.Client, addr, token string) ([]Le
 
 // ledger is the grants as the user knows them: their own, made in this
 // session, and the space's as /grants last listed them, with those revoked
-// since. It owns that state; the root model says what happened and sends
-// the envelopes.
+// since. It owns that state and the commands /grants and /revoke; the root
+// hands it the events of grants and the ledger's answers.
 type ledger struct {
+	e     *env
+	shown grantsShown // the board, which shows the grants in force
+
 	mine    []*grant        // made in this session, numbered from 1
 	listed  []LedgerGrant   // the space's grants as /grants last listed them; nil before
 	revoked map[string]bool // ids of listed grants revoked since
@@ -195,56 +197,52 @@ type ledgerMsg struct {
 // errNoLedger is the answer of a Space that cannot read the ledger.
 var errNoLedger = errors.New("this connection cannot read the gateway's grants")
 
-// fetchGrants returns a command that reads the ledger.
-func (m *Model) fetchGrants(revoke int) tea.Cmd {
-	sp, ctx := m.sp, m.ctx
-	return func() tea.Msg {
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		gs, err := sp.Grants(ctx)
-		return ledgerMsg{grants: gs, err: err, revoke: revoke}
-	}
+// grantsShown is where the grants in force are shown besides /grants: the
+// board, told of the ledger read and of a grant revoked.
+type grantsShown interface {
+	showGrants(gs []LedgerGrant)
+	forgetGrant(id string)
 }
 
-func (m *Model) cmdGrants([]string) tea.Cmd { return m.fetchGrants(0) }
+func (l *ledger) cmdGrants([]string) tea.Cmd { return l.e.fetchGrants(0) }
 
-func (m *Model) cmdRevoke(args []string) tea.Cmd {
+func (l *ledger) cmdRevoke(args []string) tea.Cmd {
 	if len(args) == 0 {
-		m.note("/revoke N: the number /grants shows", true)
+		l.e.note("/revoke N: the number /grants shows", true)
 		return nil
 	}
 	n, err := strconv.Atoi(strings.TrimPrefix(args[0], "#"))
 	if err != nil || n < 1 {
-		m.note("no grant "+termtext.Line(args[0])+"; /grants lists them", true)
+		l.e.note("no grant "+termtext.Line(args[0])+"; /grants lists them", true)
 		return nil
 	}
-	if m.ledger.listed == nil {
-		return m.fetchGrants(n)
+	if l.listed == nil {
+		return l.e.fetchGrants(n)
 	}
-	return m.revokeListed(n)
+	return l.revokeListed(n)
 }
 
-// gotLedger shows the ledger, or revokes from it.
-func (m *Model) gotLedger(msg ledgerMsg) tea.Cmd {
+// got shows the ledger read, or revokes from it.
+func (l *ledger) got(msg ledgerMsg) tea.Cmd {
 	if msg.err != nil {
-		m.note("/grants: "+termtext.Line(msg.err.Error()), true)
+		l.e.note("/grants: "+termtext.Line(msg.err.Error()), true)
 		return nil
 	}
-	m.ledger.list(msg.grants)
-	m.board.grants = msg.grants
+	l.list(msg.grants)
+	l.shown.showGrants(msg.grants)
 	if msg.revoke > 0 {
-		return m.revokeListed(msg.revoke)
+		return l.revokeListed(msg.revoke)
 	}
-	if len(m.ledger.listed) == 0 {
-		m.note("no grants in force in the space (the approval dialog's Grant makes them)", false)
+	if len(l.listed) == 0 {
+		l.e.note("no grants in force in the space (the approval dialog's Grant makes them)", false)
 		return nil
 	}
 	lines := []string{"grants in force (/revoke N ends one):"}
-	now := m.now()
-	for i, g := range m.ledger.listed {
-		lines = append(lines, fmt.Sprintf("  %d. %s → %s: %s · %s", i+1, m.who(g.From), termtext.Line(g.To), m.ledger.what(g), lifeLeft(g, now)))
+	now := l.e.now()
+	for i, g := range l.listed {
+		lines = append(lines, fmt.Sprintf("  %d. %s → %s: %s · %s", i+1, l.e.who(g.From), termtext.Line(g.To), l.what(g), lifeLeft(g, now)))
 	}
-	m.note(strings.Join(lines, "\n"), false)
+	l.e.note(strings.Join(lines, "\n"), false)
 	return nil
 }
 
@@ -310,19 +308,19 @@ func describePattern(raw json.RawMessage) string {
 }
 
 // revokeListed revokes grant n of the ledger last read.
-func (m *Model) revokeListed(n int) tea.Cmd {
-	g, problem := m.ledger.revoke(n)
+func (l *ledger) revokeListed(n int) tea.Cmd {
+	g, problem := l.revoke(n)
 	if problem != "" {
-		m.note(problem, true)
+		l.e.note(problem, true)
 		return nil
 	}
 	env, err := protocol.New(protocol.KindCapabilityRevoke, protocol.Revoke{Recipient: g.To, GrantID: g.ID, Reason: "revoked in the terminal UI"})
 	if err != nil {
-		m.note(err.Error(), true)
+		l.e.note(err.Error(), true)
 		return nil
 	}
 	env.To = []string{g.To}
-	m.board.grants = slices.DeleteFunc(slices.Clone(m.board.grants), func(x LedgerGrant) bool { return x.ID == g.ID })
-	m.note(fmt.Sprintf("revoked grant %d: %s may no longer use %s without asking", n, termtext.Line(g.To), m.ledger.what(g)), false)
-	return m.send(fmt.Sprintf("revoking grant %d", n), env)
+	l.shown.forgetGrant(g.ID)
+	l.e.note(fmt.Sprintf("revoked grant %d: %s may no longer use %s without asking", n, termtext.Line(g.To), l.what(g)), false)
+	return l.e.send(fmt.Sprintf("revoking grant %d", n), env)
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/mew-protocol/mew/internal/clip"
 	"github.com/mew-protocol/mew/internal/feed"
 	"github.com/mew-protocol/mew/internal/summary"
@@ -22,6 +24,25 @@ type thinking struct {
 }
 
 func newThinking() thinking { return thinking{byID: map[string]*reasoningEntry{}} }
+
+// open is the number of reasonings in progress.
+func (t *thinking) open() int { return len(t.byID) }
+
+// tick schedules the next redraw of the live lines while a reasoning is
+// open, with sched (Options.Tick; nil: tea.Tick).
+func (t *thinking) tick(sched func(d time.Duration, f func(time.Time) tea.Msg) tea.Cmd) tea.Cmd {
+	if t.ticking || len(t.byID) == 0 {
+		return nil
+	}
+	t.ticking = true
+	if sched == nil {
+		sched = func(d time.Duration, f func(time.Time) tea.Msg) tea.Cmd { return tea.Tick(d, f) }
+	}
+	return sched(500*time.Millisecond, func(at time.Time) tea.Msg { return tickMsg(at) })
+}
+
+// ticked takes in the redraw scheduled.
+func (t *thinking) ticked() { t.ticking = false }
 
 // started opens a reasoning and returns its line.
 func (t *thinking) started(ev *feed.ReasoningStarted, now time.Time) *reasoningEntry {

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -11,7 +10,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/mew-protocol/mew/internal/clip"
 	"github.com/mew-protocol/mew/internal/feed"
 	"github.com/mew-protocol/mew/internal/termtext"
 	"github.com/mew-protocol/mew/protocol"
@@ -47,57 +45,36 @@ type Options struct {
 	Open func(ctx context.Context, url string) error
 }
 
-// Model is the terminal UI's state: a tea.Model. It is owned by the program's
-// goroutine (or a test's); it is not safe for concurrent use.
+// Model is the terminal UI's state: a tea.Model. It is a thin root over
+// components that own their state and its updates (the transcript, the
+// roster, the calls and reasonings in progress, the proposals and their
+// dialog, the elicitations and their form, the board, the ledger, the
+// prompt and the command line): it routes messages and keys to them and
+// lays out the frame. It is owned by the program's goroutine (or a
+// test's); it is not safe for concurrent use.
 type Model struct {
-	o    Options
-	sp   Space
-	ctx  context.Context
-	st   Styles
+	e    *env // what the components share; the root owns it
 	keys KeyMap
-	now  func() time.Time
 
 	width, height int
 	conn          ConnState
 	connErr       error
 	joined        bool
+	noMouse       bool // /mouse: the terminal's own selection instead of the wheel
 
-	tr       transcript
-	verbose  bool
-	thoughts bool // /thinking: reasonings show their latest thoughts
-
-	feed   *feed.Reader    // reads the envelopes, as the line client does
-	roster map[string]bool // participants present, me excluded
-	calls  calls           // the requests shown, until answered
-	live   thinking        // the reasonings in progress
-
-	props book[*proposal] // every proposal seen, numbered from 1 (the latest maxProposals)
-	dlg   *dialog
-
-	asks  book[*elicit] // every elicitation seen, numbered from 1 (the latest maxElicits)
-	eform *elicit       // the elicitation the dialog offers, when no proposal's shows
-
+	feed   *feed.Reader // reads the envelopes, as the line client does
+	tr     transcript
+	roster *roster
+	calls  calls    // the requests shown, until answered
+	live   thinking // the reasonings in progress
+	props  approvals
+	asks   questions
 	board  boardState
 	ledger ledger
-
-	in   input
-	hint string // completions offered, in the status bar until the next key
-
-	noMouse bool // /mouse: the terminal's own selection instead of the wheel
-	theme   int  // counts /theme's switches, for the entries' caches
-	find    finding
-
-	lastToMe sentChat          // the latest chat addressed to me, for /ack (to: its sender)
-	target0  []string          // /target's choice (nil: the space config's)
-	rpcID    int               // JSON-RPC ids of /envelope's calls
-	myCaps   []json.RawMessage // what the welcome says I may send
-	quiet    map[string]int    // the UI's own requests in flight, not shown (diff.go)
-
-	myChats     map[string]*chatEntry // my latest chats by id, for their acknowledgements
-	myChatOrder []string
-
-	toolLists   map[string]string            // tools/list request ids → the participant listed
-	toolSchemas map[string]map[string]string // participant → tool → argument skeleton
+	acks   chatAcks
+	tools  toolCatalog
+	prompt prompt
+	cmds   *commands
 }
 
 // bounds of what the model remembers.
@@ -108,67 +85,82 @@ const (
 
 // New returns a model for o.
 func New(o Options) *Model {
-	m := &Model{
-		o: o, sp: o.Space, ctx: o.Context, now: o.Now,
-		width: 80, height: 24,
-		feed: feed.NewReader(), roster: map[string]bool{}, calls: newCalls(), live: newThinking(),
-		props: newBook[*proposal](maxProposals), asks: newBook[*elicit](maxElicits), quiet: map[string]int{}, myChats: map[string]*chatEntry{},
+	e := &env{o: o, sp: o.Space, ctx: o.Context, now: o.Now}
+	if e.ctx == nil {
+		e.ctx = context.Background()
 	}
-	if m.ctx == nil {
-		m.ctx = context.Background()
-	}
-	if m.now == nil {
-		m.now = time.Now
+	if e.now == nil {
+		e.now = time.Now
 	}
 	if o.Styles != nil {
-		m.st = *o.Styles
+		e.st = *o.Styles
 	} else {
-		m.st = DefaultStyles()
+		e.st = DefaultStyles()
 	}
-	m.keys = DefaultKeyMap()
+	m := &Model{e: e, keys: DefaultKeyMap(), width: 80, height: 24, feed: feed.NewReader(), calls: newCalls(), live: newThinking()}
 	if o.Keys != nil {
 		m.keys = *o.Keys
 	}
-	m.in.history = append([]string(nil), o.History...)
-	m.in.hpos = len(m.in.history)
+	e.add = m.add
+	// The components are wired to each other through small interfaces, by
+	// pointers into this Model, which is never copied.
+	m.tr = transcript{e: e}
+	m.roster = newRoster(e)
+	m.ledger = ledger{e: e, shown: &m.board}
+	m.props = newApprovals(e, &m.ledger)
+	m.asks = newQuestions(e)
+	m.board = boardState{e: e, present: m.roster, props: &m.props, live: &m.live, ledger: &m.ledger}
+	m.cmds = newCommands(e, m.roster, &m.live, &m.board, m.uiCommands())
+	m.prompt = newPrompt(o.History)
 	if len(o.Intro) > 0 {
-		m.note(strings.Join(o.Intro, "\n"), false)
+		e.note(strings.Join(o.Intro, "\n"), false)
 	}
 	return m
 }
 
+// uiCommands are the UI's own slash commands between /help and /exit, in
+// /help's order, each bound to the component that owns it.
+func (m *Model) uiCommands() []command {
+	return []command{
+		{"proposals", "", "the proposals awaiting your decision", m.props.cmdProposals},
+		{"review", "", "reopen the dialog for postponed proposals", m.cmdReview},
+		{"approve", "[N]", "fulfil proposal N (default: the oldest) once", m.props.cmdApprove},
+		{"reject", "[N] [code] [text]", "reject N: a reason code and your words", m.props.cmdReject},
+		{"grants", "", "the grants in force, with time left", m.ledger.cmdGrants},
+		{"revoke", "N", "revoke grant N of /grants", m.ledger.cmdRevoke},
+		{"find", "[text]", "the lines holding text (Ctrl+F; n/N move, Esc ends)", func(args []string) tea.Cmd {
+			return m.tr.cmdFind(args, m.renderCtx(), m.viewHeight())
+		}},
+		{"participants", "", "who is in the space", m.roster.cmdParticipants},
+		{"verbose", "", "every envelope as JSON too (toggle)", m.tr.cmdVerbose},
+		{"thinking", "", "the agents' latest thoughts (toggle)", m.tr.cmdThinking},
+		{"board", "[open|close|auto]", "the side board (F2; auto: from 120 columns)", func(args []string) tea.Cmd {
+			return m.board.cmdBoard(args, m.width)
+		}},
+		{"theme", "[dark|light]", "the colours for a dark or a light terminal", m.cmdTheme},
+		{"mouse", "", "the wheel scrolls, or the terminal selects (toggle)", m.cmdMouse},
+		{"ui-clear", "", "clear the transcript", m.tr.cmdClear},
+	}
+}
+
 // History returns the input lines submitted, oldest first, the seeded ones
 // included.
-func (m *Model) History() []string { return append([]string(nil), m.in.history...) }
+func (m *Model) History() []string { return m.prompt.history() }
 
 // Init starts nothing: the space's events arrive as messages.
 func (m *Model) Init() tea.Cmd { return nil }
 
-// messages of the model's own commands.
+// messages of the root's own commands.
 type (
-	decidedMsg struct {
-		p      *proposal
-		action string // "approved", "rejected"
-		reason string
-		err    error
-	}
 	sentMsg struct {
 		what string
 		err  error
 	}
-	toolsMsg struct {
-		p     *proposal
-		tools []string
-		err   error
-	}
-	grantSentMsg struct {
-		g   *grant
-		err error
-	}
 	tickMsg time.Time
 )
 
-// Update handles a message.
+// Update handles a message: the root's own, or routed to the component
+// whose command it answers.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
@@ -184,156 +176,156 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			if msg.Err != nil {
 				text += ": " + termtext.Line(msg.Err.Error())
 			}
-			m.note(text+" (Ctrl+C to leave)", true)
+			m.e.note(text+" (Ctrl+C to leave)", true)
 		}
 	case decidedMsg:
-		return m, m.decided(msg)
+		return m, m.props.decided(msg)
 	case elicitSentMsg:
-		m.elicitSent(msg)
+		m.asks.sent(msg)
 	case openedMsg:
-		if msg.err != nil {
-			m.note("could not open the link: "+termtext.Line(msg.err.Error())+"; open it yourself: "+termtext.Line(clip.Runes(msg.e.req.URL, 2000)), true)
-		}
+		m.asks.opened(msg)
 	case grantSentMsg:
-		if msg.err != nil {
-			msg.g.state = "refused: " + termtext.Line(msg.err.Error())
-			m.note(fmt.Sprintf("grant #%d was not sent: %s", msg.g.n, termtext.Line(msg.err.Error())), true)
-		}
+		m.props.grantSent(msg)
 	case ledgerMsg:
-		return m, m.gotLedger(msg)
+		return m, m.ledger.got(msg) // which shows the board what it read
 	case boardGrantsMsg:
-		if msg.err == nil {
-			m.board.grants = msg.grants
-		}
+		m.board.got(msg)
 	case sentMsg:
 		if msg.err != nil {
-			m.note(msg.what+" failed: "+termtext.Line(msg.err.Error()), true)
+			m.e.note(msg.what+" failed: "+termtext.Line(msg.err.Error()), true)
 		}
 	case toolsMsg:
-		msg.p.tools, msg.p.toolsErr = msg.tools, msg.err
-		if msg.tools == nil && msg.err == nil {
-			msg.p.tools = []string{}
-		}
-		return m, m.readOldFile(msg.p)
+		return m, m.props.gotTools(msg)
 	case oldFileMsg:
-		m.gotOldFile(msg)
+		m.props.gotOldFile(msg)
 	case tickMsg:
-		m.live.ticking = false
+		m.live.ticked()
 		return m, m.tick()
 	case tea.PasteMsg:
 		switch {
-		case m.dlg == nil && m.eform != nil:
-			if fs := m.eform.form.fields; m.eform.cursor < len(fs) {
-				fs[m.eform.cursor].typeText(msg.Content)
-			}
-		case m.dlg == nil:
-			m.in.insert(msg.Content)
-		case m.dlg.step == stepEdit:
-			m.dlg.ed.insert(msg.Content)
-		case m.dlg.step == stepReasonText:
-			m.dlg.ed.insert(strings.ReplaceAll(msg.Content, "\n", " "))
+		case m.props.showing():
+			m.props.paste(msg.Content)
+		case m.asks.showing():
+			m.asks.paste(msg.Content)
+		default:
+			m.prompt.paste(msg.Content)
 		}
 	case tea.KeyPressMsg:
 		return m, m.key(msg)
 	case tea.MouseWheelMsg:
 		switch msg.Button {
 		case tea.MouseWheelUp:
-			m.tr.offset += 3
+			m.tr.scroll(3)
 		case tea.MouseWheelDown:
-			m.tr.offset -= 3
+			m.tr.scroll(-3)
 		}
 		m.clampOffset()
 	}
 	return m, nil
 }
 
-// key handles a key press.
+// key handles a key press: the global keys, then the dialog's, the
+// form's, the search's or the prompt's.
 func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	km := &m.keys
 	switch {
 	case key.Matches(k, km.Quit):
 		return tea.Quit
 	case key.Matches(k, km.PageUp):
-		m.tr.offset += max(m.viewHeight()-1, 1)
+		m.tr.scroll(max(m.viewHeight()-1, 1))
 	case key.Matches(k, km.PageDown):
-		m.tr.offset -= max(m.viewHeight()-1, 1)
+		m.tr.scroll(-max(m.viewHeight()-1, 1))
 	case key.Matches(k, km.LineUp):
-		m.tr.offset++
+		m.tr.scroll(1)
 	case key.Matches(k, km.LineDown):
-		m.tr.offset--
+		m.tr.scroll(-1)
 	case key.Matches(k, km.Board):
-		m.toggleBoard()
-		return m.refreshBoardGrants()
-	case m.dlg != nil:
-		return m.dialogKey(k)
-	case m.eform != nil:
-		return m.elicitKey(k)
+		cmd := m.board.toggle(m.width)
+		m.clampOffset()
+		return cmd
+	case m.props.showing():
+		return m.props.key(k)
+	case m.asks.showing():
+		return m.asks.key(k)
 	case k.String() == "ctrl+f":
-		m.in.set("/find ")
+		m.prompt.set("/find ")
 		return nil
-	case m.findKey(k):
+	case m.tr.findKey(k, m.prompt.empty(), m.renderCtx(), m.viewHeight()):
 		return nil
 	case key.Matches(k, km.Submit):
-		m.hint = ""
-		return m.submit(m.in.submit())
+		line := m.prompt.submit()
+		m.tr.toEnd()
+		cmd := m.cmds.submit(line)
+		m.clampOffset() // a command may change what the transcript shows (/thinking, /board)
+		return cmd
 	case k.String() == "tab":
-		m.complete()
+		m.prompt.complete(m.cmds.names(), m.roster.ids(), &m.tools)
 		return nil
 	default:
-		m.hint = ""
-		m.in.key(k)
+		m.prompt.key(k)
 		return nil
 	}
 	m.clampOffset()
 	return nil
 }
 
-// add appends an entry to the transcript.
+// cmdReview is /review: the postponed proposals and elicitations offered
+// again, the proposals first.
+func (m *Model) cmdReview([]string) tea.Cmd {
+	cmd, any := m.props.review()
+	m.asks.review()
+	switch {
+	case any:
+		return cmd
+	case len(m.asks.pending()) == 0:
+		m.e.note("no proposals await your decision", false)
+	}
+	return nil
+}
+
+// cmdTheme is /theme: the colours of the whole screen.
+func (m *Model) cmdTheme(args []string) tea.Cmd {
+	themes := Themes()
+	if len(args) == 0 {
+		m.e.note("/theme "+strings.Join(sortedKeys(themes), "|"), false)
+		return nil
+	}
+	f, ok := themes[strings.ToLower(args[0])]
+	if !ok {
+		m.e.note("no theme "+termtext.Line(args[0])+"; /theme lists them", true)
+		return nil
+	}
+	m.e.st = f()
+	m.e.theme++
+	m.e.note("theme "+strings.ToLower(args[0]), false)
+	return nil
+}
+
+// cmdMouse is /mouse: the wheel scrolls, or the terminal selects.
+func (m *Model) cmdMouse([]string) tea.Cmd {
+	m.noMouse = !m.noMouse
+	if m.noMouse {
+		m.e.note("mouse off: the terminal selects text; PgUp/PgDn scroll", false)
+	} else {
+		m.e.note("mouse on: the wheel scrolls (Shift+drag selects in most terminals)", false)
+	}
+	return nil
+}
+
+// add appends an entry to the transcript, drawn as wide as it shows.
 func (m *Model) add(e entry) { m.tr.add(e, m.renderCtx()) }
 
-// note adds a line of the program's own.
-func (m *Model) note(text string, isErr bool) { m.add(&noteEntry{text: text, error: isErr}) }
-
-func (m *Model) me() string { return m.sp.Me() }
-
 // tick keeps the live lines' clocks moving while a reasoning is open.
-func (m *Model) tick() tea.Cmd {
-	if m.live.ticking || len(m.live.byID) == 0 {
-		return nil
-	}
-	m.live.ticking = true
-	t := m.o.Tick
-	if t == nil {
-		t = func(d time.Duration, f func(time.Time) tea.Msg) tea.Cmd { return tea.Tick(d, f) }
-	}
-	return t(500*time.Millisecond, func(at time.Time) tea.Msg { return tickMsg(at) })
-}
-
-// chat sends a chat.
-func (m *Model) chat(text string, to []string) tea.Cmd {
-	env, err := protocol.New(protocol.KindChat, protocol.Chat{Text: text})
-	if err != nil {
-		m.note(err.Error(), true)
-		return nil
-	}
-	env.To = to
-	return m.send("chat", env)
-}
-
-// send sends env from a command goroutine.
-func (m *Model) send(what string, env *protocol.Envelope) tea.Cmd {
-	sp, ctx := m.sp, m.ctx
-	return func() tea.Msg { return sentMsg{what: what, err: sp.Send(ctx, env)} }
-}
+func (m *Model) tick() tea.Cmd { return m.live.tick(m.e.o.Tick) }
 
 // RevokeOnExit returns the capability/revoke envelopes of the grants the
 // user made for this session that are still in force; Run sends them when
 // the UI ends.
-func (m *Model) RevokeOnExit() []*protocol.Envelope { return m.ledger.sessionRevokes(m.now()) }
+func (m *Model) RevokeOnExit() []*protocol.Envelope { return m.ledger.sessionRevokes(m.e.now()) }
 
 // renderCtx returns what the renderers need.
 func (m *Model) renderCtx() *renderCtx {
-	return &renderCtx{width: m.textWidth(), theme: m.theme, st: &m.st, me: m.me(), now: m.now(), thoughts: m.thoughts}
+	return &renderCtx{width: m.board.textWidth(m.width), theme: m.e.theme, st: &m.e.st, me: m.e.me(), now: m.e.now(), thoughts: m.tr.showThoughts()}
 }
 
 // viewHeight is the number of transcript lines on screen.
@@ -347,11 +339,11 @@ func (m *Model) clampOffset() { m.tr.clamp(m.viewHeight(), m.renderCtx()) }
 // stackLines is the board when it is stacked above the input (a third of
 // the screen at most), with a rule above it.
 func (m *Model) stackLines() []string {
-	if !m.stacked() {
+	if !m.board.stacked(m.width) {
 		return nil
 	}
-	rule := m.st.Dim.Render(strings.Repeat("─", m.width))
-	return append([]string{rule}, m.boardLines(m.width, max(m.height/3, 3))...)
+	rule := m.e.st.Dim.Render(strings.Repeat("─", m.width))
+	return append([]string{rule}, m.board.lines(m.width, max(m.height/3, 3))...)
 }
 
 // bottom returns the lines under the transcript: the dialog or the input.
@@ -359,7 +351,7 @@ func (m *Model) bottom() []string {
 	if lines, _, ok := m.modal(); ok {
 		return lines
 	}
-	return make([]string, min(m.in.rows(), maxInputRows)) // the input's lines; frame draws them
+	return make([]string, m.prompt.rows(maxInputRows)) // the input's lines; frame draws them
 }
 
 // modal returns the dialog that has the keys, drawn, and its cursor:
@@ -367,11 +359,11 @@ func (m *Model) bottom() []string {
 // them.
 func (m *Model) modal() ([]string, *tea.Cursor, bool) {
 	switch {
-	case m.dlg != nil:
-		l, c := m.dialogLines()
+	case m.props.showing():
+		l, c := m.props.view(m.width, m.height)
 		return l, c, true
-	case m.eform != nil:
-		l, c := m.elicitDialogLines()
+	case m.asks.showing():
+		l, c := m.asks.view(m.width, m.height)
 		return l, c, true
 	}
 	return nil, nil, false
@@ -404,22 +396,22 @@ func (m *Model) frame() (string, *tea.Cursor) {
 	stack := m.stackLines()
 	vh := max(m.height-1-len(bottom)-len(stack), 1)
 	lines := m.tr.tail(vh, m.renderCtx())
-	end := len(lines) - m.tr.offset
+	end := len(lines) - m.tr.scrolled()
 	start := max(end-vh, 0)
 	shown := lines[start:max(end, start)]
 	out := make([]string, 0, m.height)
 	for _, l := range shown {
-		out = append(out, m.highlight(l))
+		out = append(out, m.tr.highlight(l))
 	}
 	for len(out) < vh {
 		out = append(out, "")
 	}
-	if m.docked() {
-		mw := m.mainWidth()
-		board := m.boardLines(boardWidth-2, vh)
-		sep := m.st.Dim.Render("│")
+	if m.board.docked(m.width) {
+		mw := m.board.mainWidth(m.width)
+		board := m.board.lines(boardWidth-2, vh)
+		sep := m.e.st.Dim.Render("│")
 		for i, l := range out {
-			l = ansi.Truncate(l, m.textWidth(), "") // drawn to fit: a no-op but for the search highlight's styling
+			l = ansi.Truncate(l, m.board.textWidth(m.width), "") // drawn to fit: a no-op but for the search highlight's styling
 			b := ""
 			if i < len(board) {
 				b = board[i]
@@ -430,8 +422,8 @@ func (m *Model) frame() (string, *tea.Cursor) {
 	out = append(out, stack...)
 	var cursor *tea.Cursor
 	if !modal {
-		prompt := m.st.Prompt.Render("> ")
-		lines, col, row := m.in.view(prompt, 2, m.width, maxInputRows)
+		prompt := m.e.st.Prompt.Render("> ")
+		lines, col, row := m.prompt.view(prompt, 2, m.width, maxInputRows)
 		cursor = tea.NewCursor(col, len(out)+row)
 		out = append(out, lines...)
 	} else {
@@ -450,38 +442,38 @@ func (m *Model) frame() (string, *tea.Cursor) {
 // statusBar is the last line: connection, space, me, pending proposals,
 // modes.
 func (m *Model) statusBar() string {
-	sb := m.st.StatusBar
-	conn := m.st.StatusOK.Render(" ● " + m.conn.String())
+	sb := m.e.st.StatusBar
+	conn := m.e.st.StatusOK.Render(" ● " + m.conn.String())
 	if m.conn != Connected {
-		conn = m.st.StatusBad.Render(" ○ " + m.conn.String())
+		conn = m.e.st.StatusBad.Render(" ○ " + m.conn.String())
 	}
-	parts := []string{termtext.Line(m.o.SpaceName), "me " + termtext.Line(m.me())}
-	if n := len(m.pending()); n > 0 {
+	parts := []string{termtext.Line(m.e.o.SpaceName), "me " + termtext.Line(m.e.me())}
+	if n := len(m.props.pending()); n > 0 {
 		parts = append(parts, plural(n, "proposal")+" pending")
 	}
-	if n := len(m.pendingElicits()); n > 0 {
+	if n := len(m.asks.pending()); n > 0 {
 		parts = append(parts, plural(n, "question")+" pending")
 	}
-	if n := len(m.live.byID); n > 0 {
+	if n := m.live.open(); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d thinking", n))
 	}
-	if to := m.defaultTargets(); len(to) > 0 {
+	if to := m.cmds.defaultTargets(); len(to) > 0 {
 		parts = append(parts, "to "+names(to))
 	}
-	if p, ok := m.board.pausedNow(m.me(), m.now()); ok {
+	if p, ok := m.board.pausedNow(m.e.me(), m.e.now()); ok {
 		parts = append(parts, p)
 	}
-	if m.verbose {
+	if m.tr.showRaw() {
 		parts = append(parts, "verbose")
 	}
-	if m.tr.offset > 0 {
-		parts = append(parts, fmt.Sprintf("↑ %d lines back", m.tr.offset))
+	if n := m.tr.scrolled(); n > 0 {
+		parts = append(parts, fmt.Sprintf("↑ %d lines back", n))
 	}
-	if f := m.findStatus(); f != "" {
+	if f := m.tr.findStatus(); f != "" {
 		parts = append(parts, f)
 	}
-	if m.hint != "" {
-		parts = append(parts, termtext.Line(m.hint))
+	if h := m.prompt.offered(); h != "" {
+		parts = append(parts, termtext.Line(h))
 	}
 	left := conn + sb.Render(" · "+strings.Join(parts, " · "))
 	right := sb.Render("/help · Ctrl+C quit ")

@@ -282,8 +282,8 @@ func TestDialogNo(t *testing.T) {
 	// No words: the code alone; Esc from the words goes back to the codes.
 	h.recv(propose("assistant", "pr2", "files", "write_file", map[string]any{"path": "b", "content": "x"}))
 	h.key("n", "3", "esc")
-	if h.m.dlg == nil || h.m.dlg.step != stepReason || h.m.dlg.cursor != 2 {
-		t.Fatalf("Esc from the words: %+v", h.m.dlg)
+	if h.m.props.dlg == nil || h.m.props.dlg.step != stepReason || h.m.props.dlg.cursor != 2 {
+		t.Fatalf("Esc from the words: %+v", h.m.props.dlg)
 	}
 	h.key("enter", "enter")
 	if got := h.sp.rejected; len(got) != 2 || got[1] != "pr2 policy" {
@@ -299,7 +299,7 @@ func TestDialogEdit(t *testing.T) {
 	h.key("e")
 	h.golden("dialog_edit")
 	h.key("x", "enter")
-	if len(h.sp.fulfilled) != 0 || h.m.dlg == nil || h.m.dlg.edErr == "" {
+	if len(h.sp.fulfilled) != 0 || h.m.props.dlg == nil || h.m.props.dlg.edErr == "" {
 		t.Fatalf("an invalid edit was sent: %v", h.sp.fulfilled)
 	}
 	h.golden("dialog_edit_invalid")
@@ -321,11 +321,11 @@ func TestDialogQueueAndPostpone(t *testing.T) {
 	)
 	h.golden("dialog_queue")
 	h.key("esc") // postpone #1: #2 shows
-	if h.m.dlg == nil || h.m.dlg.p.n != 2 {
-		t.Fatalf("after Esc the dialog shows %+v, want #2", h.m.dlg)
+	if h.m.props.dlg == nil || h.m.props.dlg.p.n != 2 {
+		t.Fatalf("after Esc the dialog shows %+v, want #2", h.m.props.dlg)
 	}
 	h.key("esc")
-	if h.m.dlg != nil {
+	if h.m.props.dlg != nil {
 		t.Fatal("the dialog shows after both were postponed")
 	}
 	if !strings.Contains(h.screen(), "2 proposals pending") {
@@ -333,12 +333,12 @@ func TestDialogQueueAndPostpone(t *testing.T) {
 	}
 	h.typeLine("/proposals")
 	h.typeLine("/review")
-	if h.m.dlg == nil || h.m.dlg.p.n != 1 {
-		t.Fatalf("/review shows %+v, want #1", h.m.dlg)
+	if h.m.props.dlg == nil || h.m.props.dlg.p.n != 1 {
+		t.Fatalf("/review shows %+v, want #1", h.m.props.dlg)
 	}
 	h.key("y")
-	if h.m.dlg == nil || h.m.dlg.p.n != 2 {
-		t.Fatalf("after deciding #1 the dialog shows %+v, want #2", h.m.dlg)
+	if h.m.props.dlg == nil || h.m.props.dlg.p.n != 2 {
+		t.Fatalf("after deciding #1 the dialog shows %+v, want #2", h.m.props.dlg)
 	}
 	h.golden("dialog_queue_next")
 }
@@ -350,7 +350,7 @@ func TestSettledElsewhere(t *testing.T) {
 	f := call("bob", "f1", "calculator", "add", map[string]any{"a": 1})
 	f.CorrelationID = []string{"pr1"}
 	h.recv(f)
-	if h.m.dlg != nil {
+	if h.m.props.dlg != nil {
 		t.Fatal("the dialog still shows a settled proposal")
 	}
 	h.typeLine("/reject 1")
@@ -366,11 +366,11 @@ func TestSettledElsewhere(t *testing.T) {
 	// A withdrawal from anyone but the proposer does not count.
 	h.recv(propose("assistant", "pr3", "calculator", "add", map[string]any{"a": 3}))
 	h.recv(envelope(protocol.KindMCPWithdraw, "bob", "w1", nil, []string{"pr3"}, protocol.Withdraw{Reason: "mine now"}))
-	if h.m.dlg == nil || h.m.dlg.p.n != 3 {
+	if h.m.props.dlg == nil || h.m.props.dlg.p.n != 3 {
 		t.Fatal("a stranger's withdrawal closed the dialog")
 	}
 	h.recv(envelope(protocol.KindMCPWithdraw, "assistant", "w2", nil, []string{"pr3"}, protocol.Withdraw{Reason: "timeout"}))
-	if h.m.dlg != nil {
+	if h.m.props.dlg != nil {
 		t.Fatal("the proposer's withdrawal left the dialog open")
 	}
 	// A proposer that gave up waiting is not a rejection: the transcript
@@ -384,18 +384,18 @@ func TestNotMineNoDialog(t *testing.T) {
 	h := newHarness(t)
 	h.sp.noRequests = true
 	h.recv(propose("assistant", "pr1", "calculator", "add", map[string]any{"a": 1}))
-	if h.m.dlg != nil {
+	if h.m.props.dlg != nil {
 		t.Error("a dialog for a proposal the user can neither fulfil nor was asked")
 	}
 	// Addressed to the user, it is theirs to decide.
 	h.recv(propose("assistant", "pr2", "you", "add", map[string]any{"a": 1}))
-	if h.m.dlg == nil {
+	if h.m.props.dlg == nil {
 		t.Error("no dialog for a proposal addressed to the user")
 	}
 	// The user's own proposals are not offered to them.
 	h.sp.noRequests = false
 	h.recv(propose("you", "pr3", "calculator", "add", map[string]any{"a": 1}))
-	if n := len(h.m.pending()); n != 1 {
+	if n := len(h.m.props.pending()); n != 1 {
 		t.Errorf("%d pending, want 1", n)
 	}
 }
@@ -425,7 +425,7 @@ func TestScrollback(t *testing.T) {
 
 func TestInput(t *testing.T) {
 	h := newHarness(t)
-	h.m.o.DefaultTargets = []string{"assistant"}
+	h.m.e.o.DefaultTargets = []string{"assistant"}
 	h.typeLine("hello there")
 	h.typeLine("@calculator @files: both of you")
 	h.typeLine(`{"kind":"participant/pause","to":["assistant"],"payload":{"reason":"wait"}}`)
@@ -447,11 +447,11 @@ func TestInput(t *testing.T) {
 	}
 	// History: ↑ brings back the last line, ↑↑ the one before, ↓ goes back.
 	h.key("up", "up")
-	if v := h.m.in.value(); v != "@calculator @files: both of you" {
+	if v := h.m.prompt.in.value(); v != "@calculator @files: both of you" {
 		t.Errorf("history gave %q", v)
 	}
 	h.key("down", "down")
-	if v := h.m.in.value(); v != "" {
+	if v := h.m.prompt.in.value(); v != "" {
 		t.Errorf("history end gave %q", v)
 	}
 	for _, r := range "draft" {
@@ -544,8 +544,8 @@ func TestHistoryFile(t *testing.T) {
 		t.Fatalf("loaded %d lines (%v), first %q", len(got), err, got[0])
 	}
 	m := New(Options{Space: newFake(), History: got})
-	m.in.browse(-1)
-	if v := m.in.value(); v != got[len(got)-1] {
+	m.prompt.in.browse(-1)
+	if v := m.prompt.in.value(); v != got[len(got)-1] {
 		t.Errorf("↑ gave %q", v)
 	}
 }
@@ -569,12 +569,12 @@ func TestRejectWords(t *testing.T) {
 	h.recv(propose("assistant", "pr1", "files", "write_file", map[string]any{"path": "a", "content": "x"}))
 	h.recv(envelope(protocol.KindMCPReject, "calculator", "rj", []string{"assistant"}, []string{"pr1"},
 		map[string]string{"reason": "unsafe", "message": "no\x1b[2J\nway " + strings.Repeat("x", 300)}))
-	p := h.m.props.byID["pr1"]
+	p := h.m.props.book.byID["pr1"]
 	if !p.settled || !strings.HasPrefix(p.outcome, "rejected by calculator: unsafe (no way xxx") ||
 		!strings.HasSuffix(p.outcome, "x…)") || strings.ContainsAny(p.outcome, "\x1b\n") || len(p.outcome) > 250 {
 		t.Fatalf("outcome %q", p.outcome)
 	}
-	if h.m.dlg != nil {
+	if h.m.props.dlg != nil {
 		t.Error("the dialog stayed for a rejected proposal")
 	}
 }

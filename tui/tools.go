@@ -7,8 +7,13 @@ import (
 	"github.com/mew-protocol/mew/protocol"
 )
 
-// The tools seen in tools/list answers, for Tab completion of /envelope:
-// their names by participant and an argument skeleton from each schema.
+// toolCatalog is the tools seen in tools/list answers, for Tab completion
+// of /envelope: their names by participant and an argument skeleton from
+// each schema. It owns them; the root hands it the listings.
+type toolCatalog struct {
+	lists   map[string]string            // tools/list request ids → the participant listed
+	schemas map[string]map[string]string // participant → tool → argument skeleton
+}
 
 // bounds of what is remembered of tools.
 const (
@@ -17,26 +22,26 @@ const (
 )
 
 // noteListing remembers that request id (from anyone) lists target's tools.
-func (m *Model) noteListing(env *protocol.Envelope, method string) {
+func (c *toolCatalog) noteListing(env *protocol.Envelope, method string) {
 	if method != "tools/list" || len(env.To) != 1 || env.ID == "" {
 		return
 	}
-	if m.toolLists == nil {
-		m.toolLists = map[string]string{}
+	if c.lists == nil {
+		c.lists = map[string]string{}
 	}
-	if len(m.toolLists) < maxRequests {
-		m.toolLists[env.ID] = env.To[0]
+	if len(c.lists) < maxRequests {
+		c.lists[env.ID] = env.To[0]
 	}
 }
 
 // toolsListed takes in a tools/list answer to a listing noted before: the
 // tools of its sender.
-func (m *Model) toolsListed(env *protocol.Envelope, id string) {
-	target, ok := m.toolLists[id]
+func (c *toolCatalog) listed(env *protocol.Envelope, id string) {
+	target, ok := c.lists[id]
 	if !ok || target != env.From {
 		return
 	}
-	delete(m.toolLists, id)
+	delete(c.lists, id)
 	var msg protocol.MCPMessage
 	if env.DecodePayload(&msg) != nil {
 		return
@@ -50,10 +55,10 @@ func (m *Model) toolsListed(env *protocol.Envelope, id string) {
 	if json.Unmarshal(msg.Result, &r) != nil {
 		return
 	}
-	if m.toolSchemas == nil {
-		m.toolSchemas = map[string]map[string]string{}
+	if c.schemas == nil {
+		c.schemas = map[string]map[string]string{}
 	}
-	if _, known := m.toolSchemas[target]; !known && len(m.toolSchemas) >= maxToolOwners {
+	if _, known := c.schemas[target]; !known && len(c.schemas) >= maxToolOwners {
 		return
 	}
 	tools := map[string]string{}
@@ -65,7 +70,7 @@ func (m *Model) toolsListed(env *protocol.Envelope, id string) {
 			tools[name] = skeleton(t.InputSchema)
 		}
 	}
-	m.toolSchemas[target] = tools
+	c.schemas[target] = tools
 }
 
 // skeleton writes a JSON object with each property of an input schema and
@@ -105,21 +110,21 @@ func skeleton(schema json.RawMessage) string {
 	return string(b)
 }
 
-// envelopeCandidates are the completions of word number n (from 0) of an
-// /envelope line: its fixed words, a participant, one of its tools, and
-// the tool's argument skeleton.
-func (m *Model) envelopeCandidates(words []string, n int) []string {
+// candidates are the completions of word number n (from 0) of an
+// /envelope line: its fixed words, a participant (of present), one of its
+// tools, and the tool's argument skeleton.
+func (c *toolCatalog) candidates(words []string, n int, present []string) []string {
 	switch n {
 	case 1:
 		return []string{protocol.KindMCPRequest}
 	case 2:
 		return []string{"tools/call"}
 	case 3:
-		return sortedKeys(m.roster)
+		return present
 	case 4:
-		return sortedKeys(m.toolSchemas[strings.TrimPrefix(words[3], "@")])
+		return sortedKeys(c.schemas[strings.TrimPrefix(words[3], "@")])
 	case 5:
-		if sk, ok := m.toolSchemas[strings.TrimPrefix(words[3], "@")][words[4]]; ok {
+		if sk, ok := c.schemas[strings.TrimPrefix(words[3], "@")][words[4]]; ok {
 			return []string{sk}
 		}
 	}

@@ -457,12 +457,17 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // transcript is the conversation as drawn: its entries, bounded by their
-// number and by the text they hold, and how far the reader has scrolled
-// back. It owns that state; the root model gives it what drawing needs.
+// number and by the text they hold, how far the reader has scrolled back,
+// the search (find.go) and what is shown (/verbose, /thinking). It owns
+// that state and those commands; the root gives it what drawing needs.
 type transcript struct {
+	e         *env
 	entries   []entry
 	textBytes int // what the entries' texts hold (sized), bounded by maxTranscriptBytes
 	offset    int // lines scrolled back from the bottom
+	find      finding
+	verbose   bool // /verbose: every envelope as JSON too
+	thoughts  bool // /thinking: reasonings show their latest thoughts
 }
 
 // add appends an entry, keeping the place of a reader who scrolled back,
@@ -490,6 +495,15 @@ func (t *transcript) add(e entry, rc *renderCtx) {
 	}
 }
 
+// scroll moves the view n lines back (n < 0: on); the root clamps it.
+func (t *transcript) scroll(n int) { t.offset += n }
+
+// toEnd scrolls to the latest lines.
+func (t *transcript) toEnd() { t.offset = 0 }
+
+// scrolled is how many lines the view is scrolled back.
+func (t *transcript) scrolled() int { return t.offset }
+
 // droppedBytes is the text the first n entries hold.
 func (t *transcript) droppedBytes(n int) int {
 	b := 0
@@ -501,8 +515,8 @@ func (t *transcript) droppedBytes(n int) int {
 	return b
 }
 
-// reset forgets every entry (/clear).
-func (t *transcript) reset() { *t = transcript{} }
+// reset forgets every entry (/ui-clear); the search and the modes stay.
+func (t *transcript) reset() { t.entries, t.textBytes, t.offset = nil, 0, 0 }
 
 // tail returns the last n+offset lines, oldest first, drawing only the
 // entries needed.

@@ -25,7 +25,7 @@ func TestWrapBesideTheBoard(t *testing.T) {
 		for i, text := range texts {
 			h := newHarness(t)
 			h.send(tea.WindowSizeMsg{Width: width, Height: 60})
-			if !h.m.docked() {
+			if !h.m.board.docked(h.m.width) {
 				t.Fatalf("width %d: the board is not docked", width)
 			}
 			h.recv(chat("assistant", "c1", text))
