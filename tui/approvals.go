@@ -115,6 +115,44 @@ func (a *approvals) settled(ev *feed.ProposalSettled) {
 	a.settle(p, out)
 }
 
+// policy takes in the gateway's word on a proposal the space's approval
+// policy governs: whether it awaits the user's approval now (they approve
+// in its rule's current step and have not yet), may be carried out by the
+// user (approved), or ended without an answer to come.
+func (a *approvals) policy(ev *feed.Approval) tea.Cmd {
+	p := a.book.byID[ev.Proposal]
+	if p == nil || p.settled {
+		return nil
+	}
+	p.policy = ev
+	me := a.e.me()
+	switch ev.State {
+	case protocol.ApprovalAwaiting, protocol.ApprovalEscalated:
+		p.askMe = ev.AwaitsFrom(me)
+	case protocol.ApprovalApproved:
+		p.askMe = p.from != me && a.e.sp.CanSend(protocol.KindMCPRequest, p.to, p.payload)
+	case protocol.ApprovalFulfilled:
+		return nil // the request that carried it out settles it
+	default: // rejected, withdrawn, timed out
+		out := termtext.Line(strings.ReplaceAll(ev.State, "_", " "))
+		if ev.By != "" {
+			out += " by " + a.e.who(ev.By)
+		}
+		if ev.Message != "" {
+			out += ": " + termtext.Line(clip.Runes(ev.Message, 200))
+		}
+		if ev.State == protocol.ApprovalTimedOut {
+			out = "timed out: not enough approvals in time (rule " + termtext.Line(ev.Rule) + ")"
+		}
+		a.settle(p, out)
+		return a.openDialog()
+	}
+	if a.dlg != nil && a.dlg.p == p && !p.askMe {
+		a.dlg = nil
+	}
+	return a.openDialog()
+}
+
 // settle records how a proposal was settled; the dialog moves on if it
 // showed it.
 func (a *approvals) settle(p *proposal, outcome string) {
@@ -222,6 +260,9 @@ func (a *approvals) cmdApprove(args []string) tea.Cmd {
 	}
 	if a.dlg != nil && a.dlg.p == p {
 		a.dlg = nil
+	}
+	if p.policy != nil && p.policy.State != protocol.ApprovalApproved {
+		return a.count(p) // under the policy: an approval, not the call
 	}
 	return a.approve(p, nil, nil)
 }

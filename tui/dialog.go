@@ -37,17 +37,31 @@ type dialog struct {
 	edErr  string       // why the edited arguments cannot be sent
 }
 
-// choices of stepChoose.
-var choices = []string{"Yes", "Grant…", "No", "Edit…", "Later"}
+// choices of stepChoose, by their ids; a dialog offers those of its menu.
+var choices = []string{"Yes", "Grant…", "No", "Edit…", "Later", "Approve"}
 
-// indexes of choices.
+// ids of choices.
 const (
 	choiceYes = iota
 	choiceGrant
 	choiceNo
 	choiceEdit
 	choiceLater
+	choiceApprove // under the space's approval policy: counted, not carried out
 )
+
+// menu is the choices d offers: under the space's approval policy an
+// approver approves or says no, and whoever may carry the proposal out
+// does so once it is approved, as approved.
+func (d *dialog) menu() []int {
+	if pol := d.p.policy; pol != nil {
+		if pol.State == protocol.ApprovalApproved {
+			return []int{choiceYes, choiceNo, choiceLater}
+		}
+		return []int{choiceApprove, choiceNo, choiceLater}
+	}
+	return []int{choiceYes, choiceGrant, choiceNo, choiceEdit, choiceLater}
+}
 
 // rejectReasons are the reason codes offered for No.
 var rejectReasons = []string{
@@ -100,6 +114,7 @@ const (
 	actApprove
 	actReject
 	actLater
+	actCount // approve under the space's policy
 )
 
 // key handles a key while the dialog shows: the dialog takes it, and
@@ -115,8 +130,22 @@ func (a *approvals) key(k tea.KeyPressMsg) tea.Cmd {
 		d.p.postponed = true
 		a.dlg = nil
 		return a.openDialog()
+	case actCount:
+		return a.count(d.p)
 	}
 	return nil
+}
+
+// count gives the user's approval of p under the space's policy: the
+// gateway counts it, and p is carried out once enough approvers gave
+// theirs.
+func (a *approvals) count(p *proposal) tea.Cmd {
+	p.deciding = true
+	a.dlg = nil
+	sp, ctx := a.e.sp, a.e.ctx
+	return tea.Batch(func() tea.Msg {
+		return decidedMsg{p: p, action: "counted", err: sp.Approve(ctx, p.id)}
+	}, a.openDialog())
 }
 
 // key handles a key of the dialog's; now dates a grant chosen.
@@ -137,14 +166,16 @@ func (d *dialog) key(k tea.KeyPressMsg, now time.Time) decision {
 		return d.choose(d.cursor, now)
 	case "esc":
 		if d.step == stepChoose {
-			return d.choose(choiceLater, now)
+			return decision{act: actLater}
 		}
 		d.back()
 		return decision{}
 	}
 	if d.step == stepChoose {
-		if i := strings.Index("ygnel", key); len(key) == 1 && i >= 0 {
-			return d.choose(i, now) // the choices' initials, in their order
+		for i, c := range d.menu() {
+			if len(key) == 1 && strings.ToLower(choices[c][:1]) == key {
+				return d.choose(i, now) // a choice's initial
+			}
 		}
 	}
 	if len(key) == 1 && key[0] >= '1' && key[0] <= '9' {
@@ -165,7 +196,7 @@ func (d *dialog) options() int {
 	case stepReason:
 		return len(rejectReasons)
 	}
-	return len(choices)
+	return len(d.menu())
 }
 
 // back returns to the previous step.
@@ -185,7 +216,9 @@ func (d *dialog) choose(i int, now time.Time) decision {
 	p := d.p
 	switch d.step {
 	case stepChoose:
-		switch i {
+		switch d.menu()[i] {
+		case choiceApprove:
+			return decision{act: actCount}
 		case choiceYes:
 			return decision{act: actApprove}
 		case choiceGrant:
@@ -334,6 +367,16 @@ func (a *approvals) reject(p *proposal, reason, message string) tea.Cmd {
 func (a *approvals) decided(msg decidedMsg) tea.Cmd {
 	p := msg.p
 	p.deciding = false
+	if msg.action == "counted" { // an approval under the policy: the gateway says what follows
+		if msg.err != nil {
+			p.postponed = true
+			a.e.note(fmt.Sprintf("could not approve proposal #%d: %s", p.n, termtext.Line(msg.err.Error())), true)
+		} else {
+			p.askMe = false
+			a.e.note(fmt.Sprintf("your approval of proposal #%d is given", p.n), false)
+		}
+		return a.openDialog()
+	}
 	switch {
 	case msg.err == nil:
 		if !p.settled {
@@ -387,11 +430,14 @@ func (a *approvals) view(w, h int) ([]string, *tea.Cursor) {
 	body = append(body, "")
 	switch d.step {
 	case stepChoose:
+		if p.policy != nil {
+			add(st.Dim.Render(policyLine(p.policy)))
+		}
 		var opts []string
-		for i, c := range choices {
-			label := fmt.Sprintf("%d %s", i+1, c)
-			if i == choiceLater {
-				label = "Esc " + c
+		for i, c := range d.menu() {
+			label := fmt.Sprintf("%d %s", i+1, choices[c])
+			if c == choiceLater {
+				label = "Esc " + choices[c]
 			}
 			opts = append(opts, a.e.choice(label, i == d.cursor))
 		}

@@ -33,6 +33,7 @@ type fakeSpace struct {
 	sent       []*protocol.Envelope
 	fulfilled  []string
 	rejected   []string // "id reason message"
+	approved   []string // ids given an approval under the space's policy
 	edited     []string // "id params" of the fulfilments with edited params
 	settled    map[string]participant.ProposalStatus
 	noRequests bool // the user may not send mcp/request (cannot fulfil)
@@ -121,6 +122,13 @@ func (f *fakeSpace) FulfillWith(ctx context.Context, id string, params json.RawM
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.edited = append(f.edited, id+" "+string(params))
+	return nil
+}
+
+func (f *fakeSpace) Approve(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.approved = append(f.approved, id)
 	return nil
 }
 

@@ -81,6 +81,12 @@ func (m *Model) take(ev feed.Event) tea.Cmd {
 		return m.props.propose(env)
 	case *feed.ProposalSettled:
 		m.props.settled(ev)
+	case *feed.Approval:
+		return m.props.policy(ev)
+	case *feed.Approve:
+		if n := m.props.number(ev.Proposal); n > 0 && ev.From != me {
+			e.note(fmt.Sprintf("%s approves proposal #%d", e.who(ev.From), n), false)
+		}
 	case *feed.ReasoningStarted:
 		m.add(m.live.started(ev, e.now()))
 		return m.tick()

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/mew-protocol/mew/internal/clip"
+	"github.com/mew-protocol/mew/internal/feed"
 	"github.com/mew-protocol/mew/internal/summary"
 	"github.com/mew-protocol/mew/internal/termtext"
 	"github.com/mew-protocol/mew/protocol"
@@ -26,7 +27,10 @@ type proposal struct {
 	args    json.RawMessage // its arguments
 	payload json.RawMessage // the proposal's payload as it came
 
-	askMe     bool   // the user may decide it: addressed to them, or they may fulfil it
+	askMe bool // the user may decide it: addressed to them, or they may fulfil it
+	// policy is the gateway's last word on it when the space's approval
+	// policy governs it: who must still approve, and why.
+	policy    *feed.Approval
 	postponed bool   // Esc: out of the dialog until /review
 	deciding  bool   // a decision of the user's is on its way
 	settled   bool   // approved, rejected, withdrawn, timed out
@@ -164,8 +168,12 @@ func (e *proposalEntry) lines(rc *renderCtx) []string {
 		status = st.Render(p.outcome)
 	case p.deciding:
 		status = rc.st.Dim.Render("deciding…")
+	case p.policy != nil && !p.askMe:
+		status = rc.st.Dim.Render(policyLine(p.policy))
 	case p.askMe && p.postponed:
 		status = rc.st.Proposal.Render("postponed: /review to decide")
+	case p.askMe && p.policy != nil && p.policy.State != protocol.ApprovalApproved:
+		status = rc.st.Proposal.Render("awaiting your approval: " + policyLine(p.policy))
 	case p.askMe:
 		status = rc.st.Proposal.Render("awaiting your decision")
 	default:
@@ -243,4 +251,31 @@ func (p *proposal) diffPreview(members []member) []string {
 		out = append(out, "  "+l[:1]+termtext.Line(l[1:]))
 	}
 	return append(out, rest...)
+}
+
+// policyLine says in words where a governed proposal stands under the
+// space's approval policy.
+func policyLine(a *feed.Approval) string {
+	rule := "rule " + termtext.Line(a.Rule)
+	if a.Reason != "" {
+		rule += ": " + termtext.Line(clip.Runes(a.Reason, 160))
+	}
+	switch a.State {
+	case protocol.ApprovalApproved:
+		return "approved by " + names(a.ApprovedBy) + " under " + rule
+	case protocol.ApprovalAwaiting, protocol.ApprovalEscalated:
+		s := fmt.Sprintf("awaiting %d more approval", a.Remaining)
+		if a.Remaining != 1 {
+			s += "s"
+		}
+		s += " of " + names(a.Approvers) + " (" + rule + ")"
+		if len(a.ApprovedBy) > 0 {
+			s += "; approved by " + names(a.ApprovedBy)
+		}
+		if a.State == protocol.ApprovalEscalated {
+			s = "escalated: " + s
+		}
+		return s
+	}
+	return termtext.Line(a.State) + " (" + rule + ")"
 }

@@ -39,6 +39,10 @@ type Space interface {
 	// Reject declines a proposal with a reason code and, when message is
 	// not empty, the user's words.
 	Reject(ctx context.Context, proposalID, reason, message string) error
+	// Approve gives the user's approval to a proposal the space's approval
+	// policy governs (approval/approve): the gateway counts it; it does not
+	// carry the proposal out.
+	Approve(ctx context.Context, proposalID string) error
 	// CanSend reports whether the user's capabilities allow an envelope of
 	// kind addressed to to (none: a broadcast) with payload.
 	CanSend(kind string, to []string, payload []byte) bool
@@ -170,6 +174,8 @@ func (s sdkSpace) Reject(ctx context.Context, id, reason, message string) error 
 	}
 	return s.p.RejectWith(ctx, pr, reason, message)
 }
+
+func (s sdkSpace) Approve(ctx context.Context, id string) error { return s.p.Approve(ctx, id) }
 
 func (s sdkSpace) Call(ctx context.Context, target string, payload json.RawMessage) (json.RawMessage, error) {
 	return s.p.Request(ctx, target, payload)
