@@ -144,11 +144,11 @@ func TestClusterApprovalBadRecords(t *testing.T) {
 		}
 		enc := func(v cluster.ApprovalEnd) []byte { b, _ := cluster.Encode(v); return b }
 		vote := func(v cluster.ApprovalVote) []byte { b, _ := cluster.Encode(v); return b }
-		put(cluster.ApprovalEndKey("p1", 1), enc(cluster.ApprovalEnd{Proposal: "p1", Phase: 1, State: "approved", Node: "x"}))      // not its phase
-		put(cluster.ApprovalEndKey("p1", 0), enc(cluster.ApprovalEnd{Proposal: "p1", Phase: 0, State: "fulfilled", Node: "x"}))     // no end of phase 0
-		put(cluster.ApprovalEndKey("p9", 0), enc(cluster.ApprovalEnd{Proposal: "p1", Phase: 0, State: "approved", Node: "x"}))      // another's key
-		put(cluster.ApprovalVoteKey("p1", 0, "files"), vote(cluster.ApprovalVote{Proposal: "p1", Approver: "files", Node: "x"}))    // no approver
-		put(cluster.ApprovalVoteKey("p1", 0, "agent"), vote(cluster.ApprovalVote{Proposal: "p1", Approver: "agent", Node: "x"}))    // the proposer
+		put(cluster.ApprovalEndKey("p1", 1), enc(cluster.ApprovalEnd{Proposal: "p1", Phase: 1, State: "approved", Node: "x"}))     // not its phase
+		put(cluster.ApprovalEndKey("p1", 0), enc(cluster.ApprovalEnd{Proposal: "p1", Phase: 0, State: "fulfilled", Node: "x"}))    // no end of phase 0
+		put(cluster.ApprovalEndKey("p9", 0), enc(cluster.ApprovalEnd{Proposal: "p1", Phase: 0, State: "approved", Node: "x"}))     // another's key
+		put(cluster.ApprovalVoteKey("p1", 0, "files"), vote(cluster.ApprovalVote{Proposal: "p1", Approver: "files", Node: "x"}))   // no approver
+		put(cluster.ApprovalVoteKey("p1", 0, "agent"), vote(cluster.ApprovalVote{Proposal: "p1", Approver: "agent", Node: "x"}))   // the proposer
 		put(cluster.ApprovalVoteKey("p1", 0, "nobody"), vote(cluster.ApprovalVote{Proposal: "p1", Approver: "nobody", Node: "x"})) // unknown
 		put(cluster.ApprovalKey("p1")+"/zz", []byte(`{`))
 		put(cluster.ApprovalKey("p1"), []byte(`not json`))
