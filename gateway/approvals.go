@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/capability"
+	"github.com/mew-protocol/mew/gateway/internal/notify"
 	"github.com/mew-protocol/mew/protocol"
 	"github.com/mew-protocol/mew/space"
 )
@@ -73,6 +74,9 @@ type approvalTable struct {
 	rules []*approvalRule
 	byID  map[string]*approval
 	order []*approval // oldest first, for eviction
+	// notifier reaches the approvers a proposal awaits (notify.go); nil
+	// without notify.webhook. Set before the server serves.
+	notifier *notify.Notifier
 }
 
 // newApprovalTable compiles the space's rules. The config compiled when it
@@ -146,6 +150,7 @@ func (sp *liveSpace) proposed(o origin, env *protocol.Envelope, now time.Time) (
 	}
 	t.byID[a.id] = a
 	t.order = append(t.order, a)
+	sp.notifyLocked(a, now)
 	return outcome{relay: true, then: func() { sp.announce(a) }}, nil
 }
 
@@ -309,6 +314,7 @@ func (sp *liveSpace) expireApprovals(now time.Time) {
 			if w := a.step.Within; w > 0 {
 				a.deadline = now.Add(w)
 			}
+			sp.notifyLocked(a, now)
 		} else {
 			a.state = protocol.ApprovalTimedOut
 		}

@@ -49,6 +49,8 @@
 //	  clusterhist.Writer.mu the cluster history's queue (leaf, in gateway/internal/clusterhist)
 //	  outq.mu            one connection's outbound queue (leaf)
 //	  audit.Log.mu       the audit log's queue (leaf, in gateway/internal/audit)
+//	  notify.Notifier.mu a space's webhook notifications on their way to its notifier's
+//	                     loop (leaf, in gateway/internal/notify)
 //	Server.mu            the closed flag only; never held with another lock
 //	session.pingMu       a connection's ping timer (leaf)
 //	corkConn.mu          a WebSocket's write buffer, taken by its writer goroutine (leaf)

@@ -145,10 +145,15 @@ func New(opts Options) (*Server, error) {
 			}
 		}
 	}
+	if err := srv.startNotifiers(); err != nil {
+		return nil, err
+	}
 	if err := srv.openAudit(); err != nil {
+		srv.closeNotifiers()
 		return nil, err
 	}
 	if err := srv.clusterStart(); err != nil {
+		srv.closeNotifiers()
 		_ = srv.audit.Close()
 		return nil, err
 	}
@@ -255,6 +260,7 @@ func (srv *Server) Close(ctx context.Context) error {
 	// stopped reading while the server was closing.
 	close(srv.stopWatch)
 	<-srv.watchDone
+	srv.closeNotifiers() // after the watchdog, which escalates; pending notifications stay spooled
 	srv.clusterStop(ctx) // after the connections: their presence leaves are written
 
 	if aerr := srv.audit.Close(); aerr != nil && err == nil {
