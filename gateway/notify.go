@@ -91,9 +91,11 @@ func (srv *Server) startNotifiers() error {
 			URL: w.URL, Secret: secret,
 			Dir: filepath.Join(sp.cfg.MewDir, "notify"), Name: sp.id,
 			Timeout: w.Timeout, MaxAttempts: w.MaxAttempts, Backoff: w.Backoff,
-			Link:   sp.webhookLink,
+			Link: sp.webhookLink,
+			// Its clock is the real one, not Options.Now: receivers
+			// compare the timestamps with theirs, and retries wait in
+			// real time.
 			Logger: srv.opts.Logger.With("space", sp.id),
-			Now:    srv.opts.Now,
 		})
 		if err != nil {
 			srv.closeNotifiers()

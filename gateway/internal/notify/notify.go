@@ -110,7 +110,7 @@ type Stats struct {
 	Pending   int64 // messages waiting for delivery
 	Delivered int64 // messages delivered
 	Retries   int64 // failed attempts followed by another
-	Dead      int64 // messages written to the dead-letter log after their last attempt
+	Dead      int64 // messages written to the dead-letter log, the refused ones among them
 	Refused   int64 // messages refused for a full queue, a body too large or a closed notifier
 }
 
