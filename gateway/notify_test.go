@@ -448,7 +448,7 @@ func TestWebhookHostileReceiver(t *testing.T) {
 	rcv := httptest.NewServer(h)
 	defer rcv.Close()
 	defer close(stop)
-	g := testutil.StartGateway(t, webhookSpace(rcv.URL, "    timeout_ms: 500\n    max_attempts: 3\n"), gateway.Options{})
+	g := testutil.StartGateway(t, webhookSpace(rcv.URL, "    timeout_ms: 1500\n    max_attempts: 3\n"), gateway.Options{})
 	agent, alice, _, _, _, _ := approvalPeers(t, g)
 	began := time.Now()
 	agent.SendText(call("mcp/proposal", "p1", "write_file", "hello"))
@@ -470,7 +470,7 @@ func TestWebhookHostileReceiver(t *testing.T) {
 		resp.Body.Close()
 		return strings.Contains(string(text), "mew_gateway_webhook_delivered_total 3")
 	})
-	if !strings.Contains(string(text), "mew_gateway_webhook_retries_total 1") || took > 5*time.Second {
+	if !strings.Contains(string(text), "mew_gateway_webhook_retries_total 1") || took > 6*time.Second {
 		t.Errorf("took %v; metrics:\n%s", took, text)
 	}
 	var attempts []string

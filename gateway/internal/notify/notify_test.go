@@ -365,11 +365,11 @@ func TestHostileReceivers(t *testing.T) {
 	}))
 	defer hang.Close()
 	defer close(stop)
-	n := start(t, Config{URL: hang.URL, Timeout: 300 * time.Millisecond, Backoff: 10 * time.Millisecond})
+	n := start(t, Config{URL: hang.URL, Timeout: time.Second, Backoff: 10 * time.Millisecond})
 	began := time.Now()
 	n.Enqueue(msg("h1"))
 	waitFor(t, 5*time.Second, "delivered", func() bool { return n.Stats().Delivered == 1 })
-	if s := n.Stats(); s.Retries != 1 || time.Since(began) > 3*time.Second {
+	if s := n.Stats(); s.Retries != 1 || time.Since(began) > 4*time.Second {
 		t.Errorf("stats %+v after %v", s, time.Since(began))
 	}
 
