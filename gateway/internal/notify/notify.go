@@ -33,6 +33,9 @@ const (
 	maxResponse = 64 << 10
 	// maxDeadFile is the size past which the dead-letter log is rotated.
 	maxDeadFile = 16 << 20
+	// maxRefused bounds the refused messages waiting for the loop to
+	// write them to the dead-letter log.
+	maxRefused = 256
 	// maxSpoolLine bounds a line of the spool read back.
 	maxSpoolLine = 2 * MaxBody
 
@@ -265,8 +268,9 @@ func (n *Notifier) Enqueue(m *Message) bool {
 		n.log.Warn("webhook notification refused: the notifier is closed", "id", m.ID)
 		return false
 	case why != "":
-		// Bounded like the queue: past it, only counted and logged.
-		if len(n.refused) < n.cfg.QueueSize {
+		// Bounded: past it, until the loop has written them, only counted
+		// and logged.
+		if len(n.refused) < maxRefused {
 			n.refused = append(n.refused, &refusedMsg{m, why})
 		}
 	default:
