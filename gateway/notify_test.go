@@ -394,7 +394,18 @@ func TestWebhookRestart(t *testing.T) {
 	carol, _ := testutil.Join(t, ws1, "carol-token")
 	agent.SendText(call("mcp/proposal", "p1", "write_file", "hello"))
 	approvalState(t, carol, "p1", protocol.ApprovalAwaiting)
-	testutil.WaitFor(t, 10*time.Second, "three attempts to a receiver that is down", func() bool { return down.Load() >= 3 })
+	testutil.WaitFor(t, 10*time.Second, "three failed attempts counted", func() bool {
+		resp, err := http.Get("http://" + s1.Addr + "/metrics")
+		if err != nil {
+			return false
+		}
+		text, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return strings.Contains(string(text), "mew_gateway_webhook_retries_total 3")
+	})
+	if down.Load() != 3 {
+		t.Errorf("%d attempts to the receiver while down, want 3", down.Load())
+	}
 	if err := s1.Stop(); err != nil {
 		t.Fatal(err)
 	}
