@@ -79,5 +79,8 @@
 // Goroutines: a WebSocket connection's HTTP handler goroutine reads and owns
 // the connection's writer goroutine, and removes the session from its space
 // when reading ends; an output_log participant's writer goroutine is owned by
-// the Server. Server.Close stops them all and then closes the audit log.
+// the Server, and so are the loop and workers of each space's webhook notifier
+// (notify.go, gateway/internal/notify). Server.Close stops them all (the
+// notifiers after the watchdog, which escalates proposals) and then closes the
+// audit log.
 package gateway
