@@ -443,3 +443,49 @@ func TestNewRefused(t *testing.T) {
 		}
 	}
 }
+
+// A spool damaged or tampered with is read for what it holds: lines too
+// long, not JSON, of unknown operations, or adding an id twice are
+// skipped, and the good lines after them still count.
+func TestSpoolHostile(t *testing.T) {
+	dir := t.TempDir()
+	good := func(id string) string {
+		b, _ := json.Marshal(spoolLine{Op: opAdd, Message: msg(id)})
+		return string(b)
+	}
+	spool := strings.Join([]string{
+		good("a1"),
+		`{"op":"add","message":{"id":"huge","body":"` + strings.Repeat("x", maxSpoolLine) + `"}}`,
+		`not json`,
+		`{"op":"explode","id":"a1"}`,
+		good("a1"), // twice
+		`{"op":"done","id":"nobody"}`,
+		`{"op":"add","message":{"id":""}}`,
+		good("a2"),
+		`{"op":"try","id":"a2","attempts":1}`,
+		good("a3"),
+		`{"op":"done","id":"a3"}`,
+		good("a4"),
+		`{"op":"try","id":"a4","attempts":99}`,
+	}, "\n")
+	if err := os.WriteFile(filepath.Join(dir, "space.spool.jsonl"), []byte(spool), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rc := &receiver{}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	n := start(t, Config{URL: srv.URL, Dir: dir, MaxAttempts: 5})
+	waitFor(t, 5*time.Second, "a1 and a2 delivered", func() bool { return n.Stats().Delivered == 2 })
+	var got []string
+	for _, h := range rc.got() {
+		got = append(got, h.delivery+"/"+h.attempt)
+	}
+	if fmt.Sprint(got) != "[a1/1 a2/2]" && fmt.Sprint(got) != "[a2/2 a1/1]" {
+		t.Errorf("delivered %v", got)
+	}
+	// a4 had used its attempts up: dead-lettered at once.
+	dead := readLines(t, filepath.Join(dir, "space.dead.jsonl"))
+	if len(dead) != 1 || dead[0]["id"] != "a4" {
+		t.Errorf("dead letters %v", dead)
+	}
+}

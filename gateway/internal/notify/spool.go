@@ -2,9 +2,11 @@ package notify
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"time"
@@ -51,43 +53,23 @@ func (n *Notifier) load() error {
 	}
 	byID := map[string]*entry{}
 	var order []*entry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), maxSpoolLine)
+	rd := bufio.NewReaderSize(f, 64<<10)
 	bad := 0
-	for sc.Scan() {
-		var l spoolLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			bad++
-			continue
-		}
-		switch l.Op {
-		case opAdd:
-			if l.Message == nil || l.Message.ID == "" || byID[l.Message.ID] != nil || len(l.Message.Body) > MaxBody {
+	for {
+		line, long, err := readLine(rd, maxSpoolLine)
+		if len(line) > 0 || long {
+			if long || !n.replay(line, byID, &order) {
 				bad++
-				continue
 			}
-			e := &entry{msg: l.Message}
-			byID[l.Message.ID] = e
-			order = append(order, e)
-		case opTry:
-			if e := byID[l.ID]; e != nil && l.Attempts > e.attempts {
-				e.attempts = l.Attempts
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				n.log.Warn("webhook spool: read stopped", "path", n.spoolPath(), "err", err)
 			}
-		case opDone:
-			if e := byID[l.ID]; e != nil {
-				delete(byID, l.ID)
-				e.msg = nil
-			}
-		default:
-			bad++
+			break
 		}
 	}
-	scanErr := sc.Err()
 	_ = f.Close()
-	if scanErr != nil {
-		// A line longer than any the notifier writes: what was read stands.
-		n.log.Warn("webhook spool: stopped reading at a line too long", "path", n.spoolPath(), "err", scanErr)
-	}
 	if bad > 0 {
 		n.log.Warn("webhook spool: lines skipped", "path", n.spoolPath(), "lines", bad)
 	}
@@ -110,6 +92,55 @@ func (n *Notifier) load() error {
 		n.log.Info("webhook notifications pending from before", "count", len(n.entries))
 	}
 	return n.rewrite()
+}
+
+// replay applies one line of the spool; false when it is not one the
+// notifier writes.
+func (n *Notifier) replay(line []byte, byID map[string]*entry, order *[]*entry) bool {
+	var l spoolLine
+	if err := json.Unmarshal(line, &l); err != nil {
+		return false
+	}
+	switch l.Op {
+	case opAdd:
+		if l.Message == nil || l.Message.ID == "" || byID[l.Message.ID] != nil || len(l.Message.Body) > MaxBody {
+			return false
+		}
+		e := &entry{msg: l.Message}
+		byID[l.Message.ID] = e
+		*order = append(*order, e)
+	case opTry:
+		if e := byID[l.ID]; e != nil && l.Attempts > e.attempts {
+			e.attempts = l.Attempts
+		}
+	case opDone:
+		if e := byID[l.ID]; e != nil {
+			delete(byID, l.ID)
+			e.msg = nil
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// readLine reads one line of at most limit bytes, without its newline; a
+// longer one is read to its end and dropped (long).
+func readLine(rd *bufio.Reader, limit int) (line []byte, long bool, err error) {
+	for {
+		chunk, err := rd.ReadSlice('\n')
+		if !long {
+			if len(line)+len(chunk) > limit+1 {
+				long, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimSuffix(line, []byte("\n")), long, err
+	}
 }
 
 // rewrite replaces the spool with the pending entries (a new file renamed
