@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/capability"
+	"github.com/mew-protocol/mew/gateway/internal/notify"
 	"github.com/mew-protocol/mew/protocol"
 	"github.com/mew-protocol/mew/space"
 )
@@ -91,6 +92,9 @@ type approvalTable struct {
 	rules []*approvalRule
 	byID  map[string]*approval
 	order []*approval // oldest first, for eviction
+	// notifier reaches the approvers a proposal awaits (notify.go); nil
+	// without notify.webhook. Set before the server serves.
+	notifier *notify.Notifier
 }
 
 // newApprovalTable compiles the space's rules. The config compiled when it
@@ -158,6 +162,7 @@ func (sp *liveSpace) proposed(o origin, env *protocol.Envelope, now time.Time) (
 	}
 	t.addLocked(a)
 	sp.link.approvalLocked(a)
+	sp.notifyLocked(a, now) // by the node that governs it first, once in the space
 	return outcome{relay: true, then: func() { sp.announce(a) }}, nil
 }
 
@@ -386,7 +391,10 @@ func (sp *liveSpace) expireApprovals(now time.Time) {
 				e.deadline = now.Add(w)
 			}
 		}
-		if sp.endLocked(a, e); !a.ending {
+		if sp.endLocked(a, e); !a.ending { // on a cluster: applied, and notified, when the cluster has chosen
+			if a.state == protocol.ApprovalEscalated {
+				sp.notifyLocked(a, now)
+			}
 			sp.broadcastLocked(sp.approvalEnvelope(a), nil)
 		}
 	}

@@ -115,7 +115,13 @@ func (cl *clusterSpace) approvalChangeLocked(e cluster.Entry) {
 		}
 		id, node = en.Proposal, en.Node
 		apply = func(a *approval) bool {
-			return sp.applyEndLocked(a, approvalEnd{phase: en.Phase, state: en.State, by: en.By, msg: en.Message, votes: en.Votes, deadline: en.Deadline})
+			if !sp.applyEndLocked(a, approvalEnd{phase: en.Phase, state: en.State, by: en.By, msg: en.Message, votes: en.Votes, deadline: en.Deadline}) {
+				return false
+			}
+			if en.State == protocol.ApprovalEscalated && en.Node == cl.node.ID() {
+				sp.notifyLocked(a, sp.srv.now()) // the new approvers, told by the node whose end won
+			}
+			return true
 		}
 	default:
 		bad("unknown key")

@@ -24,10 +24,11 @@ const (
 	credInvite                  // the token an invitation made
 	credCode                    // a console one-time code, good for one exchange
 	credSession                 // a console session, exchanged for a code
+	credLink                    // a console one-time code sent by the webhook notifier (notify.go)
 )
 
 func (k credKind) String() string {
-	return [...]string{"token", "invitation token", "console code", "console session"}[k]
+	return [...]string{"token", "invitation token", "console code", "console session", "webhook link"}[k]
 }
 
 // Per-participant quotas of console credentials. One participant's codes
@@ -38,6 +39,9 @@ func (k credKind) String() string {
 const (
 	maxCodesPerMember    = 16
 	maxSessionsPerMember = 16
+	// maxLinksPerMember bounds the webhook links of an approver, whom many
+	// proposals may await at once: past it, its own oldest link ends.
+	maxLinksPerMember = 64
 )
 
 // standing is what a participant's credentials are worth.
@@ -204,8 +208,11 @@ func (cs *credentials) mint(sp *liveSpace, m *member, kind credKind, prefix stri
 	key := sha256.Sum256([]byte(secret))
 	c := credential{kind: kind, sp: sp, m: m, made: now, expires: now.Add(ttl)}
 	limit := maxCodesPerMember
-	if kind == credSession {
+	switch kind {
+	case credSession:
 		limit = maxSessionsPerMember
+	case credLink:
+		limit = maxLinksPerMember
 	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
@@ -232,23 +239,25 @@ func (cs *credentials) mint(sp *liveSpace, m *member, kind credKind, prefix stri
 		if kind == credCode {
 			return "", time.Time{}, errQuota{limit}
 		}
-		cs.removeLocked(oldest) // its own oldest session, nobody else's
+		cs.removeLocked(oldest) // its own oldest session or link, nobody else's
 	}
 	_ = cs.addLocked(key, c)
 	return secret, c.expires, nil
 }
 
-// take removes a one-time code and returns what it stood for, if it was
-// live and its participant in good standing.
+// take removes a one-time code (a console link's or a webhook link's) and
+// returns what it stood for, if it was live and its participant in good
+// standing.
 func (cs *credentials) take(secret string, now time.Time) (credential, bool) {
 	key := sha256.Sum256([]byte(secret))
 	cs.mu.Lock()
 	c, ok := cs.keys[key]
-	if ok && c.kind == credCode {
+	code := ok && (c.kind == credCode || c.kind == credLink)
+	if code {
 		cs.removeLocked(key)
 	}
 	cs.mu.Unlock()
-	ok = ok && c.kind == credCode && c.live(now) && standing(c.m.standing.Load()) == standingGood
+	ok = code && c.live(now) && standing(c.m.standing.Load()) == standingGood
 	return c, ok
 }
 

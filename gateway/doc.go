@@ -49,6 +49,8 @@
 //	  clusterhist.Writer.mu the cluster history's queue (leaf, in gateway/internal/clusterhist)
 //	  outq.mu            one connection's outbound queue (leaf)
 //	  audit.Log.mu       the audit log's queue (leaf, in gateway/internal/audit)
+//	  notify.Notifier.mu a space's webhook notifications on their way to its notifier's
+//	                     loop (leaf, in gateway/internal/notify)
 //	Server.mu            the closed flag only; never held with another lock
 //	session.pingMu       a connection's ping timer (leaf)
 //	corkConn.mu          a WebSocket's write buffer, taken by its writer goroutine (leaf)
@@ -77,5 +79,8 @@
 // Goroutines: a WebSocket connection's HTTP handler goroutine reads and owns
 // the connection's writer goroutine, and removes the session from its space
 // when reading ends; an output_log participant's writer goroutine is owned by
-// the Server. Server.Close stops them all and then closes the audit log.
+// the Server, and so are the loop and workers of each space's webhook notifier
+// (notify.go, gateway/internal/notify). Server.Close stops them all (the
+// notifiers after the watchdog, which escalates proposals) and then closes the
+// audit log.
 package gateway

@@ -21,7 +21,8 @@ import (
 //
 // Goroutines: each WebSocket connection runs in its HTTP handler goroutine,
 // which owns a writer goroutine; each output_log participant has a writer
-// goroutine owned by the server. Close stops them all.
+// goroutine owned by the server, and so are the webhook notifiers' loops
+// and workers. Close stops them all.
 type Server struct {
 	opts     Options
 	spaces   map[string]*liveSpace
@@ -54,7 +55,7 @@ type Server struct {
 // WriteTimeout, ends pauses whose timeout has passed, trims memory after a
 // burst of joins or leaves (memTrim), and tells participants when the node
 // loses and regains its cluster (clusterOutage). It is the server's only
-// goroutine of its own.
+// goroutine of its own, besides the webhook notifiers' (notify.go).
 func (srv *Server) watchdog() {
 	defer close(srv.watchDone)
 	period := min(max(srv.opts.Timing.WriteTimeout/4, 10*time.Millisecond), time.Second)
@@ -145,10 +146,15 @@ func New(opts Options) (*Server, error) {
 			}
 		}
 	}
+	if err := srv.startNotifiers(); err != nil {
+		return nil, err
+	}
 	if err := srv.openAudit(); err != nil {
+		srv.closeNotifiers()
 		return nil, err
 	}
 	if err := srv.clusterStart(); err != nil {
+		srv.closeNotifiers()
 		_ = srv.audit.Close()
 		return nil, err
 	}
@@ -255,6 +261,7 @@ func (srv *Server) Close(ctx context.Context) error {
 	// stopped reading while the server was closing.
 	close(srv.stopWatch)
 	<-srv.watchDone
+	srv.closeNotifiers() // after the watchdog, which escalates; pending notifications stay spooled
 	srv.clusterStop(ctx) // after the connections: their presence leaves are written
 
 	if aerr := srv.audit.Close(); aerr != nil && err == nil {

@@ -41,6 +41,9 @@ type Config struct {
 	// Approvals are the space's approval rules, in file order: the first
 	// that matches a proposal decides who must approve it (approvals.md).
 	Approvals []*ApprovalRule
+	// Notify says how the gateway reaches the approvers a proposal awaits
+	// (notify.webhook in approvals.md).
+	Notify Notify
 
 	// Unknown lists, sorted, the key paths present in the file that this
 	// package does not know, e.g. "participants.helper.colour". They are

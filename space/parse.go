@@ -35,7 +35,7 @@ func (p *parser) parse(data []byte, c *Config) error {
 	if top.Kind != yaml.MappingNode {
 		return yamlx.Errorf(root, "", "want a mapping at the top level, got %s", describe(top))
 	}
-	var spaceNode, approvals *yaml.Node
+	var spaceNode, approvals, notify *yaml.Node
 	err = p.fields(top, "", c, map[string]yamlx.Reader{
 		"space": func(v *yaml.Node, k string) error {
 			spaceNode = v
@@ -46,6 +46,7 @@ func (p *parser) parse(data []byte, c *Config) error {
 		"gateway_logging": func(v *yaml.Node, k string) error { return p.fields(v, k, &c.Logging, p.logSwitches(&c.Logging)) },
 		"floor_control":   func(v *yaml.Node, k string) error { return p.floorControl(v, k, &c.FloorControl) },
 		"approvals":       func(v *yaml.Node, k string) error { approvals = v; return nil },
+		"notify":          func(v *yaml.Node, k string) error { notify = v; return nil },
 		// Documented by the reference, used by nothing.
 		"gateway": func(v *yaml.Node, k string) error {
 			var ignored struct {
@@ -66,6 +67,9 @@ func (p *parser) parse(data []byte, c *Config) error {
 	}
 	// After the participants, whom the rules name.
 	if err := p.approvals(approvals, "approvals", c); err != nil {
+		return err
+	}
+	if err := p.notify(notify, "notify", c); err != nil {
 		return err
 	}
 	sort.Strings(p.unknown)
