@@ -1,13 +1,22 @@
 package console_test
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/chromedp/chromedp/kb"
 
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/browsertest"
@@ -48,15 +57,59 @@ approvals:
     required: 2
 `
 
-// TestApprovalPolicyInConsole: alice opens the console from a one-time
-// link (as a notification would give her); the agent's tool call, a
-// proposal under the space's rule, awaits her with the rule's reason; she
-// approves; bob, from his program, completes the quorum; the page then
-// offers to carry it out, the MCP server writes the file, and the agent's
-// run continues to its answer, which the page shows.
+// webhookSecret signs the notifications of TestApprovalPolicyInConsole.
+const webhookSecret = "a-secret-of-at-least-sixteen-bytes"
+
+// notices is a webhook receiver that verifies each notification's
+// signature (HMAC-SHA256 over "timestamp.body", docs/approvals.md) and
+// keeps the link sent to each approver.
+type notices struct {
+	mu    sync.Mutex
+	links map[string]string // approver → link
+	bad   int
+}
+
+func (n *notices) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	mac := hmac.New(sha256.New, []byte(webhookSecret))
+	mac.Write([]byte(r.Header.Get("X-Mew-Timestamp") + "." + string(body)))
+	var nt struct{ Approver, Link string }
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !hmac.Equal([]byte(r.Header.Get("X-Mew-Signature")), []byte("v1="+hex.EncodeToString(mac.Sum(nil)))) || json.Unmarshal(body, &nt) != nil {
+		n.bad++
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	n.links[nt.Approver] = nt.Link
+}
+
+func (n *notices) link(who string) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.links[who]
+}
+
+// TestApprovalPolicyInConsole: bob asks an agent (a scripted model) to
+// write a file; its tool call, a proposal under the space's rule, sends
+// alice a signed webhook notification; she opens its link, a page that had
+// not joined when the proposal was made, which shows the proposal first in
+// her queue with the rule's reason and offers Approve, not Yes; her
+// approval is counted; bob completes the quorum from his program; the page
+// then offers Carry out, the real MCP server writes the file, and the
+// agent's run continues to its answer, which the page shows.
 func TestApprovalPolicyInConsole(t *testing.T) {
 	t.Setenv(testutil.ClusterEnv, "") // the page and the SDK on one node: the flow, not the cluster, is tested
-	g := testutil.StartGateway(t, policySpace, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
+	t.Setenv("MEW_TEST_CONSOLE_WEBHOOK", webhookSecret)
+	hooks := &notices{links: map[string]string{}}
+	rcv := httptest.NewServer(hooks)
+	defer rcv.Close()
+	g := testutil.StartGateway(t, policySpace+`notify:
+  webhook:
+    url: `+rcv.URL+`/hook
+    secret_env: MEW_TEST_CONSOLE_WEBHOOK
+    console_url: https://mew.example.com/
+`, gateway.Options{Audit: gateway.AuditOptions{Off: true}})
 	work := t.TempDir()
 	startFiles(t, g, work)
 	bob := testutil.JoinParticipant(t, g, "bob-token", participant.Options{})
@@ -70,15 +123,26 @@ func TestApprovalPolicyInConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	startToolUser(t, g, "helper-token", provider)
-	link := consoleLink(t, g, "alice-token")
-	p := page{t: t, ctx: browsertest.New(t, 3*time.Minute)}
-	p.do("open the link", chromedp.Navigate(g.URL+link))
-	p.wait("joined by link", `document.querySelector("#status").dataset.state === "connected" && document.querySelector("#whoami").textContent.includes("me alice")`)
+	if _, err := bob.Chat(t.Context(), "@helper write the plan"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "alice's notification", func() bool { return hooks.link("alice") != "" })
+	u, err := url.Parse(hooks.link("alice"))
+	if err != nil || !strings.Contains(u.Fragment, "proposal=") || hooks.bad > 0 {
+		t.Fatalf("alice's link %q (%v), %d bad notifications", hooks.link("alice"), err, hooks.bad)
+	}
+	if _, err := os.Stat(filepath.Join(work, "plan.txt")); err == nil {
+		t.Fatal("the file was written before any approval")
+	}
 
-	p.do("ask the agent", chromedp.SendKeys(chromedp.CSS("#compose-input"), "@helper write the plan"+kb.Enter))
+	// The link names the configured console; the page is this gateway's.
+	p := page{t: t, ctx: browsertest.New(t, 3*time.Minute)}
+	p.do("open the webhook's link", chromedp.Navigate(g.URL+u.Path+"#"+u.Fragment))
+	p.wait("joined by link", `document.querySelector("#status").dataset.state === "connected" && document.querySelector("#whoami").textContent.includes("me alice")`)
 	p.wait("awaiting alice, with the rule and its reason", `(document.querySelector("#queue .awaiting-you")||{}).textContent?.includes("1 proposal of this space awaits your approval") &&
-		document.querySelector("#queue .proposal .policy").textContent.includes("files change on disk") &&
+		document.querySelector("#queue .proposal.focused .policy").textContent.includes("files change on disk") &&
 		document.querySelector("#queue .proposal .policy").textContent.includes("2 more of alice, bob") &&
+		document.querySelector("#queue .preview").textContent.includes("plan.txt") &&
 		!!document.querySelector("#queue .proposal .approve") && !document.querySelector("#queue .proposal .yes")`)
 	p.shot("approval-policy")
 	p.click("#queue .proposal .approve")

@@ -199,8 +199,10 @@ func (t *approvalTable) evictLocked() bool {
 }
 
 // callOf is what an approval binds of a JSON-RPC payload: its method and
-// params, compact. Its id and jsonrpc are not: a fulfiller numbers its own
-// request.
+// params, the params as one spelling of their JSON value (members sorted,
+// no white space, numbers as written), so that a fulfiller that decodes and
+// encodes them again carries the same call. Its id and jsonrpc are not
+// bound: a fulfiller numbers its own request.
 func callOf(payload json.RawMessage) ([]byte, error) {
 	var p struct {
 		Method string          `json:"method"`
@@ -212,12 +214,71 @@ func callOf(payload json.RawMessage) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.WriteString(strconv.Quote(p.Method))
 	if len(p.Params) > 0 {
-		buf.WriteByte(' ')
-		if err := json.Compact(&buf, p.Params); err != nil {
+		dec := json.NewDecoder(bytes.NewReader(p.Params))
+		dec.UseNumber() // 9007199254740993 stays itself
+		var v any
+		if err := dec.Decode(&v); err != nil {
 			return nil, err
 		}
+		canon, err := json.Marshal(v) // maps marshal with their keys sorted
+		if err != nil {
+			return nil, err
+		}
+		buf.WriteByte(' ')
+		buf.Write(canon)
 	}
 	return buf.Bytes(), nil
+}
+
+// callParts is the method and params of a call as callOf wrote it.
+func callParts(call []byte) (method string, params []byte) {
+	q, err := strconv.QuotedPrefix(string(call))
+	if err != nil {
+		return "", nil
+	}
+	method, _ = strconv.Unquote(q)
+	return method, bytes.TrimPrefix(call[len(q):], []byte(" "))
+}
+
+// maxListedApprovals bounds GET /console/approvals.
+const maxListedApprovals = 200
+
+// approvalItem is a governed proposal as GET /console/approvals lists it:
+// the proposal as it was made (its method, params and to, which a
+// fulfilment must repeat) and its state.
+type approvalItem struct {
+	Envelope protocol.Envelope `json:"envelope"`
+	State    protocol.Approval `json:"state"`
+}
+
+// openApprovals lists the governed proposals that await approvers or, once
+// approved, their fulfilment: the latest maxListedApprovals, oldest first,
+// so that a page opened later (from a webhook's link) shows what awaits.
+func (sp *liveSpace) openApprovals() []approvalItem {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	var list []approvalItem
+	for i := len(sp.approvals.order) - 1; i >= 0 && len(list) < maxListedApprovals; i-- {
+		a := sp.approvals.order[i]
+		if !a.open() && a.state != protocol.ApprovalApproved {
+			continue
+		}
+		method, params := callParts(a.call)
+		payload, err := json.Marshal(struct {
+			JSONRPC string          `json:"jsonrpc"`
+			Method  string          `json:"method"`
+			Params  json.RawMessage `json:"params,omitempty"`
+		}{"2.0", method, params})
+		if err != nil {
+			continue // its params were compacted from JSON: they marshal
+		}
+		list = append(list, approvalItem{
+			Envelope: protocol.Envelope{Protocol: protocol.Version, ID: a.id, Kind: protocol.KindMCPProposal, From: a.proposer, To: a.to, Payload: payload},
+			State:    approvalState(a),
+		})
+	}
+	slices.Reverse(list)
+	return list
 }
 
 // governed returns the governed proposal env names in correlation_id, if
@@ -409,6 +470,11 @@ func (sp *liveSpace) announce(a *approval) {
 
 // approvalEnvelope is the system/approval of a's state. mu must be held.
 func (sp *liveSpace) approvalEnvelope(a *approval) delivery {
+	return sp.systemEnvelope(protocol.KindSystemApproval, nil, approvalState(a), a.id)
+}
+
+// approvalState is a's state as system/approval says it. mu must be held.
+func approvalState(a *approval) protocol.Approval {
 	p := protocol.Approval{
 		Proposal: a.id, Rule: a.rule.cfg.Name, Reason: a.rule.cfg.Reason, State: a.state, Proposer: a.proposer,
 		Approvers: slices.Clone(a.step.Approvers), Required: a.step.Required, ApprovedBy: slices.Clone(a.votes),
@@ -423,5 +489,5 @@ func (sp *liveSpace) approvalEnvelope(a *approval) delivery {
 			p.Deadline = protocol.FormatTime(a.deadline)
 		}
 	}
-	return sp.systemEnvelope(protocol.KindSystemApproval, nil, p, a.id)
+	return p
 }

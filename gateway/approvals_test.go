@@ -358,3 +358,58 @@ func testApprovalHostile(t *testing.T, gs []*testutil.Gateway) {
 		t.Fatalf("fulfilling an ungoverned proposal: %v", e)
 	}
 }
+
+// GET /console/approvals lists, to a participant of the space, the governed
+// proposals that still await approvers or their fulfilment, each as it
+// was proposed (what a fulfilment must repeat) and with its state; on a
+// cluster, from any node. An ungoverned or settled proposal is not listed;
+// no token, a wrong one, or another space's gets 401.
+func TestConsoleApprovals(t *testing.T) { onApprovals(t, gateway.Options{}, testConsoleApprovals) }
+
+func testConsoleApprovals(t *testing.T, gs []*testutil.Gateway) {
+	agent, alice, bob, _, _, _ := approvalPeers(t, gs)
+	last := gs[len(gs)-1]
+	agent.SendText(`{"id":"free","kind":"mcp/proposal","to":["files"],"payload":{"jsonrpc":"2.0","id":1,"method":"tools/list"}}`)
+	agent.SendText(call("mcp/proposal", "p1", "write_file", "x y"))
+	agent.SendText(call("mcp/proposal", "p2", "write_file", "z"))
+	approvalState(t, bob, "p2", protocol.ApprovalAwaiting)
+	list := func() []any {
+		t.Helper()
+		code, body := get(t, last, "/console/approvals?space=approvals", "alice-token")
+		if code != 200 {
+			t.Fatalf("GET /console/approvals: %d %v", code, body)
+		}
+		l, _ := body["approvals"].([]any)
+		return l
+	}
+	testutil.WaitFor(t, 5*time.Second, "two governed proposals listed", func() bool { return len(list()) == 2 })
+	first, _ := list()[0].(map[string]any)
+	env, _ := first["envelope"].(map[string]any)
+	state, _ := first["state"].(map[string]any)
+	payload, _ := json.Marshal(env["payload"])
+	if env["id"] != "p1" || env["kind"] != "mcp/proposal" || env["from"] != "agent" || fmt.Sprint(env["to"]) != "[files]" ||
+		string(payload) != `{"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"text":"x y"},"name":"write_file"}}` ||
+		state["state"] != "awaiting" || state["rule"] != "writes" || state["remaining"] != float64(2) {
+		t.Fatalf("the first listed: %v", first)
+	}
+	// Listed as proposed: a fulfilment of its payload goes once approved.
+	alice.SendText(approveMsg("a1", "p1"))
+	approved(t, bob, "p1", "alice")
+	bob.SendText(approveMsg("a2", "p1"))
+	approvalState(t, alice, "p1", protocol.ApprovalApproved)
+	req := `{"id":"f1","kind":"mcp/request","to":["files"],"correlation_id":["p1"],"payload":` + strings.Replace(string(payload), `"jsonrpc":"2.0",`, `"jsonrpc":"2.0","id":9,`, 1) + `}`
+	if e := outcome(t, alice, "f1", req); e != nil {
+		t.Fatalf("fulfilling the listed proposal: %v", e)
+	}
+	bob.SendText(`{"id":"r1","kind":"mcp/reject","correlation_id":["p2"],"payload":{"reason":"no"}}`)
+	approvalState(t, alice, "p2", protocol.ApprovalRejected)
+	testutil.WaitFor(t, 5*time.Second, "nothing listed once settled", func() bool { return len(list()) == 0 })
+	for _, tok := range []string{"", "nope", "files-token-x"} {
+		if code, _ := get(t, last, "/console/approvals?space=approvals", tok); code != 401 {
+			t.Errorf("token %q: %d", tok, code)
+		}
+	}
+	if code, _ := get(t, last, "/console/approvals?space=other", "alice-token"); code != 401 {
+		t.Errorf("another space: %d", code)
+	}
+}

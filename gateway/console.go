@@ -42,6 +42,7 @@ func (srv *Server) consoleRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /console/session", srv.consoleLogout)
 	mux.HandleFunc("GET /console/grants", srv.consoleGrants)
 	mux.HandleFunc("GET /console/me", srv.consoleMe)
+	mux.HandleFunc("GET /console/approvals", srv.consoleApprovals)
 	mux.HandleFunc("GET /console/lineage/{envelope}", srv.consoleLineage)
 }
 
@@ -225,6 +226,25 @@ func (srv *Server) consoleMe(w http.ResponseWriter, r *http.Request) {
 		Participant string              `json:"participant"`
 		DefaultTo   map[string][]string `json:"default_to"`
 	}{sp.id, m.name, defaults})
+}
+
+// consoleApprovals is GET /console/approvals: the proposals the space's
+// approval policy governs that still await approvers or their fulfilment,
+// each as it was proposed and with its state, so that a page opened later
+// (from a webhook's link) shows what awaits its participant. Every
+// participant sees them: a proposal is sent to the whole space.
+func (srv *Server) consoleApprovals(w http.ResponseWriter, r *http.Request) {
+	sp, _, ok := srv.consoleCaller(w, r)
+	if !ok {
+		return
+	}
+	list := sp.openApprovals()
+	if list == nil {
+		list = []approvalItem{}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Approvals []approvalItem `json:"approvals"`
+	}{list})
 }
 
 // consoleGrants is GET /participants/{id}/grants for the page, which holds

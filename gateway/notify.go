@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -223,12 +222,8 @@ func (sp *liveSpace) webhookLink(m *notify.Message) (string, time.Time, error) {
 
 // splitCall undoes callOf: the method and the compact params.
 func splitCall(call []byte) (string, []byte) {
-	q, err := strconv.QuotedPrefix(string(call))
-	if err != nil {
-		return "", nil
-	}
-	method, _ := strconv.Unquote(q)
-	return clip.Mark(method, 256), []byte(strings.TrimPrefix(string(call[len(q):]), " "))
+	method, params := callParts(call)
+	return clip.Mark(method, 256), params
 }
 
 // noticeText is the notification's one line, for a chat message.

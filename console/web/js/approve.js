@@ -162,6 +162,16 @@ export class Approvals {
     this.draw();
   }
 
+  // focus brings proposal id first in the queue, if it waits there, and
+  // marks its card (a webhook's link names it).
+  focus(id) {
+    if (!this.queue.includes(id)) return;
+    this.queue = [id, ...this.queue.filter((x) => x !== id)];
+    const p = this.proposals.get(id);
+    if (p) p.focused = true;
+    this.draw();
+  }
+
   // awaitingMe counts the governed proposals waiting for my approval.
   awaitingMe() {
     let n = 0;
@@ -234,7 +244,7 @@ export class Approvals {
     const pl = env.payload || {};
     const body = h("div", { class: "choice" });
     p.diffBox = h("div", { class: "diff-box" }, diffView(p.diff));
-    const card = h("div", { class: "proposal", "data-id": env.id },
+    const card = h("div", { class: "proposal" + (p.focused ? " focused" : ""), "data-id": env.id },
       h("div", null, h("strong", null, "#" + p.n + " " + short(env.from, 60)), " → ", short((env.to || []).join(", "), 60), ": ",
         short(pl.method === "tools/call" ? pl.params?.name : pl.method, 80)),
       preview(pl), p.diffBox, body);

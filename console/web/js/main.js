@@ -41,6 +41,7 @@ let conn = null;
 const requests = new Map(); // request id -> its entry, for pairing the answer
 const thinking = new Map(); // reasoning id -> its line: {el, from, n, started, last, ended, cancel}
 let approvals = null;
+let focusProposal = "";
 let elicits = null;
 let reader = new Reader(); // the stream read as the terminal clients read it (internal/feed)
 
@@ -94,6 +95,7 @@ async function boot() {
   const frag = new URLSearchParams(location.hash.slice(1));
   if (frag.has("code")) {
     history.replaceState(null, "", location.pathname);
+    focusProposal = frag.get("proposal") || ""; // a webhook's link opens the proposal it is about
     const code = frag.get("code");
     try {
       const s = await exchange(code);
@@ -214,6 +216,28 @@ function welcome(env) {
   refreshGrants();
   drawStreams();
   conn.api("GET", "/console/me").then((b) => { st.defaultTo = b?.default_to || {}; }).catch(() => {});
+  loadApprovals();
+}
+
+// loadApprovals shows the proposals the space's approval policy governs
+// that were made before the page joined and still await approvers or their
+// fulfilment (GET /console/approvals); the one a webhook's link names comes
+// first in the queue.
+async function loadApprovals() {
+  let body;
+  try { body = await conn.api("GET", "/console/approvals"); } catch { return; }
+  for (const x of Array.isArray(body?.approvals) ? body.approvals : []) {
+    const env = x?.envelope;
+    if (!env || typeof env.id !== "string" || env.kind !== "mcp/proposal" || approvals.proposals.has(env.id)) continue;
+    reader.read(env);
+    if (!st.add(env)) continue;
+    showEntry(env, approvals.renderProposal(env));
+    for (const e of reader.read({ protocol: env.protocol, id: "", kind: "system/approval", from: "system:gateway", correlation_id: [env.id], payload: x.state })) {
+      if (e.type === "approval") approvals.observeApproval(e);
+    }
+  }
+  if (focusProposal) approvals.focus(focusProposal);
+  focusProposal = "";
 }
 
 function upsert(id, fields) {
