@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -62,32 +61,10 @@ participants:
 `
 
 // addTool is the calculator's tool.
-var addTool = participant.Tool{
-	Name:        "add",
-	Description: "Add two numbers",
-	InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`),
-	Execute: func(ctx context.Context, args json.RawMessage) (any, error) {
-		var in struct{ A, B float64 }
-		if err := json.Unmarshal(args, &in); err != nil {
-			return nil, err
-		}
-		return in.A + in.B, nil
-	},
-}
+var addTool = testutil.ArithTool("add", "Add two numbers", func(a, b float64) float64 { return a + b })
 
 // multiplyTool is the calculator's other tool.
-var multiplyTool = participant.Tool{
-	Name:        "multiply",
-	Description: "Multiply two numbers",
-	InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`),
-	Execute: func(ctx context.Context, args json.RawMessage) (any, error) {
-		var in struct{ A, B float64 }
-		if err := json.Unmarshal(args, &in); err != nil {
-			return nil, err
-		}
-		return in.A * in.B, nil
-	},
-}
+var multiplyTool = testutil.ArithTool("multiply", "Multiply two numbers", func(a, b float64) float64 { return a * b })
 
 // join connects participant id and closes it when the test ends.
 func join(t testing.TB, g *testutil.Gateway, id string, tools ...participant.Tool) *participant.Participant {

@@ -66,18 +66,7 @@ func exampleJoin(ctx context.Context, gatewayURL, token string) *participant.Par
 }
 
 // exampleAdd is the calculator's tool.
-var exampleAdd = participant.Tool{
-	Name:        "add",
-	Description: "Add two numbers",
-	InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`),
-	Execute: func(ctx context.Context, args json.RawMessage) (any, error) {
-		var in struct{ A, B float64 }
-		if err := json.Unmarshal(args, &in); err != nil {
-			return nil, err
-		}
-		return in.A + in.B, nil
-	},
-}
+var exampleAdd = testutil.ArithTool("add", "Add two numbers", func(a, b float64) float64 { return a + b })
 
 // A calculator serves an add tool; a human calls it. Arguments that do not
 // fit the tool's input schema are refused before the tool runs.

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,16 +111,7 @@ func waitChat(t *testing.T, seen <-chan *protocol.Envelope, from, id string) str
 func TestAgentRunOffline(t *testing.T) {
 	g := testutil.StartGateway(t, agentCLISpace, gateway.Options{})
 	human := joinCLI(t, g, "human-token")
-	joinCLI(t, g, "calc-token", participant.Tool{
-		Name:        "add",
-		Description: "Add two numbers",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`),
-		Execute: func(_ context.Context, args json.RawMessage) (any, error) {
-			var in struct{ A, B float64 }
-			err := json.Unmarshal(args, &in)
-			return in.A + in.B, err
-		},
-	})
+	joinCLI(t, g, "calc-token", testutil.ArithTool("add", "Add two numbers", func(a, b float64) float64 { return a + b }))
 	seen := make(chan *protocol.Envelope, 256)
 	human.Client().OnMessage(func(e *protocol.Envelope) {
 		select {
