@@ -3,7 +3,6 @@ package console_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -372,11 +371,6 @@ func ledger(t *testing.T, g *testutil.Gateway, cred string) (int, string) {
 	req, _ := http.NewRequest(http.MethodGet, g.URL+"/console/grants?space=web", nil)
 	req.Header.Set("Authorization", "Bearer "+cred)
 	req.Header.Set("X-Mew-Console", "1")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := testutil.HTTPDo(t, req, nil)
 	return resp.StatusCode, string(b)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mew-protocol/mew/console/studio"
 	"github.com/mew-protocol/mew/internal/mcpserver"
+	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/llm"
 )
 
@@ -150,24 +151,7 @@ func (s *studioServer) req(t *testing.T, method, path string, body io.Reader, he
 		r.Header.Set("Content-Type", "application/json")
 		r.Header.Set("Origin", s.base)
 	}
-	for k, v := range header {
-		if k == "Host" {
-			r.Host = v
-		} else if v == "" {
-			r.Header.Del(k)
-		} else {
-			r.Header.Set(k, v)
-		}
-	}
-	resp, err := http.DefaultClient.Do(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, data := testutil.HTTPDo(t, r, header)
 	return resp.StatusCode, resp.Header, data
 }
 
