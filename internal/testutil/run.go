@@ -2,8 +2,10 @@ package testutil
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/mew-protocol/mew/bridge"
 	"github.com/mew-protocol/mew/internal/mcptest"
+	"github.com/mew-protocol/mew/participant"
 )
 
 // runTimeout bounds how long a Run may take to get ready, and to return
@@ -121,3 +124,32 @@ func StartBooking(t testing.TB, g *Gateway, token string, opts bridge.Options) *
 // BookingConsentURL is the link the "consent" tool of StartBooking's
 // server asks the user to open.
 const BookingConsentURL = "https://example.com/consent"
+
+// CallBooking makes who's call of tool, with no arguments, on the
+// participant "booking" (StartBooking's), on a goroutine of its own: the
+// call waits while its elicitation is answered. The channel gets the
+// result's text items, one a line, or "error: " and the call's error.
+func CallBooking(t testing.TB, who *participant.Participant, tool string) <-chan string {
+	ch := make(chan string, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		raw, err := who.Request(ctx, "booking", map[string]any{"method": "tools/call", "params": map[string]any{"name": tool, "arguments": map[string]any{}}})
+		if err != nil {
+			ch <- "error: " + err.Error()
+			return
+		}
+		var r struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		_ = json.Unmarshal(raw, &r)
+		texts := make([]string, 0, len(r.Content))
+		for _, c := range r.Content {
+			texts = append(texts, c.Text)
+		}
+		ch <- strings.Join(texts, "\n")
+	}()
+	return ch
+}
