@@ -308,12 +308,7 @@ func TestReasoningCancel(t *testing.T) {
 	start := rec.wait(t, "reasoning/start", func(e *protocol.Envelope) bool {
 		return e.Kind == protocol.KindReasoningStart && e.CorrelatesWith(q)
 	})
-	for deadline := time.Now().Add(5 * time.Second); len(llmSrv.Requests()) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the model was never asked")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitAsked(t, llmSrv)
 	cancelEnv, err := protocol.New(protocol.KindReasoningCancel, protocol.ReasoningCancel{Reason: "stop"})
 	if err != nil {
 		t.Fatal(err)
@@ -332,15 +327,22 @@ func TestReasoningCancel(t *testing.T) {
 	if p["cancelled"] != true || p["reason"] != "stop" {
 		t.Errorf("conclusion payload %s", concl.Payload)
 	}
-	// The agent answers one question at a time: an answer to the next question shows that it
-	// is done with the first, which the cancel must have left unanswered.
+	nextAnswered(t, human, rec, q)
+}
+
+// nextAnswered asks the agent a second question, whose model answer is
+// "second answer", and checks that it is answered and that the cancelled
+// question q never was: the agent answers one question at a time, so an
+// answer to the next one shows that it is done with q.
+func nextAnswered(t *testing.T, human *participant.Participant, rec *recorder, q string) {
+	t.Helper()
 	q2 := sendChat(t, human, "second question", "agent")
 	if got := chatText(rec.wait(t, "the second answer", answerTo("agent", q2))); got != "second answer" {
 		t.Errorf("second answer %q", got)
 	}
 	for _, e := range rec.all() {
 		if e.Kind == protocol.KindChat && e.From == "agent" && e.CorrelatesWith(q) {
-			t.Errorf("answer sent after the cancel: %s", e.Payload)
+			t.Errorf("cancelled question answered: %s", e.Payload)
 		}
 	}
 }
@@ -357,27 +359,13 @@ func TestChatCancel(t *testing.T) {
 	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{})
 	rec := record(t, human)
 	q := sendChat(t, human, "slow question", "agent")
-	for deadline := time.Now().Add(5 * time.Second); len(llmSrv.Requests()) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the model was never asked")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitAsked(t, llmSrv)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := human.CancelChat(ctx, q, "never mind"); err != nil {
 		t.Fatal(err)
 	}
-	// The agent is free again: the next question is answered.
-	q2 := sendChat(t, human, "second question", "agent")
-	if got := chatText(rec.wait(t, "the second answer", answerTo("agent", q2))); got != "second answer" {
-		t.Errorf("second answer %q", got)
-	}
-	for _, e := range rec.all() {
-		if e.Kind == protocol.KindChat && e.From == "agent" && e.CorrelatesWith(q) {
-			t.Errorf("cancelled question answered: %s", e.Payload)
-		}
-	}
+	nextAnswered(t, human, rec, q)
 }
 
 // TestProviderError: a failing model gives a chat saying what went wrong.

@@ -135,12 +135,7 @@ func TestQueueDropsOldest(t *testing.T) {
 	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{QueueSize: 1})
 	rec := record(t, human)
 	q1 := sendChat(t, human, "q1", "agent")
-	for deadline := time.Now().Add(5 * time.Second); len(llmSrv.Requests()) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the model was never asked")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitAsked(t, llmSrv)
 	q2 := sendChat(t, human, "q2", "agent")
 	q3 := sendChat(t, human, "q3", "agent")
 	rec.wait(t, "the answer to q1", answerTo("agent", q1))
@@ -173,12 +168,7 @@ func TestQueueFairToOtherAskers(t *testing.T) {
 	rec := record(t, human)
 	bobRec := record(t, bob)
 	first := sendChat(t, human, "c0", "agent")
-	for deadline := time.Now().Add(5 * time.Second); len(llmSrv.Requests()) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the model was never asked")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitAsked(t, llmSrv)
 	var chatter []string
 	for i := 1; i <= 4; i++ {
 		chatter = append(chatter, sendChat(t, human, fmt.Sprintf("c%d", i), "agent"))
@@ -248,12 +238,7 @@ func TestCloseDuringAnswer(t *testing.T) {
 	a := startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{ReasoningEnabled: true})
 	rec := record(t, human)
 	sendChat(t, human, "slow", "agent")
-	for deadline := time.Now().Add(5 * time.Second); len(llmSrv.Requests()) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the model was never asked")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitAsked(t, llmSrv)
 	began := time.Now()
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
@@ -289,12 +274,7 @@ func TestPauseDuringAnswer(t *testing.T) {
 	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{ReasoningEnabled: true})
 	rec := record(t, human)
 	q := sendChat(t, human, "slow", "agent")
-	for deadline := time.Now().Add(5 * time.Second); len(llmSrv.Requests()) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the model was never asked")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitAsked(t, llmSrv)
 	control(t, human, rec, protocol.KindParticipantPause, protocol.Pause{}, "paused")
 	// Give the model (300 ms) time to answer while the agent is paused, so that the hold is what
 	// is tested. This wait proves nothing: the order below does, whatever the machine's speed.

@@ -118,6 +118,12 @@ func startAgent(t *testing.T, g *testutil.Gateway, id string, provider llm.Provi
 	return a
 }
 
+// waitAsked waits until the scripted model srv has been asked.
+func waitAsked(t *testing.T, srv *testutil.LLMServer) {
+	t.Helper()
+	testutil.WaitFor(t, 5*time.Second, "the model is asked", func() bool { return len(srv.Requests()) > 0 })
+}
+
 // openAI returns the real OpenAI provider pointed at a scripted server.
 func openAI(t *testing.T, s *testutil.LLMServer) llm.Provider {
 	t.Helper()
