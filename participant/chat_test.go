@@ -20,11 +20,7 @@ func pendingIDs(p *participant.Participant) []string {
 }
 
 func TestChatAcknowledgeAndCancel(t *testing.T) {
-	g := startSpace(t, ctlSpace, gateway.Options{})
-	boss := joinReady(t, g, "boss", participant.Options{})
-	worker := joinReady(t, g, "worker", participant.Options{})
-	other := joinReady(t, g, "other", participant.Options{})
-	seen := watch(boss.Client())
+	boss, worker, other, seen := threeInCtlSpace(t)
 	workerSaw := watch(worker.Client())
 	ctx := testCtx(t)
 
