@@ -22,43 +22,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // agentSpace: a trusted human, a calculator, an agent that may call tools,
 // one that may also open streams and one that may only propose them. Tokens are "<id>-token".
-const agentSpace = `
-space: {id: agents}
-participants:
-  human:
-    tokens: [human-token]
-    capabilities: [{kind: "*"}]
-  calc:
-    tokens: [calc-token]
-    capabilities: [{kind: chat}]
-  agent:
-    tokens: [agent-token]
-    capabilities:
-      - {kind: chat}
-      - {kind: "chat/*"}
-      - {kind: "reasoning/*"}
-      - {kind: mcp/request}
-      - {kind: "participant/*"}
-  thinker:
-    tokens: [thinker-token]
-    capabilities:
-      - {kind: chat}
-      - {kind: "chat/*"}
-      - {kind: "reasoning/*"}
-      - {kind: mcp/request}
-      - {kind: "participant/*"}
-      - {kind: "stream/*"}
-  proposer:
-    tokens: [proposer-token]
-    capabilities:
-      - {kind: chat}
-      - {kind: "chat/*"}
-      - {kind: "reasoning/*"}
-      - {kind: mcp/proposal}
-      - {kind: mcp/withdraw}
-      - {kind: mcp/request, payload: {method: "tools/list"}}
-      - {kind: "participant/*"}
-`
+var agentSpace = testutil.SpaceYAML("agents",
+	testutil.Member("human", "*"),
+	testutil.Member("calc", "chat"),
+	testutil.Member("agent", "chat", "chat/*", "reasoning/*", "mcp/request", "participant/*"),
+	testutil.Member("thinker", "chat", "chat/*", "reasoning/*", "mcp/request", "participant/*", "stream/*"),
+	testutil.Member("proposer", "chat", "chat/*", "reasoning/*", "mcp/proposal", "mcp/withdraw",
+		`{kind: mcp/request, payload: {method: "tools/list"}}`, "participant/*"),
+)
 
 // addTool is the calculator's tool.
 var addTool = testutil.ArithTool("add", "Add two numbers", func(a, b float64) float64 { return a + b })
