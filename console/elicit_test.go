@@ -18,22 +18,12 @@ import (
 
 // elicitSpace: you answer any bridge's questions; agent calls the booking
 // server and may not answer; booking is the bridge, allowed to ask.
-const elicitSpace = `
-space: {id: web}
-participants:
-  you:
-    tokens: [you-token]
-    capabilities: [{kind: "*"}]
-  agent:
-    tokens: [agent-token]
-    capabilities: [{kind: chat}, {kind: mcp/request}]
-  booking:
-    tokens: [booking-token]
-    capabilities: [{kind: mcp/response}, {kind: participant/status}, {kind: "elicitation/*"}]
-  mallory:
-    tokens: [mallory-token]
-    capabilities: [{kind: "elicitation/*"}]
-`
+var elicitSpace = testutil.SpaceYAML("web",
+	testutil.Member("you", "*"),
+	testutil.Member("agent", "chat", "mcp/request"),
+	testutil.Member("booking", "mcp/response", "participant/status", "elicitation/*"),
+	testutil.Member("mallory", "elicitation/*"),
+)
 
 // TestElicitationInConsole drives the console in Chromium: the person's
 // own call to a bridged server elicits a form, a wrong answer is shown in

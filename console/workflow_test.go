@@ -23,10 +23,7 @@ import (
 )
 
 // agentSpace is webSpace with an agent that reasons and may call tools.
-const agentSpace = webSpace + `  thinker:
-    tokens: [thinker-token]
-    capabilities: [{kind: chat}, {kind: "chat/*"}, {kind: "reasoning/*"}, {kind: mcp/request}, {kind: "participant/*"}]
-`
+var agentSpace = webSpace + testutil.Member("thinker", "chat", "chat/*", "reasoning/*", "mcp/request", "participant/*")
 
 // startThinker connects an agent that reasons, driven by model, and waits
 // until it knows the files' tools.
@@ -288,10 +285,7 @@ func TestConsoleAnswersAndDefaults(t *testing.T) {
 
 // hourSpace: you, a helper that may only propose, the files, and an
 // assistant that answers with the offline model.
-const hourSpace = webSpace + `  assistant:
-    tokens: [assistant-token]
-    capabilities: [{kind: chat}, {kind: "chat/*"}, {kind: "reasoning/*"}, {kind: mcp/request}, {kind: "participant/*"}]
-`
+var hourSpace = webSpace + testutil.Member("assistant", "chat", "chat/*", "reasoning/*", "mcp/request", "participant/*")
 
 // TestPersonsHour drives the console as a person uses it for a while: the
 // assistant (offline model) answers the first question within 2 s, since
