@@ -202,10 +202,7 @@ func TestToolsAgentMCPStreamableHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- a.ServeStreamableHTTP(ctx, l) }()
+	served := testutil.Background(t, func(ctx context.Context) error { return a.ServeStreamableHTTP(ctx, l) })
 
 	client := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1"}, nil)
 	session, err := client.Connect(ctxFor(t, 10*time.Second), &mcp.StreamableClientTransport{Endpoint: "http://" + l.Addr().String() + toolsagent.HTTPPath}, nil)
@@ -238,14 +235,8 @@ func TestToolsAgentMCPStreamableHTTP(t *testing.T) {
 	}
 
 	// Stopping the server ends the session.
-	cancel()
-	select {
-	case err := <-served:
-		if err != nil {
-			t.Errorf("ServeStreamableHTTP: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("ServeStreamableHTTP did not return")
+	if err := served.Stop(); err != nil {
+		t.Errorf("ServeStreamableHTTP: %v", err)
 	}
 	_ = session.Close()
 }
@@ -260,20 +251,10 @@ func TestToolsAgentMCPRevisions(t *testing.T) {
 	srv := testutil.NewLLMServer(t)
 	srv.SetFallback(func(testutil.LLMRequest) testutil.LLMStep { return testutil.LLMStep{Text: "answered"} })
 	a := newAgent(t, tr.def, srv)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	t.Run("stdio", func(t *testing.T) {
 		mcptest.CheckRevisions(t, func(t *testing.T) mcp.Transport {
 			ct, st := mcp.NewInMemoryTransports()
-			sctx, stop := context.WithCancel(ctx)
-			served := make(chan error, 1)
-			go func() { served <- a.ServeMCP(sctx, st) }()
-			t.Cleanup(func() {
-				stop()
-				if err := <-served; err != nil {
-					t.Errorf("ServeMCP: %v", err)
-				}
-			})
+			testutil.Background(t, func(ctx context.Context) error { return a.ServeMCP(ctx, st) })
 			return ct
 		}, "echo")
 	})
@@ -282,15 +263,7 @@ func TestToolsAgentMCPRevisions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sctx, stop := context.WithCancel(ctx)
-		served := make(chan error, 1)
-		go func() { served <- a.ServeStreamableHTTP(sctx, l) }()
-		defer func() {
-			stop()
-			if err := <-served; err != nil {
-				t.Errorf("ServeStreamableHTTP: %v", err)
-			}
-		}()
+		testutil.Background(t, func(ctx context.Context) error { return a.ServeStreamableHTTP(ctx, l) })
 		endpoint := "http://" + l.Addr().String() + toolsagent.HTTPPath
 		mcptest.CheckRevisions(t, func(*testing.T) mcp.Transport {
 			return &mcp.StreamableClientTransport{Endpoint: endpoint}

@@ -115,22 +115,9 @@ func startDeskDefinition(t *testing.T, g *testutil.Gateway, srv *testutil.LLMSer
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() {
-		served <- a.ServeSpace(ctx, participant.Options{Client: client.Options{Gateway: "ws://" + g.Addr, Space: g.Config.Space.ID, Token: "desk-token"}})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-served:
-			if err != nil {
-				t.Errorf("ServeSpace: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("ServeSpace did not return")
-		}
-		_ = a.Close()
+	t.Cleanup(func() { _ = a.Close() }) // after ServeSpace has returned
+	testutil.Background(t, func(ctx context.Context) error {
+		return a.ServeSpace(ctx, participant.Options{Client: client.Options{Gateway: "ws://" + g.Addr, Space: g.Config.Space.ID, Token: "desk-token"}})
 	})
 	return a
 }

@@ -122,15 +122,7 @@ func serveWith(t *testing.T, opts studio.Options) *studioServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	testutil.Background(t, func(ctx context.Context) error { return s.Serve(ctx, l) })
 	u := s.URL(l.Addr())
 	_, secret, ok := strings.Cut(u, "#secret=")
 	if !ok {

@@ -21,7 +21,7 @@ import (
 const runTimeout = 30 * time.Second
 
 // Running is a long-running Run(ctx) method (a bridge's, an agent's)
-// started by StartRun. It owns the goroutine that calls it: Stop, or the
+// started by StartRun or Background. It owns the goroutine that calls it: Stop, or the
 // end of the test, cancels the context and waits for Run to return.
 type Running struct {
 	cancel context.CancelFunc
@@ -39,17 +39,7 @@ type Running struct {
 // if run returned an error that neither StartRun nor Stop handed over.
 func StartRun(t testing.TB, run func(context.Context) error, ready <-chan struct{}) (*Running, error) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &Running{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		r.err = run(ctx)
-	}()
-	t.Cleanup(func() {
-		if err := r.stop(); err != nil && !r.read.Load() {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	r := Background(t, run)
 	timer := time.NewTimer(runTimeout)
 	defer timer.Stop()
 	select {
@@ -64,6 +54,26 @@ func StartRun(t testing.TB, run func(context.Context) error, ready <-chan struct
 	case <-timer.C:
 		return r, fmt.Errorf("not ready within %v", runTimeout)
 	}
+}
+
+// Background calls run on a goroutine until the test ends, when run's
+// context is canceled and the test fails unless run returns nil within
+// 30 s: StartRun for a run with no signal of readiness, such as a server
+// on a listener already open. Stop ends it sooner and hands its error to
+// the test.
+func Background(t testing.TB, run func(context.Context) error) *Running {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Running{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.err = run(ctx)
+	}()
+	t.Cleanup(func() {
+		if err := r.stop(); err != nil && !r.read.Load() {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return r
 }
 
 // Stop cancels Run's context and returns Run's error, which the test then
