@@ -43,7 +43,7 @@ func echo(r testutil.LLMRequest) testutil.LLMStep {
 
 // TestPause: a paused agent acknowledges but answers only once resumed.
 func TestPause(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := testutil.NewLLMServer(t)
 	// Every model call before the resume is sent counts against the pause.
 	var resumed atomic.Bool
@@ -54,8 +54,6 @@ func TestPause(t *testing.T) {
 		}
 		return echo(r)
 	})
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{})
 	rec := record(t, human)
 
@@ -93,11 +91,9 @@ func assertAfter(t *testing.T, rec *recorder, firstWhat string, first func(*prot
 
 // TestForgetAndClear: the controls drop conversation history.
 func TestForgetAndClear(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := testutil.NewLLMServer(t)
 	llmSrv.SetFallback(echo)
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	a := startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{})
 	rec := record(t, human)
 	for _, text := range []string{"one", "two"} {
@@ -127,11 +123,9 @@ func TestForgetAndClear(t *testing.T) {
 // sender with the most waiting is dropped, and its sender told so in
 // words instead of an answer.
 func TestQueueDropsOldest(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := slowModel(t, "first", 500*time.Millisecond)
 	llmSrv.SetFallback(echo)
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{QueueSize: 1})
 	rec := record(t, human)
 	q1 := sendChat(t, human, "q1", "agent")
@@ -200,11 +194,9 @@ func TestQueueFairToOtherAskers(t *testing.T) {
 // TestNoReplyToReplies: a chat correlated to the agent's answer (another
 // agent answering it) is not answered.
 func TestNoReplyToReplies(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := testutil.NewLLMServer(t)
 	llmSrv.SetFallback(echo)
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{})
 	rec := record(t, human)
 	q := sendChat(t, human, "hi", "agent")
@@ -231,10 +223,8 @@ func TestNoReplyToReplies(t *testing.T) {
 
 // TestCloseDuringAnswer: Close stops a run under way promptly.
 func TestCloseDuringAnswer(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := slowModel(t, "too late", 10*time.Second)
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	a := startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{ReasoningEnabled: true})
 	rec := record(t, human)
 	sendChat(t, human, "slow", "agent")
@@ -267,10 +257,8 @@ func TestCloseDuringAnswer(t *testing.T) {
 // TestPauseDuringAnswer: a pause while the model thinks holds the answer
 // back until the resume.
 func TestPauseDuringAnswer(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := slowModel(t, "after the pause", 300*time.Millisecond)
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{ReasoningEnabled: true})
 	rec := record(t, human)
 	q := sendChat(t, human, "slow", "agent")
@@ -293,11 +281,9 @@ func TestPauseDuringAnswer(t *testing.T) {
 // chat may carry, with a note that says so, instead of a chat the gateway
 // refuses and silence.
 func TestHugeAnswerFits(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := testutil.NewLLMServer(t)
 	llmSrv.Script(testutil.LLMReply(strings.Repeat("all work and no play ", 100_000)))
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{})
 	rec := record(t, human)
 	q := sendChat(t, human, "tell me everything", "agent")

@@ -67,25 +67,8 @@ func connect(t testing.TB, a *agent.Agent) {
 // discovered the calculator's tools.
 func startAgent(t *testing.T, g *testutil.Gateway, id string, provider llm.Provider, cfg agent.Config) *agent.Agent {
 	t.Helper()
-	a, err := agent.New(agent.Options{Participant: participantOpts(g, id), Provider: provider, Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	connect(t, a)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if err := a.Participant().WaitForPendingDiscoveries(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if len(a.Participant().AvailableTools()) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s discovered no tools: %v", id, a.Participant().DiscoveryStatus())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	a := testutil.StartAgent(t, g, id+"-token", provider, cfg)
+	testutil.WaitTools(t, a)
 	return a
 }
 
@@ -190,6 +173,16 @@ func sendEnv(t *testing.T, p *participant.Participant, env *protocol.Envelope) {
 	if err := p.Send(ctx, env); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// calcSpace starts a gateway for agentSpace with human and the
+// calculator, serving add, joined; it returns the gateway and human.
+func calcSpace(t *testing.T) (*testutil.Gateway, *participant.Participant) {
+	t.Helper()
+	g := startGateway(t)
+	human := join(t, g, "human")
+	join(t, g, "calc", addTool)
+	return g, human
 }
 
 // startGateway starts a gateway for agentSpace.

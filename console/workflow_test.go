@@ -14,7 +14,6 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/mew-protocol/mew/agent"
-	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/llm"
@@ -49,21 +48,7 @@ func startThinker(t *testing.T, g *testutil.Gateway, model *testutil.LLMServer) 
 // test ends.
 func startAgent(t *testing.T, g *testutil.Gateway, token string, provider llm.Provider, cfg agent.Config) *agent.Agent {
 	t.Helper()
-	a, err := agent.New(agent.Options{
-		Participant: participant.Options{Client: client.Options{Gateway: "ws://" + g.Addr, Space: "web", Token: token}},
-		Provider:    provider,
-		Config:      cfg,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	if err := a.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close() })
-	return a
+	return testutil.StartAgent(t, g, token, provider, cfg)
 }
 
 // TestSpaceWork drives what TestSpaceView leaves out, through a gateway
