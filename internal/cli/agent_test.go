@@ -14,19 +14,13 @@ import (
 	"github.com/mew-protocol/mew/protocol"
 )
 
-const agentCLISpace = `
-space: {id: cli-agents}
-participants:
-  human:
-    tokens: [human-token]
-    capabilities: [{kind: "*"}]
-  calc:
-    tokens: [calc-token]
-    capabilities: [{kind: chat}]
-  helper:
+var agentCLISpace = testutil.SpaceYAML("cli-agents",
+	testutil.Member("human", "*"),
+	testutil.Member("calc", "chat"),
+	`  helper:
     tokens: [helper-secret-token]
     capabilities: [{kind: chat}, {kind: "chat/*"}, {kind: "reasoning/*"}, {kind: mcp/request}, {kind: "participant/*"}]
-`
+`)
 
 // joinCLI connects the participant of token and closes it at the end.
 func joinCLI(t *testing.T, g *testutil.Gateway, token string, tools ...participant.Tool) *participant.Participant {
