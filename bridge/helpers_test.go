@@ -45,10 +45,7 @@ var bridgeSpace = testutil.SpaceYAML("bridge",
 // extra NAME=VALUE environment entries.
 func goServer(t testing.TB, mode string, env ...string) bridge.Server {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testutil.Executable(t)
 	// A race-enabled child sleeps a second at exit unless told not to.
 	return bridge.Server{Command: exe, Env: append([]string{mcptest.EnvMode + "=" + mode, "GORACE=atexit_sleep_ms=0"}, env...)}
 }

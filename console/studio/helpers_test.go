@@ -83,10 +83,7 @@ type desk struct {
 
 func writeDesk(t *testing.T, mode os.FileMode) desk {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testutil.Executable(t)
 	dir := t.TempDir()
 	d := desk{path: filepath.Join(dir, "desk.yaml"), files: filepath.Join(dir, "files")}
 	if err := os.WriteFile(d.path, fmt.Appendf(nil, definition, exe, d.files), mode); err != nil {

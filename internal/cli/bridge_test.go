@@ -60,10 +60,7 @@ participants:
 // bridgeGateway starts a gateway for bridgeCLISpace.
 func bridgeGateway(t *testing.T) *testutil.Gateway {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testutil.Executable(t)
 	g := testutil.StartGateway(t, fmt.Sprintf(bridgeCLISpace, exe, helperArgs), gateway.Options{})
 	if err := os.MkdirAll(g.Config.Resolve("work"), 0o755); err != nil {
 		t.Fatal(err)

@@ -89,19 +89,11 @@ type cliDesk struct {
 // writeDesk writes cliDefinition (with extra appended) to a new directory.
 func writeDesk(t *testing.T, extra string) cliDesk {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testutil.Executable(t)
 	dir := t.TempDir()
 	d := cliDesk{path: filepath.Join(dir, "desk.yaml"), callLog: filepath.Join(dir, "calls.jsonl")}
 	text := fmt.Sprintf(cliDefinition, exe, "-test.run=^TestToolsAgentHelperTravelServer$", d.callLog) + extra
-	if err := os.WriteFile(d.path, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if d.def, err = toolsagent.Load(d.path); err != nil {
-		t.Fatal(err)
-	}
+	d.def = testutil.WriteDefinition(t, d.path, text)
 	return d
 }
 

@@ -102,10 +102,7 @@ func (c *counted) String() string {
 // test ends.
 func startMew(t *testing.T, env []string, args ...string) *child {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testutil.Executable(t)
 	cmd := exec.Command(exe, args...)
 	// A race-enabled child sleeps a second at exit unless told not to.
 	cmd.Env = append(os.Environ(), append([]string{envRole + "=mew", "GORACE=atexit_sleep_ms=0"}, env...)...)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -162,4 +163,15 @@ func CallBooking(t testing.TB, who *participant.Participant, tool string) <-chan
 		ch <- strings.Join(texts, "\n")
 	}()
 	return ch
+}
+
+// Executable is the path of the running test binary, which tests run again
+// as a server or a child process of the code under test.
+func Executable(t testing.TB) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
 }

@@ -3,6 +3,7 @@ package testutil
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"testing"
 	"time"
 
@@ -50,4 +51,18 @@ func CheckToolsServer(t testing.TB, session *mcp.ClientSession, def *toolsagent.
 			t.Errorf("tool %s: inputSchema (-definition +listed):\n%s", tool.Name, diff)
 		}
 	}
+}
+
+// WriteDefinition writes text to path, mode 0600, and loads it as a tools
+// agent's definition, failing the test when it does not load.
+func WriteDefinition(t testing.TB, path, text string) *toolsagent.Definition {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	def, err := toolsagent.Load(path)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return def
 }
