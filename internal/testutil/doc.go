@@ -8,7 +8,7 @@
 // in for the model and nothing else, participants and agents joined for a
 // test (JoinParticipant, ArithTool, StartAgent, WaitTools), a run for a
 // test (Background, StartRun, StartBridge, StartBooking, CallBooking),
-// HTTPDo and CheckToolsServer, and the waits every suite needs (WaitFor,
-// Context, and Inbox: the envelopes a client received, to find or wait
-// for).
+// HTTPDo, Executable, CheckToolsServer and WriteDefinition, and the waits
+// every suite needs (WaitFor, Context, and Inbox: the envelopes a client
+// received, to find or wait for).
 package testutil
