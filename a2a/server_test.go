@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/a2a"
+	"github.com/mew-protocol/mew/internal/testutil"
 )
 
 // echo is an executor: "ask" asks for input once (the answer is echoed),
@@ -354,23 +355,11 @@ func rawPost(t *testing.T, url string, body []byte, header map[string]string) (i
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer alice")
 	req.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)
-	for k, v := range header {
-		if v == "" {
-			req.Header.Del(k)
-		} else {
-			req.Header.Set(k, v)
-		}
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp, raw := testutil.HTTPDo(t, req, header)
 	var r struct {
 		ID    json.RawMessage `json:"id"`
 		Error *a2a.Error      `json:"error"`
 	}
-	raw, _ := io.ReadAll(resp.Body)
 	if err := json.Unmarshal(raw, &r); err != nil {
 		t.Fatalf("%s: not JSON-RPC: %s", resp.Status, raw)
 	}

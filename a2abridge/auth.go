@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/mew-protocol/mew/a2a"
@@ -120,7 +120,7 @@ func (a Auth) choose(base *http.Client, card *a2a.AgentCard, endpoint string) ([
 		}
 		if a.APIKey != "" {
 			key := &a2a.APIKeySecurityScheme{Location: "header", Name: "X-API-Key"}
-			for _, name := range sortedKeys(card.SecuritySchemes) {
+			for _, name := range slices.Sorted(maps.Keys(card.SecuritySchemes)) {
 				if s := card.SecuritySchemes[name]; s.APIKey != nil {
 					key = s.APIKey
 					break
@@ -138,7 +138,7 @@ func (a Auth) choose(base *http.Client, card *a2a.AgentCard, endpoint string) ([
 	for _, req := range card.SecurityRequirements {
 		var creds []credential
 		met := true
-		for _, name := range sortedKeys(req.Schemes) {
+		for _, name := range slices.Sorted(maps.Keys(req.Schemes)) {
 			s, ok := card.SecuritySchemes[name]
 			if !ok {
 				met = false
@@ -246,15 +246,6 @@ func validHeaderName(name string) bool {
 	})
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // authTransport adds the credentials to requests for one origin; others
 // go out without them.
 type authTransport struct {
@@ -324,7 +315,7 @@ func oauthFlows(raw json.RawMessage) (flows, error) {
 // (internal/oauthclient): its endpoints are the card's, no discovery.
 func (a Auth) oauthCredential(base *http.Client, endpoint string, grant oauthclient.Grant, f *oauthFlow, scopes []string) (credential, string, error) {
 	if len(scopes) == 0 {
-		scopes = sortedKeys(f.Scopes)
+		scopes = slices.Sorted(maps.Keys(f.Scopes))
 	}
 	for what, u := range map[string]string{"token URL": f.TokenURL, "authorization URL": f.AuthorizationURL} {
 		if u == "" && (what == "token URL" || grant == oauthclient.GrantAuthorizationCode) {

@@ -26,22 +26,12 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // bridgeSpace is the space of the tests: helper is the bridge, human may
 // do anything, other may chat and call tools, intern may only propose.
-const bridgeSpace = `
-space: {id: a2a}
-participants:
-  human:
-    tokens: [human-token]
-    capabilities: [{kind: "*"}]
-  helper:
-    tokens: [helper-token]
-    capabilities: [{kind: chat}, {kind: "chat/*"}, {kind: "reasoning/*"}, {kind: "participant/*"}, {kind: mcp/response}]
-  other:
-    tokens: [other-token]
-    capabilities: [{kind: chat}, {kind: "chat/*"}, {kind: "reasoning/*"}, {kind: mcp/request}]
-  intern:
-    tokens: [intern-token]
-    capabilities: [{kind: mcp/proposal}, {kind: mcp/withdraw}]
-`
+var bridgeSpace = testutil.SpaceYAML("a2a",
+	testutil.Member("human", "*"),
+	testutil.Member("helper", "chat", "chat/*", "reasoning/*", "participant/*", "mcp/response"),
+	testutil.Member("other", "chat", "chat/*", "reasoning/*", "mcp/request"),
+	testutil.Member("intern", "mcp/proposal", "mcp/withdraw"),
+)
 
 // remote is a real A2A agent for the tests (an a2a.Server on
 // 127.0.0.1): skill echo answers "echo: TEXT" as an artifact after a

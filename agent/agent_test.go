@@ -126,13 +126,11 @@ func TestAnswerWithTools(t *testing.T) {
 // TestResponsePolicy: a broadcast is ignored without AutoRespond, a mention
 // is answered, and the history carries the earlier exchange.
 func TestResponsePolicy(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := testutil.NewLLMServer(t)
 	llmSrv.SetFallback(func(r testutil.LLMRequest) testutil.LLMStep {
 		return testutil.LLMReply("reply to " + r.Messages[len(r.Messages)-1].Content)
 	})
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	a := startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{})
 	rec := record(t, human)
 
@@ -166,9 +164,7 @@ func TestResponsePolicy(t *testing.T) {
 // TestAutoRespond: with AutoRespond and the offline model, a broadcast chat
 // that a tool fits is answered; small talk is not.
 func TestAutoRespond(t *testing.T) {
-	g := startGateway(t)
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
+	g, human := calcSpace(t)
 	startAgent(t, g, "agent", llm.NewOffline(), agent.Config{AutoRespond: true, FloorControl: quickFloor})
 	rec := record(t, human)
 	chatter := sendChat(t, human, "nice weather today")
@@ -187,14 +183,12 @@ func TestAutoRespond(t *testing.T) {
 // TestProposalFallback: an agent without mcp/request proposes its tool
 // call, and the human fulfils it.
 func TestProposalFallback(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := testutil.NewLLMServer(t)
 	llmSrv.Script(
 		testutil.LLMCall(testutil.LLMToolCall{Name: "calc_add", Arguments: `{"a":4,"b":5}`}),
 		testutil.LLMReply("It is 9."),
 	)
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -233,14 +227,12 @@ func TestProposalFallback(t *testing.T) {
 // withdrawn as timed out, and what the model reads, and so the person, is
 // words about a missing approval, not a deadline's error string.
 func TestProposalTimedOutInWords(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := testutil.NewLLMServer(t)
 	llmSrv.Script(
 		testutil.LLMCall(testutil.LLMToolCall{Name: "calc_add", Arguments: `{"a":4,"b":5}`}),
 		testutil.LLMReply("Nobody approved the addition in time."),
 	)
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	var cfg agent.Config
 	if err := cfg.MergeJSON([]byte(`{"requestTimeout":700}`)); err != nil {
 		t.Fatal(err)
@@ -269,9 +261,7 @@ func TestProposalTimedOutInWords(t *testing.T) {
 // their words, and the offline model's answer says them with what was
 // asked.
 func TestProposalRejectedInWords(t *testing.T) {
-	g := startGateway(t)
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
+	g, human := calcSpace(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
@@ -297,23 +287,16 @@ func TestProposalRejectedInWords(t *testing.T) {
 // TestReasoningCancel: a reasoning/cancel during a slow model call stops the
 // answer and ends the reasoning.
 func TestReasoningCancel(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := slowModel(t, "too late", 10*time.Second)
 	llmSrv.SetFallback(func(testutil.LLMRequest) testutil.LLMStep { return testutil.LLMReply("second answer") })
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{ReasoningEnabled: true})
 	rec := record(t, human)
 	q := sendChat(t, human, "think hard", "agent")
 	start := rec.wait(t, "reasoning/start", func(e *protocol.Envelope) bool {
 		return e.Kind == protocol.KindReasoningStart && e.CorrelatesWith(q)
 	})
-	for deadline := time.Now().Add(5 * time.Second); len(llmSrv.Requests()) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the model was never asked")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitAsked(t, llmSrv)
 	cancelEnv, err := protocol.New(protocol.KindReasoningCancel, protocol.ReasoningCancel{Reason: "stop"})
 	if err != nil {
 		t.Fatal(err)
@@ -332,43 +315,15 @@ func TestReasoningCancel(t *testing.T) {
 	if p["cancelled"] != true || p["reason"] != "stop" {
 		t.Errorf("conclusion payload %s", concl.Payload)
 	}
-	// The agent answers one question at a time: an answer to the next question shows that it
-	// is done with the first, which the cancel must have left unanswered.
-	q2 := sendChat(t, human, "second question", "agent")
-	if got := chatText(rec.wait(t, "the second answer", answerTo("agent", q2))); got != "second answer" {
-		t.Errorf("second answer %q", got)
-	}
-	for _, e := range rec.all() {
-		if e.Kind == protocol.KindChat && e.From == "agent" && e.CorrelatesWith(q) {
-			t.Errorf("answer sent after the cancel: %s", e.Payload)
-		}
-	}
+	nextAnswered(t, human, rec, q)
 }
 
-// TestChatCancel: a chat/cancel of the question stops the answer.
-func TestChatCancel(t *testing.T) {
-	g := startGateway(t)
-	llmSrv := testutil.NewLLMServer(t)
-	slow := testutil.LLMReply("too late")
-	slow.Delay = 10 * time.Second
-	llmSrv.Script(slow, testutil.LLMReply("second answer"))
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
-	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{})
-	rec := record(t, human)
-	q := sendChat(t, human, "slow question", "agent")
-	for deadline := time.Now().Add(5 * time.Second); len(llmSrv.Requests()) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the model was never asked")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := human.CancelChat(ctx, q, "never mind"); err != nil {
-		t.Fatal(err)
-	}
-	// The agent is free again: the next question is answered.
+// nextAnswered asks the agent a second question, whose model answer is
+// "second answer", and checks that it is answered and that the cancelled
+// question q never was: the agent answers one question at a time, so an
+// answer to the next one shows that it is done with q.
+func nextAnswered(t *testing.T, human *participant.Participant, rec *recorder, q string) {
+	t.Helper()
 	q2 := sendChat(t, human, "second question", "agent")
 	if got := chatText(rec.wait(t, "the second answer", answerTo("agent", q2))); got != "second answer" {
 		t.Errorf("second answer %q", got)
@@ -380,13 +335,30 @@ func TestChatCancel(t *testing.T) {
 	}
 }
 
+// TestChatCancel: a chat/cancel of the question stops the answer.
+func TestChatCancel(t *testing.T) {
+	g, human := calcSpace(t)
+	llmSrv := testutil.NewLLMServer(t)
+	slow := testutil.LLMReply("too late")
+	slow.Delay = 10 * time.Second
+	llmSrv.Script(slow, testutil.LLMReply("second answer"))
+	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{})
+	rec := record(t, human)
+	q := sendChat(t, human, "slow question", "agent")
+	waitAsked(t, llmSrv)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := human.CancelChat(ctx, q, "never mind"); err != nil {
+		t.Fatal(err)
+	}
+	nextAnswered(t, human, rec, q)
+}
+
 // TestProviderError: a failing model gives a chat saying what went wrong.
 func TestProviderError(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := testutil.NewLLMServer(t)
 	llmSrv.Script(testutil.LLMFail(400, "the model is confused"))
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{ReasoningEnabled: true})
 	rec := record(t, human)
 	q := sendChat(t, human, "hello", "agent")
@@ -401,13 +373,11 @@ func TestProviderError(t *testing.T) {
 
 // TestMaxIterations: a model that only calls tools is stopped.
 func TestMaxIterations(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := testutil.NewLLMServer(t)
 	llmSrv.SetFallback(func(testutil.LLMRequest) testutil.LLMStep {
 		return testutil.LLMCall(testutil.LLMToolCall{Name: "calc_add", Arguments: `{"a":1,"b":1}`})
 	})
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{MaxIterations: 2})
 	rec := record(t, human)
 	q := sendChat(t, human, "loop", "agent")

@@ -43,7 +43,7 @@ func echo(r testutil.LLMRequest) testutil.LLMStep {
 
 // TestPause: a paused agent acknowledges but answers only once resumed.
 func TestPause(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := testutil.NewLLMServer(t)
 	// Every model call before the resume is sent counts against the pause.
 	var resumed atomic.Bool
@@ -54,8 +54,6 @@ func TestPause(t *testing.T) {
 		}
 		return echo(r)
 	})
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{})
 	rec := record(t, human)
 
@@ -93,11 +91,9 @@ func assertAfter(t *testing.T, rec *recorder, firstWhat string, first func(*prot
 
 // TestForgetAndClear: the controls drop conversation history.
 func TestForgetAndClear(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := testutil.NewLLMServer(t)
 	llmSrv.SetFallback(echo)
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	a := startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{})
 	rec := record(t, human)
 	for _, text := range []string{"one", "two"} {
@@ -127,20 +123,13 @@ func TestForgetAndClear(t *testing.T) {
 // sender with the most waiting is dropped, and its sender told so in
 // words instead of an answer.
 func TestQueueDropsOldest(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := slowModel(t, "first", 500*time.Millisecond)
 	llmSrv.SetFallback(echo)
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{QueueSize: 1})
 	rec := record(t, human)
 	q1 := sendChat(t, human, "q1", "agent")
-	for deadline := time.Now().Add(5 * time.Second); len(llmSrv.Requests()) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the model was never asked")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitAsked(t, llmSrv)
 	q2 := sendChat(t, human, "q2", "agent")
 	q3 := sendChat(t, human, "q3", "agent")
 	rec.wait(t, "the answer to q1", answerTo("agent", q1))
@@ -173,12 +162,7 @@ func TestQueueFairToOtherAskers(t *testing.T) {
 	rec := record(t, human)
 	bobRec := record(t, bob)
 	first := sendChat(t, human, "c0", "agent")
-	for deadline := time.Now().Add(5 * time.Second); len(llmSrv.Requests()) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the model was never asked")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitAsked(t, llmSrv)
 	var chatter []string
 	for i := 1; i <= 4; i++ {
 		chatter = append(chatter, sendChat(t, human, fmt.Sprintf("c%d", i), "agent"))
@@ -210,11 +194,9 @@ func TestQueueFairToOtherAskers(t *testing.T) {
 // TestNoReplyToReplies: a chat correlated to the agent's answer (another
 // agent answering it) is not answered.
 func TestNoReplyToReplies(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := testutil.NewLLMServer(t)
 	llmSrv.SetFallback(echo)
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{})
 	rec := record(t, human)
 	q := sendChat(t, human, "hi", "agent")
@@ -241,19 +223,12 @@ func TestNoReplyToReplies(t *testing.T) {
 
 // TestCloseDuringAnswer: Close stops a run under way promptly.
 func TestCloseDuringAnswer(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := slowModel(t, "too late", 10*time.Second)
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	a := startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{ReasoningEnabled: true})
 	rec := record(t, human)
 	sendChat(t, human, "slow", "agent")
-	for deadline := time.Now().Add(5 * time.Second); len(llmSrv.Requests()) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the model was never asked")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitAsked(t, llmSrv)
 	began := time.Now()
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
@@ -282,19 +257,12 @@ func TestCloseDuringAnswer(t *testing.T) {
 // TestPauseDuringAnswer: a pause while the model thinks holds the answer
 // back until the resume.
 func TestPauseDuringAnswer(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := slowModel(t, "after the pause", 300*time.Millisecond)
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{ReasoningEnabled: true})
 	rec := record(t, human)
 	q := sendChat(t, human, "slow", "agent")
-	for deadline := time.Now().Add(5 * time.Second); len(llmSrv.Requests()) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the model was never asked")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitAsked(t, llmSrv)
 	control(t, human, rec, protocol.KindParticipantPause, protocol.Pause{}, "paused")
 	// Give the model (300 ms) time to answer while the agent is paused, so that the hold is what
 	// is tested. This wait proves nothing: the order below does, whatever the machine's speed.
@@ -313,11 +281,9 @@ func TestPauseDuringAnswer(t *testing.T) {
 // chat may carry, with a note that says so, instead of a chat the gateway
 // refuses and silence.
 func TestHugeAnswerFits(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := testutil.NewLLMServer(t)
 	llmSrv.Script(testutil.LLMReply(strings.Repeat("all work and no play ", 100_000)))
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{})
 	rec := record(t, human)
 	q := sendChat(t, human, "tell me everything", "agent")

@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -23,71 +22,20 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // agentSpace: a trusted human, a calculator, an agent that may call tools,
 // one that may also open streams and one that may only propose them. Tokens are "<id>-token".
-const agentSpace = `
-space: {id: agents}
-participants:
-  human:
-    tokens: [human-token]
-    capabilities: [{kind: "*"}]
-  calc:
-    tokens: [calc-token]
-    capabilities: [{kind: chat}]
-  agent:
-    tokens: [agent-token]
-    capabilities:
-      - {kind: chat}
-      - {kind: "chat/*"}
-      - {kind: "reasoning/*"}
-      - {kind: mcp/request}
-      - {kind: "participant/*"}
-  thinker:
-    tokens: [thinker-token]
-    capabilities:
-      - {kind: chat}
-      - {kind: "chat/*"}
-      - {kind: "reasoning/*"}
-      - {kind: mcp/request}
-      - {kind: "participant/*"}
-      - {kind: "stream/*"}
-  proposer:
-    tokens: [proposer-token]
-    capabilities:
-      - {kind: chat}
-      - {kind: "chat/*"}
-      - {kind: "reasoning/*"}
-      - {kind: mcp/proposal}
-      - {kind: mcp/withdraw}
-      - {kind: mcp/request, payload: {method: "tools/list"}}
-      - {kind: "participant/*"}
-`
+var agentSpace = testutil.SpaceYAML("agents",
+	testutil.Member("human", "*"),
+	testutil.Member("calc", "chat"),
+	testutil.Member("agent", "chat", "chat/*", "reasoning/*", "mcp/request", "participant/*"),
+	testutil.Member("thinker", "chat", "chat/*", "reasoning/*", "mcp/request", "participant/*", "stream/*"),
+	testutil.Member("proposer", "chat", "chat/*", "reasoning/*", "mcp/proposal", "mcp/withdraw",
+		`{kind: mcp/request, payload: {method: "tools/list"}}`, "participant/*"),
+)
 
 // addTool is the calculator's tool.
-var addTool = participant.Tool{
-	Name:        "add",
-	Description: "Add two numbers",
-	InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`),
-	Execute: func(ctx context.Context, args json.RawMessage) (any, error) {
-		var in struct{ A, B float64 }
-		if err := json.Unmarshal(args, &in); err != nil {
-			return nil, err
-		}
-		return in.A + in.B, nil
-	},
-}
+var addTool = testutil.ArithTool("add", "Add two numbers", func(a, b float64) float64 { return a + b })
 
 // multiplyTool is the calculator's other tool.
-var multiplyTool = participant.Tool{
-	Name:        "multiply",
-	Description: "Multiply two numbers",
-	InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`),
-	Execute: func(ctx context.Context, args json.RawMessage) (any, error) {
-		var in struct{ A, B float64 }
-		if err := json.Unmarshal(args, &in); err != nil {
-			return nil, err
-		}
-		return in.A * in.B, nil
-	},
-}
+var multiplyTool = testutil.ArithTool("multiply", "Multiply two numbers", func(a, b float64) float64 { return a * b })
 
 // join connects participant id and closes it when the test ends.
 func join(t testing.TB, g *testutil.Gateway, id string, tools ...participant.Tool) *participant.Participant {
@@ -119,26 +67,15 @@ func connect(t testing.TB, a *agent.Agent) {
 // discovered the calculator's tools.
 func startAgent(t *testing.T, g *testutil.Gateway, id string, provider llm.Provider, cfg agent.Config) *agent.Agent {
 	t.Helper()
-	a, err := agent.New(agent.Options{Participant: participantOpts(g, id), Provider: provider, Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	connect(t, a)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if err := a.Participant().WaitForPendingDiscoveries(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if len(a.Participant().AvailableTools()) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s discovered no tools: %v", id, a.Participant().DiscoveryStatus())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	a := testutil.StartAgent(t, g, id+"-token", provider, cfg)
+	testutil.WaitTools(t, a)
 	return a
+}
+
+// waitAsked waits until the scripted model srv has been asked.
+func waitAsked(t *testing.T, srv *testutil.LLMServer) {
+	t.Helper()
+	testutil.WaitFor(t, 5*time.Second, "the model is asked", func() bool { return len(srv.Requests()) > 0 })
 }
 
 // openAI returns the real OpenAI provider pointed at a scripted server.
@@ -236,6 +173,16 @@ func sendEnv(t *testing.T, p *participant.Participant, env *protocol.Envelope) {
 	if err := p.Send(ctx, env); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// calcSpace starts a gateway for agentSpace with human and the
+// calculator, serving add, joined; it returns the gateway and human.
+func calcSpace(t *testing.T) (*testutil.Gateway, *participant.Participant) {
+	t.Helper()
+	g := startGateway(t)
+	human := join(t, g, "human")
+	join(t, g, "calc", addTool)
+	return g, human
 }
 
 // startGateway starts a gateway for agentSpace.

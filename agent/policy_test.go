@@ -25,7 +25,7 @@ func isClassifier(r testutil.LLMRequest) bool {
 // classifier that answers nonsense leaves the decision to the question
 // mark.
 func TestClassifierGate(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	verdicts := map[string]string{
 		"chit chat":                `{"shouldRespond": false, "confidence": 0.9, "reason": "small talk"}`,
 		"maybe relevant":           "I think so: ```json\n{\"shouldRespond\": true, \"confidence\": 0.3}\n```",
@@ -47,8 +47,6 @@ func TestClassifierGate(t *testing.T) {
 		}
 		return testutil.LLMReply("answer to " + last)
 	})
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	prov, err := llm.NewOpenAI(llm.Config{BaseURL: llmSrv.URL(), APIKey: "k", MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -110,9 +108,7 @@ func TestClassifierGate(t *testing.T) {
 // TestAnswerRate: beyond AnswersPerMinute, unaddressed chats are ignored;
 // addressed chats are still answered.
 func TestAnswerRate(t *testing.T) {
-	g := startGateway(t)
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
+	g, human := calcSpace(t)
 	startAgent(t, g, "agent", llm.NewOffline(), agent.Config{AutoRespond: true, FloorControl: quickFloor, ChatResponse: agent.ChatResponse{AnswersPerMinute: 1}})
 	rec := record(t, human)
 	first := sendChat(t, human, "add 1 and 2")
@@ -148,14 +144,12 @@ func TestOfflineCalculator(t *testing.T) {
 // TestReasoningStream: an agent that may open streams mirrors its reasoning
 // into one, the model's output included, and closes it at the end.
 func TestReasoningStream(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := testutil.NewLLMServer(t)
 	llmSrv.Script(
 		testutil.LLMStep{Reasoning: "I should add.", ToolCalls: []testutil.LLMToolCall{{Name: "calc_add", Arguments: `{"a":2,"b":3}`}}},
 		testutil.LLMReply("The sum is 5."),
 	)
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	startAgent(t, g, "thinker", openAI(t, llmSrv), agent.Config{ReasoningEnabled: true})
 	rec := record(t, human)
 	var mu sync.Mutex
@@ -227,15 +221,13 @@ func TestReasoningStream(t *testing.T) {
 // asked, values are inserted once, and the scratchpad format gives the
 // steps as text.
 func TestPromptsAndScratchpad(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := testutil.NewLLMServer(t)
 	llmSrv.Script(
 		testutil.LLMCall(testutil.LLMToolCall{Name: "calc_add", Arguments: `{"a":2,"b":3}`}),
 		testutil.LLMReply("done"),
 		testutil.LLMReply("The result is 5, boss."),
 	)
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	startAgent(t, g, "agent", openAI(t, llmSrv), agent.Config{
 		ReasoningFormat: agent.FormatScratchpad,
 		Prompts: agent.Prompts{
@@ -280,13 +272,11 @@ func TestPromptsAndScratchpad(t *testing.T) {
 // TestAutomaticCompaction: when the history would take more than 70% of the
 // context, the oldest messages are dropped and the compaction reported.
 func TestAutomaticCompaction(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := testutil.NewLLMServer(t)
 	llmSrv.SetFallback(func(testutil.LLMRequest) testutil.LLMStep {
 		return testutil.LLMReply(strings.Repeat("long answer ", 40)) // 480 bytes, 120 tokens
 	})
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	// 400 tokens: 280 may be used, the system prompt and a question take
 	// about 40, so two exchanges (about 125 tokens each) fit and a third
 	// does not.
@@ -330,9 +320,7 @@ func TestAutomaticCompaction(t *testing.T) {
 // TestRequestsToTheAgent: an mcp/request addressed to the agent is answered,
 // never left unanswered: its own tools, and an error for anything else.
 func TestRequestsToTheAgent(t *testing.T) {
-	g := startGateway(t)
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
+	g, human := calcSpace(t)
 	startAgent(t, g, "agent", llm.NewOffline(), agent.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -349,13 +337,11 @@ func TestRequestsToTheAgent(t *testing.T) {
 // TestProviderRecovers: a rate-limited model is retried, and an
 // unauthorized one gives a chat that says what is wrong.
 func TestProviderRecovers(t *testing.T) {
-	g := startGateway(t)
+	g, human := calcSpace(t)
 	llmSrv := testutil.NewLLMServer(t)
 	limited := testutil.LLMFail(429, "slow down")
 	limited.RetryAfter = 10 * time.Millisecond
 	llmSrv.Script(limited, testutil.LLMReply("fine now"), testutil.LLMFail(401, "Incorrect API key provided"))
-	human := join(t, g, "human")
-	join(t, g, "calc", addTool)
 	prov, err := llm.NewOpenAI(llm.Config{BaseURL: llmSrv.URL(), APIKey: "bad-key", MaxRetries: 2})
 	if err != nil {
 		t.Fatal(err)

@@ -84,17 +84,7 @@ func TestLineageEditedArguments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree := func(id string) string {
-		n, err := ix.Lineage(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b strings.Builder
-		if err := n.WriteTree(&b); err != nil {
-			t.Fatal(err)
-		}
-		return b.String()
-	}
+	tree := func(id string) string { return lineageTree(t, ix, id).text }
 	for _, id := range []string{"r1", "p1"} {
 		if got := tree(id); !strings.Contains(got, `approved with edited arguments (content): proposed {"content":"rm -rf","path":"a.txt"}, carried out {"content":"hello","path":"a.txt"}`) {
 			t.Errorf("why %s does not say the arguments were edited:\n%s", id, got)

@@ -3,7 +3,6 @@ package auditlog_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/mew-protocol/mew/agent"
 	"github.com/mew-protocol/mew/auditlog"
-	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/llm"
@@ -47,41 +45,15 @@ func TestLineageByContext(t *testing.T) {
 		testutil.LLMReply("2 + 3 = 5"),
 	)
 	human := testutil.JoinParticipant(t, g, "human-token", participant.Options{})
-	add := participant.Tool{
-		Name:        "add",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}}}`),
-		Execute: func(_ context.Context, args json.RawMessage) (any, error) {
-			var in struct{ A, B float64 }
-			err := json.Unmarshal(args, &in)
-			return in.A + in.B, err
-		},
-	}
+	add := testutil.ArithTool("add", "", func(a, b float64) float64 { return a + b })
 	testutil.JoinParticipant(t, g, "calc-token", participant.Options{}, add)
 	provider, err := llm.NewOpenAI(llm.Config{BaseURL: model.URL(), APIKey: "k", MaxRetries: -1, Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := agent.New(agent.Options{
-		Participant: participant.Options{Client: client.Options{Gateway: "ws://" + g.Addr, Space: "reason", Token: "agent-token"}},
-		Provider:    provider,
-		Config:      agent.Config{ReasoningEnabled: true, DiscoveryWait: 5 * time.Second},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testutil.WaitTools(t, testutil.StartAgent(t, g, "agent-token", provider, agent.Config{ReasoningEnabled: true, DiscoveryWait: 5 * time.Second}))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := a.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	testutil.WaitReady(t, a.Participant().Client())
-	for len(a.Participant().AvailableTools()) == 0 {
-		if err := a.Participant().WaitForPendingDiscoveries(ctx); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 
 	answered := make(chan string, 1)
 	remove := human.Client().OnMessage(func(env *protocol.Envelope) {

@@ -55,10 +55,7 @@ func BenchmarkBridgeToolCallParallel(b *testing.B) {
 }
 
 func BenchmarkDirectToolCall(b *testing.B) {
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
+	exe := testutil.Executable(b)
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), mcptest.EnvMode+"=normal")
 	ctx := context.Background()

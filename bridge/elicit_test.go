@@ -18,27 +18,12 @@ import (
 
 // elicitSpace is bridgeSpace where the bridge may ask the space, helper may
 // answer elicitations (for anyone), and agent may not.
-const elicitSpace = `
-space: {id: bridge}
-participants:
-  files:
-    tokens: [files-token]
-    capabilities:
-      - {kind: mcp/response}
-      - {kind: participant/status}
-      - {kind: chat}
-      - {kind: "elicitation/*"}
-  human:
-    tokens: [human-token]
-    capabilities: [{kind: "*"}]
-  helper:
-    tokens: [helper-token]
-    capabilities: [{kind: elicitation/response, to: [files]}]
-  agent:
-    tokens: [agent-token]
-    capabilities:
-      - {kind: mcp/request, payload: {method: tools/call}}
-`
+var elicitSpace = testutil.SpaceYAML("bridge",
+	testutil.Member("files", "mcp/response", "participant/status", "chat", "elicitation/*"),
+	testutil.Member("human", "*"),
+	testutil.Member("helper", `{kind: elicitation/response, to: [files]}`),
+	testutil.Member("agent", `{kind: mcp/request, payload: {method: tools/call}}`),
+)
 
 // answerWith answers, as p, every elicitation addressed to caller with
 // answer (called on its own goroutine, after delay, and again while the

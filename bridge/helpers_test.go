@@ -35,36 +35,17 @@ func TestMain(m *testing.M) {
 
 // bridgeSpace is the space of the tests: files is the bridge; human may do
 // anything; agent may only list tools and propose.
-const bridgeSpace = `
-space: {id: bridge}
-participants:
-  files:
-    tokens: [files-token]
-    capabilities:
-      - {kind: mcp/response}
-      - {kind: mcp/request, payload: {method: "notifications/**"}}
-      - {kind: participant/status}
-      - {kind: chat}
-  human:
-    tokens: [human-token]
-    capabilities: [{kind: "*"}]
-  agent:
-    tokens: [agent-token]
-    capabilities:
-      - {kind: chat}
-      - {kind: mcp/proposal}
-      - {kind: mcp/withdraw}
-      - {kind: mcp/request, payload: {method: "tools/list"}}
-`
+var bridgeSpace = testutil.SpaceYAML("bridge",
+	testutil.Member("files", "mcp/response", `{kind: mcp/request, payload: {method: "notifications/**"}}`, "participant/status", "chat"),
+	testutil.Member("human", "*"),
+	testutil.Member("agent", "chat", "mcp/proposal", "mcp/withdraw", `{kind: mcp/request, payload: {method: "tools/list"}}`),
+)
 
 // goServer is the Go test server run by this test binary, in mode, with
 // extra NAME=VALUE environment entries.
 func goServer(t testing.TB, mode string, env ...string) bridge.Server {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testutil.Executable(t)
 	// A race-enabled child sleeps a second at exit unless told not to.
 	return bridge.Server{Command: exe, Env: append([]string{mcptest.EnvMode + "=" + mode, "GORACE=atexit_sleep_ms=0"}, env...)}
 }

@@ -112,10 +112,7 @@ func oldHTTPServer(t *testing.T, version string) string {
 // oldServerCmd is the test binary as oldServer answering version.
 func oldServerCmd(t *testing.T, version string) bridge.Server {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testutil.Executable(t)
 	return bridge.Server{Command: exe, Env: []string{envOldServer + "=" + version, "GORACE=atexit_sleep_ms=0"}}
 }
 

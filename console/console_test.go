@@ -28,23 +28,11 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // webSpace: you hold everything; helper may only propose; files is a real
 // MCP server (the filesystem server, bridged).
-const webSpace = `
-space: {id: web}
-participants:
-  you:
-    tokens: [you-token]
-    capabilities: [{kind: "*"}]
-  helper:
-    tokens: [helper-token]
-    capabilities:
-      - {kind: chat}
-      - {kind: mcp/proposal}
-      - {kind: mcp/withdraw}
-      - {kind: capability/grant-ack}
-  files:
-    tokens: [files-token]
-    capabilities: [{kind: mcp/response}, {kind: participant/status}, {kind: chat}]
-`
+var webSpace = testutil.SpaceYAML("web",
+	testutil.Member("you", "*"),
+	testutil.Member("helper", "chat", "mcp/proposal", "mcp/withdraw", "capability/grant-ack"),
+	testutil.Member("files", "mcp/response", "participant/status", "chat"),
+)
 
 // page wraps the browser with the few actions the test repeats.
 type page struct {
@@ -322,11 +310,5 @@ func (p page) answered(ch <-chan error, what string) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 15*time.Second, what, cond)
 }

@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -19,54 +18,12 @@ import (
 
 // elicitSpace: you answer any bridge's questions; agent calls the booking
 // server and may not answer; booking is the bridge, allowed to ask.
-const elicitSpace = `
-space: {id: web}
-participants:
-  you:
-    tokens: [you-token]
-    capabilities: [{kind: "*"}]
-  agent:
-    tokens: [agent-token]
-    capabilities: [{kind: chat}, {kind: mcp/request}]
-  booking:
-    tokens: [booking-token]
-    capabilities: [{kind: mcp/response}, {kind: participant/status}, {kind: "elicitation/*"}]
-  mallory:
-    tokens: [mallory-token]
-    capabilities: [{kind: "elicitation/*"}]
-`
-
-// toolText is the text of a tool result.
-func toolText(raw json.RawMessage) string {
-	var r struct {
-		Content []struct {
-			Text string `json:"text"`
-		} `json:"content"`
-	}
-	_ = json.Unmarshal(raw, &r)
-	var out []string
-	for _, c := range r.Content {
-		out = append(out, c.Text)
-	}
-	return strings.Join(out, "\n")
-}
-
-// callTool makes who's call of tool on booking on a goroutine and returns
-// its text (or the error's).
-func callTool(t *testing.T, who *participant.Participant, tool string) <-chan string {
-	ch := make(chan string, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-		defer cancel()
-		raw, err := who.Request(ctx, "booking", map[string]any{"method": "tools/call", "params": map[string]any{"name": tool, "arguments": map[string]any{}}})
-		if err != nil {
-			ch <- "error: " + err.Error()
-			return
-		}
-		ch <- toolText(raw)
-	}()
-	return ch
-}
+var elicitSpace = testutil.SpaceYAML("web",
+	testutil.Member("you", "*"),
+	testutil.Member("agent", "chat", "mcp/request"),
+	testutil.Member("booking", "mcp/response", "participant/status", "elicitation/*"),
+	testutil.Member("mallory", "elicitation/*"),
+)
 
 // TestElicitationInConsole drives the console in Chromium: the person's
 // own call to a bridged server elicits a form, a wrong answer is shown in
@@ -95,7 +52,7 @@ func TestElicitationInConsole(t *testing.T) {
 	p.wait("the card settled", `[...document.querySelectorAll(".elicit-card.settled")].some((c) => c.dataset.state === "accepted by you")`)
 
 	// The agent's call, answered by the person for it.
-	got := callTool(t, agent, "book")
+	got := testutil.CallBooking(t, agent, "book")
 	p.wait("the agent's form", `!!document.querySelector(`+jsString(open+` input[name="name"]`)+`) && document.querySelector(`+jsString(open)+`).innerText.includes("booking asks agent")`)
 	p.do("type the name", chromedp.SendKeys(chromedp.CSS(open+` input[name="name"]`), "Grace"))
 	p.click(open + " .el-accept")
@@ -110,7 +67,7 @@ func TestElicitationInConsole(t *testing.T) {
 	p.wait("the agent's card settled", `[...document.querySelectorAll(".elicit-card.settled")].filter((c) => c.dataset.state === "accepted by you").length === 2`)
 
 	// Declined for the agent: the call completes with the decline.
-	got = callTool(t, agent, "book")
+	got = testutil.CallBooking(t, agent, "book")
 	p.wait("a third form", `!!document.querySelector(`+jsString(open+` .el-decline`)+`)`)
 	p.click(open + " .el-decline")
 	if text := <-got; text != "decline" {
@@ -118,7 +75,7 @@ func TestElicitationInConsole(t *testing.T) {
 	}
 
 	// A picture: drawn in the page, its placeholder in the text.
-	got = callTool(t, agent, "picture")
+	got = testutil.CallBooking(t, agent, "picture")
 	if text := <-got; !strings.HasPrefix(text, "a red square") {
 		t.Fatalf("picture answered %q", text)
 	}

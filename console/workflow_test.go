@@ -3,7 +3,6 @@ package console_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/mew-protocol/mew/agent"
-	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/llm"
@@ -24,10 +22,7 @@ import (
 )
 
 // agentSpace is webSpace with an agent that reasons and may call tools.
-const agentSpace = webSpace + `  thinker:
-    tokens: [thinker-token]
-    capabilities: [{kind: chat}, {kind: "chat/*"}, {kind: "reasoning/*"}, {kind: mcp/request}, {kind: "participant/*"}]
-`
+var agentSpace = webSpace + testutil.Member("thinker", "chat", "chat/*", "reasoning/*", "mcp/request", "participant/*")
 
 // startThinker connects an agent that reasons, driven by model, and waits
 // until it knows the files' tools.
@@ -60,21 +55,7 @@ func startToolUser(t *testing.T, g *testutil.Gateway, token string, provider llm
 // test ends.
 func startAgent(t *testing.T, g *testutil.Gateway, token string, provider llm.Provider, cfg agent.Config) *agent.Agent {
 	t.Helper()
-	a, err := agent.New(agent.Options{
-		Participant: participant.Options{Client: client.Options{Gateway: "ws://" + g.Addr, Space: "web", Token: token}},
-		Provider:    provider,
-		Config:      cfg,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	if err := a.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close() })
-	return a
+	return testutil.StartAgent(t, g, token, provider, cfg)
 }
 
 // TestSpaceWork drives what TestSpaceView leaves out, through a gateway
@@ -296,10 +277,7 @@ func TestConsoleAnswersAndDefaults(t *testing.T) {
 
 // hourSpace: you, a helper that may only propose, the files, and an
 // assistant that answers with the offline model.
-const hourSpace = webSpace + `  assistant:
-    tokens: [assistant-token]
-    capabilities: [{kind: chat}, {kind: "chat/*"}, {kind: "reasoning/*"}, {kind: mcp/request}, {kind: "participant/*"}]
-`
+var hourSpace = webSpace + testutil.Member("assistant", "chat", "chat/*", "reasoning/*", "mcp/request", "participant/*")
 
 // TestPersonsHour drives the console as a person uses it for a while: the
 // assistant (offline model) answers the first question within 2 s, since
@@ -379,11 +357,6 @@ func ledger(t *testing.T, g *testutil.Gateway, cred string) (int, string) {
 	req, _ := http.NewRequest(http.MethodGet, g.URL+"/console/grants?space=web", nil)
 	req.Header.Set("Authorization", "Bearer "+cred)
 	req.Header.Set("X-Mew-Console", "1")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := testutil.HTTPDo(t, req, nil)
 	return resp.StatusCode, string(b)
 }

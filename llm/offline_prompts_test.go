@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mew-protocol/mew/internal/mcpserver"
+	"github.com/mew-protocol/mew/internal/mcptest"
 	"github.com/mew-protocol/mew/llm"
 )
 
@@ -104,16 +105,10 @@ func (s *space) call(name string, args map[string]any) string {
 	if err != nil {
 		return "Error: " + err.Error()
 	}
-	var texts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			texts = append(texts, tc.Text)
-		}
-	}
 	if res.IsError {
-		return "Error: " + strings.Join(texts, "\n")
+		return "Error: " + mcptest.Text(res)
 	}
-	return strings.Join(texts, "\n")
+	return mcptest.Text(res)
 }
 
 // rejected is what a mew agent tells its model when a person rejects the

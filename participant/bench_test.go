@@ -3,9 +3,7 @@ package participant_test
 import (
 	"context"
 	"testing"
-	"time"
 
-	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
@@ -16,28 +14,8 @@ import (
 func benchSpace(b *testing.B) (calc, human *participant.Participant) {
 	b.Helper()
 	g := testutil.StartGateway(b, sdkSpace, gateway.Options{Limits: gateway.Limits{Rate: -1}, Audit: gateway.AuditOptions{Off: true}})
-	connect := func(id string) *participant.Participant {
-		p, err := participant.New(participant.Options{Client: client.Options{
-			Gateway: "ws://" + g.Addr, Space: g.Config.Space.ID, Token: id + "-token",
-		}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := p.Connect(ctx); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = p.Close() })
-		for len(p.Capabilities()) == 0 {
-			time.Sleep(time.Millisecond)
-		}
-		return p
-	}
-	calc, human = connect("calc"), connect("human")
-	if err := calc.RegisterTool(mcpAddTool(nil)); err != nil {
-		b.Fatal(err)
-	}
+	calc = testutil.JoinParticipant(b, g, "calc-token", participant.Options{}, mcpAddTool(nil))
+	human = testutil.JoinParticipant(b, g, "human-token", participant.Options{})
 	return calc, human
 }
 

@@ -1,6 +1,7 @@
 package participant_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -19,12 +20,20 @@ func pendingIDs(p *participant.Participant) []string {
 	return ids
 }
 
+// chatPending sends text from boss to worker and waits until it is pending
+// for worker; it returns the chat's id.
+func chatPending(ctx context.Context, t *testing.T, boss, worker *participant.Participant, text, what string) string {
+	t.Helper()
+	id, err := boss.Chat(ctx, text, "worker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, what, func() bool { return slices.Contains(pendingIDs(worker), id) })
+	return id
+}
+
 func TestChatAcknowledgeAndCancel(t *testing.T) {
-	g := startSpace(t, ctlSpace, gateway.Options{})
-	boss := joinReady(t, g, "boss", participant.Options{})
-	worker := joinReady(t, g, "worker", participant.Options{})
-	other := joinReady(t, g, "other", participant.Options{})
-	seen := watch(boss.Client())
+	boss, worker, other, seen := threeInCtlSpace(t)
 	workerSaw := watch(worker.Client())
 	ctx := testCtx(t)
 
@@ -60,11 +69,7 @@ func TestChatAcknowledgeAndCancel(t *testing.T) {
 
 	// The sender cancels its chat: it reaches the chat's addressees and
 	// clears the queue.
-	second, err := boss.Chat(ctx, "never mind this", "worker")
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, "the second chat is pending", func() bool { return slices.Contains(pendingIDs(worker), second) })
+	second := chatPending(ctx, t, boss, worker, "never mind this", "the second chat is pending")
 	// A third party's cancel does not count.
 	if err := other.CancelChat(ctx, second, "not yours"); err != nil {
 		t.Fatal(err)
@@ -89,11 +94,7 @@ func TestChatAcknowledgeAndCancel(t *testing.T) {
 
 	// The worker cancels a chat addressed to it: the cancel goes to the
 	// sender.
-	third, err := boss.Chat(ctx, "one more", "worker")
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, "the third chat is pending", func() bool { return slices.Contains(pendingIDs(worker), third) })
+	third := chatPending(ctx, t, boss, worker, "one more", "the third chat is pending")
 	if err := worker.CancelChat(ctx, third, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -108,11 +109,7 @@ func TestChatAcknowledgeAndCancel(t *testing.T) {
 
 	// An acknowledgement sent directly through the client clears the queue
 	// too, once the gateway relays it.
-	fourth, err := boss.Chat(ctx, "last one", "worker")
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, "the fourth chat is pending", func() bool { return slices.Contains(pendingIDs(worker), fourth) })
+	fourth := chatPending(ctx, t, boss, worker, "last one", "the fourth chat is pending")
 	env, _ := protocol.New(protocol.KindChatAcknowledge, protocol.ChatAcknowledge{Status: "read"})
 	env.CorrelationID = []string{fourth}
 	if err := worker.Client().Send(ctx, env); err != nil {

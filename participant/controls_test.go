@@ -78,6 +78,17 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // testCtx is a context for one step of a test.
 func testCtx(t *testing.T) context.Context { return testutil.Context(t, 5*time.Second) }
 
+// threeInCtlSpace starts ctlSpace and joins boss, worker and other, with
+// an inbox of what boss sees.
+func threeInCtlSpace(t *testing.T) (boss, worker, other *participant.Participant, seen *testutil.Inbox) {
+	t.Helper()
+	g := startSpace(t, ctlSpace, gateway.Options{})
+	boss = joinReady(t, g, "boss", participant.Options{})
+	worker = joinReady(t, g, "worker", participant.Options{})
+	other = joinReady(t, g, "other", participant.Options{})
+	return boss, worker, other, watch(boss.Client())
+}
+
 // joinReady is join, then waits until the participant's welcome handlers
 // have run: Participant.Connect returns when the welcome arrived, before its
 // capabilities are recorded, and CanSend is false until then.
@@ -415,11 +426,7 @@ func TestControlHooks(t *testing.T) {
 }
 
 func TestControlsAddressedToOthers(t *testing.T) {
-	g := startSpace(t, ctlSpace, gateway.Options{})
-	boss := joinReady(t, g, "boss", participant.Options{})
-	worker := joinReady(t, g, "worker", participant.Options{})
-	other := joinReady(t, g, "other", participant.Options{})
-	seen := watch(boss.Client())
+	boss, worker, other, seen := threeInCtlSpace(t)
 
 	var calls atomic.Int32
 	other.OnClear(func(context.Context) error { calls.Add(1); return nil })

@@ -17,19 +17,11 @@ import (
 // exampleSpaceYAML is the space of the examples: a trusted human, a
 // calculator that serves tools, and an agent that may only propose tool
 // calls.
-const exampleSpaceYAML = `
-space: {id: example}
-participants:
-  human:
-    tokens: [human-token]
-    capabilities: [{kind: "*"}]
-  calc:
-    tokens: [calc-token]
-    capabilities: [{kind: chat}]
-  agent:
-    tokens: [agent-token]
-    capabilities: [{kind: chat}, {kind: mcp/proposal}, {kind: mcp/withdraw}]
-`
+var exampleSpaceYAML = testutil.SpaceYAML("example",
+	testutil.Member("human", "*"),
+	testutil.Member("calc", "chat"),
+	testutil.Member("agent", "chat", "mcp/proposal", "mcp/withdraw"),
+)
 
 // exampleGateway starts a gateway for exampleSpaceYAML on a free port of
 // 127.0.0.1 and returns its ws:// URL and a function that stops it.
@@ -48,13 +40,19 @@ func exampleGateway() (url string, stop func()) {
 	}
 }
 
-// exampleJoin connects a participant of the example space.
-func exampleJoin(ctx context.Context, gatewayURL, token string) *participant.Participant {
+// exampleJoin connects a participant of the example space that serves
+// tools.
+func exampleJoin(ctx context.Context, gatewayURL, token string, tools ...participant.Tool) *participant.Participant {
 	p, err := participant.New(participant.Options{
 		Client: client.Options{Gateway: gatewayURL, Space: "example", Token: token},
 	})
 	if err != nil {
 		log.Fatal(err)
+	}
+	for _, t := range tools {
+		if err := p.RegisterTool(t); err != nil {
+			log.Fatal(err)
+		}
 	}
 	if err := p.Connect(ctx); err != nil {
 		log.Fatal(err)
@@ -66,18 +64,7 @@ func exampleJoin(ctx context.Context, gatewayURL, token string) *participant.Par
 }
 
 // exampleAdd is the calculator's tool.
-var exampleAdd = participant.Tool{
-	Name:        "add",
-	Description: "Add two numbers",
-	InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`),
-	Execute: func(ctx context.Context, args json.RawMessage) (any, error) {
-		var in struct{ A, B float64 }
-		if err := json.Unmarshal(args, &in); err != nil {
-			return nil, err
-		}
-		return in.A + in.B, nil
-	},
-}
+var exampleAdd = testutil.ArithTool("add", "Add two numbers", func(a, b float64) float64 { return a + b })
 
 // A calculator serves an add tool; a human calls it. Arguments that do not
 // fit the tool's input schema are refused before the tool runs.
@@ -123,11 +110,8 @@ func ExampleParticipant_Fulfill() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	calc := exampleJoin(ctx, gw, "calc-token")
+	calc := exampleJoin(ctx, gw, "calc-token", exampleAdd)
 	defer calc.Close()
-	if err := calc.RegisterTool(exampleAdd); err != nil {
-		log.Fatal(err)
-	}
 	human := exampleJoin(ctx, gw, "human-token")
 	defer human.Close()
 	agent := exampleJoin(ctx, gw, "agent-token")

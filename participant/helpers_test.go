@@ -13,30 +13,12 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // sdkSpace is the space most tests use. Tokens are "<id>-token".
-const sdkSpace = `
-space: {id: sdk}
-participants:
-  human:
-    tokens: [human-token]
-    capabilities: [{kind: "*"}]
-  calc:
-    tokens: [calc-token]
-    capabilities: [{kind: chat}, {kind: "participant/*"}, {kind: "stream/*"}]
-  agent:
-    tokens: [agent-token]
-    capabilities:
-      - {kind: chat}
-      - {kind: "chat/*"}
-      - {kind: mcp/proposal}
-      - {kind: mcp/withdraw}
-      - {kind: mcp/request, payload: {method: "tools/list"}}
-      - {kind: capability/grant-ack}
-      - {kind: "participant/*"}
-      - {kind: "stream/*"}
-  mute:
-    tokens: [mute-token]
-    capabilities: [{kind: chat}]
-`
+var sdkSpace = testutil.SpaceYAML("sdk",
+	testutil.Member("human", "*"),
+	testutil.Member("calc", "chat", "participant/*", "stream/*"),
+	testutil.Member("agent", "chat", "chat/*", "mcp/proposal", "mcp/withdraw", `{kind: mcp/request, payload: {method: "tools/list"}}`, "capability/grant-ack", "participant/*", "stream/*"),
+	testutil.Member("mute", "chat"),
+)
 
 // startSpace starts a gateway for spaceYAML (sdkSpace when empty).
 func startSpace(t *testing.T, spaceYAML string, opts gateway.Options) *testutil.Gateway {

@@ -9,16 +9,13 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/protocol"
 )
 
 // approverSpace is sdkSpace with a second approver, boss.
-const approverSpace = sdkSpace + `
-  boss:
-    tokens: [boss-token]
-    capabilities: [{kind: "*"}]
-`
+var approverSpace = sdkSpace + testutil.Member("boss", "*")
 
 // settledError returns err's *ProposalSettledError, failing the test when
 // it is none.

@@ -21,14 +21,9 @@ import (
 // mcpRichSpace is sdkSpace with two more participants: rogue, who may
 // withdraw and reject proposals, and neg, who may send any MCP request but
 // tools/call.
-const mcpRichSpace = sdkSpace + `
-  rogue:
-    tokens: [rogue-token]
-    capabilities: [{kind: chat}, {kind: mcp/withdraw}, {kind: mcp/reject}]
-  neg:
-    tokens: [neg-token]
-    capabilities: [{kind: chat}, {kind: mcp/request, payload: {method: "!tools/call"}}]
-`
+var mcpRichSpace = sdkSpace +
+	testutil.Member("rogue", "chat", "mcp/withdraw", "mcp/reject") +
+	testutil.Member("neg", "chat", `{kind: mcp/request, payload: {method: "!tools/call"}}`)
 
 // mcpOutcome is what a Request running on another goroutine returned.
 type mcpOutcome struct {

@@ -688,13 +688,7 @@ func marshalNoEscape(v any) ([]byte, error) {
 		}
 		return buf.Bytes(), nil
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+	return protocol.Marshal(v)
 }
 
 // readResource answers resources/read.

@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -10,23 +9,11 @@ import (
 	"sync"
 )
 
-// marshalNoEscape encodes v as json.Marshal does but without HTML escaping,
-// so that payloads carry the bytes the reference would write.
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
-
 // marshalWithExtra encodes the struct known, then appends the members of extra
 // that known does not define, in key order (maps have none of their own; a
 // fixed order keeps the encoding deterministic).
 func marshalWithExtra(known any, extra map[string]json.RawMessage) ([]byte, error) {
-	b, err := marshalNoEscape(known)
+	b, err := Marshal(known)
 	if err != nil || len(extra) == 0 {
 		return b, err
 	}

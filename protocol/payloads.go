@@ -108,7 +108,7 @@ func (w Welcome) MarshalJSON() ([]byte, error) {
 	if w.Participants == nil {
 		w.Participants = []ParticipantInfo{}
 	}
-	return marshalNoEscape(plain(w))
+	return Marshal(plain(w))
 }
 
 // Presence is the payload of system/presence.

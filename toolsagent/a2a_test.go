@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/a2a"
-	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/protocol"
 	"github.com/mew-protocol/mew/toolsagent"
@@ -140,12 +139,7 @@ func TestA2ASkills(t *testing.T) {
 // envelopes, and its MCP calls to other participants under its own
 // capabilities.
 func TestA2AMirroredInSpace(t *testing.T) {
-	g := testutil.StartGateway(t, deskSpace, gateway.Options{})
-	join(t, g, "calc-token", calcTools...)
-	human := join(t, g, "human-token")
-	seen := record(human)
-	srv := testutil.NewLLMServer(t)
-	srv.Script(
+	g, human, seen, srv := calcSpace(t,
 		testutil.LLMCall(testutil.LLMToolCall{Name: "calc_add", Arguments: `{"a":2,"b":40}`}),
 		testutil.LLMReply("42"),
 	)

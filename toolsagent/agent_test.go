@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -277,10 +276,7 @@ func TestToolsAgentTravelDeskExample(t *testing.T) {
 		t.Errorf("warnings %v", def.Warnings)
 	}
 	// Run travel-mcp as this test binary rather than with go run.
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testutil.Executable(t)
 	for i := range def.Servers {
 		def.Servers[i].Command, def.Servers[i].Args = exe, nil
 		def.Servers[i].Env = map[string]string{envServer: "1"}
@@ -306,11 +302,5 @@ func TestToolsAgentTravelDeskExample(t *testing.T) {
 // waitFor polls cond until it holds, failing after 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 10*time.Second, what, cond)
 }

@@ -82,21 +82,12 @@ type travel struct {
 // loadTravel writes travelDefinition (with extra appended) and loads it.
 func loadTravel(t *testing.T, extra string) travel {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testutil.Executable(t)
 	dir := t.TempDir()
 	tr := travel{callLog: filepath.Join(dir, "travel.jsonl"), bookedLog: filepath.Join(dir, "bookings.jsonl")}
 	path := filepath.Join(dir, "desk.yaml")
 	text := fmt.Sprintf(travelDefinition, exe, tr.callLog, exe, tr.bookedLog) + extra
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tr.def, err = toolsagent.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr.def = testutil.WriteDefinition(t, path, text)
 	return tr
 }
 

@@ -76,49 +76,6 @@ func serveInMemory(t *testing.T, def *toolsagent.Definition, srv *testutil.LLMSe
 	return m
 }
 
-// checkServer checks what an MCP client sees of the travel definition:
-// serverInfo, instructions, and the tools with their schemas.
-func checkServer(t *testing.T, session *mcp.ClientSession, def *toolsagent.Definition) {
-	t.Helper()
-	init := session.InitializeResult()
-	if init.ServerInfo.Name != "travel-desk" || init.ServerInfo.Version != "2.1.0" || init.Instructions != "Finds flights." {
-		t.Errorf("initialize: serverInfo %+v, instructions %q", init.ServerInfo, init.Instructions)
-	}
-	list, err := session.ListTools(ctxFor(t, 10*time.Second), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(list.Tools) != len(def.Tools) {
-		t.Fatalf("%d tools listed, want %d", len(list.Tools), len(def.Tools))
-	}
-	for _, tool := range list.Tools { // the SDK lists them by name
-		want, ok := def.Tool(tool.Name)
-		if !ok || tool.Description != want.Description {
-			t.Errorf("tool %s %q is not the definition's", tool.Name, tool.Description)
-			continue
-		}
-		schema, _ := want.InputSchema()
-		var wantSchema, gotSchema any
-		_ = json.Unmarshal(schema, &wantSchema)
-		raw, _ := json.Marshal(tool.InputSchema)
-		_ = json.Unmarshal(raw, &gotSchema)
-		if diff := cmp.Diff(wantSchema, gotSchema); diff != "" {
-			t.Errorf("tool %s: inputSchema (-definition +listed):\n%s", tool.Name, diff)
-		}
-	}
-}
-
-// resultText returns the text of a tool result.
-func resultText(r *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range r.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
 func TestToolsAgentMCPInitializeListAndCall(t *testing.T) {
 	tr := loadTravel(t, "")
 	srv := testutil.NewLLMServer(t)
@@ -127,7 +84,7 @@ func TestToolsAgentMCPInitializeListAndCall(t *testing.T) {
 		testutil.LLMReply("TP 123 at 08:00."),
 	)
 	m := serveInMemory(t, tr.def, srv)
-	checkServer(t, m.session, tr.def)
+	testutil.CheckToolsServer(t, m.session, tr.def, "travel-desk", "2.1.0", "Finds flights.")
 
 	params := &mcp.CallToolParams{Name: "find_flights", Arguments: map[string]any{"origin": "Oslo", "destination": "Rome", "date": "2026-03-02", "passengers": 2}}
 	params.SetProgressToken("p1")
@@ -135,8 +92,8 @@ func TestToolsAgentMCPInitializeListAndCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.IsError || resultText(res) != "TP 123 at 08:00." || res.Meta[toolsagent.MetaContextID] == "" {
-		t.Errorf("result %+v (%s)", res, resultText(res))
+	if res.IsError || mcptest.Text(res) != "TP 123 at 08:00." || res.Meta[toolsagent.MetaContextID] == "" {
+		t.Errorf("result %+v (%s)", res, mcptest.Text(res))
 	}
 	if u := userMessage(srv.Requests()[0]); u != "Find flights from Oslo to Rome on 2026-03-02 for 2." {
 		t.Errorf("prompt %q", u)
@@ -170,8 +127,8 @@ func TestToolsAgentMCPInvalidArguments(t *testing.T) {
 	}
 	for _, want := range []string{"invalid arguments for find_flights", "destination: required", "date: want a string, got a number (20260302)",
 		"passengers: at least 1, got 0", "seat: unknown member (allowed: origin, destination, date, passengers)"} {
-		if !strings.Contains(resultText(res), want) {
-			t.Errorf("%q lacks %q", resultText(res), want)
+		if !strings.Contains(mcptest.Text(res), want) {
+			t.Errorf("%q lacks %q", mcptest.Text(res), want)
 		}
 	}
 	var data []struct{ Path, Message string }
@@ -218,8 +175,8 @@ func TestToolsAgentMCPCancelAndTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.IsError || !strings.Contains(resultText(res), "the call timed out: echo ran for 300ms") {
-		t.Errorf("timeout result %+v: %s", res, resultText(res))
+	if !res.IsError || !strings.Contains(mcptest.Text(res), "the call timed out: echo ran for 300ms") {
+		t.Errorf("timeout result %+v: %s", res, mcptest.Text(res))
 	}
 }
 
@@ -245,23 +202,20 @@ func TestToolsAgentMCPStreamableHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- a.ServeStreamableHTTP(ctx, l) }()
+	served := testutil.Background(t, func(ctx context.Context) error { return a.ServeStreamableHTTP(ctx, l) })
 
 	client := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1"}, nil)
 	session, err := client.Connect(ctxFor(t, 10*time.Second), &mcp.StreamableClientTransport{Endpoint: "http://" + l.Addr().String() + toolsagent.HTTPPath}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkServer(t, session, tr.def)
+	testutil.CheckToolsServer(t, session, tr.def, "travel-desk", "2.1.0", "Finds flights.")
 	res, err := session.CallTool(ctxFor(t, 30*time.Second), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
-	if err != nil || resultText(res) != "hello over HTTP" {
+	if err != nil || mcptest.Text(res) != "hello over HTTP" {
 		t.Fatalf("call: %+v, %v", res, err)
 	}
 	res, err = session.CallTool(ctxFor(t, 10*time.Second), &mcp.CallToolParams{Name: "find_flights", Arguments: map[string]any{}})
-	if err != nil || !res.IsError || !strings.Contains(resultText(res), "origin: required") {
+	if err != nil || !res.IsError || !strings.Contains(mcptest.Text(res), "origin: required") {
 		t.Errorf("invalid arguments over HTTP: %+v, %v", res, err)
 	}
 
@@ -276,19 +230,13 @@ func TestToolsAgentMCPStreamableHTTP(t *testing.T) {
 	}
 	waitFor(t, "the cancelled run stops", func() bool { return strings.Contains(logs.String(), "echo: cancelled") })
 	res, err = session.CallTool(ctxFor(t, 20*time.Second), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}})
-	if err != nil || !res.IsError || !strings.Contains(resultText(res), "the call timed out: echo ran for 2s") {
+	if err != nil || !res.IsError || !strings.Contains(mcptest.Text(res), "the call timed out: echo ran for 2s") {
 		t.Errorf("timeout: %+v, %v", res, err)
 	}
 
 	// Stopping the server ends the session.
-	cancel()
-	select {
-	case err := <-served:
-		if err != nil {
-			t.Errorf("ServeStreamableHTTP: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("ServeStreamableHTTP did not return")
+	if err := served.Stop(); err != nil {
+		t.Errorf("ServeStreamableHTTP: %v", err)
 	}
 	_ = session.Close()
 }
@@ -303,20 +251,10 @@ func TestToolsAgentMCPRevisions(t *testing.T) {
 	srv := testutil.NewLLMServer(t)
 	srv.SetFallback(func(testutil.LLMRequest) testutil.LLMStep { return testutil.LLMStep{Text: "answered"} })
 	a := newAgent(t, tr.def, srv)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	t.Run("stdio", func(t *testing.T) {
 		mcptest.CheckRevisions(t, func(t *testing.T) mcp.Transport {
 			ct, st := mcp.NewInMemoryTransports()
-			sctx, stop := context.WithCancel(ctx)
-			served := make(chan error, 1)
-			go func() { served <- a.ServeMCP(sctx, st) }()
-			t.Cleanup(func() {
-				stop()
-				if err := <-served; err != nil {
-					t.Errorf("ServeMCP: %v", err)
-				}
-			})
+			testutil.Background(t, func(ctx context.Context) error { return a.ServeMCP(ctx, st) })
 			return ct
 		}, "echo")
 	})
@@ -325,15 +263,7 @@ func TestToolsAgentMCPRevisions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sctx, stop := context.WithCancel(ctx)
-		served := make(chan error, 1)
-		go func() { served <- a.ServeStreamableHTTP(sctx, l) }()
-		defer func() {
-			stop()
-			if err := <-served; err != nil {
-				t.Errorf("ServeStreamableHTTP: %v", err)
-			}
-		}()
+		testutil.Background(t, func(ctx context.Context) error { return a.ServeStreamableHTTP(ctx, l) })
 		endpoint := "http://" + l.Addr().String() + toolsagent.HTTPPath
 		mcptest.CheckRevisions(t, func(*testing.T) mcp.Transport {
 			return &mcp.StreamableClientTransport{Endpoint: endpoint}
@@ -346,7 +276,7 @@ func TestToolsAgentMCPRevisions(t *testing.T) {
 				t.Fatalf("%s: %v", v, err)
 			}
 			res, err := cs.CallTool(ctxFor(t, 20*time.Second), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
-			if err != nil || resultText(res) != "answered" {
+			if err != nil || mcptest.Text(res) != "answered" {
 				t.Errorf("%s: call: %+v, %v", v, res, err)
 			}
 			_ = cs.Close()
@@ -545,8 +475,8 @@ func TestToolsAgentMCPStructuredContent(t *testing.T) {
 	}
 	res := call()
 	structured, _ := json.Marshal(res.StructuredContent)
-	if res.IsError || string(structured) != `{"currency":"EUR","price":120.5}` || resultText(res) != `{"price":120.5,"currency":"EUR"}` {
-		t.Errorf("result %+v: structured %s, text %s", res, structured, resultText(res))
+	if res.IsError || string(structured) != `{"currency":"EUR","price":120.5}` || mcptest.Text(res) != `{"price":120.5,"currency":"EUR"}` {
+		t.Errorf("result %+v: structured %s, text %s", res, structured, mcptest.Text(res))
 	}
 	u := userMessage(srv.Requests()[0])
 	if !strings.HasPrefix(u, "Price OSL-FCO.\n\nAnswer with one JSON object") || !strings.HasSuffix(u, `"additionalProperties":false}`) {
@@ -561,8 +491,8 @@ func TestToolsAgentMCPStructuredContent(t *testing.T) {
 			t.Errorf("an answer that does not fit: %+v", res)
 		}
 		for _, w := range tc.want {
-			if !strings.Contains(resultText(res), w) {
-				t.Errorf("%q lacks %q", resultText(res), w)
+			if !strings.Contains(mcptest.Text(res), w) {
+				t.Errorf("%q lacks %q", mcptest.Text(res), w)
 			}
 		}
 	}

@@ -21,25 +21,11 @@ import (
 
 // deskSpace: desk is the tools agent, which may call calc's add directly
 // but may only propose calc's wipe; human may do anything.
-const deskSpace = `
-space: {id: desk}
-participants:
-  human:
-    tokens: [human-token]
-    capabilities: [{kind: "*"}]
-  calc:
-    tokens: [calc-token]
-    capabilities: [{kind: chat}]
-  desk:
-    tokens: [desk-token]
-    capabilities:
-      - {kind: "reasoning/*"}
-      - {kind: mcp/response}
-      - {kind: mcp/request, payload: {method: "tools/list"}}
-      - {kind: mcp/request, payload: {method: "tools/call", params: {name: add}}}
-      - {kind: mcp/request, payload: {method: "notifications/*"}}
-      - {kind: mcp/proposal}
-`
+var deskSpace = testutil.SpaceYAML("desk",
+	testutil.Member("human", "*"),
+	testutil.Member("calc", "chat"),
+	testutil.Member("desk", "reasoning/*", "mcp/response", `{kind: mcp/request, payload: {method: "tools/list"}}`, `{kind: mcp/request, payload: {method: "tools/call", params: {name: add}}}`, `{kind: mcp/request, payload: {method: "notifications/*"}}`, "mcp/proposal"),
+)
 
 const deskDefinition = `
 name: desk-agent
@@ -62,17 +48,7 @@ tools:
 `
 
 var calcTools = []participant.Tool{
-	{
-		Name: "add", Description: "Add two numbers",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}}}`),
-		Execute: func(_ context.Context, args json.RawMessage) (any, error) {
-			var in struct{ A, B float64 }
-			if err := json.Unmarshal(args, &in); err != nil {
-				return nil, err
-			}
-			return in.A + in.B, nil
-		},
-	},
+	testutil.ArithTool("add", "Add two numbers", func(a, b float64) float64 { return a + b }),
 	{
 		Name: "wipe", Description: "Erase the memory",
 		Execute: func(context.Context, json.RawMessage) (any, error) { return "wiped", nil },
@@ -82,20 +58,7 @@ var calcTools = []participant.Tool{
 // join connects a participant that is closed when the test ends.
 func join(t *testing.T, g *testutil.Gateway, token string, tools ...participant.Tool) *participant.Participant {
 	t.Helper()
-	p, err := participant.New(participant.Options{Client: client.Options{Gateway: "ws://" + g.Addr, Space: g.Config.Space.ID, Token: token}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tl := range tools {
-		if err := p.RegisterTool(tl); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.Connect(ctxFor(t, 10*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	return p
+	return testutil.JoinParticipant(t, g, token, participant.Options{}, tools...)
 }
 
 // recorder keeps the envelopes a participant sees.
@@ -152,22 +115,9 @@ func startDeskDefinition(t *testing.T, g *testutil.Gateway, srv *testutil.LLMSer
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() {
-		served <- a.ServeSpace(ctx, participant.Options{Client: client.Options{Gateway: "ws://" + g.Addr, Space: g.Config.Space.ID, Token: "desk-token"}})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-served:
-			if err != nil {
-				t.Errorf("ServeSpace: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("ServeSpace did not return")
-		}
-		_ = a.Close()
+	t.Cleanup(func() { _ = a.Close() }) // after ServeSpace has returned
+	testutil.Background(t, func(ctx context.Context) error {
+		return a.ServeSpace(ctx, participant.Options{Client: client.Options{Gateway: "ws://" + g.Addr, Space: g.Config.Space.ID, Token: "desk-token"}})
 	})
 	return a
 }
@@ -184,13 +134,22 @@ func waitDesk(t *testing.T, p *participant.Participant) []participant.Discovered
 	return tools
 }
 
-func TestToolsAgentSpaceCall(t *testing.T) {
+// calcSpace starts a gateway for deskSpace with the calculator (calcTools)
+// and human joined, records what human sees, and scripts a model with
+// steps for the desk the test starts.
+func calcSpace(t *testing.T, steps ...testutil.LLMStep) (*testutil.Gateway, *participant.Participant, *recorder, *testutil.LLMServer) {
+	t.Helper()
 	g := testutil.StartGateway(t, deskSpace, gateway.Options{})
 	join(t, g, "calc-token", calcTools...)
 	human := join(t, g, "human-token")
 	seen := record(human)
 	srv := testutil.NewLLMServer(t)
-	srv.Script(
+	srv.Script(steps...)
+	return g, human, seen, srv
+}
+
+func TestToolsAgentSpaceCall(t *testing.T) {
+	g, human, seen, srv := calcSpace(t,
 		testutil.LLMCall(testutil.LLMToolCall{Name: "calc_add", Arguments: `{"a":2,"b":40}`}),
 		testutil.LLMCall(testutil.LLMToolCall{Name: "calc_wipe", Arguments: `{}`}),
 		testutil.LLMReply("42"),

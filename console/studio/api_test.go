@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/console/studio"
+	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/llm"
 	"github.com/mew-protocol/mew/toolsagent"
 )
@@ -449,10 +450,7 @@ func TestSaveJSONDefinition(t *testing.T) {
 // line as the person wrote it: four-space indentation, quoting, flow
 // mappings, blank lines and comments, above the tools and below them.
 func TestSaveKeepsFormatting(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testutil.Executable(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "desk.yaml")
 	head := fmt.Sprintf(`# Written by hand.

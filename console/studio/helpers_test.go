@@ -19,6 +19,7 @@ import (
 
 	"github.com/mew-protocol/mew/console/studio"
 	"github.com/mew-protocol/mew/internal/mcpserver"
+	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/llm"
 )
 
@@ -82,10 +83,7 @@ type desk struct {
 
 func writeDesk(t *testing.T, mode os.FileMode) desk {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testutil.Executable(t)
 	dir := t.TempDir()
 	d := desk{path: filepath.Join(dir, "desk.yaml"), files: filepath.Join(dir, "files")}
 	if err := os.WriteFile(d.path, fmt.Appendf(nil, definition, exe, d.files), mode); err != nil {
@@ -121,15 +119,7 @@ func serveWith(t *testing.T, opts studio.Options) *studioServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	testutil.Background(t, func(ctx context.Context) error { return s.Serve(ctx, l) })
 	u := s.URL(l.Addr())
 	_, secret, ok := strings.Cut(u, "#secret=")
 	if !ok {
@@ -150,24 +140,7 @@ func (s *studioServer) req(t *testing.T, method, path string, body io.Reader, he
 		r.Header.Set("Content-Type", "application/json")
 		r.Header.Set("Origin", s.base)
 	}
-	for k, v := range header {
-		if k == "Host" {
-			r.Host = v
-		} else if v == "" {
-			r.Header.Del(k)
-		} else {
-			r.Header.Set(k, v)
-		}
-	}
-	resp, err := http.DefaultClient.Do(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, data := testutil.HTTPDo(t, r, header)
 	return resp.StatusCode, resp.Header, data
 }
 

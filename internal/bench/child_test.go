@@ -6,15 +6,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mew-protocol/mew/internal/testutil"
 )
 
 // childTarget is the relay run by this test binary as a child (see TestMain).
 func childTarget(t *testing.T) ChildTarget {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testutil.Executable(t)
 	t.Setenv(childEnv, "1") // inherited by the child; this process has already chosen
 	return ChildTarget{Label: "relay", Command: []string{exe}}
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -63,57 +61,14 @@ func startAgentA2A(t *testing.T, path string, env []string, args ...string) stri
 	t.Helper()
 	cmd := exec.Command(mewBinary(t), append([]string{"agent", "a2a", "-c", path}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	var waitErr error
-	logs := &testutil.Buffer{}
-	urls := make(chan string, 1)
-	go func() {
-		re := regexp.MustCompile(`url=(http://\S+)`)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			_, _ = logs.Write(append(sc.Bytes(), '\n'))
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case urls <- m[1]:
-				default:
-				}
-			}
-		}
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case <-exited:
-			if waitErr != nil {
-				t.Errorf("mew agent a2a after SIGINT: %v\n%s", waitErr, logs)
-			}
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-			t.Errorf("mew agent a2a did not stop on SIGINT\n%s", logs)
-		}
+	url, exited, logs := startLogging(t, cmd, regexp.MustCompile(`url=(http://\S+)`))
+	t.Cleanup(func() { // before startLogging's kill: the exit must be clean
+		interrupt(t, cmd, exited, logs, 15*time.Second)
 		if strings.Contains(logs.String(), "js-token-123") {
 			t.Errorf("a token is in the logs:\n%s", logs)
 		}
 	})
-	select {
-	case u := <-urls:
-		return u
-	case <-exited:
-		t.Fatalf("mew exited: %v\n%s", waitErr, logs)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("no URL logged\n%s", logs)
-	}
-	return ""
+	return url
 }
 
 // The official JavaScript SDK's client reads the card of `mew agent a2a`

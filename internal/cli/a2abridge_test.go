@@ -96,17 +96,7 @@ func startBridgeProc(t *testing.T, env []string, secrets []string, args ...strin
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("mew bridge start after SIGINT: %v\n%s", err, logs)
-			}
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-			t.Errorf("mew bridge start did not stop on SIGINT\n%s", logs)
-		}
+		interrupt(t, cmd, done, logs, 20*time.Second)
 		for _, s := range secrets {
 			if strings.Contains(logs.String(), s) {
 				t.Errorf("a secret is in the log:\n%s", logs)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,19 +14,13 @@ import (
 	"github.com/mew-protocol/mew/protocol"
 )
 
-const agentCLISpace = `
-space: {id: cli-agents}
-participants:
-  human:
-    tokens: [human-token]
-    capabilities: [{kind: "*"}]
-  calc:
-    tokens: [calc-token]
-    capabilities: [{kind: chat}]
-  helper:
+var agentCLISpace = testutil.SpaceYAML("cli-agents",
+	testutil.Member("human", "*"),
+	testutil.Member("calc", "chat"),
+	`  helper:
     tokens: [helper-secret-token]
     capabilities: [{kind: chat}, {kind: "chat/*"}, {kind: "reasoning/*"}, {kind: mcp/request}, {kind: "participant/*"}]
-`
+`)
 
 // joinCLI connects the participant of token and closes it at the end.
 func joinCLI(t *testing.T, g *testutil.Gateway, token string, tools ...participant.Tool) *participant.Participant {
@@ -112,16 +105,7 @@ func waitChat(t *testing.T, seen <-chan *protocol.Envelope, from, id string) str
 func TestAgentRunOffline(t *testing.T) {
 	g := testutil.StartGateway(t, agentCLISpace, gateway.Options{})
 	human := joinCLI(t, g, "human-token")
-	joinCLI(t, g, "calc-token", participant.Tool{
-		Name:        "add",
-		Description: "Add two numbers",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`),
-		Execute: func(_ context.Context, args json.RawMessage) (any, error) {
-			var in struct{ A, B float64 }
-			err := json.Unmarshal(args, &in)
-			return in.A + in.B, err
-		},
-	})
+	joinCLI(t, g, "calc-token", testutil.ArithTool("add", "Add two numbers", func(a, b float64) float64 { return a + b }))
 	seen := make(chan *protocol.Envelope, 256)
 	human.Client().OnMessage(func(e *protocol.Envelope) {
 		select {

@@ -9,8 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mew-protocol/mew/internal/proc"
-	"github.com/mew-protocol/mew/space"
+	"github.com/mew-protocol/mew/internal/testutil"
 )
 
 // hostStatus asks the gateway at addr for /health with the Host header
@@ -21,12 +20,7 @@ func hostStatus(t *testing.T, addr, host string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Host = host
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp, _ := testutil.HTTPDo(t, req, map[string]string{"Host": host})
 	return resp.StatusCode
 }
 
@@ -99,15 +93,10 @@ func TestSpaceUpAllowedHosts(t *testing.T) {
 	if out, errOut, err := mewEnv(t, dir, cleanEnv("MEW_ALLOWED_HOSTS=gw.example.com"), "space", "up", "--detach", "-p", "0"); err != nil {
 		t.Fatalf("space up: %v\n%s%s", err, out, errOut)
 	}
-	st, err := space.ReadRunState(dir)
+	st, err := upState(t, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { // whatever happens, leave nothing behind
-		for _, pid := range st.PIDs() {
-			proc.Terminate(pid, true)
-		}
-	}()
 	addr := "127.0.0.1:" + strconv.Itoa(st.Port)
 	for host, want := range map[string]int{
 		"gw.example.com": http.StatusOK,

@@ -62,22 +62,10 @@ func (t gatewayBench) startCluster(ctx context.Context, cfg *space.Config, dir s
 			return fail(fmt.Errorf("node %s: %w", id, err))
 		}
 		c.nodes = append(c.nodes, node)
-		gw, err := gateway.New(gateway.Options{
-			Spaces: []*space.Config{cfg},
-			Limits: gateway.Limits{
-				Rate:           rate,
-				MaxMessageSize: 16 << 20,
-			},
-			Audit: gateway.AuditOptions{
-				Dir:          filepath.Join(dir, "audit", id), // each node writes its own audit log
-				Off:          t.noAudit,
-				ReceivedOnly: t.receivedOnly,
-			},
-			Cluster: gateway.ClusterOptions{
-				Node: node,
-				Name: natscluster.DefaultCluster,
-			},
-		})
+		opts := t.options(cfg, rate)
+		opts.Audit.Dir = filepath.Join(dir, "audit", id) // each node writes its own audit log
+		opts.Cluster = gateway.ClusterOptions{Node: node, Name: natscluster.DefaultCluster}
+		gw, err := gateway.New(opts)
 		if err != nil {
 			return fail(fmt.Errorf("node %s: %w", id, err))
 		}

@@ -88,14 +88,7 @@ func TestClientConnectGatewayList(t *testing.T) {
 	out, stop := clientCmd(t, inR, "-g", dead+", ws://"+g.Addr, "-s", "cli-client", "-t", "human-token")
 	waitOutput(t, out, "connected to cli-client as human")
 	_, _ = io.WriteString(inW, "over the second URL\n")
-	select {
-	case got := <-heard:
-		if got != "over the second URL" {
-			t.Errorf("friend heard %q", got)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the chat never arrived")
-	}
+	expectHeard(t, heard, "over the second URL", "the chat never arrived")
 	_, _ = io.WriteString(inW, "/quit\n")
 	if err := stop(); err != nil {
 		t.Errorf("exit: %v", err)

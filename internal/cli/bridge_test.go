@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/mcptest"
 	"github.com/mew-protocol/mew/internal/testutil"
@@ -33,9 +32,18 @@ func TestBridgeHelperMCPServer(t *testing.T) {
 // helperArgs runs TestBridgeHelperMCPServer alone.
 const helperArgs = "-test.run=^TestBridgeHelperMCPServer$"
 
+// filesBridgeCaps are the capabilities of files, the MCP bridge of the
+// cli tests' spaces.
+const filesBridgeCaps = `    capabilities:
+      - {kind: mcp/response}
+      - {kind: participant/status}
+      - {kind: chat}
+      - {kind: mcp/request, payload: {method: "notifications/**"}}
+`
+
 // bridgeCLISpace is a space whose participant files is an MCP bridge of
 // the helper server; %s is the test binary.
-const bridgeCLISpace = `
+var bridgeCLISpace = `
 space: {id: clibridge}
 participants:
   files:
@@ -47,26 +55,12 @@ participants:
       env: {MEW_TESTSERVER_MODE: normal, GORACE: "atexit_sleep_ms=0", FROM_FILE: "${MEW_CLI_BRIDGE_PROBE}", UNSET: "${MEW_CLI_BRIDGE_NOT_SET}"}
       cwd: work
     bridge_config: {init_timeout: 20000, max_reconnects: 2}
-    capabilities:
-      - {kind: mcp/response}
-      - {kind: participant/status}
-      - {kind: chat}
-      - {kind: mcp/request, payload: {method: "notifications/**"}}
-  human:
-    tokens: [human-token]
-    capabilities: [{kind: "*"}]
-  plain:
-    tokens: [plain-token]
-    capabilities: [{kind: chat}]
-`
+` + filesBridgeCaps + testutil.Member("human", "*") + testutil.Member("plain", "chat")
 
 // bridgeGateway starts a gateway for bridgeCLISpace.
 func bridgeGateway(t *testing.T) *testutil.Gateway {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testutil.Executable(t)
 	g := testutil.StartGateway(t, fmt.Sprintf(bridgeCLISpace, exe, helperArgs), gateway.Options{})
 	if err := os.MkdirAll(g.Config.Resolve("work"), 0o755); err != nil {
 		t.Fatal(err)
@@ -118,22 +112,7 @@ func startBridgeCmd(t *testing.T, args ...string) (*lineWriter, func() error) {
 // human joins g as human.
 func humanOf(t *testing.T, g *testutil.Gateway) *participant.Participant {
 	t.Helper()
-	p, err := participant.New(participant.Options{Client: client.Options{Gateway: "ws://" + g.Addr, Space: g.Config.Space.ID, Token: "human-token"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := p.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	for deadline := time.Now().Add(10 * time.Second); len(p.Capabilities()) == 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("human has no capabilities")
-		}
-	}
-	return p
+	return testutil.JoinParticipant(t, g, "human-token", participant.Options{})
 }
 
 // toolText calls a tool of files and returns its text, or the error.

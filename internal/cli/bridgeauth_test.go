@@ -21,7 +21,7 @@ import (
 
 // authSpace is a space whose bridge reaches a URL server; %s is the
 // mcp_server block's content.
-const authSpace = `
+var authSpace = `
 space: {id: authbridge}
 participants:
   files:
@@ -29,15 +29,7 @@ participants:
     tokens: [files-token]
     mcp_server:
 %s
-    capabilities:
-      - {kind: mcp/response}
-      - {kind: participant/status}
-      - {kind: chat}
-      - {kind: mcp/request, payload: {method: "notifications/**"}}
-  human:
-    tokens: [human-token]
-    capabilities: [{kind: "*"}]
-`
+` + filesBridgeCaps + testutil.Member("human", "*")
 
 // testMCPHandler is the Go test MCP server over streamable HTTP.
 func testMCPHandler(t *testing.T) http.Handler {

@@ -67,6 +67,20 @@ func hearChats(p *participant.Participant, from string) <-chan string {
 	return heard
 }
 
+// expectHeard fails the test unless the next chat heard is want, within
+// 10 s; what names the chat for the failure.
+func expectHeard(t *testing.T, heard <-chan string, want, what string) {
+	t.Helper()
+	select {
+	case got := <-heard:
+		if got != want {
+			t.Errorf("heard %q, want %q", got, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal(what)
+	}
+}
+
 // waitOutput waits until out holds want.
 func waitOutput(t *testing.T, out *lineWriter, want string) {
 	t.Helper()
@@ -104,14 +118,7 @@ func TestClientConnectReadable(t *testing.T) {
 	}
 	waitOutput(t, out, "friend: hi human")
 	io.WriteString(inW, "hello friend\n")
-	select {
-	case got := <-heard:
-		if got != "hello friend" {
-			t.Errorf("friend heard %q", got)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the typed chat never arrived")
-	}
+	expectHeard(t, heard, "hello friend", "the typed chat never arrived")
 	// A JSON object is an envelope; a bad one is refused, the connection kept.
 	io.WriteString(inW, `{"kind":"chat","payload":{"text":"as json"}}`+"\n")
 	io.WriteString(inW, `{"no kind": true}`+"\n")
@@ -168,14 +175,7 @@ func TestClientConnectJSONLines(t *testing.T) {
 	}
 	f.WriteString(`not json` + "\n" + `{"kind":"chat","payload":{"text":"second"}}` + "\n")
 	f.Close()
-	select {
-	case got := <-heard:
-		if got != "second" {
-			t.Errorf("heard %q", got)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the appended line was not sent")
-	}
+	expectHeard(t, heard, "second", "the appended line was not sent")
 	if _, err := friend.Chat(context.Background(), "to the script"); err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mew-protocol/mew/client"
-	"github.com/mew-protocol/mew/internal/proc"
+	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/protocol"
 	"github.com/mew-protocol/mew/space"
 )
@@ -59,6 +59,25 @@ func refused(m *member, env *protocol.Envelope) (string, bool) {
 	return string(e.Payload), true
 }
 
+// spawnEmbeddedNodes starts three `mew gateway start` nodes for the space
+// at cfgPath that each embed a NATS server of one NATS cluster, all at
+// once, and waits until each answers; it returns them with the client and
+// route ports of their NATS servers.
+func spawnEmbeddedNodes(t *testing.T, cfgPath string) (nodes []*nodeProc, clientPorts, routePorts []int) {
+	t.Helper()
+	ports := distinctPorts(t, 6)
+	clientPorts, routePorts = ports[:3], ports[3:]
+	var found []<-chan string
+	for i := range 3 {
+		n, f := spawnNode(t, cfgPath, "n"+strconv.Itoa(i+1), embeddedNodeArgs(i, clientPorts, routePorts)...)
+		nodes, found = append(nodes, n), append(found, f)
+	}
+	for i, n := range nodes {
+		n.await(t, found[i], 90*time.Second)
+	}
+	return nodes, clientPorts, routePorts
+}
+
 // TestClusterEmbeddedNATSNodeKilled runs three `mew gateway start` nodes that each embed a NATS
 // server of one NATS cluster (JetStream replicas 3), started together, and kills the first with
 // SIGKILL — its NATS server with it. The two others keep exchanging envelopes across nodes
@@ -69,17 +88,7 @@ func refused(m *member, env *protocol.Envelope) (string, bool) {
 func TestClusterEmbeddedNATSNodeKilled(t *testing.T) {
 	cfgPath := writeSpace(t, failoverSpace)
 	dir := filepath.Dir(cfgPath)
-	ports := distinctPorts(t, 6)
-	clientPorts, routePorts := ports[:3], ports[3:]
-	var nodes []*nodeProc
-	var found []<-chan string
-	for i := range 3 {
-		n, f := spawnNode(t, cfgPath, "n"+strconv.Itoa(i+1), embeddedNodeArgs(i, clientPorts, routePorts)...)
-		nodes, found = append(nodes, n), append(found, f)
-	}
-	for i, n := range nodes {
-		n.await(t, found[i], 90*time.Second)
-	}
+	nodes, clientPorts, _ := spawnEmbeddedNodes(t, cfgPath)
 	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
 	t.Cleanup(func() { // what the nodes and their NATS servers said, when it failed
 		if t.Failed() {
@@ -109,12 +118,7 @@ func TestClusterEmbeddedNATSNodeKilled(t *testing.T) {
 	})
 
 	// A grant made on node 1 before the kill: alice, on node 1, may propose.
-	sendEnv(t, admin, protocol.KindCapabilityGrant, protocol.Grant{
-		Recipient: "alice", Capabilities: []json.RawMessage{json.RawMessage(`{"kind":"mcp/proposal"}`)},
-	})
-	waitUntil(t, "alice's welcome with the grant", func() bool { return hasKind(alice.lastWelcome(), "mcp/proposal") })
-	proposal := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": "x"}}
-	p1 := sendEnv(t, alice, protocol.KindMCPProposal, proposal)
+	p1 := grantAndPropose(t, admin, alice)
 	waitUntil(t, "bob (node 3) to see alice's proposal", func() bool { return bob.find(withEnvID(p1.ID)) != nil })
 	// Node 2 knows the grant from the cluster's state: carol's node applied it.
 	c0 := sendEnv(t, carol, protocol.KindChat, protocol.Chat{Text: "before"})
@@ -180,7 +184,7 @@ func TestClusterEmbeddedNATSNodeKilled(t *testing.T) {
 	if w := alice.lastWelcome(); !hasKind(w, "mcp/proposal") {
 		t.Errorf("alice's welcome on node 2 lacks her grant: %s", w.You.Capabilities)
 	}
-	p2 := sendEnv(t, alice, protocol.KindMCPProposal, proposal)
+	p2 := sendEnv(t, alice, protocol.KindMCPProposal, proposalX)
 	if !heardFrom(bob, p2, 10*time.Second) {
 		t.Fatal("bob (node 3) never saw alice's proposal from node 2")
 	}
@@ -208,7 +212,7 @@ func TestClusterEmbeddedNATSNodeKilled(t *testing.T) {
 	}
 	t.Logf("the grant sent on node 3 right after the kill reached carol on node 2 %v after the kill; the state's leader was elected again %v after it",
 		got.Sub(killed).Round(time.Millisecond), at.Sub(killed).Round(time.Millisecond))
-	p3 := sendEnv(t, carol, protocol.KindMCPProposal, proposal)
+	p3 := sendEnv(t, carol, protocol.KindMCPProposal, proposalX)
 	if !heardFrom(bob, p3, 10*time.Second) {
 		t.Fatal("bob never saw carol's proposal")
 	}
@@ -244,9 +248,9 @@ func (m *member) lastWelcomeAt() (time.Time, bool) {
 	return m.welcomedAt, !m.welcomedAt.IsZero()
 }
 
-// leadFrom moves the leader of every stream of the cluster "mew" to the NATS server named
-// leader, through the server at port, with the space's seed.
-func leadFrom(t *testing.T, port int, seedFile, leader string) {
+// natsConn connects to the NATS server at port of 127.0.0.1 with the
+// space's seed, as a node does, until the test ends.
+func natsConn(t *testing.T, port int, seedFile string) *nats.Conn {
 	t.Helper()
 	opt, err := nats.NkeyOptionFromSeed(seedFile)
 	if err != nil {
@@ -256,7 +260,16 @@ func leadFrom(t *testing.T, port int, seedFile, leader string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// leadFrom moves the leader of every stream of the cluster "mew" to the NATS server named
+// leader, through the server at port, with the space's seed.
+func leadFrom(t *testing.T, port int, seedFile, leader string) {
+	t.Helper()
+	nc := natsConn(t, port, seedFile)
+	defer nc.Close() // at once, not at the end: the test goes on to kill servers
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -291,15 +304,7 @@ func leadFrom(t *testing.T, port int, seedFile, leader string) {
 // the last one came.
 func leaderElections(t *testing.T, port int, seedFile, stream string) func() (time.Time, bool) {
 	t.Helper()
-	opt, err := nats.NkeyOptionFromSeed(seedFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := nats.Connect("nats://127.0.0.1:"+strconv.Itoa(port), opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := natsConn(t, port, seedFile)
 	var mu sync.Mutex
 	var last time.Time
 	if _, err := nc.Subscribe("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED."+stream, func(*nats.Msg) {
@@ -322,13 +327,7 @@ func leaderElections(t *testing.T, port int, seedFile, stream string) func() (ti
 // waitUntilFor is waitUntil with its own deadline.
 func waitUntilFor(t *testing.T, wait time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", wait, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitFor(t, wait, what, cond)
 }
 
 // TestSpaceUpNodesReplicated: `mew space up --nodes 3` starts three nodes that each embed a NATS
@@ -343,14 +342,7 @@ func TestSpaceUpNodesReplicated(t *testing.T) {
 	}
 	start := time.Now()
 	out, err := mew(t, dir, "space", "up", "--detach", "-p", "0", "--nodes", "3")
-	st, rerr := space.ReadRunState(dir)
-	if rerr == nil {
-		defer func() { // whatever happens, leave nothing behind
-			for _, pid := range st.PIDs() {
-				proc.Terminate(pid, true)
-			}
-		}()
-	}
+	st, rerr := upState(t, dir)
 	if err != nil || rerr != nil || len(st.Nodes) != 3 {
 		t.Fatalf("space up --nodes 3: %v %v\n%s", err, rerr, out)
 	}
@@ -449,17 +441,7 @@ func TestSpaceUpNodesReplicated(t *testing.T) {
 // back and a grant made on one node reaches a participant on the other.
 func TestClusterEmbeddedNATSTwoDeaths(t *testing.T) {
 	cfgPath := writeSpace(t, failoverSpace)
-	ports := distinctPorts(t, 6)
-	clientPorts, routePorts := ports[:3], ports[3:]
-	var nodes []*nodeProc
-	var found []<-chan string
-	for i := range 3 {
-		n, f := spawnNode(t, cfgPath, "n"+strconv.Itoa(i+1), embeddedNodeArgs(i, clientPorts, routePorts)...)
-		nodes, found = append(nodes, n), append(found, f)
-	}
-	for i, n := range nodes {
-		n.await(t, found[i], 90*time.Second)
-	}
+	nodes, clientPorts, routePorts := spawnEmbeddedNodes(t, cfgPath)
 	admin := joinNodes(t, "admin-token", nodes[2].url)
 	bob := joinNodes(t, "bob-token", nodes[2].url)
 	waitUntil(t, "admin to see bob", func() bool { return admin.sees("bob") })

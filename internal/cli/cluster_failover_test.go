@@ -259,6 +259,21 @@ func hasKind(w *protocol.Welcome, kind string) bool {
 	})
 }
 
+// grantAndPropose has admin grant alice mcp/proposal, waits until alice's
+// welcome holds it, and returns the proposal (proposalX) alice then sends: a write to
+// the cluster's state that every node must honour.
+func grantAndPropose(t *testing.T, admin, alice *member) *protocol.Envelope {
+	t.Helper()
+	sendEnv(t, admin, protocol.KindCapabilityGrant, protocol.Grant{
+		Recipient: "alice", Capabilities: []json.RawMessage{json.RawMessage(`{"kind":"mcp/proposal"}`)},
+	})
+	waitUntil(t, "alice's welcome with the grant", func() bool { return hasKind(alice.lastWelcome(), "mcp/proposal") })
+	return sendEnv(t, alice, protocol.KindMCPProposal, proposalX)
+}
+
+// proposalX is the payload of the proposals of the cluster tests.
+var proposalX = map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": "x"}}
+
 func sendEnv(t *testing.T, m *member, kind string, payload any) *protocol.Envelope {
 	t.Helper()
 	env, err := protocol.New(kind, payload)
@@ -301,12 +316,7 @@ func TestClusterNodeKilled(t *testing.T) {
 	waitUntil(t, "alice to see everyone", func() bool { return alice.sees("admin", "carol", "bob", "dave") })
 
 	// A grant made on node 1 reaches alice on node 2; her proposal goes through.
-	sendEnv(t, admin, protocol.KindCapabilityGrant, protocol.Grant{
-		Recipient: "alice", Capabilities: []json.RawMessage{json.RawMessage(`{"kind":"mcp/proposal"}`)},
-	})
-	waitUntil(t, "alice's welcome with the grant", func() bool { return hasKind(alice.lastWelcome(), "mcp/proposal") })
-	proposal := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": "x"}}
-	p1 := sendEnv(t, alice, protocol.KindMCPProposal, proposal)
+	p1 := grantAndPropose(t, admin, alice)
 	waitUntil(t, "carol to see alice's proposal", func() bool { return carol.find(withEnvID(p1.ID)) != nil })
 
 	welcomesBefore := alice.welcomeCount()
@@ -330,7 +340,7 @@ func TestClusterNodeKilled(t *testing.T) {
 	}
 	chat := sendEnv(t, alice, protocol.KindChat, protocol.Chat{Text: "back, on node 3"})
 	waitUntil(t, "carol (node 1) to hear alice from node 3", func() bool { return carol.find(withEnvID(chat.ID)) != nil })
-	p2 := sendEnv(t, alice, protocol.KindMCPProposal, proposal)
+	p2 := sendEnv(t, alice, protocol.KindMCPProposal, proposalX)
 	waitUntil(t, "carol to see alice's proposal from node 3", func() bool { return carol.find(withEnvID(p2.ID)) != nil })
 	if e := alice.find(func(e *protocol.Envelope) bool {
 		return e.Kind == protocol.KindSystemError && slices.Contains(e.CorrelationID, p2.ID)

@@ -16,36 +16,15 @@ import (
 
 // TestDemoScripted runs `mew demo` as a user would, typing into it: a sum
 // answered by the assistant with the calculator, a file write proposed by the
-// helper and approved, then /quit, which leaves no process behind.
-// demoCommand is `mew demo --dir dir` with the offline model: no OPENAI_*
-// or MEW_* variables of the test's environment.
-func demoCommand(t *testing.T, dir string) *exec.Cmd {
-	c := exec.Command(mewBinary(t), "demo", "--dir", dir)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "MEW_") {
-			c.Env = append(c.Env, kv)
-		}
-	}
-	return c
-}
-
+// helper and approved, then /quit, which leaves no process behind. The
+// environment has no model settings: the demo runs the offline model.
 func TestDemoScripted(t *testing.T) {
 	dir := t.TempDir()
-	c := demoCommand(t, dir)
-	stdin, err := c.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := &lineWriter{}
-	c.Stdout, c.Stderr = out, out
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- c.Wait() }()
+	it := startInteractive(t, "", cleanEnv(), "demo", "--dir", dir)
+	stdin, out, exited := it.stdin, it.out, it.exited
 	var pids []int
 	defer func() {
-		_ = c.Process.Kill()
+		_ = it.c.Process.Kill()
 		for _, pid := range pids {
 			proc.Terminate(pid, true)
 		}
@@ -114,7 +93,8 @@ func TestDemoScripted(t *testing.T) {
 // says nothing of a cancelled context, and leaves no process behind.
 func TestDemoInterruptedWhileStarting(t *testing.T) {
 	dir := t.TempDir()
-	c := demoCommand(t, dir)
+	c := exec.Command(mewBinary(t), "demo", "--dir", dir)
+	c.Env = cleanEnv()
 	out := &lineWriter{}
 	c.Stdout, c.Stderr = out, out
 	if err := c.Start(); err != nil {

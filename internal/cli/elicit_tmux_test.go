@@ -3,8 +3,6 @@
 package cli
 
 import (
-	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +12,6 @@ import (
 	"github.com/mew-protocol/mew/bridge"
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
-	"github.com/mew-protocol/mew/participant"
 )
 
 // elicitSpaceCLI: human answers any bridge's questions; agent calls the
@@ -28,33 +25,6 @@ participants:
     tokens: [booking-token]
     capabilities: [{kind: mcp/response}, {kind: participant/status}, {kind: "elicitation/*"}]
 `
-
-// bookingCall makes who's call of tool on booking on a goroutine; the
-// channel gets the result's text, or the error.
-func bookingCall(t *testing.T, who *participant.Participant, tool string) <-chan string {
-	ch := make(chan string, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-		defer cancel()
-		raw, err := who.Request(ctx, "booking", map[string]any{"method": "tools/call", "params": map[string]any{"name": tool, "arguments": map[string]any{}}})
-		if err != nil {
-			ch <- "error: " + err.Error()
-			return
-		}
-		var r struct {
-			Content []struct {
-				Text string `json:"text"`
-			} `json:"content"`
-		}
-		_ = json.Unmarshal(raw, &r)
-		var texts []string
-		for _, c := range r.Content {
-			texts = append(texts, c.Text)
-		}
-		ch <- strings.Join(texts, "\n")
-	}()
-	return ch
-}
 
 // TestElicitationTmux drives the full-screen UI of the built binary in
 // tmux: the person's own call to a bridged server elicits a form, a wrong
@@ -96,7 +66,7 @@ func TestElicitationTmux(t *testing.T) {
 	})
 
 	// The agent's call: the person answers for it.
-	got := bookingCall(t, agent, "book")
+	got := testutil.CallBooking(t, agent, "book")
 	tm.wait("the agent's form", func(s string) bool {
 		return strings.Contains(s, "╭─ elicitation ?2") && strings.Contains(s, "booking asks agent (for book)")
 	})
@@ -129,7 +99,7 @@ func TestElicitationTmux(t *testing.T) {
 	}
 
 	// A picture: a placeholder with its type and size.
-	if text := <-bookingCall(t, agent, "picture"); !strings.HasPrefix(text, "a red square") {
+	if text := <-testutil.CallBooking(t, agent, "picture"); !strings.HasPrefix(text, "a red square") {
 		t.Fatalf("picture answered %q", text)
 	}
 	tm.wait("the picture's placeholder", func(s string) bool { return strings.Contains(s, "[image image/png ") })

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mew-protocol/mew/internal/testpki"
 )
 
 // TestGatewayStartNATSRoutesBadInput: route flags that cannot make a NATS cluster of embedded
@@ -20,8 +22,8 @@ import (
 func TestGatewayStartNATSRoutesBadInput(t *testing.T) {
 	good := writeSpace(t, "space: {id: x}\nparticipants:\n  a: {capabilities: [{kind: chat}]}\n")
 	dir := t.TempDir()
-	open := writeSecret(t, dir, "open.secret", []byte(strings.Repeat("ab", 32)+"\n"), 0o644)
-	short := writeSecret(t, dir, "short.secret", []byte("sekret\n"), 0o600)
+	open := testpki.WriteFile(t, dir, "open.secret", []byte(strings.Repeat("ab", 32)+"\n"), 0o644)
+	short := testpki.WriteFile(t, dir, "short.secret", []byte("sekret\n"), 0o600)
 	// Ports nothing listens on, so that a check that let something through would fail later.
 	const (
 		c1, c2, c3 = "41901", "41902", "41903"

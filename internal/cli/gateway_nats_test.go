@@ -14,27 +14,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
-	"github.com/mew-protocol/mew/internal/proc"
 	"github.com/mew-protocol/mew/internal/testpki"
-	"github.com/mew-protocol/mew/space"
 )
 
 // embeddedNATSLine finds the URL and the seed file the embedded NATS server
 // of a node logged when it started.
 var embeddedNATSLine = regexp.MustCompile(`msg="embedded NATS server started[^"]*" url=(nats://\S+) nkey_file=(\S+)`)
-
-// writeSecret writes data to name in dir with mode, whatever the umask.
-func writeSecret(t *testing.T, dir, name string, data []byte, mode os.FileMode) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, data, mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, mode); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // newUserSeed returns a fresh nkey user seed and its public key.
 func newUserSeed(t *testing.T) ([]byte, string) {
@@ -65,7 +50,7 @@ func checkNATSLocked(t *testing.T, url, seedPath string) {
 		t.Errorf("a client without credentials: %v, want an authorization violation", err)
 	}
 	other, _ := newUserSeed(t)
-	opt, err := nats.NkeyOptionFromSeed(writeSecret(t, t.TempDir(), "other.nk", other, 0o600))
+	opt, err := nats.NkeyOptionFromSeed(testpki.WriteFile(t, t.TempDir(), "other.nk", other, 0o600))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,12 +81,12 @@ func TestGatewayStartNATSBadInput(t *testing.T) {
 	good := writeSpace(t, "space: {id: x}\nparticipants:\n  a: {capabilities: [{kind: chat}]}\n")
 	dir := t.TempDir()
 	userSeed, _ := newUserSeed(t)
-	seed := writeSecret(t, dir, "user.nk", userSeed, 0o600)
-	open := writeSecret(t, dir, "open.nk", userSeed, 0o644)
-	garbage := writeSecret(t, dir, "garbage.nk", []byte("SUAAAAnot-a-seed\n"), 0o600)
-	pw := writeSecret(t, dir, "pw", []byte("sekret-password\n"), 0o600)
+	seed := testpki.WriteFile(t, dir, "user.nk", userSeed, 0o600)
+	open := testpki.WriteFile(t, dir, "open.nk", userSeed, 0o644)
+	garbage := testpki.WriteFile(t, dir, "garbage.nk", []byte("SUAAAAnot-a-seed\n"), 0o600)
+	pw := testpki.WriteFile(t, dir, "pw", []byte("sekret-password\n"), 0o600)
 	pki := testpki.New(t, dir)
-	notPEM := writeSecret(t, dir, "ca.txt", []byte("hello"), 0o644)
+	notPEM := testpki.WriteFile(t, dir, "ca.txt", []byte("hello"), 0o644)
 	missing := filepath.Join(dir, "missing")
 	const nowhere = "nats://127.0.0.1:1" // nothing listens: a check that passed would fail to connect
 	for _, c := range []struct {
@@ -157,8 +142,8 @@ func TestGatewayStartExternalNATS(t *testing.T) {
 	dir := t.TempDir()
 	pki := testpki.New(t, dir)
 	userSeed, pub := newUserSeed(t)
-	seed := writeSecret(t, dir, "user.nk", userSeed, 0o600)
-	pw := writeSecret(t, dir, "pw", []byte("right-password\n"), 0o400)
+	seed := testpki.WriteFile(t, dir, "user.nk", userSeed, 0o600)
+	pw := testpki.WriteFile(t, dir, "pw", []byte("right-password\n"), 0o400)
 	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(),
 		NoLog: true, NoSigs: true, MaxPayload: 2 << 20,
 		Nkeys: []*server.NkeyUser{{Nkey: pub}}, Users: []*server.User{{Username: "mew", Password: "right-password"}},
@@ -189,7 +174,7 @@ func TestGatewayStartExternalNATS(t *testing.T) {
 		want string
 	}{
 		"no credentials": {tlsFlags, "--nats-nkey, --nats-creds or --nats-user"},
-		"wrong password": {append([]string{"--nats-user", "mew", "--nats-password-file", writeSecret(t, dir, "bad", []byte("wrong-password"), 0o600)}, tlsFlags...), "refused this node's credentials"},
+		"wrong password": {append([]string{"--nats-user", "mew", "--nats-password-file", testpki.WriteFile(t, dir, "bad", []byte("wrong-password"), 0o600)}, tlsFlags...), "refused this node's credentials"},
 		"no TLS files":   {[]string{"--nats-nkey", seed}, "certificate"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -214,14 +199,7 @@ func TestSpaceUpNodesNATSAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := mew(t, dir, "space", "up", "--detach", "-p", "0", "--nodes", "2")
-	st, rerr := space.ReadRunState(dir)
-	if rerr == nil {
-		defer func() { // whatever happens, leave nothing behind
-			for _, pid := range st.PIDs() {
-				proc.Terminate(pid, true)
-			}
-		}()
-	}
+	st, rerr := upState(t, dir)
 	if err != nil || rerr != nil || len(st.Nodes) != 2 {
 		t.Fatalf("space up --nodes 2: %v %v\n%s", err, rerr, out)
 	}

@@ -28,6 +28,23 @@ type gatewayBench struct {
 
 func (gatewayBench) Name() string { return "gateway" }
 
+// options are the gateway's options for cfg: rate limits at rate, a
+// message size that no benchmark reaches, and the audit log as t says. A
+// node of a cluster adds its own.
+func (t gatewayBench) options(cfg *space.Config, rate float64) gateway.Options {
+	return gateway.Options{
+		Spaces: []*space.Config{cfg},
+		Limits: gateway.Limits{
+			Rate:           rate,
+			MaxMessageSize: 16 << 20,
+		},
+		Audit: gateway.AuditOptions{
+			Off:          t.noAudit,
+			ReceivedOnly: t.receivedOnly,
+		},
+	}
+}
+
 // Start writes a space.yaml for ids (each with a random literal token and
 // every capability) into a temporary directory and serves it on 127.0.0.1:0.
 // Rate limiting is off unless rateLimit: the benchmark sets the rate.
@@ -63,17 +80,7 @@ func (t gatewayBench) Start(ctx context.Context, ids []string) (*bench.Endpoint,
 	if t.nodes > 1 {
 		return t.startCluster(ctx, cfg, dir, tokens, rate)
 	}
-	gw, err := gateway.New(gateway.Options{
-		Spaces: []*space.Config{cfg},
-		Limits: gateway.Limits{
-			Rate:           rate,
-			MaxMessageSize: 16 << 20,
-		},
-		Audit: gateway.AuditOptions{
-			Off:          t.noAudit,
-			ReceivedOnly: t.receivedOnly,
-		},
-	})
+	gw, err := gateway.New(t.options(cfg, rate))
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err

@@ -3,6 +3,9 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -16,16 +19,33 @@ import (
 	"github.com/mew-protocol/mew/internal/testutil"
 )
 
+// mcpCall is a call of a tool of one of the built-in servers (args run
+// it) and what the first item of its answer must hold.
+type mcpCall struct {
+	args []string
+	tool string
+	in   map[string]any
+	want string
+}
+
+// check makes the call on cs.
+func (c mcpCall) check(ctx context.Context, t *testing.T, cs *mcp.ClientSession) {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: c.in})
+	if err != nil || res.IsError || len(res.Content) == 0 {
+		t.Errorf("%v %s: %+v, %v", c.args, c.tool, res, err)
+		return
+	}
+	if text, ok := res.Content[0].(*mcp.TextContent); !ok || !strings.Contains(text.Text, c.want) {
+		t.Errorf("%v %s: %+v, want %q", c.args, c.tool, res.Content[0], c.want)
+	}
+}
+
 // TestMCPServersOverStdio runs the built binary's servers as an MCP host
 // would: a subprocess spoken to over stdio.
 func TestMCPServersOverStdio(t *testing.T) {
 	dir := t.TempDir()
-	for _, tc := range []struct {
-		args []string
-		tool string
-		in   map[string]any
-		want string
-	}{
+	for _, tc := range []mcpCall{
 		{[]string{"mcp", "calculator"}, "add", map[string]any{"a": 2, "b": 3}, "5"},
 		{[]string{"mcp", "filesystem", filepath.Join(dir, "files")}, "write_file", map[string]any{"path": "hello.txt", "content": "hi"}, "wrote 2 bytes to hello.txt"},
 		{[]string{"mcp", "cat-maze"}, "view", map[string]any{}, "Level 1/10: First Pounce\n⬛⬛⬛⬛⬛⬛⬛\n⬛🐈🟩"},
@@ -36,10 +56,7 @@ func TestMCPServersOverStdio(t *testing.T) {
 			cancel()
 			t.Fatalf("%v: %v", tc.args, err)
 		}
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tc.tool, Arguments: tc.in})
-		if err != nil || res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, tc.want) {
-			t.Errorf("%v %s: %+v, %v", tc.args, tc.tool, res, err)
-		}
+		tc.check(ctx, t, cs)
 		cs.Close()
 		cancel()
 	}
@@ -80,12 +97,7 @@ func TestMCPUnknownServer(t *testing.T) {
 // exit on SIGINT.
 func TestMCPServersOverHTTP(t *testing.T) {
 	dir := t.TempDir()
-	for _, tc := range []struct {
-		args []string
-		tool string
-		in   map[string]any
-		want string
-	}{
+	for _, tc := range []mcpCall{
 		{[]string{"mcp", "calculator"}, "multiply", map[string]any{"a": 6, "b": 7}, "42"},
 		{[]string{"mcp", "filesystem", filepath.Join(dir, "files")}, "write_file", map[string]any{"path": "a.txt", "content": "abc"}, "wrote 3 bytes to a.txt"},
 	} {
@@ -98,10 +110,7 @@ func TestMCPServersOverHTTP(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, logs)
 			}
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tc.tool, Arguments: tc.in})
-			if err != nil || res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, tc.want) {
-				t.Errorf("%s: %+v, %v", tc.tool, res, err)
-			}
+			tc.check(ctx, t, cs)
 			if cs.InitializeResult().Capabilities.Completions == nil {
 				t.Error("no completions capability")
 			}
@@ -110,18 +119,30 @@ func TestMCPServersOverHTTP(t *testing.T) {
 				t.Errorf("complete: %+v, %v", comp, err)
 			}
 			_ = cs.Close()
-			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case err := <-exited:
-				if err != nil {
-					t.Errorf("after SIGINT: %v\n%s", err, logs)
-				}
-			case <-time.After(15 * time.Second):
-				t.Fatalf("did not stop on SIGINT\n%s", logs)
-			}
+			interrupt(t, cmd, exited, logs, 15*time.Second)
 		})
+	}
+}
+
+// interrupt stops cmd, the built binary, with SIGINT as a person's Ctrl-C
+// would, and fails the test unless it exits cleanly within d; past d it is
+// killed. exited gets cmd.Wait's error; logs is its output, for the
+// failure message.
+func interrupt(t *testing.T, cmd *exec.Cmd, exited <-chan error, logs fmt.Stringer, d time.Duration) {
+	t.Helper()
+	what := "mew " + strings.Join(cmd.Args[1:], " ")
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		t.Errorf("SIGINT to %s: %v", what, err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("%s after SIGINT: %v\n%s", what, err, logs)
+		}
+	case <-time.After(d):
+		_ = cmd.Process.Kill()
+		<-exited
+		t.Errorf("%s did not stop on SIGINT\n%s", what, logs)
 	}
 }
 

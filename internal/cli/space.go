@@ -551,19 +551,32 @@ func mewDirOf(dir string) (string, error) {
 	return abs, nil
 }
 
+// runState reads the run state of the space l names, and returns the
+// .mew directory it looked in; st is nil, with no error, when no space
+// was started there.
+func (l spaceLocation) runState() (st *space.RunState, mewDir string, err error) {
+	if mewDir, err = l.mewDir(); err != nil {
+		return nil, "", err
+	}
+	st, err = space.ReadRunState(mewDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, mewDir, nil
+	}
+	if err != nil {
+		return nil, mewDir, err
+	}
+	return st, mewDir, nil
+}
+
 func runSpaceDown(cmd *cobra.Command, loc spaceLocation) error {
-	mewDir, err := loc.mewDir()
+	st, mewDir, err := loc.runState()
 	if err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
-	st, err := space.ReadRunState(mewDir)
-	if errors.Is(err, fs.ErrNotExist) {
+	if st == nil {
 		fmt.Fprintf(out, "no space is running in %s\n", loc.dir)
 		return nil
-	}
-	if err != nil {
-		return err
 	}
 	if st.Running() {
 		proc.Terminate(st.Supervisor, false)
@@ -608,18 +621,14 @@ func newSpaceStatusCmd() *cobra.Command {
 		Short: "Show whether the space runs, and its processes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			mewDir, err := loc.mewDir()
+			st, mewDir, err := loc.runState()
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			st, err := space.ReadRunState(mewDir)
-			if errors.Is(err, fs.ErrNotExist) {
+			if st == nil {
 				fmt.Fprintf(out, "not running (no %s in %s)\n", space.RunStateFile, mewDir)
 				return nil
-			}
-			if err != nil {
-				return err
 			}
 			state := "running"
 			if !st.Running() {

@@ -79,6 +79,21 @@ participants:
     env: {}
 `
 
+// upState reads the run state of the space in dir that `space up
+// --detach` started and, when it could, terminates every process it names
+// when the test ends: whatever happens, a test leaves nothing behind.
+func upState(t *testing.T, dir string) (*space.RunState, error) {
+	st, err := space.ReadRunState(dir)
+	if err == nil {
+		t.Cleanup(func() {
+			for _, pid := range st.PIDs() {
+				proc.Terminate(pid, true)
+			}
+		})
+	}
+	return st, err
+}
+
 func TestSpaceUpStatusDown(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte(strings.ReplaceAll(upSpace, "$$", "$")), 0o644); err != nil {
@@ -90,15 +105,10 @@ func TestSpaceUpStatusDown(t *testing.T) {
 	if err != nil || !strings.Contains(out, "is up in the background") {
 		t.Fatalf("space up: %v\n%s", err, out)
 	}
-	st, err := space.ReadRunState(dir)
+	st, err := upState(t, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { // whatever happens, leave nothing behind
-		for _, pid := range st.PIDs() {
-			proc.Terminate(pid, true)
-		}
-	}()
 	pids := st.PIDs()
 	if st.Supervisor == 0 || st.Gateway == 0 || st.Agents["sleeper"] == 0 || st.Port == 0 {
 		t.Fatalf("state %+v", st)
@@ -213,14 +223,7 @@ participants:
 		t.Fatal(err)
 	}
 	out, err := mew(t, dir, "space", "up", "--detach", "-p", "0", "--wait", "20s")
-	st, serr := space.ReadRunState(dir)
-	if serr == nil {
-		defer func() {
-			for _, pid := range st.PIDs() {
-				proc.Terminate(pid, true)
-			}
-		}()
-	}
+	_, _ = upState(t, dir) // for its clean-up: the status below tells what ran
 	if err == nil {
 		t.Errorf("space up exited 0 with two failed participants:\n%s", out)
 	}
@@ -293,20 +296,8 @@ func TestSpaceUpInteractive(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := exec.Command(mewBinary(t), "space", "up", "-i", "-p", "0")
-	c.Dir = dir
-	stdin, err := c.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := &lineWriter{}
-	c.Stdout, c.Stderr = out, out
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- c.Wait() }()
-	defer c.Process.Kill()
+	it := startInteractive(t, dir, nil, "space", "up", "-i", "-p", "0")
+	stdin, out, exited := it.stdin, it.out, it.exited
 	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), "connected to inter as human"); {
 		if time.Now().After(deadline) {
 			t.Fatalf("never connected:\n%s", out.String())
@@ -331,7 +322,7 @@ func TestSpaceUpInteractive(t *testing.T) {
 		t.Fatalf("space up -i did not stop:\n%s", out.String())
 	}
 	for _, pid := range st.PIDs() {
-		if pid != c.Process.Pid && proc.Alive(pid) {
+		if pid != it.c.Process.Pid && proc.Alive(pid) {
 			t.Errorf("pid %d survived", pid)
 		}
 	}

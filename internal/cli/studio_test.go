@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"context"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,10 +21,7 @@ func TestAgentStudioServes(t *testing.T) {
 	out := &testutil.Buffer{}
 	root := NewRoot(Options{Stdout: out, Stderr: &testutil.Buffer{}, Getenv: func(string) string { return "" }})
 	root.SetArgs([]string{"agent", "studio", "--config", desk.path, "--no-browser"})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
+	served := testutil.Background(t, root.ExecuteContext)
 	urlRE := regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/#secret=([A-Za-z0-9_-]{20,})`)
 	var m []string
 	for deadline := time.Now().Add(10 * time.Second); m == nil; {
@@ -42,12 +37,7 @@ func TestAgentStudioServes(t *testing.T) {
 		if secret != "" {
 			req.Header.Set(studio.SecretHeader, secret)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
+		resp, b := testutil.HTTPDo(t, req, nil)
 		return resp.StatusCode, string(b)
 	}
 	if code, body := get(m[2]); code != http.StatusOK || !strings.Contains(body, `"name":"find_flights"`) {
@@ -56,14 +46,8 @@ func TestAgentStudioServes(t *testing.T) {
 	if code, _ := get(""); code != http.StatusUnauthorized {
 		t.Errorf("without the secret: %d", code)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("mew agent studio: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("mew agent studio did not stop")
+	if err := served.Stop(); err != nil {
+		t.Errorf("mew agent studio: %v", err)
 	}
 }
 

@@ -27,25 +27,13 @@ import (
 // but a space that never answers fails the test instead of hanging it.
 const tmplWait = 45 * time.Second
 
-// tmplEnv is the environment without model settings (so the agents run the
-// offline model) and without MEW_ settings of the caller.
-func tmplEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "MEW_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
 // tmplRun runs mew with args in dir and fails the test when it fails.
 func tmplRun(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), tmplWait)
 	defer cancel()
 	c := exec.CommandContext(ctx, mewBinary(t), args...)
-	c.Dir, c.Env = dir, tmplEnv()
+	c.Dir, c.Env = dir, cleanEnv()
 	out, err := c.CombinedOutput()
 	if err != nil {
 		t.Fatalf("mew %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -85,7 +73,7 @@ func tmplUp(t *testing.T, dir string) *tmplSpace {
 	s.pids = st.PIDs()
 
 	c := exec.Command(mewBinary(t), "space", "connect")
-	c.Dir, c.Env = dir, tmplEnv()
+	c.Dir, c.Env = dir, cleanEnv()
 	if s.stdin, err = c.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +237,7 @@ func (s *tmplSpace) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), tmplWait)
 	defer cancel()
 	c := exec.CommandContext(ctx, mewBinary(s.t), "space", "down")
-	c.Dir, c.Env = s.dir, tmplEnv()
+	c.Dir, c.Env = s.dir, cleanEnv()
 	_ = c.Run()
 	for _, pid := range s.pids {
 		proc.Terminate(pid, true)

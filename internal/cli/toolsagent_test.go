@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,15 +11,14 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mew-protocol/mew/examples/travel-desk/travelmcp"
 	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/internal/mcptest"
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/toolsagent"
@@ -91,19 +89,11 @@ type cliDesk struct {
 // writeDesk writes cliDefinition (with extra appended) to a new directory.
 func writeDesk(t *testing.T, extra string) cliDesk {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testutil.Executable(t)
 	dir := t.TempDir()
 	d := cliDesk{path: filepath.Join(dir, "desk.yaml"), callLog: filepath.Join(dir, "calls.jsonl")}
 	text := fmt.Sprintf(cliDefinition, exe, "-test.run=^TestToolsAgentHelperTravelServer$", d.callLog) + extra
-	if err := os.WriteFile(d.path, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if d.def, err = toolsagent.Load(d.path); err != nil {
-		t.Fatal(err)
-	}
+	d.def = testutil.WriteDefinition(t, d.path, text)
 	return d
 }
 
@@ -133,50 +123,6 @@ func modelEnv(srv *testutil.LLMServer) []string {
 	return []string{"OPENAI_BASE_URL=" + srv.URL(), "OPENAI_API_KEY=test-key", "OPENAI_MODEL=scripted"}
 }
 
-// checkListing checks initialize and tools/list against the definition.
-func checkListing(t *testing.T, session *mcp.ClientSession, def *toolsagent.Definition) {
-	t.Helper()
-	init := session.InitializeResult()
-	if init.ServerInfo.Name != "cli-desk" || init.ServerInfo.Version != "3.0.1" || init.Instructions != "A travel desk for the command tests." {
-		t.Errorf("initialize: %+v, instructions %q", init.ServerInfo, init.Instructions)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	list, err := session.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tool := range list.Tools {
-		names = append(names, tool.Name)
-		want, ok := def.Tool(tool.Name)
-		if !ok {
-			continue
-		}
-		schema, _ := want.InputSchema()
-		var w, g any
-		_ = json.Unmarshal(schema, &w)
-		raw, _ := json.Marshal(tool.InputSchema)
-		_ = json.Unmarshal(raw, &g)
-		if diff := cmp.Diff(w, g); diff != "" || tool.Description != want.Description {
-			t.Errorf("tool %s %q: inputSchema (-definition +listed):\n%s", tool.Name, tool.Description, diff)
-		}
-	}
-	if !slices.Equal(names, []string{"echo", "find_flights"}) {
-		t.Errorf("tools %v", names)
-	}
-}
-
-func callText(r *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range r.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
 // `mew agent mcp` over stdio, the built binary driven by the go-sdk
 // client: initialize, tools/list, a call that uses the permitted server
 // (and never the one that needs approval), invalid arguments,
@@ -202,10 +148,10 @@ func TestAgentMCPStdio(t *testing.T) {
 		t.Fatalf("connect: %v\n%s", err, stderr)
 	}
 	defer session.Close()
-	checkListing(t, session, desk.def)
+	testutil.CheckToolsServer(t, session, desk.def, "cli-desk", "3.0.1", "A travel desk for the command tests.")
 
 	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "find_flights", Arguments: map[string]any{"origin": "Lisbon", "destination": "Paris", "date": "2026-12-01"}})
-	if err != nil || res.IsError || callText(res) != "AF 123 is the best." {
+	if err != nil || res.IsError || mcptest.Text(res) != "AF 123 is the best." {
 		t.Fatalf("find_flights: %+v, %v\n%s", res, err, stderr)
 	}
 	reqs := srv.Requests()
@@ -242,7 +188,7 @@ func TestAgentMCPStdio(t *testing.T) {
 	// Timeout (3s in the definition): an error result.
 	srv.Script(testutil.LLMStep{Text: "late", Delay: 20 * time.Second})
 	res, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}})
-	if err != nil || !res.IsError || !strings.Contains(callText(res), "the call timed out: echo ran for 3s") {
+	if err != nil || !res.IsError || !strings.Contains(mcptest.Text(res), "the call timed out: echo ran for 3s") {
 		t.Errorf("timeout: %+v, %v", res, err)
 	}
 
@@ -261,13 +207,7 @@ func TestAgentMCPStdio(t *testing.T) {
 // waitUntil polls cond for up to 15 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 15*time.Second, what, cond)
 }
 
 // `mew agent mcp --http`: the built binary over streamable HTTP, stopped
@@ -279,53 +219,16 @@ func TestAgentMCPHTTP(t *testing.T) {
 	srv.Script(testutil.LLMReply("over HTTP"))
 	cmd := exec.Command(bin, "agent", "mcp", "-c", desk.path, "--http", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), modelEnv(srv)...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{}) // closed when cmd.Wait returned waitErr
-	var waitErr error
-	logs := &testutil.Buffer{}
-	urls := make(chan string, 1)
-	go func() {
-		re := regexp.MustCompile(`url=(http://\S+)`)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			_, _ = logs.Write(append(sc.Bytes(), '\n'))
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case urls <- m[1]:
-				default:
-				}
-			}
-		}
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	var url string
-	select {
-	case url = <-urls:
-	case <-exited:
-		t.Fatalf("mew exited: %v\n%s", waitErr, logs)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("no URL logged\n%s", logs)
-	}
+	url, exited, logs := startLogging(t, cmd, regexp.MustCompile(`url=(http://\S+)`))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	session, err := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkListing(t, session, desk.def)
+	testutil.CheckToolsServer(t, session, desk.def, "cli-desk", "3.0.1", "A travel desk for the command tests.")
 	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
-	if err != nil || callText(res) != "over HTTP" {
+	if err != nil || mcptest.Text(res) != "over HTTP" {
 		t.Fatalf("echo: %+v, %v", res, err)
 	}
 	if u := srv.Requests()[0].Messages[1].Content; u != "Say hi" {
@@ -335,17 +238,7 @@ func TestAgentMCPHTTP(t *testing.T) {
 		t.Errorf("invalid arguments: %+v, %v", refused, err)
 	}
 	_ = session.Close()
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-exited:
-		if waitErr != nil {
-			t.Errorf("mew agent mcp --http after SIGINT: %v\n%s", waitErr, logs)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("mew did not stop on SIGINT")
-	}
+	interrupt(t, cmd, exited, logs, 15*time.Second)
 }
 
 // inspectorInstall installs the MCP inspector where .ci/run does.

@@ -3,7 +3,6 @@ package cli
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
@@ -23,14 +22,7 @@ func TestClientConnectTUI(t *testing.T) {
 	r.after(0, "joined")
 	r.after(0, "connected")
 	r.typeIn("hello\r")
-	select {
-	case got := <-heard:
-		if got != "hello" {
-			t.Errorf("friend heard %q", got)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the typed line was not sent")
-	}
+	expectHeard(t, heard, "hello", "the typed line was not sent")
 	if _, err := friend.Chat(t.Context(), "hi human"); err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func TestTUITmux(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), tmplWait)
 		defer cancel()
 		c := exec.CommandContext(ctx, mewBinary(t), "space", "down")
-		c.Dir, c.Env = dir, tmplEnv()
+		c.Dir, c.Env = dir, cleanEnv()
 		_ = c.Run()
 	})
 	tm.run(dir, mewBinary(t), "space", "up", "-i", "-p", "0")
@@ -168,7 +168,7 @@ func startTmux(t *testing.T, width, height int) *tmuxTerm {
 		t.Fatal(err)
 	}
 	tm := &tmuxTerm{t: t, sock: filepath.Join(tmp, "tmux.sock"),
-		env: append(tmplEnv(), "HOME="+home, "TERM=xterm-256color", "TMUX=")}
+		env: append(cleanEnv(), "HOME="+home, "TERM=xterm-256color", "TMUX=")}
 	tm.geometry = [2]int{width, height}
 	t.Cleanup(func() { _, _ = tm.tmux("kill-server") })
 	return tm

@@ -45,11 +45,7 @@ func TestSpaceConnectWeb(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+g.Addr+"/console/session", strings.NewReader(`{"code":"`+frag.Get("code")+`"}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Mew-Console", "1")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp, _ := testutil.HTTPDo(t, req, nil)
 		return resp.StatusCode
 	}
 	if st := exchange(); st != http.StatusOK {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -26,10 +25,7 @@ func bridgeArgs(g *testutil.Gateway, server ...string) []string {
 // server (this test binary), with extra environment entries.
 func stdioServer(t *testing.T, env ...string) []string {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testutil.Executable(t)
 	return []string{"--mcp-command", exe, "--mcp-env", strings.Join(append([]string{envRole + "=mcp", "GORACE=atexit_sleep_ms=0"}, env...), ",")}
 }
 

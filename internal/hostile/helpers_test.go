@@ -26,41 +26,15 @@ import (
 // hostileSpace is the space of the suite; every token is "<id>-token".
 // files is the bridge, agent the agent under attack, alice and bob the
 // bystanders, human and asker those who ask, chatter the hostile peer.
-const hostileSpace = `
-space: {id: hostile}
-participants:
-  files:
-    tokens: [files-token]
-    capabilities:
-      - {kind: mcp/response}
-      - {kind: mcp/request, payload: {method: "notifications/**"}}
-      - {kind: participant/status}
-      - {kind: chat}
-  human:
-    tokens: [human-token]
-    capabilities: [{kind: "*"}]
-  agent:
-    tokens: [agent-token]
-    capabilities:
-      - {kind: chat}
-      - {kind: "chat/*"}
-      - {kind: "reasoning/*"}
-      - {kind: mcp/request}
-      - {kind: mcp/response}
-      - {kind: "participant/*"}
-  asker:
-    tokens: [asker-token]
-    capabilities: [{kind: chat}]
-  chatter:
-    tokens: [chatter-token]
-    capabilities: [{kind: chat}]
-  alice:
-    tokens: [alice-token]
-    capabilities: [{kind: chat}]
-  bob:
-    tokens: [bob-token]
-    capabilities: [{kind: chat}]
-`
+var hostileSpace = testutil.SpaceYAML("hostile",
+	testutil.Member("files", "mcp/response", `{kind: mcp/request, payload: {method: "notifications/**"}}`, "participant/status", "chat"),
+	testutil.Member("human", "*"),
+	testutil.Member("agent", "chat", "chat/*", "reasoning/*", "mcp/request", "mcp/response", "participant/*"),
+	testutil.Member("asker", "chat"),
+	testutil.Member("chatter", "chat"),
+	testutil.Member("alice", "chat"),
+	testutil.Member("bob", "chat"),
+)
 
 // startSpace starts a gateway for hostileSpace on 127.0.0.1.
 func startSpace(t *testing.T) *testutil.Gateway {
@@ -128,10 +102,7 @@ func (c *counted) String() string {
 // test ends.
 func startMew(t *testing.T, env []string, args ...string) *child {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testutil.Executable(t)
 	cmd := exec.Command(exe, args...)
 	// A race-enabled child sleeps a second at exit unless told not to.
 	cmd.Env = append(os.Environ(), append([]string{envRole + "=mew", "GORACE=atexit_sleep_ms=0"}, env...)...)

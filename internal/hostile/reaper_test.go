@@ -19,10 +19,7 @@ import (
 // a minute, and returns its output.
 func mewIn(t *testing.T, dir string, args ...string) (string, error) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testutil.Executable(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, args...)
@@ -41,10 +38,7 @@ func TestHostileDetachedChild(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skipf("a subreaper is Linux's; on %s mew space down does not promise to stop a child that left its process group (docs/cli.md)", runtime.GOOS)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testutil.Executable(t)
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "detached.pid")
 	y := `

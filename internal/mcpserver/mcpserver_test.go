@@ -47,13 +47,7 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any)
 	if err != nil {
 		return err.Error(), true
 	}
-	var texts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			texts = append(texts, tc.Text)
-		}
-	}
-	return strings.Join(texts, "\n"), res.IsError
+	return mcptest.Text(res), res.IsError
 }
 
 func TestCalculator(t *testing.T) {

@@ -57,10 +57,10 @@ func New(t testing.TB, dir string) *PKI {
 			t.Fatal(err)
 		}
 		keyPEM = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-		return write(t, dir, name+".pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644),
-			write(t, dir, name+"-key.pem", keyPEM, 0o600), keyPEM
+		return WriteFile(t, dir, name+".pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644),
+			WriteFile(t, dir, name+"-key.pem", keyPEM, 0o600), keyPEM
 	}
-	p := &PKI{CACert: write(t, dir, "ca.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o644)}
+	p := &PKI{CACert: WriteFile(t, dir, "ca.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o644)}
 	p.ServerCert, p.ServerKey, _ = issue("server", 2, x509.ExtKeyUsageServerAuth)
 	p.ClientCert, p.ClientKey, p.ClientKeyPEM = issue("client", 3, x509.ExtKeyUsageClientAuth)
 	return p
@@ -94,8 +94,10 @@ func newKey(t testing.TB) *ecdsa.PrivateKey {
 	return k
 }
 
-// write writes data to name in dir with mode (whatever the umask).
-func write(t testing.TB, dir, name string, data []byte, mode os.FileMode) string {
+// WriteFile writes data to name in dir with mode, whatever the umask, and
+// returns its path: a key, a seed or a secret file as a test needs it, or
+// one with too open a mode that must be refused.
+func WriteFile(t testing.TB, dir, name string, data []byte, mode os.FileMode) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, data, mode); err != nil {

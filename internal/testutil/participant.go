@@ -2,6 +2,8 @@ package testutil
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -45,5 +47,27 @@ func WaitReady(t testing.TB, c *client.Client) {
 			t.Fatalf("%s never became ready", c.ID())
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// NumbersSchema is the input schema of an ArithTool: two required numbers a
+// and b.
+const NumbersSchema = `{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`
+
+// ArithTool is a calculator's tool for tests: name takes two numbers a and b
+// (NumbersSchema) and answers op(a, b). Tests of several packages serve one,
+// so it is written once here.
+func ArithTool(name, description string, op func(a, b float64) float64) participant.Tool {
+	return participant.Tool{
+		Name:        name,
+		Description: description,
+		InputSchema: json.RawMessage(NumbersSchema),
+		Execute: func(_ context.Context, args json.RawMessage) (any, error) {
+			var in struct{ A, B float64 }
+			if err := json.Unmarshal(args, &in); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			return op(in.A, in.B), nil
+		},
 	}
 }

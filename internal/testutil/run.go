@@ -2,8 +2,11 @@ package testutil
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/mew-protocol/mew/bridge"
 	"github.com/mew-protocol/mew/internal/mcptest"
+	"github.com/mew-protocol/mew/participant"
 )
 
 // runTimeout bounds how long a Run may take to get ready, and to return
@@ -18,7 +22,7 @@ import (
 const runTimeout = 30 * time.Second
 
 // Running is a long-running Run(ctx) method (a bridge's, an agent's)
-// started by StartRun. It owns the goroutine that calls it: Stop, or the
+// started by StartRun or Background. It owns the goroutine that calls it: Stop, or the
 // end of the test, cancels the context and waits for Run to return.
 type Running struct {
 	cancel context.CancelFunc
@@ -36,17 +40,7 @@ type Running struct {
 // if run returned an error that neither StartRun nor Stop handed over.
 func StartRun(t testing.TB, run func(context.Context) error, ready <-chan struct{}) (*Running, error) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &Running{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		r.err = run(ctx)
-	}()
-	t.Cleanup(func() {
-		if err := r.stop(); err != nil && !r.read.Load() {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	r := Background(t, run)
 	timer := time.NewTimer(runTimeout)
 	defer timer.Stop()
 	select {
@@ -61,6 +55,26 @@ func StartRun(t testing.TB, run func(context.Context) error, ready <-chan struct
 	case <-timer.C:
 		return r, fmt.Errorf("not ready within %v", runTimeout)
 	}
+}
+
+// Background calls run on a goroutine until the test ends, when run's
+// context is canceled and the test fails unless run returns nil within
+// 30 s: StartRun for a run with no signal of readiness, such as a server
+// on a listener already open. Stop ends it sooner and hands its error to
+// the test.
+func Background(t testing.TB, run func(context.Context) error) *Running {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Running{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.err = run(ctx)
+	}()
+	t.Cleanup(func() {
+		if err := r.stop(); err != nil && !r.read.Load() {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return r
 }
 
 // Stop cancels Run's context and returns Run's error, which the test then
@@ -121,3 +135,43 @@ func StartBooking(t testing.TB, g *Gateway, token string, opts bridge.Options) *
 // BookingConsentURL is the link the "consent" tool of StartBooking's
 // server asks the user to open.
 const BookingConsentURL = "https://example.com/consent"
+
+// CallBooking makes who's call of tool, with no arguments, on the
+// participant "booking" (StartBooking's), on a goroutine of its own: the
+// call waits while its elicitation is answered. The channel gets the
+// result's text items, one a line, or "error: " and the call's error.
+func CallBooking(t testing.TB, who *participant.Participant, tool string) <-chan string {
+	ch := make(chan string, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		raw, err := who.Request(ctx, "booking", map[string]any{"method": "tools/call", "params": map[string]any{"name": tool, "arguments": map[string]any{}}})
+		if err != nil {
+			ch <- "error: " + err.Error()
+			return
+		}
+		var r struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		_ = json.Unmarshal(raw, &r)
+		texts := make([]string, 0, len(r.Content))
+		for _, c := range r.Content {
+			texts = append(texts, c.Text)
+		}
+		ch <- strings.Join(texts, "\n")
+	}()
+	return ch
+}
+
+// Executable is the path of the running test binary, which tests run again
+// as a server or a child process of the code under test.
+func Executable(t testing.TB) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}

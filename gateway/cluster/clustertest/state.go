@@ -13,9 +13,18 @@ import (
 )
 
 // next reads one change from w, failing the test after wait.
-// syncedWatch opens a watch of space on src and reads its snapshot up to
-// OpSynced (the space is empty); the watch stops when the test ends.
+// syncedWatch is SyncedWatch.
 func syncedWatch(ctx context.Context, t *testing.T, src interface {
+	Watch(context.Context, string) (cluster.Watcher, error)
+}, space string) cluster.Watcher {
+	t.Helper()
+	return SyncedWatch(ctx, t, src, space)
+}
+
+// SyncedWatch opens a watch of space on src (a State or a Presence) and
+// reads its snapshot up to OpSynced, failing the test if anything comes
+// before it (the space must be empty); the watch stops when the test ends.
+func SyncedWatch(ctx context.Context, t testing.TB, src interface {
 	Watch(context.Context, string) (cluster.Watcher, error)
 }, space string) cluster.Watcher {
 	t.Helper()
@@ -24,7 +33,7 @@ func syncedWatch(ctx context.Context, t *testing.T, src interface {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	if e := next(t, w); e.Op != cluster.OpSynced {
+	if e := NextChange(t, w, wait); e.Op != cluster.OpSynced {
 		t.Fatalf("%+v, want synced", e)
 	}
 	return w
@@ -58,16 +67,23 @@ func notFound(_ cluster.Entry, err error) bool { return errors.Is(err, cluster.E
 
 func next(t *testing.T, w cluster.Watcher) cluster.Entry {
 	t.Helper()
+	return NextChange(t, w, wait)
+}
+
+// NextChange returns w's next change, failing the test when the watch ends
+// or has no change within d.
+func NextChange(t testing.TB, w cluster.Watcher, d time.Duration) cluster.Entry {
+	t.Helper()
 	select {
 	case e, ok := <-w.Changes():
 		if !ok {
 			t.Fatal("watch ended")
 		}
 		return e
-	case <-time.After(wait):
-		t.Fatal("no change")
+	case <-time.After(d):
+		t.Fatalf("no change in %v", d)
 	}
-	panic("unreachable")
+	return cluster.Entry{} // not reached: Fatal ends the test's goroutine
 }
 
 func testStateWatch(t *testing.T, f Factory) {

@@ -3,7 +3,6 @@ package memory_test
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -41,25 +40,7 @@ func BenchmarkStatePropagation(b *testing.B) {
 	defer c.Close()
 	a, _ := c.Node("a")
 	n, _ := c.Node("b")
-	ctx := context.Background()
-	w, err := n.State().Watch(ctx, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.Stop()
-	<-w.Changes() // synced
-	val := []byte(`{"id":"g"}`)
-	for i := 0; b.Loop(); i++ {
-		rev, err := a.State().Put(ctx, "bench", cluster.GrantKey("agent", fmt.Sprint(i%64)), val, cluster.PutOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for e := range w.Changes() {
-			if e.Revision >= rev {
-				break
-			}
-		}
-	}
+	clustertest.BenchStatePropagation(b, a, n)
 }
 
 // BenchmarkBrokerFanOut is natscluster's benchmark of the same name on
@@ -68,31 +49,9 @@ func BenchmarkBrokerFanOut(b *testing.B) {
 	c := memory.New(memory.Options{})
 	defer c.Close()
 	a, _ := c.Node("a")
-	ctx := context.Background()
-	var got atomic.Int64
-	done := make(chan struct{}, 2)
-	want := int64(2 * b.N)
-	for _, id := range []string{"b", "c"} {
-		n, _ := c.Node(id)
-		if _, err := n.Broker().Subscribe(ctx, "bench", func(cluster.Message) {
-			if got.Add(1) == want {
-				done <- struct{}{}
-			}
-		}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	data := make([]byte, 256)
-	b.SetBytes(int64(len(data)))
-	b.ResetTimer()
-	for range b.N {
-		if err := a.Broker().Publish(ctx, "bench", data); err != nil {
-			b.Fatal(err)
-		}
-	}
-	<-done
-	b.StopTimer()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "envelopes/s")
+	n1, _ := c.Node("b")
+	n2, _ := c.Node("c")
+	clustertest.BenchBrokerFanOut(b, a, n1, n2)
 }
 
 // The history keeps its own bounds, by count and by bytes, and evicts

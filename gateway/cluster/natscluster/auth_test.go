@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,19 +17,6 @@ import (
 	"github.com/mew-protocol/mew/gateway/cluster"
 	"github.com/mew-protocol/mew/internal/testpki"
 )
-
-// writeFile writes data to name in dir with mode, and returns its path.
-func writeFile(t *testing.T, dir, name string, data []byte, mode os.FileMode) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, data, mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, mode); err != nil { // past the umask
-		t.Fatal(err)
-	}
-	return p
-}
 
 // newSeed returns a new nkey pair's seed and public key; prefix picks user,
 // account or operator.
@@ -116,7 +102,7 @@ func TestEmbeddedServerRequiresNkey(t *testing.T) {
 		t.Errorf("no credentials: %v, want an authorization violation", err)
 	}
 	// A client with a seed of its own.
-	wrong := writeFile(t, dir, "wrong.nk", must(newSeed(t, nkeys.PrefixByteUser)), 0o600)
+	wrong := testpki.WriteFile(t, dir, "wrong.nk", must(newSeed(t, nkeys.PrefixByteUser)), 0o600)
 	opt, err := nats.NkeyOptionFromSeed(wrong)
 	if err != nil {
 		t.Fatal(err)
@@ -162,24 +148,9 @@ func must(seed []byte, _ string, _ nkeys.KeyPair) []byte { return seed }
 func TestEnsureNkeyFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "nodes.nk")
-	var wg sync.WaitGroup
-	pubs := make([]string, 8)
-	errs := make([]error, 8)
-	for i := range pubs {
-		wg.Go(func() { pubs[i], errs[i] = EnsureNkeyFile(path) })
-	}
-	wg.Wait()
-	for i := range pubs {
-		if errs[i] != nil || pubs[i] != pubs[0] || !nkeys.IsValidPublicUserKey(pubs[i]) {
-			t.Fatalf("caller %d: %q %v (first %q)", i, pubs[i], errs[i], pubs[0])
-		}
-	}
-	fi, err := os.Stat(path)
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("seed file: %v mode %v", err, fi.Mode())
-	}
-	if again, err := EnsureNkeyFile(path); err != nil || again != pubs[0] {
-		t.Errorf("reuse: %q %v, want %q", again, err, pubs[0])
+	pub := ensureAtOnce(t, path, EnsureNkeyFile, nkeys.IsValidPublicUserKey)
+	if again, err := EnsureNkeyFile(path); err != nil || again != pub {
+		t.Errorf("reuse: %q %v, want %q", again, err, pub)
 	}
 	seed, _ := os.ReadFile(path)
 	if err := os.Chmod(path, 0o644); err != nil {
@@ -190,7 +161,7 @@ func TestEnsureNkeyFile(t *testing.T) {
 	} else if strings.Contains(err.Error(), strings.TrimSpace(string(seed))) {
 		t.Errorf("the error holds the seed: %v", err)
 	}
-	garbage := writeFile(t, dir, "garbage.nk", []byte("SUnot-a-seed\n"), 0o600)
+	garbage := testpki.WriteFile(t, dir, "garbage.nk", []byte("SUnot-a-seed\n"), 0o600)
 	if _, err := EnsureNkeyFile(garbage); !errors.Is(err, cluster.ErrInvalid) {
 		t.Errorf("garbage: %v", err)
 	}
@@ -206,20 +177,20 @@ func TestAuthCheckRefuses(t *testing.T) {
 	dir := t.TempDir()
 	userSeed, _, _ := newSeed(t, nkeys.PrefixByteUser)
 	acctSeed, _, _ := newSeed(t, nkeys.PrefixByteAccount)
-	seed := writeFile(t, dir, "user.nk", userSeed, 0o600)
-	open := writeFile(t, dir, "open.nk", userSeed, 0o644)
-	groupWritable := writeFile(t, dir, "gw.nk", userSeed, 0o620)
-	account := writeFile(t, dir, "account.nk", acctSeed, 0o600)
-	pubOnly := writeFile(t, dir, "pub.nk", []byte("UABCDEF\n"), 0o600)
-	big := writeFile(t, dir, "big.nk", append(userSeed, make([]byte, maxSecretFile)...), 0o600)
-	empty := writeFile(t, dir, "empty", []byte(" \n"), 0o600)
-	pw := writeFile(t, dir, "pw", []byte("s3cr3t-pass\n"), 0o600)
-	noPw := writeFile(t, dir, "nopw", []byte("\nsecond-line\n"), 0o600)
-	undecorated := writeFile(t, dir, "plain.creds", userSeed, 0o600)
-	fakeJWT := writeFile(t, dir, "fake.creds", []byte("-----BEGIN NATS USER JWT-----\nnot-a-jwt\n------END NATS USER JWT------\n"), 0o600)
+	seed := testpki.WriteFile(t, dir, "user.nk", userSeed, 0o600)
+	open := testpki.WriteFile(t, dir, "open.nk", userSeed, 0o644)
+	groupWritable := testpki.WriteFile(t, dir, "gw.nk", userSeed, 0o620)
+	account := testpki.WriteFile(t, dir, "account.nk", acctSeed, 0o600)
+	pubOnly := testpki.WriteFile(t, dir, "pub.nk", []byte("UABCDEF\n"), 0o600)
+	big := testpki.WriteFile(t, dir, "big.nk", append(userSeed, make([]byte, maxSecretFile)...), 0o600)
+	empty := testpki.WriteFile(t, dir, "empty", []byte(" \n"), 0o600)
+	pw := testpki.WriteFile(t, dir, "pw", []byte("s3cr3t-pass\n"), 0o600)
+	noPw := testpki.WriteFile(t, dir, "nopw", []byte("\nsecond-line\n"), 0o600)
+	undecorated := testpki.WriteFile(t, dir, "plain.creds", userSeed, 0o600)
+	fakeJWT := testpki.WriteFile(t, dir, "fake.creds", []byte("-----BEGIN NATS USER JWT-----\nnot-a-jwt\n------END NATS USER JWT------\n"), 0o600)
 	pki := testpki.New(t, dir)
-	otherKey := writeFile(t, dir, "other-key.pem", testpki.New(t, t.TempDir()).ClientKeyPEM, 0o600)
-	notPEM := writeFile(t, dir, "ca.txt", []byte("hello"), 0o644)
+	otherKey := testpki.WriteFile(t, dir, "other-key.pem", testpki.New(t, t.TempDir()).ClientKeyPEM, 0o600)
+	notPEM := testpki.WriteFile(t, dir, "ca.txt", []byte("hello"), 0o644)
 	missing := filepath.Join(dir, "missing")
 
 	for _, c := range []struct {
@@ -244,12 +215,12 @@ func TestAuthCheckRefuses(t *testing.T) {
 		{"missing creds", Auth{CredsFile: missing}, "no such file"},
 		{"seed for creds", Auth{CredsFile: undecorated}, "no user JWT"},
 		{"creds without a JWT", Auth{CredsFile: fakeJWT}, "no user JWT"},
-		{"world-readable password", Auth{User: "u", PasswordFile: writeFile(t, dir, "pw-open", []byte("x\n"), 0o604)}, "mode 0604"},
+		{"world-readable password", Auth{User: "u", PasswordFile: testpki.WriteFile(t, dir, "pw-open", []byte("x\n"), 0o604)}, "mode 0604"},
 		{"empty password", Auth{User: "u", PasswordFile: noPw}, "no password on its first line"},
 		{"missing CA", Auth{CAFile: missing}, "no such file"},
 		{"CA not PEM", Auth{CAFile: notPEM}, "no PEM certificate"},
 		{"missing cert", Auth{CertFile: missing, KeyFile: pki.ClientKey}, "no such file"},
-		{"world-readable key", Auth{CertFile: pki.ClientCert, KeyFile: writeFile(t, dir, "key-open.pem", pki.ClientKeyPEM, 0o644)}, "mode 0644"},
+		{"world-readable key", Auth{CertFile: pki.ClientCert, KeyFile: testpki.WriteFile(t, dir, "key-open.pem", pki.ClientKeyPEM, 0o644)}, "mode 0644"},
 		{"key of another cert", Auth{CertFile: pki.ClientCert, KeyFile: otherKey}, "does not match"},
 		{"cert for key", Auth{CertFile: pki.ClientKey, KeyFile: pki.ClientKey}, "client certificate"},
 	} {
@@ -288,18 +259,18 @@ func TestAuthCheckRefuses(t *testing.T) {
 func TestExternalServerNkeyAndPassword(t *testing.T) {
 	dir := t.TempDir()
 	userSeed, pub, _ := newSeed(t, nkeys.PrefixByteUser)
-	seed := writeFile(t, dir, "user.nk", userSeed, 0o600)
+	seed := testpki.WriteFile(t, dir, "user.nk", userSeed, 0o600)
 	s := startCustomServer(t, func(o *server.Options) {
 		o.Nkeys = []*server.NkeyUser{{Nkey: pub}}
 		o.Users = []*server.User{{Username: "mew", Password: "right-password"}}
 	})
 	n, err := connectNode(t, s.ClientURL(), Auth{NkeyFile: seed})
 	mustWork(t, n, err)
-	n2, err := connectNode(t, s.ClientURL(), Auth{User: "mew", PasswordFile: writeFile(t, dir, "pw", []byte("right-password\n"), 0o400)})
+	n2, err := connectNode(t, s.ClientURL(), Auth{User: "mew", PasswordFile: testpki.WriteFile(t, dir, "pw", []byte("right-password\n"), 0o400)})
 	mustWork(t, n2, err)
 	for name, a := range map[string]Auth{
 		"nothing":        {},
-		"wrong password": {User: "mew", PasswordFile: writeFile(t, dir, "bad", []byte("wrong-password"), 0o600)},
+		"wrong password": {User: "mew", PasswordFile: testpki.WriteFile(t, dir, "bad", []byte("wrong-password"), 0o600)},
 	} {
 		if _, err := connectNode(t, s.ClientURL(), a); !errors.Is(err, ErrAuth) {
 			t.Errorf("%s: %v, want ErrAuth", name, err)
@@ -339,7 +310,7 @@ func TestExternalServerCreds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return writeFile(t, dir, name, data, 0o600)
+		return testpki.WriteFile(t, dir, name, data, 0o600)
 	}
 	resolver := &server.MemAccResolver{}
 	for k, v := range map[string]string{apub: ajwt, syspub: sysjwt} {

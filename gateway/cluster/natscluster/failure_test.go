@@ -32,20 +32,6 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) time.
 	return time.Since(start)
 }
 
-func nextChange(t *testing.T, w cluster.Watcher, d time.Duration) cluster.Entry {
-	t.Helper()
-	select {
-	case e, ok := <-w.Changes():
-		if !ok {
-			t.Fatal("watch ended")
-		}
-		return e
-	case <-time.After(d):
-		t.Fatalf("no change in %v", d)
-	}
-	panic("unreachable")
-}
-
 // TestServerRestart stops the NATS server under two nodes and starts it
 // again on the same port and store: the nodes report the outage, refuse
 // writes meanwhile, reconnect, and their watches and subscriptions resume.
@@ -66,10 +52,10 @@ func TestServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	if e := nextChange(t, w, 5*time.Second); e.Op != cluster.OpPut {
+	if e := clustertest.NextChange(t, w, 5*time.Second); e.Op != cluster.OpPut {
 		t.Fatalf("%+v", e)
 	}
-	if e := nextChange(t, w, 5*time.Second); e.Op != cluster.OpSynced {
+	if e := clustertest.NextChange(t, w, 5*time.Second); e.Op != cluster.OpSynced {
 		t.Fatalf("%+v", e)
 	}
 	got := make(chan string, 16)
@@ -107,7 +93,7 @@ func TestServerRestart(t *testing.T) {
 		return err == nil
 	})
 	for {
-		e := nextChange(t, w, 20*time.Second)
+		e := clustertest.NextChange(t, w, 20*time.Second)
 		if e.Op == cluster.OpPut && string(e.Value) == "v2" && e.Revision == rev {
 			break
 		}
@@ -161,14 +147,14 @@ func TestPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	for e := nextChange(t, w, 5*time.Second); e.Op != cluster.OpSynced; e = nextChange(t, w, 5*time.Second) {
+	for e := clustertest.NextChange(t, w, 5*time.Second); e.Op != cluster.OpSynced; e = clustertest.NextChange(t, w, 5*time.Second) {
 	}
 	b.nc.Close() // the network between b and NATS is gone for good
 	d := waitFor(t, time.Second, "the cut-off node reports it", func() bool { return errors.Is(b.Err(), cluster.ErrUnavailable) })
 	t.Logf("reported after %v: %v", d, b.Err())
 	start := time.Now()
 	for {
-		e := nextChange(t, w, 5*time.Second)
+		e := clustertest.NextChange(t, w, 5*time.Second)
 		if e.Op == cluster.OpDelete && e.Key == "agent" {
 			break
 		}
@@ -294,14 +280,7 @@ func TestHostileFabric(t *testing.T) {
 	a, b := newNode(t, s.ClientURL(), "a"), newNode(t, s.ClientURL(), "b")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	w, err := b.State().Watch(ctx, "sp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	if e := nextChange(t, w, 5*time.Second); e.Op != cluster.OpSynced {
-		t.Fatalf("%+v", e)
-	}
+	w := clustertest.SyncedWatch(ctx, t, b.State(), "sp")
 	got := make(chan cluster.Message, 16)
 	if _, err := b.Broker().Subscribe(ctx, "sp", func(m cluster.Message) { got <- m }); err != nil {
 		t.Fatal(err)
@@ -335,7 +314,7 @@ func TestHostileFabric(t *testing.T) {
 	if _, err := a.Log().Append(ctx, "sp", []byte("fine")); err != nil {
 		t.Fatal(err)
 	}
-	if e := nextChange(t, w, 5*time.Second); e.Key != "ok" || string(e.Value) != "fine" {
+	if e := clustertest.NextChange(t, w, 5*time.Second); e.Key != "ok" || string(e.Value) != "fine" {
 		t.Fatalf("the watch delivered %+v", e)
 	}
 	select {
@@ -373,36 +352,29 @@ func TestFreshServer(t *testing.T) {
 	a, b := newNode(t, s.ClientURL(), "a"), newNode(t, s.ClientURL(), "b")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	w, err := b.State().Watch(ctx, "sp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	if e := nextChange(t, w, 5*time.Second); e.Op != cluster.OpSynced {
-		t.Fatalf("%+v", e)
-	}
+	w := clustertest.SyncedWatch(ctx, t, b.State(), "sp")
 	if _, err := a.State().Put(ctx, "sp", "old", []byte("v"), cluster.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if e := nextChange(t, w, 5*time.Second); e.Key != "old" {
+	if e := clustertest.NextChange(t, w, 5*time.Second); e.Key != "old" {
 		t.Fatalf("%+v", e)
 	}
 	s.Shutdown()
 	s.WaitForShutdown()
 	startServer(t, ServerOptions{Port: port}) // a new, empty store
 	// The watch re-synchronizes: the lost key is reported deleted.
-	if e := nextChange(t, w, 15*time.Second); e.Op != cluster.OpDelete || e.Key != "old" {
+	if e := clustertest.NextChange(t, w, 15*time.Second); e.Op != cluster.OpDelete || e.Key != "old" {
 		t.Fatalf("after the fresh start: %+v, want old's deletion", e)
 	}
 	// Then the marker: every change missed is handed on, at this epoch.
-	if e := nextChange(t, w, 15*time.Second); e.Op != cluster.OpResynced || e.Revision < 1 || e.Revision > b.Epoch() {
+	if e := clustertest.NextChange(t, w, 15*time.Second); e.Op != cluster.OpResynced || e.Revision < 1 || e.Revision > b.Epoch() {
 		t.Fatalf("%+v, want resynced at epoch %d", e, b.Epoch())
 	}
 	waitFor(t, 15*time.Second, "a write to the fresh server", func() bool {
 		_, err := a.State().Put(ctx, "sp", "k", []byte("v"), cluster.PutOptions{})
 		return err == nil
 	})
-	if e := nextChange(t, w, 15*time.Second); e.Op != cluster.OpPut || e.Key != "k" {
+	if e := clustertest.NextChange(t, w, 15*time.Second); e.Op != cluster.OpPut || e.Key != "k" {
 		t.Fatalf("%+v, want k", e)
 	}
 }

@@ -19,7 +19,33 @@ import (
 
 	"github.com/mew-protocol/mew/gateway/cluster"
 	"github.com/mew-protocol/mew/gateway/cluster/clustertest"
+	"github.com/mew-protocol/mew/internal/testpki"
 )
+
+// ensureAtOnce has eight callers make the file at path with ensure at
+// once, and checks that each got the same valid value and that the file is
+// 0600; it returns the value. The seed and the route secret are both made so.
+func ensureAtOnce(t *testing.T, path string, ensure func(string) (string, error), valid func(string) bool) string {
+	t.Helper()
+	var wg sync.WaitGroup
+	got := make([]string, 8)
+	errs := make([]error, 8)
+	for i := range got {
+		wg.Go(func() { got[i], errs[i] = ensure(path) })
+	}
+	wg.Wait()
+	for i := range got {
+		// Lengths only: the values are secrets.
+		if errs[i] != nil || got[i] != got[0] || !valid(got[i]) {
+			t.Fatalf("caller %d: %d bytes, %v (first %d bytes)", i, len(got[i]), errs[i], len(got[0]))
+		}
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: %v mode %v", path, err, fi.Mode())
+	}
+	return got[0]
+}
 
 // TestEnsureRouteSecret: the route secret is made 0600 once, whole, and
 // reused; callers at once agree on one secret; a file others may read, or
@@ -27,32 +53,17 @@ import (
 func TestEnsureRouteSecret(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "routes.secret")
-	var wg sync.WaitGroup
-	secrets := make([]string, 8)
-	errs := make([]error, 8)
-	for i := range secrets {
-		wg.Go(func() { secrets[i], errs[i] = EnsureRouteSecret(path) })
-	}
-	wg.Wait()
-	for i := range secrets {
-		if errs[i] != nil || secrets[i] != secrets[0] || len(secrets[i]) != routeSecretLen {
-			t.Fatalf("caller %d: %d bytes, %v (first %d bytes)", i, len(secrets[i]), errs[i], len(secrets[0]))
-		}
-	}
-	fi, err := os.Stat(path)
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("secret file: %v mode %v", err, fi.Mode())
-	}
+	secret := ensureAtOnce(t, path, EnsureRouteSecret, func(s string) bool { return len(s) == routeSecretLen })
 	if left, _ := filepath.Glob(filepath.Join(dir, ".routes.secret.*")); len(left) != 0 {
 		t.Errorf("temporary files left behind: %v", left)
 	}
-	if again, err := EnsureRouteSecret(path); err != nil || again != secrets[0] {
-		t.Errorf("reuse: %v, and not the same secret: %v", err, again != secrets[0])
+	if again, err := EnsureRouteSecret(path); err != nil || again != secret {
+		t.Errorf("reuse: %v, and not the same secret: %v", err, again != secret)
 	}
 	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := EnsureRouteSecret(path); err == nil || !strings.Contains(err.Error(), "chmod 600") || strings.Contains(err.Error(), secrets[0]) {
+	if _, err := EnsureRouteSecret(path); err == nil || !strings.Contains(err.Error(), "chmod 600") || strings.Contains(err.Error(), secret) {
 		t.Errorf("a world-readable secret: %v", err)
 	}
 	for name, data := range map[string]string{
@@ -61,7 +72,7 @@ func TestEnsureRouteSecret(t *testing.T) {
 		"userinfo": strings.Repeat("a", 40) + "@host\n",
 		"blank":    "\n" + strings.Repeat("a", 64) + "\n",
 	} {
-		p := writeFile(t, dir, name, []byte(data), 0o600)
+		p := testpki.WriteFile(t, dir, name, []byte(data), 0o600)
 		if _, err := EnsureRouteSecret(p); !errors.Is(err, cluster.ErrInvalid) || strings.Contains(err.Error(), strings.TrimSpace(data)) {
 			t.Errorf("%s: %v", name, err)
 		}
