@@ -133,23 +133,22 @@ func (srv *Server) registerNotifyMetrics() {
 			return float64(t)
 		}
 	}
-	srv.metrics.reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "mew_gateway_webhook_pending", Help: "Webhook notifications waiting for delivery.",
-		}, sum(func(s notify.Stats) int64 { return s.Pending })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "mew_gateway_webhook_delivered_total", Help: "Webhook notifications delivered.",
-		}, sum(func(s notify.Stats) int64 { return s.Delivered })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "mew_gateway_webhook_retries_total", Help: "Failed webhook attempts followed by another.",
-		}, sum(func(s notify.Stats) int64 { return s.Retries })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "mew_gateway_webhook_dead_letters_total", Help: "Webhook notifications written to the dead-letter log.",
-		}, sum(func(s notify.Stats) int64 { return s.Dead })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "mew_gateway_webhook_refused_total", Help: "Webhook notifications refused (a full queue, among them) and written to the dead-letter log.",
-		}, sum(func(s notify.Stats) int64 { return s.Refused })),
-	)
+	srv.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "mew_gateway_webhook_pending", Help: "Webhook notifications waiting for delivery.",
+	}, sum(func(s notify.Stats) int64 { return s.Pending })))
+	for _, c := range []struct {
+		name, help string
+		of         func(notify.Stats) int64
+	}{
+		{"delivered", "Webhook notifications delivered.", func(s notify.Stats) int64 { return s.Delivered }},
+		{"retries", "Failed webhook attempts followed by another.", func(s notify.Stats) int64 { return s.Retries }},
+		{"dead_letters", "Webhook notifications written to the dead-letter log.", func(s notify.Stats) int64 { return s.Dead }},
+		{"refused", "Webhook notifications refused (a full queue, among them) and written to the dead-letter log.", func(s notify.Stats) int64 { return s.Refused }},
+	} {
+		srv.metrics.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "mew_gateway_webhook_" + c.name + "_total", Help: c.help,
+		}, sum(c.of)))
+	}
 }
 
 // notifyLocked gives the space's notifier one notification per approver

@@ -249,17 +249,28 @@ func (a *approvals) pick(args []string) (*proposal, []string) {
 	return nil, nil
 }
 
-func (a *approvals) cmdApprove(args []string) tea.Cmd {
-	p, _ := a.pick(args)
+// pickOpen is pick for a decision by command: a proposal settled already
+// is refused with a line saying how; the dialog showing the one picked
+// closes.
+func (a *approvals) pickOpen(args []string) (*proposal, []string) {
+	p, rest := a.pick(args)
 	if p == nil {
-		return nil
+		return nil, nil
 	}
 	if p.settled {
 		a.e.note(fmt.Sprintf("proposal #%d was already %s", p.n, p.outcome), true)
-		return nil
+		return nil, nil
 	}
 	if a.dlg != nil && a.dlg.p == p {
 		a.dlg = nil
+	}
+	return p, rest
+}
+
+func (a *approvals) cmdApprove(args []string) tea.Cmd {
+	p, _ := a.pickOpen(args)
+	if p == nil {
+		return nil
 	}
 	if p.policy != nil && p.policy.State != protocol.ApprovalApproved {
 		return a.count(p) // under the policy: an approval, not the call
@@ -268,20 +279,13 @@ func (a *approvals) cmdApprove(args []string) tea.Cmd {
 }
 
 func (a *approvals) cmdReject(args []string) tea.Cmd {
-	p, rest := a.pick(args)
+	p, rest := a.pickOpen(args)
 	if p == nil {
-		return nil
-	}
-	if p.settled {
-		a.e.note(fmt.Sprintf("proposal #%d was already %s", p.n, p.outcome), true)
 		return nil
 	}
 	reason, message := protocol.ReasonDisagree, ""
 	if len(rest) > 0 {
 		reason, message = rest[0], strings.Join(rest[1:], " ")
-	}
-	if a.dlg != nil && a.dlg.p == p {
-		a.dlg = nil
 	}
 	return a.reject(p, reason, message)
 }
