@@ -27,29 +27,12 @@ import (
 
 // policySpace: writes to files need two of alice and bob; alice holds
 // everything, bob only approves; helper, an agent, only proposes.
-const policySpace = `
-space: {id: web}
-participants:
-  alice:
-    tokens: [alice-token]
-    capabilities: [{kind: "*"}]
-  bob:
-    tokens: [bob-token]
-    capabilities: [{kind: chat}]
-  helper:
-    tokens: [helper-token]
-    capabilities:
-      - {kind: chat}
-      - {kind: "chat/*"}
-      - {kind: "reasoning/*"}
-      - {kind: mcp/proposal}
-      - {kind: mcp/withdraw}
-      - {kind: mcp/request, payload: {method: "tools/list"}}
-      - {kind: "participant/*"}
-  files:
-    tokens: [files-token]
-    capabilities: [{kind: mcp/response}, {kind: participant/status}, {kind: chat}]
-approvals:
+var policySpace = testutil.SpaceYAML("web",
+	testutil.Member("alice", "*"),
+	testutil.Member("bob", "chat"),
+	testutil.Member("helper", "chat", "chat/*", "reasoning/*", "mcp/proposal", "mcp/withdraw", `{kind: mcp/request, payload: {method: tools/list}}`, "participant/*"),
+	testutil.Member("files", "mcp/response", "participant/status", "chat"),
+) + `approvals:
   - name: writes
     reason: files change on disk
     match: {to: [files], payload: {method: tools/call, params: {name: "write_*"}}}

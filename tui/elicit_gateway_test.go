@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	tea "charm.land/bubbletea/v2"
-
 	"github.com/mew-protocol/mew/bridge"
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
@@ -35,23 +33,8 @@ func TestElicitationThroughBridge(t *testing.T) {
 	agent := testutil.JoinParticipant(t, g, "agent-token", participant.Options{})
 	you := testutil.JoinParticipant(t, g, "you-token", participant.Options{})
 
-	h := newHarnessWith(t, NewSDKSpace(you, SDKOptions{Gateway: "ws://" + g.Addr, Space: "tui", Token: "you-token"}))
-	h.m.welcome(you.Client().Welcome())
-	events := make(chan tea.Msg, 4096)
-	detach := Attach(you, func(m tea.Msg) { events <- m })
-	defer detach()
-	pump := func(what string, ok func() bool) {
-		t.Helper()
-		deadline := time.After(20 * time.Second)
-		for !ok() {
-			select {
-			case msg := <-events:
-				h.send(msg)
-			case <-deadline:
-				t.Fatalf("waiting for %s; the screen:\n%s", what, h.screen())
-			}
-		}
-	}
+	h := attachTo(t, g, you, "you-token")
+	pump := h.pump
 	book := func() <-chan string {
 		ch := make(chan string, 1)
 		go func() {
@@ -77,7 +60,7 @@ func TestElicitationThroughBridge(t *testing.T) {
 					t.Fatalf("the agent's call answered %q, want %q", got, want)
 				}
 				return
-			case msg := <-events:
+			case msg := <-h.events:
 				h.send(msg)
 			case <-time.After(20 * time.Second):
 				t.Fatalf("the agent's call did not complete:\n%s", h.screen())

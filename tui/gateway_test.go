@@ -57,28 +57,8 @@ func TestGrantThroughGateway(t *testing.T) {
 	assistant := testutil.JoinParticipant(t, g, "assistant-token", participant.Options{})
 	you := testutil.JoinParticipant(t, g, "you-token", participant.Options{})
 
-	h := newHarnessWith(t, NewSDKSpace(you, SDKOptions{Gateway: "ws://" + g.Addr, Space: "tui", Token: "you-token"}))
-	h.m.welcome(you.Client().Welcome())
-	events := make(chan tea.Msg, 4096)
-	detach := Attach(you, func(m tea.Msg) { events <- m })
-	defer detach()
-	var seen []*protocol.Envelope
-	// pump feeds the model what the space sent until done holds.
-	pump := func(what string, done func() bool) {
-		t.Helper()
-		deadline := time.After(15 * time.Second)
-		for !done() {
-			select {
-			case msg := <-events:
-				if e, ok := msg.(Envelope); ok {
-					seen = append(seen, e.Env)
-				}
-				h.send(msg)
-			case <-deadline:
-				t.Fatalf("waiting for %s; the screen:\n%s", what, h.screen())
-			}
-		}
-	}
+	h := attachTo(t, g, you, "you-token")
+	pump := h.pump
 	args := map[string]any{"name": "add", "arguments": map[string]any{"a": 1, "b": 5}}
 	type answer struct {
 		res json.RawMessage
@@ -113,7 +93,7 @@ func TestGrantThroughGateway(t *testing.T) {
 	// On the wire: the grant, then the fulfilment of the proposal.
 	var grantEnv, fulfil *protocol.Envelope
 	pump("the grant and the fulfilment", func() bool {
-		for _, e := range seen {
+		for _, e := range h.seen {
 			switch {
 			case e.Kind == protocol.KindCapabilityGrant && e.From == "you":
 				grantEnv = e

@@ -15,6 +15,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -400,4 +401,41 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// attached is a harness whose model reads what the space sends to the
+// participant you, which a real gateway serves.
+type attached struct {
+	*harness
+	events chan tea.Msg
+	seen   []*protocol.Envelope // every envelope pumped, in order
+}
+
+// attachTo starts a harness over you, joined to space "tui" of g with
+// token; the model sees nothing until pump hands it what came.
+func attachTo(t *testing.T, g *testutil.Gateway, you *participant.Participant, token string) *attached {
+	t.Helper()
+	h := newHarnessWith(t, NewSDKSpace(you, SDKOptions{Gateway: "ws://" + g.Addr, Space: "tui", Token: token}))
+	h.m.welcome(you.Client().Welcome())
+	a := &attached{harness: h, events: make(chan tea.Msg, 4096)}
+	t.Cleanup(Attach(you, func(m tea.Msg) { a.events <- m }))
+	return a
+}
+
+// pump hands the model what the space sent until ok holds, failing after
+// 20 s with the screen.
+func (a *attached) pump(what string, ok func() bool) {
+	a.t.Helper()
+	deadline := time.After(20 * time.Second)
+	for !ok() {
+		select {
+		case msg := <-a.events:
+			if e, isEnv := msg.(Envelope); isEnv {
+				a.seen = append(a.seen, e.Env)
+			}
+			a.send(msg)
+		case <-deadline:
+			a.t.Fatalf("waiting for %s; the screen:\n%s", what, a.screen())
+		}
+	}
 }

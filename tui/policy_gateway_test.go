@@ -7,30 +7,18 @@ import (
 	"testing"
 	"time"
 
-	tea "charm.land/bubbletea/v2"
-
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
 )
 
 // policySpace: the calculator's add needs two of you and bob.
-const policySpace = `
-space: {id: tui}
-participants:
-  you:
-    tokens: [you-token]
-    capabilities: [{kind: "*"}]
-  bob:
-    tokens: [bob-token]
-    capabilities: [{kind: chat}]
-  assistant:
-    tokens: [assistant-token]
-    capabilities: [{kind: chat}, {kind: mcp/proposal}, {kind: mcp/withdraw}]
-  calculator:
-    tokens: [calculator-token]
-    capabilities: [{kind: chat}]
-approvals:
+var policySpace = testutil.SpaceYAML("tui",
+	testutil.Member("you", "*"),
+	testutil.Member("bob", "chat"),
+	testutil.Member("assistant", "chat", "mcp/proposal", "mcp/withdraw"),
+	testutil.Member("calculator", "chat"),
+) + `approvals:
   - name: sums
     reason: sums are checked by two people
     match: {to: [calculator], payload: {method: tools/call, params: {name: add}}}
@@ -59,23 +47,8 @@ func TestPolicyThroughGateway(t *testing.T) {
 	assistant := testutil.JoinParticipant(t, g, "assistant-token", participant.Options{})
 	bob := testutil.JoinParticipant(t, g, "bob-token", participant.Options{})
 	you := testutil.JoinParticipant(t, g, "you-token", participant.Options{})
-	h := newHarnessWith(t, NewSDKSpace(you, SDKOptions{Gateway: "ws://" + g.Addr, Space: "tui", Token: "you-token"}))
-	h.m.welcome(you.Client().Welcome())
-	events := make(chan tea.Msg, 4096)
-	detach := Attach(you, func(m tea.Msg) { events <- m })
-	defer detach()
-	pump := func(what string, done func() bool) {
-		t.Helper()
-		deadline := time.After(15 * time.Second)
-		for !done() {
-			select {
-			case msg := <-events:
-				h.send(msg)
-			case <-deadline:
-				t.Fatalf("waiting for %s; the screen:\n%s", what, h.screen())
-			}
-		}
-	}
+	h := attachTo(t, g, you, "you-token")
+	pump := h.pump
 	done := make(chan error, 1)
 	go func() {
 		res, err := assistant.Request(t.Context(), "calculator", map[string]any{"method": "tools/call", "params": map[string]any{"name": "add", "arguments": map[string]any{"a": 2, "b": 3}}})

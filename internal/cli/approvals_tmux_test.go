@@ -17,23 +17,12 @@ import (
 
 // policyCLISpace: the calculator's add needs two of human and bob; helper,
 // an agent, may only propose it.
-const policyCLISpace = `
-space: {id: cli-agents}
-participants:
-  human: {tokens: [human-token], capabilities: [{kind: "*"}]}
-  bob: {tokens: [bob-token], capabilities: [{kind: chat}]}
-  calc: {tokens: [calc-token], capabilities: [{kind: chat}]}
-  helper:
-    tokens: [helper-secret-token]
-    capabilities:
-      - {kind: chat}
-      - {kind: "chat/*"}
-      - {kind: "reasoning/*"}
-      - {kind: mcp/proposal}
-      - {kind: mcp/withdraw}
-      - {kind: mcp/request, payload: {method: tools/list}}
-      - {kind: "participant/*"}
-approvals:
+var policyCLISpace = testutil.SpaceYAML("cli-agents",
+	testutil.Member("human", "*"),
+	testutil.Member("bob", "chat"),
+	testutil.Member("calc", "chat"),
+	testutil.Member("helper", "chat", "chat/*", "reasoning/*", "mcp/proposal", "mcp/withdraw", `{kind: mcp/request, payload: {method: tools/list}}`, "participant/*"),
+) + `approvals:
   - name: sums
     reason: sums are checked by two people
     match: {to: [calc], payload: {method: tools/call, params: {name: add}}}
@@ -73,7 +62,7 @@ func TestApprovalPolicyTmux(t *testing.T) {
 			}
 		}
 	})
-	env := map[string]string{"MEW_TOKEN": "helper-secret-token", "MEW_AGENT_CONFIG": `{"mockLLM": true, "reasoningEnabled": true}`}
+	env := map[string]string{"MEW_TOKEN": "helper-token", "MEW_AGENT_CONFIG": `{"mockLLM": true, "reasoningEnabled": true}`}
 	cmd := startAgentCmd(t, env, "-g", "ws://"+g.Addr, "-s", "cli-agents", "--id", "helper")
 	cmd.waitJoined(t, joined)
 
