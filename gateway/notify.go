@@ -86,9 +86,15 @@ func (srv *Server) startNotifiers() error {
 			srv.closeNotifiers()
 			return fmt.Errorf("gateway: space %s: %w", sp.id, err)
 		}
+		name := sp.id
+		if node := srv.opts.Cluster.Node; node != nil {
+			// The nodes of a cluster may serve the space from one
+			// directory (mew space up --nodes): each spools its own.
+			name += "@" + node.ID()
+		}
 		n, err := notify.New(notify.Config{
 			URL: w.URL, Secret: secret,
-			Dir: filepath.Join(sp.cfg.MewDir, "notify"), Name: sp.id,
+			Dir: filepath.Join(sp.cfg.MewDir, "notify"), Name: name,
 			Timeout: w.Timeout, MaxAttempts: w.MaxAttempts, Backoff: w.Backoff,
 			Link: sp.webhookLink,
 			// Its clock is the real one, not Options.Now: receivers

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/gateway/cluster/memory"
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -511,5 +512,47 @@ func TestWebhookSecretRefused(t *testing.T) {
 		t.Fatal("a gateway started with a short secret")
 	} else if !strings.Contains(err.Error(), "at least 16") || strings.Contains(err.Error(), "short-secret") {
 		t.Errorf("short secret: %v", err)
+	}
+}
+
+// Two nodes of a cluster serving the space from one directory (as mew
+// space up --nodes does) each spool the notifications of the proposals
+// they govern in a file of their own: neither writes the other's.
+func TestWebhookClusterSpools(t *testing.T) {
+	t.Setenv(hookSecretEnv, hookSecret)
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }))
+	defer down.Close()
+	mc := memory.New(memory.Options{})
+	t.Cleanup(func() { _ = mc.Close() })
+	dir := t.TempDir()
+	var urls []string
+	for _, id := range []string{"n1", "n2"} {
+		node, err := mc.Node(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := testutil.Serve(dir, webhookSpace(down.URL+"/hook", "    max_attempts: 20\n"), gateway.Options{Cluster: gateway.ClusterOptions{Node: node, Name: "c"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Stop() })
+		urls = append(urls, "ws://"+s.Addr+"/ws?space=approvals")
+	}
+	agent, _ := testutil.Join(t, urls[0], "agent-token")
+	carol, _ := testutil.Join(t, urls[1], "carol-token")
+	alice, _ := testutil.Join(t, urls[1], "alice-token")
+	agent.SendText(call("mcp/proposal", "p1", "write_file", "one"))
+	carol.SendText(call("mcp/proposal", "p2", "write_file", "two"))
+	approvalState(t, alice, "p2", protocol.ApprovalAwaiting)
+	approvalState(t, alice, "p1", protocol.ApprovalAwaiting)
+	spool := func(node string) string {
+		b, _ := os.ReadFile(filepath.Join(dir, ".mew", "notify", "approvals@"+node+".spool.jsonl"))
+		return string(b)
+	}
+	testutil.WaitFor(t, 5*time.Second, "each node's spool", func() bool {
+		return strings.Contains(spool("n1"), `"subject":"p1"`) && strings.Contains(spool("n2"), `"subject":"p2"`)
+	})
+	if strings.Contains(spool("n1"), `"subject":"p2"`) || strings.Contains(spool("n2"), `"subject":"p1"`) {
+		t.Errorf("a node spooled the other's proposal:\nn1: %s\nn2: %s", spool("n1"), spool("n2"))
 	}
 }
