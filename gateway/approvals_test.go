@@ -150,24 +150,16 @@ func testApprovalTwoOfThree(t *testing.T, gs []*testutil.Gateway) {
 	}
 	carol, _ := testutil.Join(t, gs[0].WSURL, "carol-token")
 
-	if e := outcome(t, alice, "f0", call("mcp/request", "f0", "write_file", "hello", "p1")); e == nil || e["error"] != gateway.ErrorApprovalRequired {
-		t.Fatalf("a fulfilment before any approval: %v", e)
-	}
-	if e := outcome(t, alice, "a1", approveMsg("a1", "p1")); e != nil {
-		t.Fatalf("alice's approval: %v", e)
-	}
+	refused(t, alice, "f0", call("mcp/request", "f0", "write_file", "hello", "p1"), gateway.ErrorApprovalRequired, "a fulfilment before any approval")
+	taken(t, alice, "a1", approveMsg("a1", "p1"), "alice's approval")
 	if a := approved(t, bob, "p1", "alice"); a.Remaining != 1 {
 		t.Fatalf("after alice: %+v", a)
 	}
-	if e := outcome(t, alice, "a2", approveMsg("a2", "p1")); e == nil || e["error"] != protocol.ErrorInvalidRequest {
-		t.Fatalf("alice approving twice: %v", e)
-	}
+	refused(t, alice, "a2", approveMsg("a2", "p1"), protocol.ErrorInvalidRequest, "alice approving twice")
 	// carol proposes too, and cannot approve her own proposal.
 	carol.SendText(call("mcp/proposal", "p2", "write_file", "mine"))
 	approvalState(t, alice, "p2", protocol.ApprovalAwaiting)
-	if e := outcome(t, carol, "a3", approveMsg("a3", "p2")); e == nil || e["error"] != gateway.ErrorNotApprover {
-		t.Fatalf("carol approving her own proposal: %v", e)
-	}
+	refused(t, carol, "a3", approveMsg("a3", "p2"), gateway.ErrorNotApprover, "carol approving her own proposal")
 	if e := outcome(t, files, "a4", approveMsg("a4", "p1")); e == nil || e["error"] != "capability_violation" {
 		t.Fatalf("files, no approver, approving: %v", e)
 	}
@@ -175,9 +167,7 @@ func testApprovalTwoOfThree(t *testing.T, gs []*testutil.Gateway) {
 		!strings.Contains(fmt.Sprint(e["message"]), "1 more") {
 		t.Fatalf("a fulfilment with one approval of two: %v", e)
 	}
-	if e := outcome(t, bob, "a5", approveMsg("a5", "p1")); e != nil {
-		t.Fatalf("bob's approval: %v", e)
-	}
+	taken(t, bob, "a5", approveMsg("a5", "p1"), "bob's approval")
 	if a := approvalState(t, agent, "p1", protocol.ApprovalApproved); !slices.Equal(a.ApprovedBy, []string{"alice", "bob"}) || a.Remaining != 0 {
 		t.Fatalf("approved: %+v", a)
 	}
@@ -187,19 +177,13 @@ func testApprovalTwoOfThree(t *testing.T, gs []*testutil.Gateway) {
 		t.Fatal("an approval of an approved proposal was taken")
 	}
 	// Bound to the exact arguments and addressees.
-	if e := outcome(t, alice, "f2", call("mcp/request", "f2", "write_file", "HELLO", "p1")); e == nil || e["error"] != gateway.ErrorApprovalMismatch {
-		t.Fatalf("a fulfilment with other arguments: %v", e)
-	}
+	refused(t, alice, "f2", call("mcp/request", "f2", "write_file", "HELLO", "p1"), gateway.ErrorApprovalMismatch, "a fulfilment with other arguments")
 	// The fulfiller numbers its own JSON-RPC request: the id is not bound.
-	if e := outcome(t, bob, "f3", strings.Replace(call("mcp/request", "f3", "write_file", "hello", "p1"), `"id":1`, `"id":7`, 1)); e != nil {
-		t.Fatalf("bob fulfilling the approved proposal: %v", e)
-	}
+	taken(t, bob, "f3", strings.Replace(call("mcp/request", "f3", "write_file", "hello", "p1"), `"id":1`, `"id":7`, 1), "bob fulfilling the approved proposal")
 	files.ExpectFunc("mcp/request", func(m testutil.Msg) bool { return m.ID() == "f3" })
 	approvalState(t, agent, "p1", protocol.ApprovalFulfilled)
 	approvalState(t, alice, "p1", protocol.ApprovalFulfilled)
-	if e := outcome(t, alice, "f4", call("mcp/request", "f4", "write_file", "hello", "p1")); e == nil || e["error"] != gateway.ErrorApprovalRequired {
-		t.Fatalf("a second fulfilment: %v", e)
-	}
+	refused(t, alice, "f4", call("mcp/request", "f4", "write_file", "hello", "p1"), gateway.ErrorApprovalRequired, "a second fulfilment")
 	// The lineage of the fulfilment (what `mew log why` prints) names the
 	// rule, its approvers and the reason, beside the arguments proposed.
 	var tree string
@@ -250,9 +234,7 @@ func testApprovalEditRejectWithdraw(t *testing.T, gs []*testutil.Gateway) {
 	if a := approvalState(t, agent, "p2", protocol.ApprovalRejected); a.By != "bob" || a.Message != "not like this" {
 		t.Fatalf("rejected: %+v", a)
 	}
-	if e := outcome(t, alice, "f1", call("mcp/request", "f1", "write_file", "v2", "p2")); e == nil || e["error"] != gateway.ErrorApprovalRequired {
-		t.Fatalf("fulfilling a rejected proposal: %v", e)
-	}
+	refused(t, alice, "f1", call("mcp/request", "f1", "write_file", "v2", "p2"), gateway.ErrorApprovalRequired, "fulfilling a rejected proposal")
 }
 
 // A rule's time: reads settle as timed out; writes escalate to lead, whose
@@ -280,24 +262,18 @@ func testApprovalTimeoutAndEscalation(t *testing.T, gs []*testutil.Gateway, clk 
 	if e := outcome(t, alice, "a2", approveMsg("a2", "r1")); e == nil {
 		t.Fatal("an approval after the timeout was taken")
 	}
-	if e := outcome(t, alice, "f1", call("mcp/request", "f1", "read_file", "x", "r1")); e == nil || e["error"] != gateway.ErrorApprovalRequired {
-		t.Fatalf("fulfilling a timed-out proposal: %v", e)
-	}
+	refused(t, alice, "f1", call("mcp/request", "f1", "read_file", "x", "r1"), gateway.ErrorApprovalRequired, "fulfilling a timed-out proposal")
 	clk.Advance(30 * time.Second)
 	if a := approvalState(t, agent, "w1", protocol.ApprovalEscalated); !slices.Equal(a.Approvers, []string{"lead"}) || a.Required != 1 || a.Remaining != 1 || len(a.ApprovedBy) != 0 {
 		t.Fatalf("escalated: %+v", a)
 	}
 	approvalState(t, alice, "w1", protocol.ApprovalEscalated)
-	if e := outcome(t, alice, "a3", approveMsg("a3", "w1")); e == nil || e["error"] != gateway.ErrorNotApprover {
-		t.Fatalf("alice approving after the escalation: %v", e)
-	}
+	refused(t, alice, "a3", approveMsg("a3", "w1"), gateway.ErrorNotApprover, "alice approving after the escalation")
 	approvalState(t, lead, "w1", protocol.ApprovalEscalated)
 	lead.SendText(approveMsg("a4", "w1"))
 	approvalState(t, agent, "w1", protocol.ApprovalApproved)
 	approvalState(t, alice, "w1", protocol.ApprovalApproved)
-	if e := outcome(t, alice, "f2", call("mcp/request", "f2", "write_file", "x", "w1")); e != nil {
-		t.Fatalf("fulfilling after lead's approval: %v", e)
-	}
+	taken(t, alice, "f2", call("mcp/request", "f2", "write_file", "x", "w1"), "fulfilling after lead's approval")
 }
 
 // always_ask: no grant lets anyone send a deletion as a request of its
@@ -308,25 +284,17 @@ func TestApprovalAlwaysAsk(t *testing.T) { onApprovals(t, gateway.Options{}, tes
 func testApprovalAlwaysAsk(t *testing.T, gs []*testutil.Gateway) {
 	agent, alice, bob, _, _, _ := approvalPeers(t, gs)
 
-	if e := outcome(t, alice, "d1", call("mcp/request", "d1", "delete_file", "x")); e == nil || e["error"] != gateway.ErrorApprovalRequired {
-		t.Fatalf("alice (kind *) deleting directly: %v", e)
-	}
+	refused(t, alice, "d1", call("mcp/request", "d1", "delete_file", "x"), gateway.ErrorApprovalRequired, "alice (kind *) deleting directly")
 	alice.SendText(`{"id":"g1","kind":"capability/grant","payload":{"recipient":"agent","capabilities":[{"kind":"mcp/request"}]}}`)
 	agent.ExpectFunc("system/welcome", func(testutil.Msg) bool { return true })
-	if e := outcome(t, agent, "d2", call("mcp/request", "d2", "delete_file", "x")); e == nil || e["error"] != gateway.ErrorApprovalRequired {
-		t.Fatalf("the agent, granted mcp/request, deleting directly: %v", e)
-	}
+	refused(t, agent, "d2", call("mcp/request", "d2", "delete_file", "x"), gateway.ErrorApprovalRequired, "the agent, granted mcp/request, deleting directly")
 	// Other tools are the grant's to allow.
-	if e := outcome(t, agent, "d3", call("mcp/request", "d3", "list_files", "x")); e != nil {
-		t.Fatalf("the agent, granted mcp/request, listing: %v", e)
-	}
+	taken(t, agent, "d3", call("mcp/request", "d3", "list_files", "x"), "the agent, granted mcp/request, listing")
 	agent.SendText(call("mcp/proposal", "p1", "delete_file", "x"))
 	approvalState(t, bob, "p1", protocol.ApprovalAwaiting) // each acts on what it sees: on a cluster, its node's
 	bob.SendText(approveMsg("a1", "p1"))
 	approvalState(t, alice, "p1", protocol.ApprovalApproved)
-	if e := outcome(t, alice, "d4", call("mcp/request", "d4", "delete_file", "x", "p1")); e != nil {
-		t.Fatalf("fulfilling the approved deletion: %v", e)
-	}
+	taken(t, alice, "d4", call("mcp/request", "d4", "delete_file", "x", "p1"), "fulfilling the approved deletion")
 }
 
 // Hostile approvals: without a correlation, naming two proposals, an
@@ -350,13 +318,9 @@ func testApprovalHostile(t *testing.T, gs []*testutil.Gateway) {
 			t.Errorf("%s was taken", msg)
 		}
 	}
-	if e := outcome(t, alice, "f1", call("mcp/request", "f1", "write_file", "x", "p1")); e == nil || e["error"] != gateway.ErrorApprovalRequired {
-		t.Fatalf("after the hostile approvals, a fulfilment: %v", e)
-	}
+	refused(t, alice, "f1", call("mcp/request", "f1", "write_file", "x", "p1"), gateway.ErrorApprovalRequired, "after the hostile approvals, a fulfilment")
 	// A proposal no rule governs is fulfilled as before.
-	if e := outcome(t, alice, "f2", `{"id":"f2","kind":"mcp/request","to":["files"],"correlation_id":["free"],"payload":{"jsonrpc":"2.0","id":1,"method":"tools/list"}}`); e != nil {
-		t.Fatalf("fulfilling an ungoverned proposal: %v", e)
-	}
+	taken(t, alice, "f2", `{"id":"f2","kind":"mcp/request","to":["files"],"correlation_id":["free"],"payload":{"jsonrpc":"2.0","id":1,"method":"tools/list"}}`, "fulfilling an ungoverned proposal")
 }
 
 // GET /console/approvals lists, to a participant of the space, the governed
@@ -398,9 +362,7 @@ func testConsoleApprovals(t *testing.T, gs []*testutil.Gateway) {
 	bob.SendText(approveMsg("a2", "p1"))
 	approvalState(t, alice, "p1", protocol.ApprovalApproved)
 	req := `{"id":"f1","kind":"mcp/request","to":["files"],"correlation_id":["p1"],"payload":` + strings.Replace(string(payload), `"jsonrpc":"2.0",`, `"jsonrpc":"2.0","id":9,`, 1) + `}`
-	if e := outcome(t, alice, "f1", req); e != nil {
-		t.Fatalf("fulfilling the listed proposal: %v", e)
-	}
+	taken(t, alice, "f1", req, "fulfilling the listed proposal")
 	bob.SendText(`{"id":"r1","kind":"mcp/reject","correlation_id":["p2"],"payload":{"reason":"no"}}`)
 	approvalState(t, alice, "p2", protocol.ApprovalRejected)
 	testutil.WaitFor(t, 5*time.Second, "nothing listed once settled", func() bool { return len(list()) == 0 })

@@ -113,9 +113,7 @@ func testClusterStreams(t *testing.T, gs []*testutil.Gateway) {
 	for _, p := range []*testutil.Peer{human, bob, carol, agent} {
 		expectFrame(t, p, "#"+id2+"#from-c")
 	}
-	if e := outcome(t, human, "x4", `{"id":"x4","kind":"stream/close","payload":{"stream_id":"`+id2+`"}}`); e == nil || e["error"] != gateway.ErrorNotStreamOwner {
-		t.Fatalf("the old owner closed the transferred stream: %v", e)
-	}
+	refused(t, human, "x4", `{"id":"x4","kind":"stream/close","payload":{"stream_id":"`+id2+`"}}`, gateway.ErrorNotStreamOwner, "the old owner closed the transferred stream")
 	refusedFrame(t, human, id2, "#"+id2+"#old-owner", carol) // the old owner is no writer any more
 
 	// Close on A: every node ends stream-1 (refused on B and C after the

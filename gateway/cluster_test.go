@@ -328,9 +328,7 @@ func testThreeNodes(t *testing.T, gs []*testutil.Gateway) {
 	// on node 3 (its participant list shows it).
 	human.SendText(`{"id":"g1","kind":"capability/grant","payload":{"recipient":"agent","capabilities":[{"kind":"mcp/proposal"}]}}`)
 	agent.Expect("capability/grant")
-	if e := outcome(t, agent, "p1", `{"id":"p1","kind":"mcp/proposal","payload":{"jsonrpc":"2.0","id":1,"method":"tools/call"}}`); e != nil {
-		t.Fatalf("node 2 refused what node 1 granted: %v", e)
-	}
+	taken(t, agent, "p1", `{"id":"p1","kind":"mcp/proposal","payload":{"jsonrpc":"2.0","id":1,"method":"tools/call"}}`, "node 2 refused what node 1 granted")
 	if m := carol.Expect("mcp/proposal"); m.ID() != "p1" {
 		t.Fatalf("carol on node 3 got %s", m.ID())
 	}
@@ -508,9 +506,7 @@ func TestClusterPartition(t *testing.T) {
 	if code, _ := get(t, a, "/health", ""); code != http.StatusOK {
 		t.Fatalf("/health of node 1 during the partition: %d", code)
 	}
-	if e := outcome(t, human, "h1", `{"id":"h1","kind":"chat","payload":{"text":"still here"}}`); e != nil {
-		t.Fatalf("node 1 during the partition refused: %v", e)
-	}
+	taken(t, human, "h1", `{"id":"h1","kind":"chat","payload":{"text":"still here"}}`, "node 1 during the partition refused")
 
 	proxy.Heal()
 	healed := time.Now()
@@ -522,9 +518,7 @@ func TestClusterPartition(t *testing.T) {
 	human.Within(10*time.Second, "bob back in node 1's view", func(m testutil.Msg) bool {
 		return m.Kind() == "system/presence" && presence("join", "bob")(m)
 	})
-	if e := outcome(t, bob, "b2", `{"id":"b2","kind":"chat","payload":{"text":"back"}}`); e != nil {
-		t.Fatalf("bob after the heal: %v", e)
-	}
+	taken(t, bob, "b2", `{"id":"b2","kind":"chat","payload":{"text":"back"}}`, "bob after the heal")
 	human.ExpectFunc("chat", func(m testutil.Msg) bool { return m.ID() == "b2" })
 	human.SendText(`{"id":"h2","kind":"chat","payload":{"text":"welcome back"}}`)
 	bob.ExpectFunc("chat", func(m testutil.Msg) bool { return m.ID() == "h2" })
@@ -591,9 +585,7 @@ func testPause(t *testing.T, gs []*testutil.Gateway) {
 	}
 	human.SendText(`{"id":"rz","kind":"participant/resume","to":["bob"],"payload":{}}`)
 	bob.Expect("participant/resume")
-	if e := outcome(t, bob, "c2", `{"id":"c2","kind":"chat","payload":{"text":"back"}}`); e != nil {
-		t.Fatalf("resumed on node 1, bob on node 2 refused: %v", e)
-	}
+	taken(t, bob, "c2", `{"id":"c2","kind":"chat","payload":{"text":"back"}}`, "resumed on node 1, bob on node 2 refused")
 }
 
 // A shutdown made on node 1 applies to the participant on node 2 until it
@@ -615,16 +607,12 @@ func testShutdownRejoin(t *testing.T, gs []*testutil.Gateway) {
 	human.ExpectFunc("system/presence", presence("leave", "bob"))
 	bob, _ = testutil.Join(t, gs[1].WSURL, "bob-token")
 	human.ExpectFunc("system/presence", presence("join", "bob"))
-	if e := outcome(t, bob, "c2", `{"id":"c2","kind":"chat","payload":{"text":"back"}}`); e != nil {
-		t.Fatalf("reconnected on node 2, bob refused: %v", e)
-	}
+	taken(t, bob, "c2", `{"id":"c2","kind":"chat","payload":{"text":"back"}}`, "reconnected on node 2, bob refused")
 	human.SendText(`{"id":"pz","kind":"participant/pause","to":["bob"],"payload":{}}`)
 	bob.Expect("participant/pause")
 	human.SendText(`{"id":"rz","kind":"participant/resume","to":["bob"],"payload":{}}`)
 	bob.Expect("participant/resume")
-	if e := outcome(t, bob, "c3", `{"id":"c3","kind":"chat","payload":{"text":"after a pause"}}`); e != nil {
-		t.Fatalf("paused and resumed on node 1 after rejoining, bob refused: %v", e)
-	}
+	taken(t, bob, "c3", `{"id":"c3","kind":"chat","payload":{"text":"after a pause"}}`, "paused and resumed on node 1 after rejoining, bob refused")
 }
 
 // An invitation made on node 1 lets the invited participant join on node 2
@@ -697,9 +685,7 @@ func testInvite(t *testing.T, c *testCluster) {
 	}
 	human.SendText(`{"id":"g1","kind":"capability/grant","payload":{"recipient":"dave0","capabilities":[{"kind":"mcp/proposal"}]}}`)
 	dave.ExpectFunc("system/welcome", func(m testutil.Msg) bool { return strings.Contains(string(m.Raw), "mcp/proposal") })
-	if e := outcome(t, dave, "p1", fmt.Sprintf(call, "p1")); e != nil {
-		t.Fatalf("after the grant on node 1, node 2 refused: %v", e)
-	}
+	taken(t, dave, "p1", fmt.Sprintf(call, "p1"), "after the grant on node 1, node 2 refused")
 
 	// The token is nowhere in shared state; its hash is. On NATS, every
 	// value of the bucket is read straight from JetStream.
@@ -883,9 +869,7 @@ func testInviteHostile(t *testing.T, c *testCluster) {
 	if m := p.Next(); m.Kind() != "system/welcome" || m.Payload()["you"].(map[string]any)["id"] != "m6" {
 		t.Fatalf("the good invitation's token: %s", m.Raw)
 	}
-	if e := outcome(t, human, "c1", `{"id":"c1","kind":"chat","payload":{"text":"still here"}}`); e != nil {
-		t.Fatalf("after hostile records: %v", e)
-	}
+	taken(t, human, "c1", `{"id":"c1","kind":"chat","payload":{"text":"still here"}}`, "after hostile records")
 }
 
 // clusterFloorSpace runs floor control, with agents that may claim.
@@ -1138,9 +1122,7 @@ func TestClusterSlowNode(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	if e := outcome(t, back, "r", `{"id":"r","kind":"chat","payload":{"text":"back"}}`); e != nil {
-		t.Fatalf("carol back on node 2: %v", e)
-	}
+	taken(t, back, "r", `{"id":"r","kind":"chat","payload":{"text":"back"}}`, "carol back on node 2")
 	human.ExpectFunc("chat", func(m testutil.Msg) bool { return m.ID() == "r" })
 	for i := range 5 {
 		id := fmt.Sprintf("after%d", i)

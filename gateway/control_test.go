@@ -64,6 +64,23 @@ func outcome(t *testing.T, p *testutil.Peer, id, msg string) map[string]any {
 	return outcomeSeeing(t, p, id, msg, nil)
 }
 
+// refused sends msg as p and fails the test unless the gateway refuses it
+// with code.
+func refused(t *testing.T, p *testutil.Peer, id, msg, code, what string) {
+	t.Helper()
+	if e := outcome(t, p, id, msg); e == nil || e["error"] != code {
+		t.Fatalf("%s: %v", what, e)
+	}
+}
+
+// taken sends msg as p and fails the test if the gateway refuses it.
+func taken(t *testing.T, p *testutil.Peer, id, msg, what string) {
+	t.Helper()
+	if e := outcome(t, p, id, msg); e != nil {
+		t.Fatalf("%s: %v", what, e)
+	}
+}
+
 // outcomeSeeing is outcome, handing every other message read meanwhile to
 // skipped (when not nil).
 func outcomeSeeing(t *testing.T, p *testutil.Peer, id, msg string, skipped func(testutil.Msg)) map[string]any {
@@ -104,9 +121,7 @@ func TestProgressiveTrust(t *testing.T) {
 	agent.SendText(`{"kind":"capability/grant-ack","correlation_id":["g1"],"payload":{"status":"accepted"}}`)
 	human.Expect("capability/grant-ack")
 
-	if e := outcome(t, agent, "r2", toolCall("r2", "read_file")); e != nil {
-		t.Fatalf("after the grant: %v", e)
-	}
+	taken(t, agent, "r2", toolCall("r2", "read_file"), "after the grant")
 	files.ExpectFunc("mcp/request", func(m testutil.Msg) bool { return m.ID() == "r2" })
 	if e := outcome(t, agent, "r3", toolCall("r3", "write_file")); e == nil || e["error"] != "capability_violation" {
 		t.Fatalf("write_file after a read_* grant: %v", e)
@@ -200,9 +215,7 @@ func TestDelegationRules(t *testing.T) {
 	if e := outcome(t, human, "d14", `{"id":"d14","kind":"capability/revoke","payload":{"recipient":"agent","capabilities":[{"kind":"chat"}]}}`); e != nil {
 		t.Fatal(e)
 	}
-	if e := outcome(t, agent, "c1", `{"id":"c1","kind":"chat","payload":{"text":"still allowed"}}`); e != nil {
-		t.Fatalf("static chat revoked: %v", e)
-	}
+	taken(t, agent, "c1", `{"id":"c1","kind":"chat","payload":{"text":"still allowed"}}`, "static chat revoked")
 }
 
 func TestInvite(t *testing.T) {
@@ -333,9 +346,7 @@ func TestPauseResumeShutdown(t *testing.T) {
 	if e := chat("c1"); e == nil || e["error"] != "paused" {
 		t.Fatalf("chat while paused: %v", e)
 	}
-	if e := outcome(t, agent, "s1", `{"id":"s1","kind":"participant/status","correlation_id":["p1"],"payload":{"status":"paused"}}`); e != nil {
-		t.Fatalf("status while paused: %v", e)
-	}
+	taken(t, agent, "s1", `{"id":"s1","kind":"participant/status","correlation_id":["p1"],"payload":{"status":"paused"}}`, "status while paused")
 	clk.Advance(time.Hour) // no timeout: still paused
 	if e := chat("c2"); e == nil || e["error"] != "paused" {
 		t.Fatalf("chat an hour into an open pause: %v", e)
@@ -367,13 +378,9 @@ func TestPauseResumeShutdown(t *testing.T) {
 	if e := chat("c6"); e == nil || e["error"] != "shutdown" {
 		t.Fatalf("chat after shutdown: %v", e)
 	}
-	if e := outcome(t, agent, "s2", `{"id":"s2","kind":"participant/status","payload":{"status":"shutting_down"}}`); e != nil {
-		t.Fatalf("status after shutdown: %v", e)
-	}
+	taken(t, agent, "s2", `{"id":"s2","kind":"participant/status","payload":{"status":"shutting_down"}}`, "status after shutdown")
 	again, _ := testutil.Join(t, g.WSURL, "agent-token")
-	if e := outcome(t, again, "c7", `{"id":"c7","kind":"chat","payload":{"text":"back"}}`); e != nil {
-		t.Fatalf("chat after reconnecting: %v", e)
-	}
+	taken(t, again, "c7", `{"id":"c7","kind":"chat","payload":{"text":"back"}}`, "chat after reconnecting")
 	// Controls need addressees that exist.
 	if e := outcome(t, lead, "p3", `{"id":"p3","kind":"participant/pause","payload":{}}`); e == nil || e["error"] != "invalid_request" {
 		t.Fatalf("pause without to: %v", e)

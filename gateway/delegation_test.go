@@ -205,9 +205,7 @@ func TestDelegationBySubsumption(t *testing.T) {
 		})
 	}
 	// The agent may now call read_file and nothing else.
-	if e := outcome(t, agent, "r1", toolCall("r1", "read_file")); e != nil {
-		t.Fatalf("granted read_file: %v", e)
-	}
+	taken(t, agent, "r1", toolCall("r1", "read_file"), "granted read_file")
 	if e := outcome(t, agent, "r2", toolCall("r2", "write_file")); e == nil {
 		t.Fatal("write_file allowed")
 	}
@@ -254,27 +252,17 @@ func TestRevokeRules(t *testing.T) {
 	}
 	// A pattern the revoker does not hold removes the granted patterns it
 	// covers, and leaves the rest of their grants.
-	if e := outcome(t, revoker, "v1", `{"id":"v1","kind":"capability/revoke","payload":{"recipient":"agent","capabilities":[{"kind":"mcp/request"}]}}`); e != nil {
-		t.Fatalf("revoke by pattern: %v", e)
-	}
+	taken(t, revoker, "v1", `{"id":"v1","kind":"capability/revoke","payload":{"recipient":"agent","capabilities":[{"kind":"mcp/request"}]}}`, "revoke by pattern")
 	if e := outcome(t, agent, "r1", toolCall("r1", "read_file")); e == nil {
 		t.Fatal("read_file still allowed after the revoke")
 	}
-	if e := outcome(t, agent, "p1", `{"id":"p1","kind":"mcp/proposal","payload":{"method":"tools/list"}}`); e != nil {
-		t.Fatalf("the rest of grant g2 went too: %v", e)
-	}
+	taken(t, agent, "p1", `{"id":"p1","kind":"mcp/proposal","payload":{"method":"tools/list"}}`, "the rest of grant g2 went too")
 	// By id, a grant someone else made.
-	if e := outcome(t, revoker, "v2", `{"id":"v2","kind":"capability/revoke","payload":{"recipient":"agent","grant_id":"g3"}}`); e != nil {
-		t.Fatalf("revoke by id: %v", e)
-	}
+	taken(t, revoker, "v2", `{"id":"v2","kind":"capability/revoke","payload":{"recipient":"agent","grant_id":"g3"}}`, "revoke by id")
 	// Everything, which touches no static capability.
-	if e := outcome(t, revoker, "v3", `{"id":"v3","kind":"capability/revoke","payload":{"recipient":"agent","capabilities":[{"kind":"*"}]}}`); e != nil {
-		t.Fatalf("revoke of *: %v", e)
-	}
+	taken(t, revoker, "v3", `{"id":"v3","kind":"capability/revoke","payload":{"recipient":"agent","capabilities":[{"kind":"*"}]}}`, "revoke of *")
 	agent.ExpectFunc("system/welcome", func(m testutil.Msg) bool { return !strings.Contains(string(m.Raw), "mcp/proposal") })
-	if e := outcome(t, agent, "c1", `{"id":"c1","kind":"chat","payload":{"text":"still here"}}`); e != nil {
-		t.Fatalf("static chat revoked: %v", e)
-	}
+	taken(t, agent, "c1", `{"id":"c1","kind":"chat","payload":{"text":"still here"}}`, "static chat revoked")
 	agent, caps := myCaps(t, g, "agent-token")
 	if caps != agentStatic {
 		t.Fatalf("agent's capabilities after revoking everything: %s", caps)

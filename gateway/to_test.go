@@ -23,9 +23,7 @@ func TestGrantWithTo(t *testing.T) {
 	narrow, _ := testutil.Join(t, g.WSURL, "narrow-token")
 
 	const pattern = `{"kind":"mcp/request","to":["file-server"],"payload":{"method":"tools/*"}}`
-	if e := outcome(t, admin, "g1", `{"id":"g1","kind":"capability/grant","to":["agent"],"payload":{"recipient":"agent","capabilities":[`+pattern+`]}}`); e != nil {
-		t.Fatalf("a grant with to was refused: %v", e)
-	}
+	taken(t, admin, "g1", `{"id":"g1","kind":"capability/grant","to":["agent"],"payload":{"recipient":"agent","capabilities":[`+pattern+`]}}`, "a grant with to was refused")
 	agent.ExpectFunc("system/welcome", func(m testutil.Msg) bool { return holdsKind(m, "mcp/request") })
 	call := func(id, to string) map[string]any {
 		toMember := ""
