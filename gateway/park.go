@@ -25,7 +25,8 @@ import (
 	"github.com/mew-protocol/mew/protocol"
 )
 
-// parkAfter is how long a connection reads nothing before its reader parks.
+// parkAfter is how long a connection reads nothing before its reader parks
+// (between half of it and all of it: see armPark).
 // A connection that sends a message every few hundred milliseconds keeps
 // its goroutine; one that sends less often pays a goroutine start and two
 // system calls per message, small beside routing it.
@@ -45,24 +46,26 @@ const (
 // joinedConn is a joined WebSocket connection and what reading it needs
 // from one reader goroutine to the next.
 //
-// Ownership: exactly one goroutine runs it at a time (run), or none while it
-// is parked; resume, called by the poller and when the session ends, starts
-// the next. The running goroutine, or the parked connection, holds the
+// Ownership: one goroutine reads it at a time (run), or none while it is
+// parked; resume, called by the poller and when the session ends, starts
+// the next (a parking reader may still be finishing park meanwhile, see
+// there). The running goroutine, or the parked connection, holds the
 // connection's slot of srv.wg.
 type joinedConn struct {
 	srv         *Server
 	conn        *websocket.Conn
 	s           *session
 	nc          *corkConn       // what the library reads through
-	rc          syscall.RawConn // nil: this connection never parks
+	rc          syscall.RawConn // nil: this connection never parks; set once
 	stopClosing func() bool
 
-	state atomic.Int32 // readerRunning or readerParked
+	state  atomic.Int32 // readerRunning or readerParked
+	noPark atomic.Bool  // parking failed once: read without it
+	poller atomic.Pointer[poller]
 
 	// Owned by the poller, under its lock.
 	pollID  uint64 // 0 until first parked
 	watched bool   // the socket is in the poller's set
-	poller  *poller
 }
 
 func newJoinedConn(srv *Server, conn *websocket.Conn, s *session, nc *corkConn) *joinedConn {
@@ -99,7 +102,7 @@ func (jc *joinedConn) run() {
 	defer srv.wg.Done()
 	defer jc.conn.CloseNow()
 	defer jc.stopClosing()
-	if p := jc.poller; p != nil {
+	if p := jc.poller.Load(); p != nil {
 		p.forget(jc)
 	}
 	s.kill(websocket.StatusNormalClosure, "")
@@ -118,17 +121,25 @@ func (jc *joinedConn) resume() {
 
 // park hands the idle connection to the poller. It reports false when it
 // could not, or when the session ended meanwhile: the caller reads on.
+//
+// Once the state says parked, another reader may start at any moment (the
+// poller, the session's end), so from there on park touches only the
+// poller, under its lock, and atomics, until a swap gives it the
+// connection back.
 func (jc *joinedConn) park() bool {
 	p := jc.srv.parking()
 	if p == nil {
-		jc.rc = nil // the server is closing, or there is no poller: don't try again
+		jc.noPark.Store(true) // the server is closing, or there is no poller
 		return false
 	}
 	jc.state.Store(readerParked)
 	if err := p.watch(jc); err != nil {
+		if !jc.state.CompareAndSwap(readerParked, readerRunning) {
+			return true // resumed meanwhile: that reader reads on
+		}
+		jc.noPark.Store(true)
 		jc.srv.opts.Logger.Debug("connection not parked", "participant", jc.s.id, "err", err)
-		jc.rc = nil
-		return !jc.state.CompareAndSwap(readerParked, readerRunning)
+		return false
 	}
 	// A session that ended before the state was parked found nothing to
 	// resume (see serveWS): whoever wins the swap reads on.
@@ -142,7 +153,7 @@ func (jc *joinedConn) park() bool {
 // parkAfter. The deadline is set again only when half of it has passed,
 // so that a busy connection does not reset a timer per message.
 func (jc *joinedConn) armPark() {
-	if jc.rc == nil {
+	if jc.rc == nil || jc.noPark.Load() {
 		return
 	}
 	c := jc.nc

@@ -72,7 +72,8 @@ func (p *poller) watch(jc *joinedConn) error {
 	}
 	if jc.pollID == 0 {
 		p.next++
-		jc.pollID, jc.poller = p.next, p
+		jc.pollID = p.next
+		jc.poller.Store(p)
 		p.conns[jc.pollID] = jc
 	}
 	ev := unix.EpollEvent{

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"go.uber.org/goleak"
 
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
@@ -48,7 +47,6 @@ func idleSpace(n int) string {
 // they have been silent for a moment, stay members of the space, and the
 // gateway stops everything it started when it closes.
 func TestIdleConnectionsPark(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
 	const n = 40
 	g := testutil.StartGateway(t, idleSpace(n), gateway.Options{})
 	alice, _ := testutil.Join(t, g.WSURL, "alice-token")
@@ -56,9 +54,8 @@ func TestIdleConnectionsPark(t *testing.T) {
 	for i := range n {
 		testutil.DialStalled(t, g.WSURL, fmt.Sprintf("idle-token-%d", i)) // no goroutine of the test's
 	}
-	for i := range n {
+	for range n {
 		alice.ExpectFunc("system/presence", func(m testutil.Msg) bool { return m.Payload()["event"] == "join" })
-		_ = i
 	}
 	// Parked: n connections hold far fewer than n goroutines (without
 	// parking each holds its reader's).
@@ -74,9 +71,26 @@ func TestIdleConnectionsPark(t *testing.T) {
 	if m, quiet := alice.Quiet(300*time.Millisecond, nil); !quiet {
 		t.Fatalf("alice got %s", m.Raw)
 	}
+	// The poller is the server's, and stops with it, as do the readers.
+	if !strings.Contains(goroutines(), "gateway.(*poller).loop") {
+		t.Fatal("no poller goroutine")
+	}
 	g.Stop(t)
-	if err := goleak.Find(ignore, goleak.IgnoreTopFunction("github.com/mew-protocol/mew/internal/testutil.(*Peer).readLoop")); err != nil {
-		t.Fatal(err)
+	deadline := time.Now().Add(5 * time.Second)
+	for strings.Contains(goroutines(), "gateway.(*poller).loop") || strings.Contains(goroutines(), "gateway.(*joinedConn).run") {
+		if time.Now().After(deadline) {
+			t.Fatalf("still running after Close:\n%s", goroutines())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// goroutines is the stacks of all goroutines.
+func goroutines() string {
+	for b := make([]byte, 1<<20); ; b = make([]byte, 2*len(b)) {
+		if n := runtime.Stack(b, true); n < len(b) {
+			return string(b[:n])
+		}
 	}
 }
 
