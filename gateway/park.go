@@ -115,6 +115,7 @@ func (jc *joinedConn) run() {
 // parked it does nothing.
 func (jc *joinedConn) resume() {
 	if jc.state.CompareAndSwap(readerParked, readerRunning) {
+		jc.srv.metrics.parked.Dec()
 		go jc.run()
 	}
 }
@@ -132,19 +133,23 @@ func (jc *joinedConn) park() bool {
 		jc.noPark.Store(true) // the server is closing, or there is no poller
 		return false
 	}
+	// Counted before the state says so: whoever swaps it back uncounts it.
+	jc.srv.metrics.parked.Inc()
 	jc.state.Store(readerParked)
 	if err := p.watch(jc); err != nil {
 		if !jc.state.CompareAndSwap(readerParked, readerRunning) {
 			return true // resumed meanwhile: that reader reads on
 		}
+		jc.srv.metrics.parked.Dec()
 		jc.noPark.Store(true)
 		jc.srv.opts.Logger.Debug("connection not parked", "participant", jc.s.id, "err", err)
 		return false
 	}
 	// A session that ended before the state was parked found nothing to
 	// resume (see serveWS): whoever wins the swap reads on.
-	if jc.s.ctx.Err() != nil {
-		return !jc.state.CompareAndSwap(readerParked, readerRunning)
+	if jc.s.ctx.Err() != nil && jc.state.CompareAndSwap(readerParked, readerRunning) {
+		jc.srv.metrics.parked.Dec()
+		return false
 	}
 	return true
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,17 @@ func TestIdleConnectionsPark(t *testing.T) {
 	if m, quiet := alice.Quiet(300*time.Millisecond, nil); !quiet {
 		t.Fatalf("alice got %s", m.Raw)
 	}
+	// Counted, alice's among them.
+	if got := parkedGauge(t, g); got != n+1 {
+		t.Fatalf("mew_gateway_parked_connections %d, want %d", got, n+1)
+	}
+	// Alice speaks, her reader resumes and then parks again: counted once.
+	alice.SendText(`{"kind":"chat","payload":{"text":"awake"}}`)
+	alice.Expect("chat")
+	time.Sleep(parkWait)
+	if got := parkedGauge(t, g); got != n+1 {
+		t.Fatalf("mew_gateway_parked_connections %d after alice spoke and fell silent, want %d again", got, n+1)
+	}
 	// The poller is the server's, and stops with it, as do the readers.
 	if !strings.Contains(goroutines(), "gateway.(*poller).loop") {
 		t.Fatal("no poller goroutine")
@@ -83,6 +95,28 @@ func TestIdleConnectionsPark(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// parkedGauge reads mew_gateway_parked_connections.
+func parkedGauge(t *testing.T, g *testutil.Gateway) int {
+	t.Helper()
+	res, err := http.Get(g.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "mew_gateway_parked_connections "); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("parked gauge %q", v)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no mew_gateway_parked_connections in /metrics: %v", sc.Err())
+	return 0
 }
 
 // goroutines is the stacks of all goroutines.
