@@ -51,7 +51,9 @@
 //	  audit.Log.mu       the audit log's queue (leaf, in gateway/internal/audit)
 //	  notify.Notifier.mu a space's webhook notifications on their way to its notifier's
 //	                     loop (leaf, in gateway/internal/notify)
-//	Server.mu            the closed flag only; never held with another lock
+//	Server.mu            the closed flag and the poller of parked connections
+//	                     (park.go); never held with another lock
+//	poller.mu            parked connections' table and epoll set (leaf)
 //	session.pingMu       a connection's ping timer (leaf)
 //	corkConn.mu          a WebSocket's write buffer, taken by its writer goroutine (leaf)
 //	connTable.mu         the listener's open connections (leaf)

@@ -20,6 +20,7 @@ type metrics struct {
 	refusals      *prometheus.CounterVec
 	slowConsumers prometheus.Counter
 	pending       prometheus.Gauge
+	parked        prometheus.Gauge
 	connRefused   *prometheus.CounterVec
 	shed          prometheus.Counter
 	resumed       prometheus.Counter
@@ -45,6 +46,9 @@ func newMetrics() *metrics {
 		}),
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "mew_gateway_unauthenticated_connections", Help: "WebSocket connections waiting for their join message.",
+		}),
+		parked: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mew_gateway_parked_connections", Help: "WebSocket connections idle long enough that no goroutine reads them: the server's poller watches their sockets.",
 		}),
 		connRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mew_gateway_connections_refused_total",
@@ -97,7 +101,7 @@ func newMetrics() *metrics {
 		m.in[k] = in.WithLabelValues(k)
 		m.out[k] = out.WithLabelValues(k)
 	}
-	m.reg.MustRegister(m.connections, m.refusals, m.slowConsumers, m.pending, m.connRefused, m.shed, m.resumed, m.floor, m.routing, in, out,
+	m.reg.MustRegister(m.connections, m.refusals, m.slowConsumers, m.pending, m.parked, m.connRefused, m.shed, m.resumed, m.floor, m.routing, in, out,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -19,10 +19,11 @@ import (
 // Server is a MEW gateway: an http.Handler that serves WebSocket connections
 // (at / and /ws) and the HTTP API for the spaces it hosts.
 //
-// Goroutines: each WebSocket connection runs in its HTTP handler goroutine,
-// which owns a writer goroutine; each output_log participant has a writer
-// goroutine owned by the server, and so are the webhook notifiers' loops
-// and workers. Close stops them all.
+// Goroutines: each WebSocket connection has a reader goroutine, which owns
+// a writer goroutine while there is something to write, except while it is
+// parked (park.go), when the server's poller goroutine watches it; each
+// output_log participant has a writer goroutine owned by the server, and so
+// are the webhook notifiers' loops and workers. Close stops them all.
 type Server struct {
 	opts     Options
 	spaces   map[string]*liveSpace
@@ -43,9 +44,11 @@ type Server struct {
 
 	lazyMu sync.Mutex // serialises lazy connects of output_log participants
 
-	mu     sync.Mutex
-	closed bool
-	wg     sync.WaitGroup // connection handlers and virtual writers
+	mu         sync.Mutex
+	closed     bool
+	wg         sync.WaitGroup // connection handlers and virtual writers
+	parker     *poller        // parked idle connections (park.go); nil until the first
+	parkFailed bool           // no poller could be made: connections don't park
 
 	stopWatch chan struct{} // closed by Close to stop the watchdog
 	watchDone chan struct{} // closed when the watchdog has returned
@@ -234,6 +237,26 @@ func (srv *Server) track() bool {
 	return true
 }
 
+// parking returns the poller for parked connections, started on first use,
+// or nil once the server is closing or when there can be none.
+func (srv *Server) parking() *poller {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.closed || srv.parkFailed {
+		return nil
+	}
+	if srv.parker == nil {
+		p, err := newPoller()
+		if err != nil {
+			srv.parkFailed = true
+			srv.opts.Logger.Warn("idle connections will not park", "err", err)
+			return nil
+		}
+		srv.parker = p
+	}
+	return srv.parker
+}
+
 // Close disconnects every participant with 1001 "going away", waits for
 // their goroutines (at most until ctx ends), then flushes and closes the
 // audit log, so that nothing accepted is lost. It does not close listeners:
@@ -256,6 +279,12 @@ func (srv *Server) Close(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		err = fmt.Errorf("gateway: close: %w", ctx.Err())
+	}
+	srv.mu.Lock()
+	p := srv.parker
+	srv.mu.Unlock()
+	if p != nil {
+		p.close() // after the connections; any still parked read on without it
 	}
 	// The watchdog runs until here: it unblocks writers stuck on peers that
 	// stopped reading while the server was closing.

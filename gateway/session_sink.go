@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/coder/websocket"
 )
@@ -113,7 +114,16 @@ type corkConn struct {
 	net.Conn
 	mu  sync.Mutex
 	buf *[]byte // while corked; nil otherwise
+
+	// The reading side (park.go): fr is used by whoever holds the
+	// library's read lock; the reader loop sets parkOK and armedAt.
+	fr      frameTracker
+	parkOK  atomic.Bool  // the reader waits for a message and may park
+	armedAt atomic.Int64 // nanotime when the park deadline was set; 0: none
 }
+
+// Read is the library's read of the socket (see readParkable).
+func (c *corkConn) Read(p []byte) (int, error) { return c.readParkable(p) }
 
 const (
 	corkFlushAt = 64 << 10  // a batch's bytes are sent at least this often
@@ -204,6 +214,7 @@ func (h *corkHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	n := brw.Reader.Buffered()
 	if n > 0 {
 		early, _ := brw.Reader.Peek(n)
+		h.nc.fr.feed(early) // the first frames the library reads
 		src = io.MultiReader(bytes.NewReader(bytes.Clone(early)), raw)
 	}
 	br := bufio.NewReaderSize(src, max(wsReadBuffer, n))

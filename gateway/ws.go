@@ -105,8 +105,14 @@ func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		s.resume = v[:min(len(v), maxResumeID+1)] // a longer one is found nowhere: a gap
 	}
 	// Reads and writes pass the library no context (a cancellable one costs
-	// a registration per message); cancelling the session closes the socket.
-	stopClosing := context.AfterFunc(s.ctx, func() { _ = nc.Conn.Close() })
+	// a registration per message); cancelling the session closes the socket,
+	// and gives a parked connection a reader that sees it closed (park.go).
+	jc := newJoinedConn(srv, conn, s, nc)
+	stopClosing := context.AfterFunc(s.ctx, func() {
+		_ = nc.Conn.Close()
+		jc.resume()
+	})
+	jc.stopClosing = stopClosing
 	// A join is recorded (its welcome and presence): under back-pressure
 	// from the audit log it waits here, holding no lock.
 	if srv.audit.WaitRoom(r.Context()) != nil {
@@ -124,67 +130,8 @@ func (srv *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	// fresh goroutine, which now owns the connection and the srv.wg slot,
 	// serves it, and the handler returns.
 	handedOff = true
-	go srv.serveJoined(conn, s, stopClosing)
-}
-
-// serveJoined reads a joined connection until it ends, then removes the
-// session from its space and waits for its writer.
-func (srv *Server) serveJoined(conn *websocket.Conn, s *session, stopClosing func() bool) {
-	defer srv.wg.Done()
-	defer conn.CloseNow()
-	defer stopClosing()
-	sp := s.sp
 	s.startPings(conn.Ping)
-	srv.read(conn, origin{m: s.m, id: s.id, s: s, transport: transportWebSocket})
-	s.kill(websocket.StatusNormalClosure, "")
-	sp.detach(s)
-	<-s.finished
-	srv.opts.Logger.Info("participant left", "space", sp.id, "participant", s.id, "reason", s.closeReason)
-}
-
-// read is the reader loop of a joined connection.
-func (srv *Server) read(conn *websocket.Conn, o origin) {
-	sp, s := o.s.sp, o.s
-	st := &inState{}
-	var buf []byte
-	for {
-		_, rd, err := conn.Reader(context.Background())
-		if err != nil {
-			return
-		}
-		var over bool
-		buf, over, err = readMessage(rd, buf[:0], srv.opts.Limits.MaxMessageSize)
-		if err != nil {
-			return
-		}
-		s.lastSeen.Store(srv.now().UnixNano())
-		switch {
-		case over:
-			// Correlated when the id can be read from the message's
-			// beginning, so that the sender's request fails at once.
-			rf := tooLarge(srv.opts.Limits.MaxMessageSize)
-			rf.ref = protocol.PeekIDPrefix(buf[:min(len(buf), maxPeek)])
-			sp.answer(o, rf)
-		case protocol.IsFrame(buf):
-			sp.streamFrame(o, buf)
-		default:
-			// Back-pressure from the audit log falls here, on the sender,
-			// holding no lock; stream frames, which it does not record,
-			// never wait for it.
-			if srv.audit.WaitRoom(s.ctx) != nil {
-				return
-			}
-			if _, rf := sp.inbound(o, buf, st); rf != nil {
-				sp.answer(o, rf)
-			}
-		}
-		if s.flooding.Load() > 0 {
-			sp.tellFlooder(o)
-		}
-		if cap(buf) > 64<<10 {
-			buf = nil // don't keep a big message's buffer for an idle connection
-		}
-	}
+	go jc.run()
 }
 
 // maxResumeID bounds the envelope id a resuming client names (ids the
