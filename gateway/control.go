@@ -92,7 +92,7 @@ func (sp *liveSpace) setControlLocked(m *member, c cluster.Control) {
 	case !c.Shutdown:
 		m.ctl.shutdown.Store(false) // it reconnected (on whichever node)
 	case m.ctl.shutdown.CompareAndSwap(false, true):
-		sp.srv.creds.end(m, standingGood, credCode, credSession)
+		sp.srv.creds.end(m, standingGood, credCode, credLink, credSession)
 	}
 	if c.Kicked && !m.ctl.kicked {
 		m.ctl.kicked = true

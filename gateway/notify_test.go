@@ -556,3 +556,31 @@ func TestWebhookClusterSpools(t *testing.T) {
 		t.Errorf("a node spooled the other's proposal:\nn1: %s\nn2: %s", spool("n1"), spool("n2"))
 	}
 }
+
+// A shutdown ends the participant's webhook links with its other console
+// credentials (its token stays).
+func TestWebhookLinkEndsWithShutdown(t *testing.T) {
+	t.Setenv(testutil.ClusterEnv, "")
+	t.Setenv(hookSecretEnv, hookSecret)
+	h := &hook{}
+	rcv := httptest.NewServer(h)
+	defer rcv.Close()
+	g := testutil.StartGateway(t, webhookSpace(rcv.URL+"/hook", ""), gateway.Options{})
+	agent, alice, _, _, _, _ := approvalPeers(t, []*testutil.Gateway{g})
+	agent.SendText(call("mcp/proposal", "p1", "write_file", "hello"))
+	calls := h.wait(t, 3, "three notifications", forProposal("p1"))
+	var code string
+	for _, c := range calls {
+		if c.str("approver") == "alice" {
+			code = linkCode(t, c)
+		}
+	}
+	alice.SendText(`{"kind":"participant/shutdown","to":["alice"],"payload":{"reason":"done"}}`)
+	alice.ExpectFunc("participant/shutdown", func(testutil.Msg) bool { return true })
+	if st, _ := exchange(t, g.URL, code); st != http.StatusUnauthorized {
+		t.Errorf("alice's webhook link after her shutdown: %d", st)
+	}
+	if _, w := testutil.Join(t, g.WSURL, "alice-token"); w.Kind() != "system/welcome" {
+		t.Errorf("alice's token after the shutdown: %s", w.Raw)
+	}
+}
