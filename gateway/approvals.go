@@ -163,7 +163,7 @@ func (sp *liveSpace) proposed(o origin, env *protocol.Envelope, now time.Time) (
 	t.addLocked(a)
 	sp.link.approvalLocked(a)
 	sp.notifyLocked(a, now) // by the node that governs it first, once in the space
-	return outcome{relay: true, then: func() { sp.announce(a) }}, nil
+	return outcome{relay: true, then: sp.announceLater(a)}, nil
 }
 
 // ruleFor is the rule that governs the proposal env, if any: the first
@@ -315,7 +315,7 @@ func (sp *liveSpace) approve(o origin, env *protocol.Envelope, _ time.Time) (out
 	}
 	sp.voteLocked(a, o.m.name)
 	sp.link.approvalVoteLocked(a, o.m.name)
-	return outcome{relay: true, then: func() { sp.announce(a) }}, nil
+	return outcome{relay: true, then: sp.announceLater(a)}, nil
 }
 
 // voteLocked counts name's approval of a in its phase, and asks for the
@@ -386,7 +386,7 @@ func (sp *liveSpace) settle(o origin, env *protocol.Envelope, _ time.Time) (outc
 	if sp.endLocked(a, approvalEnd{phase: a.phase, state: state, by: o.id, msg: p.Reason}); a.ending {
 		return relayed, nil // announced when the cluster has chosen
 	}
-	return outcome{relay: true, then: func() { sp.announce(a) }}, nil
+	return outcome{relay: true, then: sp.announceLater(a)}, nil
 }
 
 // fulfilment checks an mcp/request against the policy: one that names a
@@ -420,7 +420,7 @@ func (sp *liveSpace) fulfilment(_ origin, env *protocol.Envelope, _ time.Time) (
 			// the fulfilment is announced when the cluster has it.
 			return relayed, nil
 		}
-		return outcome{relay: true, then: func() { sp.announce(a) }}, nil
+		return outcome{relay: true, then: sp.announceLater(a)}, nil
 	}
 	for _, r := range t.rules {
 		if !r.cfg.AlwaysAsk {
@@ -461,11 +461,20 @@ func (sp *liveSpace) expireApprovals(now time.Time) {
 	}
 }
 
-// announce tells the space a's state as it is now.
-func (sp *liveSpace) announce(a *approval) {
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	sp.broadcastLocked(sp.approvalEnvelope(a), nil)
+// announceLater returns what tells the space a's state once the envelope
+// that changed it is relayed, called with mu held at the change. If a has
+// since moved to another state or phase (an end applied meanwhile, which
+// announced itself), it says nothing: a state older than one already
+// announced would read as going back.
+func (sp *liveSpace) announceLater(a *approval) func() {
+	state, phase := a.state, a.phase
+	return func() {
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		if a.state == state && a.phase == phase {
+			sp.broadcastLocked(sp.approvalEnvelope(a), nil)
+		}
+	}
 }
 
 // approvalEnvelope is the system/approval of a's state. mu must be held.
