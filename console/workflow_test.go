@@ -98,9 +98,11 @@ func TestSpaceWork(t *testing.T) {
 		"arguments": map[string]any{"path": "notes.txt", "content": "draft"}}}
 	edited := callAsync(t, helper, "files", write)
 	p.wait("the dialog", `!!document.querySelector("#queue .proposal .edit")`)
-	p.click("#queue .proposal .edit")
 	// The file the write would replace is read for the dialog's diff, which
 	// may arrive while the person edits: it must not take the form away.
+	// (Clicked by the element, not at its place: the diff arriving moves
+	// the button, and a click at its old place would miss it.)
+	p.do("click Edit", chromedp.Evaluate[chromedp.Void](`document.querySelector("#queue .proposal .edit").click()`))
 	p.wait("the diff", `!!document.querySelector("#queue .proposal .diff, #queue .proposal .diff-note")`)
 	p.wait("the edit form, still there", `!!document.querySelector("#queue .edit-args")`)
 	p.do("edit the arguments", chromedp.SetValue(chromedp.CSS("#queue .edit-args"), `{"path": "notes.txt", "content": "buy oat milk\n"}`))
