@@ -47,6 +47,20 @@ func webhookSpace(url, extra string) string {
 %s`, url, hookSecretEnv, extra)
 }
 
+// hooked starts one gateway serving approvalSpace whose webhook posts to
+// h at path (with extra, the webhook's other keys), closed once the gateway
+// has stopped, and joins the agent and alice (approvalPeers).
+func hooked(t *testing.T, h http.Handler, path, extra string, opts gateway.Options) (g *testutil.Gateway, agent, alice *testutil.Peer) {
+	t.Helper()
+	t.Setenv(testutil.ClusterEnv, "")
+	t.Setenv(hookSecretEnv, hookSecret)
+	rcv := httptest.NewServer(h)
+	t.Cleanup(rcv.Close)
+	g = testutil.StartGateway(t, webhookSpace(rcv.URL+path, extra), opts)
+	agent, alice, _, _, _, _ = approvalPeers(t, []*testutil.Gateway{g})
+	return g, agent, alice
+}
+
 // hookCall is one request the test receiver took, checked as a receiver
 // must: the signature over "timestamp.body" and a timestamp within five
 // minutes.
@@ -151,13 +165,8 @@ func linkCode(t *testing.T, c hookCall) string {
 // its own, signed, with what the proposal asks; each link, exchanged at
 // POST /console/session, logs in as its approver once.
 func TestWebhookAwaiting(t *testing.T) {
-	t.Setenv(testutil.ClusterEnv, "")
-	t.Setenv(hookSecretEnv, hookSecret)
 	h := &hook{}
-	rcv := httptest.NewServer(h)
-	defer rcv.Close()
-	g := testutil.StartGateway(t, webhookSpace(rcv.URL+"/hook", ""), gateway.Options{})
-	agent, alice, _, _, _, _ := approvalPeers(t, []*testutil.Gateway{g})
+	g, agent, alice := hooked(t, h, "/hook", "", gateway.Options{})
 
 	agent.SendText(call("mcp/proposal", "p1", "write_file", "hello"))
 	approvalState(t, alice, "p1", protocol.ApprovalAwaiting)
@@ -230,8 +239,6 @@ func TestWebhookAwaiting(t *testing.T) {
 // is in the dead-letter log. Neither the secret nor a link reaches the
 // logs, the audit log or any file of the space.
 func TestWebhookRetryAndDeadLetter(t *testing.T) {
-	t.Setenv(testutil.ClusterEnv, "")
-	t.Setenv(hookSecretEnv, hookSecret)
 	h := &hook{answer: func(approver string, attempt int) int {
 		switch {
 		case approver == "alice":
@@ -243,12 +250,9 @@ func TestWebhookRetryAndDeadLetter(t *testing.T) {
 		}
 		return http.StatusOK
 	}}
-	rcv := httptest.NewServer(h)
-	defer rcv.Close()
 	logs := &testutil.Buffer{}
-	g := testutil.StartGateway(t, webhookSpace(rcv.URL+"/hook?chat-token=path-secret", "    max_attempts: 4\n    backoff_ms: 50\n"),
+	g, agent, alice := hooked(t, h, "/hook?chat-token=path-secret", "    max_attempts: 4\n    backoff_ms: 50\n",
 		gateway.Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	agent, alice, _, _, _, _ := approvalPeers(t, []*testutil.Gateway{g})
 	agent.SendText(call("mcp/proposal", "p1", "write_file", "hello"))
 	approvalState(t, alice, "p1", protocol.ApprovalAwaiting)
 
@@ -436,8 +440,6 @@ func TestWebhookRestart(t *testing.T) {
 // within it and one that answers with a huge body are delivered to at
 // once, the body read no further than a bound.
 func TestWebhookHostileReceiver(t *testing.T) {
-	t.Setenv(testutil.ClusterEnv, "")
-	t.Setenv(hookSecretEnv, hookSecret)
 	stop := make(chan struct{})
 	h := &hook{behave: func(w http.ResponseWriter, r *http.Request, approver string, attempt int) {
 		switch {
@@ -457,11 +459,8 @@ func TestWebhookHostileReceiver(t *testing.T) {
 			}
 		}
 	}}
-	rcv := httptest.NewServer(h)
-	defer rcv.Close()
 	defer close(stop)
-	g := testutil.StartGateway(t, webhookSpace(rcv.URL, "    timeout_ms: 1500\n    max_attempts: 3\n"), gateway.Options{})
-	agent, alice, _, _, _, _ := approvalPeers(t, []*testutil.Gateway{g})
+	g, agent, alice := hooked(t, h, "", "    timeout_ms: 1500\n    max_attempts: 3\n", gateway.Options{})
 	began := time.Now()
 	agent.SendText(call("mcp/proposal", "p1", "write_file", "hello"))
 	approvalState(t, alice, "p1", protocol.ApprovalAwaiting)
@@ -560,13 +559,8 @@ func TestWebhookClusterSpools(t *testing.T) {
 // A shutdown ends the participant's webhook links with its other console
 // credentials (its token stays).
 func TestWebhookLinkEndsWithShutdown(t *testing.T) {
-	t.Setenv(testutil.ClusterEnv, "")
-	t.Setenv(hookSecretEnv, hookSecret)
 	h := &hook{}
-	rcv := httptest.NewServer(h)
-	defer rcv.Close()
-	g := testutil.StartGateway(t, webhookSpace(rcv.URL+"/hook", ""), gateway.Options{})
-	agent, alice, _, _, _, _ := approvalPeers(t, []*testutil.Gateway{g})
+	g, agent, alice := hooked(t, h, "/hook", "", gateway.Options{})
 	agent.SendText(call("mcp/proposal", "p1", "write_file", "hello"))
 	calls := h.wait(t, 3, "three notifications", forProposal("p1"))
 	var code string
