@@ -255,15 +255,27 @@ type approvalItem struct {
 // approved, their fulfilment: the latest maxListedApprovals, oldest first,
 // so that a page opened later (from a webhook's link) shows what awaits.
 func (sp *liveSpace) openApprovals() []approvalItem {
+	type open struct {
+		id, proposer string
+		to           []string
+		call         []byte
+		state        protocol.Approval
+	}
+	var found []open
 	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	var list []approvalItem
-	for i := len(sp.approvals.order) - 1; i >= 0 && len(list) < maxListedApprovals; i-- {
+	for i := len(sp.approvals.order) - 1; i >= 0 && len(found) < maxListedApprovals; i-- {
 		a := sp.approvals.order[i]
-		if !a.open() && a.state != protocol.ApprovalApproved {
-			continue
+		if a.open() || a.state == protocol.ApprovalApproved {
+			found = append(found, open{a.id, a.proposer, a.to, a.call, approvalState(a)})
 		}
-		method, params := callParts(a.call)
+	}
+	sp.mu.Unlock()
+	// The payloads are built outside the lock: a page polling this costs
+	// the space's senders nothing but the scan. (call and to are never
+	// changed in place, only replaced.)
+	list := make([]approvalItem, 0, len(found))
+	for _, f := range slices.Backward(found) {
+		method, params := callParts(f.call)
 		payload, err := json.Marshal(struct {
 			JSONRPC string          `json:"jsonrpc"`
 			Method  string          `json:"method"`
@@ -273,11 +285,10 @@ func (sp *liveSpace) openApprovals() []approvalItem {
 			continue // its params were compacted from JSON: they marshal
 		}
 		list = append(list, approvalItem{
-			Envelope: protocol.Envelope{Protocol: protocol.Version, ID: a.id, Kind: protocol.KindMCPProposal, From: a.proposer, To: a.to, Payload: payload},
-			State:    approvalState(a),
+			Envelope: protocol.Envelope{Protocol: protocol.Version, ID: f.id, Kind: protocol.KindMCPProposal, From: f.proposer, To: f.to, Payload: payload},
+			State:    f.state,
 		})
 	}
-	slices.Reverse(list)
 	return list
 }
 

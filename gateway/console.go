@@ -239,9 +239,6 @@ func (srv *Server) consoleApprovals(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list := sp.openApprovals()
-	if list == nil {
-		list = []approvalItem{}
-	}
 	writeJSON(w, http.StatusOK, struct {
 		Approvals []approvalItem `json:"approvals"`
 	}{list})
