@@ -77,6 +77,9 @@ func (cl *clusterSpace) approvalChangeLocked(e cluster.Entry) {
 	d := cluster.ApprovalOf(e.Key)
 	rest := strings.TrimPrefix(e.Key, cluster.KeyKind(e.Key)+"/"+d)
 	bad := func(err any) {
+		if err == nil { // a record that decoded but names another key, or no end its phase may have
+			err = "the record does not fit its key"
+		}
 		sp.srv.opts.Logger.Warn("cluster: bad approval record", "space", sp.id, "key", e.Key, "err", err)
 	}
 	var (
