@@ -540,10 +540,11 @@ func TestWebhookClusterSpools(t *testing.T) {
 	agent, _ := testutil.Join(t, urls[0], "agent-token")
 	carol, _ := testutil.Join(t, urls[1], "carol-token")
 	alice, _ := testutil.Join(t, urls[1], "alice-token")
+	// One after the other: alice reads her node's announcements in order.
 	agent.SendText(call("mcp/proposal", "p1", "write_file", "one"))
+	approvalState(t, alice, "p1", protocol.ApprovalAwaiting)
 	carol.SendText(call("mcp/proposal", "p2", "write_file", "two"))
 	approvalState(t, alice, "p2", protocol.ApprovalAwaiting)
-	approvalState(t, alice, "p1", protocol.ApprovalAwaiting)
 	spool := func(node string) string {
 		b, _ := os.ReadFile(filepath.Join(dir, ".mew", "notify", "approvals@"+node+".spool.jsonl"))
 		return string(b)
