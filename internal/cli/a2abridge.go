@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -55,26 +54,16 @@ func (f *bridgeFlags) a2aOptions(cmd *cobra.Command, getenv func(string) string)
 	if f.mcpCommand != "" || f.mcpURL != "" || f.mcpArgs != "" || f.mcpEnv != "" || f.mcpCwd != "" {
 		return o, errors.New("--a2a-url: the --mcp-* flags are for an MCP server; give one or the other")
 	}
-	f.fromEnv(getenv)
-	if f.gateway == "" {
-		return o, errors.New("--gateway is required")
-	}
-	if err := checkGatewayURLs(f.gateway); err != nil {
+	if err := f.checkJoin(getenv); err != nil {
 		return o, err
-	}
-	if f.participantID == "" {
-		return o, errors.New("--participant-id is required")
 	}
 	answerers := splitArgs(f.answerers)
 	var cfg *space.Config
 	if f.spaceConfig != "" || f.a2aURL == "" || f.space == "" || f.token == "" {
+		var p *space.Participant
 		var err error
-		if cfg, err = f.loadConfig(); err != nil {
+		if cfg, p, err = f.configParticipant(); err != nil {
 			return o, err
-		}
-		p := cfg.Participant(f.participantID)
-		if p == nil {
-			return o, fmt.Errorf("%s: no participant %q", cfg.Path, f.participantID)
 		}
 		if f.a2aURL == "" {
 			if p.Type != space.TypeA2ABridge || p.A2AURL == "" {
@@ -85,22 +74,12 @@ func (f *bridgeFlags) a2aOptions(cmd *cobra.Command, getenv func(string) string)
 		if answerers == nil {
 			answerers = p.A2AAnswerers
 		}
-		if f.space == "" {
-			f.space = cfg.Space.ID
-		}
-		if f.token == "" {
-			toks, err := space.TokenStore{Dir: filepath.Join(cfg.MewDir, "tokens"), Getenv: getenv}.Tokens(p)
-			if err != nil {
-				return o, fmt.Errorf("token of %s: %w", f.participantID, err)
-			}
-			f.token = toks[0]
+		if err := f.joinFromConfig(cfg, p, getenv); err != nil {
+			return o, err
 		}
 	}
-	switch {
-	case f.space == "":
-		return o, errors.New("--space is required (or a space configuration to take it from)")
-	case f.token == "":
-		return o, errors.New("--token is required (or a space configuration to take it from)")
+	if err := f.checkSpaceToken(); err != nil {
+		return o, err
 	}
 	for _, id := range answerers {
 		if err := space.ValidParticipantID(id); err != nil {

@@ -211,15 +211,8 @@ func expandSpaceEnv(s string, getenv func(string) string) string {
 func (f *bridgeFlags) options(cmd *cobra.Command, args []string, getenv func(string) string) (bridge.Options, error) {
 	var bo bridge.Options
 	changed := cmd.Flags().Changed
-	f.fromEnv(getenv)
-	if f.gateway == "" {
-		return bo, errors.New("--gateway is required")
-	}
-	if err := checkGatewayURLs(f.gateway); err != nil {
+	if err := f.checkJoin(getenv); err != nil {
 		return bo, err
-	}
-	if f.participantID == "" {
-		return bo, errors.New("--participant-id is required")
 	}
 	if f.mcpCommand != "" && f.mcpURL != "" {
 		return bo, errors.New("--mcp-command and --mcp-url: give one")
@@ -247,12 +240,9 @@ func (f *bridgeFlags) options(cmd *cobra.Command, args []string, getenv func(str
 
 	initTimeout, reconnect, maxReconnects := f.initTimeout, f.reconnect, strconv.Itoa(f.maxReconnects)
 	if f.spaceConfig != "" || (f.mcpCommand == "" && f.mcpURL == "") {
-		if cfg, err = f.loadConfig(); err != nil {
+		var p *space.Participant
+		if cfg, p, err = f.configParticipant(); err != nil {
 			return bo, err
-		}
-		p := cfg.Participant(f.participantID)
-		if p == nil {
-			return bo, fmt.Errorf("%s: no participant %q", cfg.Path, f.participantID)
 		}
 		if f.mcpCommand == "" && f.mcpURL == "" && p.Type == "mcp-bridge" && p.MCPServer != nil && p.MCPServer.URL != "" {
 			server.URL = p.MCPServer.URL
@@ -285,23 +275,14 @@ func (f *bridgeFlags) options(cmd *cobra.Command, args []string, getenv func(str
 				*val = v
 			}
 		}
-		if f.space == "" {
-			f.space = cfg.Space.ID
-		}
-		if f.token == "" {
-			toks, err := space.TokenStore{Dir: filepath.Join(cfg.MewDir, "tokens"), Getenv: getenv}.Tokens(p)
-			if err != nil {
-				return bo, fmt.Errorf("token of %s: %w", f.participantID, err)
-			}
-			f.token = toks[0]
+		if err := f.joinFromConfig(cfg, p, getenv); err != nil {
+			return bo, err
 		}
 	}
-	switch {
-	case f.space == "":
-		return bo, errors.New("--space is required (or a space configuration to take it from)")
-	case f.token == "":
-		return bo, errors.New("--token is required (or a space configuration to take it from)")
-	case server.Command == "" && server.URL == "":
+	if err := f.checkSpaceToken(); err != nil {
+		return bo, err
+	}
+	if server.Command == "" && server.URL == "" {
 		return bo, errors.New("--mcp-command or --mcp-url is required (or a space configuration with the participant's mcp_server)")
 	}
 
@@ -378,6 +359,64 @@ func (f *bridgeFlags) fromEnv(getenv func(string) string) {
 			*v.dst = getenv(v.env)
 		}
 	}
+}
+
+// checkJoin takes what the flags leave out from the environment (fromEnv)
+// and checks that the gateway and the participant id are given.
+func (f *bridgeFlags) checkJoin(getenv func(string) string) error {
+	f.fromEnv(getenv)
+	if f.gateway == "" {
+		return errors.New("--gateway is required")
+	}
+	if err := checkGatewayURLs(f.gateway); err != nil {
+		return err
+	}
+	if f.participantID == "" {
+		return errors.New("--participant-id is required")
+	}
+	return nil
+}
+
+// configParticipant loads the space configuration (loadConfig) and finds
+// the bridge's participant in it.
+func (f *bridgeFlags) configParticipant() (*space.Config, *space.Participant, error) {
+	cfg, err := f.loadConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	p := cfg.Participant(f.participantID)
+	if p == nil {
+		return nil, nil, fmt.Errorf("%s: no participant %q", cfg.Path, f.participantID)
+	}
+	return cfg, p, nil
+}
+
+// joinFromConfig fills the space and the token, where neither flags nor
+// environment gave them, from the space configuration cfg and its
+// participant p.
+func (f *bridgeFlags) joinFromConfig(cfg *space.Config, p *space.Participant, getenv func(string) string) error {
+	if f.space == "" {
+		f.space = cfg.Space.ID
+	}
+	if f.token == "" {
+		toks, err := space.TokenStore{Dir: filepath.Join(cfg.MewDir, "tokens"), Getenv: getenv}.Tokens(p)
+		if err != nil {
+			return fmt.Errorf("token of %s: %w", f.participantID, err)
+		}
+		f.token = toks[0]
+	}
+	return nil
+}
+
+// checkSpaceToken checks that the space and the token are known.
+func (f *bridgeFlags) checkSpaceToken() error {
+	switch {
+	case f.space == "":
+		return errors.New("--space is required (or a space configuration to take it from)")
+	case f.token == "":
+		return errors.New("--token is required (or a space configuration to take it from)")
+	}
+	return nil
 }
 
 // loadConfig reads --space-config, or the space configuration of the
