@@ -241,15 +241,7 @@ func startEmbedded(f gatewayFlags, e embeddedNATS, cfg *space.Config, pub string
 // space's nodes share: <mewDir>/nats-auth/routes.secret, 0600 in the
 // 0700 directory that holds the space's nkey seed; made on first use.
 func spaceRouteSecretFile(mewDir string) (string, error) {
-	dir := filepath.Join(mewDir, "nats-auth")
-	if err := ensureTokenDir(dir); err != nil {
-		return "", fmt.Errorf("the NATS credential directory: %w", err)
-	}
-	path := filepath.Join(dir, "routes.secret")
-	if _, err := natscluster.EnsureRouteSecret(path); err != nil {
-		return "", err
-	}
-	return path, nil
+	return spaceNATSFile(mewDir, "routes.secret", natscluster.EnsureRouteSecret)
 }
 
 // checkEmbeddedCluster refuses the node id and replicas a cluster of

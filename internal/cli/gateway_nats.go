@@ -62,12 +62,19 @@ func (a natsAuthFlags) embeddedAuth(mewDir string) (natscluster.Auth, string, er
 // <mewDir>/nats-auth/nodes.nk, creating it (0600, in a 0700 directory that
 // git ignores) the first time.
 func spaceNATSKey(mewDir string) (string, error) {
+	return spaceNATSFile(mewDir, "nodes.nk", natscluster.EnsureNkeyFile)
+}
+
+// spaceNATSFile returns <mewDir>/nats-auth/name, a NATS credential the
+// nodes of the space share, after making the 0700 directory (ignored by
+// git) if need be and having ensure create the file if it is not there.
+func spaceNATSFile(mewDir, name string, ensure func(path string) (string, error)) (string, error) {
 	dir := filepath.Join(mewDir, "nats-auth")
 	if err := ensureTokenDir(dir); err != nil {
 		return "", fmt.Errorf("the NATS credential directory: %w", err)
 	}
-	path := filepath.Join(dir, "nodes.nk")
-	if _, err := natscluster.EnsureNkeyFile(path); err != nil {
+	path := filepath.Join(dir, name)
+	if _, err := ensure(path); err != nil {
 		return "", err
 	}
 	return path, nil
