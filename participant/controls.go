@@ -560,35 +560,31 @@ func (p *Participant) sendCompactDone(ctx context.Context, done protocol.Compact
 func (p *Participant) doClear(ctx context.Context, env *protocol.Envelope) {
 	var c protocol.Clear
 	_ = env.DecodePayload(&c)
-	to, corr := replyTo(env), []string{env.ID}
-	var err error
-	if h := p.controls.hook().clear; h != nil {
-		err = protect(func() error { return h(ctx) })
-	}
-	if err != nil {
-		p.log.Warn("clear hook failed", "err", err)
-		p.sendStatus(ctx, withReason("clear_failed", err.Error()), to, corr)
-		return
-	}
-	p.SetContextUsage(0, 0)
-	p.sendStatus(ctx, withReason(statusCleared, c.Reason), to, corr)
+	p.resetContext(ctx, env, "clear", p.controls.hook().clear, withReason(statusCleared, c.Reason))
 }
 
 // doRestart runs participant/restart.
 func (p *Participant) doRestart(ctx context.Context, env *protocol.Envelope) {
-	to, corr := replyTo(env), []string{env.ID}
 	p.closeOwnStreams(ctx, "restart")
+	p.resetContext(ctx, env, "restart", p.controls.hook().restart, statusRestarted)
+}
+
+// resetContext runs the hook h (if any) of the control env, named what:
+// when it succeeds the context is empty and the status done is reported,
+// else what_failed with the hook's error.
+func (p *Participant) resetContext(ctx context.Context, env *protocol.Envelope, what string, h func(context.Context) error, done string) {
+	to, corr := replyTo(env), []string{env.ID}
 	var err error
-	if h := p.controls.hook().restart; h != nil {
+	if h != nil {
 		err = protect(func() error { return h(ctx) })
 	}
 	if err != nil {
-		p.log.Warn("restart hook failed", "err", err)
-		p.sendStatus(ctx, withReason("restart_failed", err.Error()), to, corr)
+		p.log.Warn(what+" hook failed", "err", err)
+		p.sendStatus(ctx, withReason(what+"_failed", err.Error()), to, corr)
 		return
 	}
 	p.SetContextUsage(0, 0)
-	p.sendStatus(ctx, statusRestarted, to, corr)
+	p.sendStatus(ctx, done, to, corr)
 }
 
 // onShutdownControl handles participant/shutdown: from now on only
