@@ -206,14 +206,7 @@ func (s TokenStore) create(path string) (string, error) {
 	}
 	tmpName := tmp.Name()
 	defer os.Remove(tmpName)
-	_, err = tmp.WriteString(t)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := writeClose(tmp, t); err != nil {
 		return "", fmt.Errorf("token file %s: %w", path, pathErr(err))
 	}
 	err = os.Link(tmpName, path)
@@ -240,18 +233,24 @@ func writeExclusive(path, t string) error {
 		}
 		return fmt.Errorf("token file %s: %w", path, pathErr(err))
 	}
-	_, err = f.WriteString(t)
+	if err := writeClose(f, t); err != nil {
+		os.Remove(path)
+		return fmt.Errorf("token file %s: %w", path, pathErr(err))
+	}
+	return nil
+}
+
+// writeClose writes t to f, syncs it to disk and closes it, returning the
+// first error.
+func writeClose(f *os.File, t string) error {
+	_, err := f.WriteString(t)
 	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		os.Remove(path)
-		return fmt.Errorf("token file %s: %w", path, pathErr(err))
-	}
-	return nil
+	return err
 }
 
 // ensureDir creates the token directory with mode 0700 and a .gitignore
