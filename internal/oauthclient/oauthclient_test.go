@@ -1,7 +1,6 @@
 package oauthclient_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -12,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,25 +19,8 @@ import (
 	"github.com/mew-protocol/mew/internal/mcptest"
 	"github.com/mew-protocol/mew/internal/oauthclient"
 	"github.com/mew-protocol/mew/internal/oauthtest"
+	"github.com/mew-protocol/mew/internal/testutil"
 )
-
-// syncBuffer collects log output from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // protectedMCP starts an authorisation server and an MCP server behind it.
 func protectedMCP(t *testing.T, opts oauthtest.Options) (*oauthtest.Server, string) {
@@ -55,9 +36,9 @@ func protectedMCP(t *testing.T, opts oauthtest.Options) (*oauthtest.Server, stri
 	return as, endpoint
 }
 
-func newHandler(t *testing.T, o oauthclient.Options) (*oauthclient.Handler, *syncBuffer) {
+func newHandler(t *testing.T, o oauthclient.Options) (*oauthclient.Handler, *testutil.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -248,7 +229,7 @@ func TestEnvOpener(t *testing.T) {
 		t.Skip("no curl")
 	}
 	_, endpoint := protectedMCP(t, oauthtest.Options{})
-	var stderr syncBuffer
+	var stderr testutil.Buffer
 	opener := oauthclient.EnvOpener(func(k string) string {
 		if k == oauthclient.OpenerEnv {
 			return "curl -s -f -L -o /dev/null"
@@ -260,7 +241,7 @@ func TestEnvOpener(t *testing.T) {
 		t.Fatalf("%v (%s)", err, stderr.String())
 	}
 	// Unset, it prints the URL (and tries a desktop opener, quietly).
-	var printed syncBuffer
+	var printed testutil.Buffer
 	def := oauthclient.EnvOpener(func(string) string { return "" }, &printed)
 	_ = def(context.Background(), "http://127.0.0.1:1/authorize?x=1")
 	if !strings.Contains(printed.String(), "http://127.0.0.1:1/authorize?x=1") {
