@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mew-protocol/mew/internal/httpserve"
 	"github.com/mew-protocol/mew/llm"
 	"github.com/mew-protocol/mew/toolsagent"
 )
@@ -144,25 +145,10 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l) }() // ends with Shutdown or Close below
-	var err error
-	select {
-	case <-ctx.Done():
-	case err = <-errc:
+	if err := httpserve.Serve(ctx, srv, l, nil); err != nil {
+		return fmt.Errorf("studio: %w", err)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if serr := srv.Shutdown(sctx); serr != nil {
-		_ = srv.Close()
-	}
-	if err == nil {
-		err = <-errc
-	}
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return fmt.Errorf("studio: %w", err)
+	return nil
 }
 
 // Handler returns the studio's handler for requests whose Host is host,
@@ -261,17 +247,9 @@ func problemsOf(err error, warnings []toolsagent.Problem) []problem {
 	return out
 }
 
-// writeJSON answers v as JSON with status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 // fail answers an error message with status.
 func fail(w http.ResponseWriter, status int, err error) {
-	writeJSON(w, status, map[string]any{"error": err.Error()})
+	httpserve.WriteJSON(w, status, map[string]any{"error": err.Error()})
 }
 
 // request is the body of the POST calls: the page's tools, and for
@@ -328,7 +306,7 @@ func (s *Server) loadable(w http.ResponseWriter, tools json.RawMessage, status i
 		return nil, false
 	}
 	if c.err != nil {
-		writeJSON(w, status, map[string]any{"ok": false, "problems": problemsOf(c.err, nil)})
+		httpserve.WriteJSON(w, status, map[string]any{"ok": false, "problems": problemsOf(c.err, nil)})
 		return nil, false
 	}
 	return c, true
@@ -394,7 +372,7 @@ func (s *Server) handleDefinition(w http.ResponseWriter, _ *http.Request) {
 		resp.Name = mapValue(doc.root.Content[0], "name")
 		resp.Problems = problemsOf(lerr, nil)
 	}
-	writeJSON(w, http.StatusOK, resp)
+	httpserve.WriteJSON(w, http.StatusOK, resp)
 }
 
 func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
@@ -411,7 +389,7 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	if c.def != nil {
 		warnings = c.def.Warnings
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"ok": c.err == nil, "problems": problemsOf(c.err, warnings), "file": string(c.data)})
+	httpserve.WriteJSON(w, http.StatusOK, map[string]any{"ok": c.err == nil, "problems": problemsOf(c.err, warnings), "file": string(c.data)})
 }
 
 // violation is an argument's problem as the page reads it.
@@ -445,7 +423,7 @@ func (s *Server) handlePreview(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		vs = append(vs, violation{Message: err.Error()})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"ok": len(vs) == 0, "prompt": prompt, "violations": vs})
+	httpserve.WriteJSON(w, http.StatusOK, map[string]any{"ok": len(vs) == 0, "prompt": prompt, "violations": vs})
 }
 
 func (s *Server) handleSave(w http.ResponseWriter, r *http.Request) {
@@ -464,5 +442,5 @@ func (s *Server) handleSave(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("studio: saved", "file", s.opts.Config, "tools", len(c.def.Tools))
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "problems": problemsOf(nil, c.def.Warnings), "file": string(c.data)})
+	httpserve.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "problems": problemsOf(nil, c.def.Warnings), "file": string(c.data)})
 }

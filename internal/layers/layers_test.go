@@ -17,7 +17,7 @@ var layer = map[string]int{
 	"internal/jsontape": 0, "internal/clip": 0, "internal/termtext": 0, "internal/mcpver": 0,
 	"internal/proc": 0, "internal/templates": 0, "internal/argcheck": 0, "internal/yamlx": 0,
 	"internal/mcpserver": 0, "internal/mcptest": 0, "internal/browsertest": 0, "internal/testpki": 0,
-	"internal/mcpserve": 0, "internal/oauthclient": 0, "internal/jobs": 0,
+	"internal/mcpserve": 0, "internal/oauthclient": 0, "internal/jobs": 0, "internal/httpserve": 0,
 	"internal/auditfmt": 0, "internal/auditfmt/auditfmttest": 0, // the audit format; its test vectors (tests only)
 	"a2a":                0,
 	"internal/oauthtest": 1, // a test authorisation server, over internal/oauthclient's types

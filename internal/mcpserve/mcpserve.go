@@ -2,7 +2,6 @@ package mcpserve
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mew-protocol/mew/internal/httpserve"
 	"github.com/mew-protocol/mew/internal/mcpver"
 )
 
@@ -80,26 +80,13 @@ func ServeHTTP(ctx context.Context, l net.Listener, s *mcp.Server, logger *slog.
 	mux := http.NewServeMux()
 	mux.Handle(Path, http.NewCrossOriginProtection().Handler(h))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l) }() // ends with Shutdown or Close below
-	var serveErr error
-	select {
-	case <-ctx.Done():
-	case serveErr = <-errc:
+	err := httpserve.Serve(ctx, srv, l, func() {
+		for ss := range s.Sessions() {
+			_ = ss.Close()
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("mcp over http: %w", err)
 	}
-	for ss := range s.Sessions() {
-		_ = ss.Close()
-	}
-	sctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
-	defer stop()
-	if err := srv.Shutdown(sctx); err != nil {
-		_ = srv.Close()
-	}
-	if serveErr == nil {
-		serveErr = <-errc
-	}
-	if errors.Is(serveErr, http.ErrServerClosed) {
-		return nil
-	}
-	return fmt.Errorf("mcp over http: %w", serveErr)
+	return nil
 }

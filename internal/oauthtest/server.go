@@ -18,6 +18,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/mew-protocol/mew/internal/httpserve"
 )
 
 // Options configures a Server.
@@ -132,13 +134,13 @@ func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 	if !s.opts.NoRegistration {
 		m.RegistrationEndpoint = s.URL + "/register"
 	}
-	writeJSON(w, http.StatusOK, m)
+	httpserve.WriteJSON(w, http.StatusOK, m)
 }
 
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	var m oauthex.ClientRegistrationMetadata
 	if err := json.NewDecoder(r.Body).Decode(&m); err != nil || len(m.RedirectURIs) == 0 {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_client_metadata"})
+		httpserve.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_client_metadata"})
 		return
 	}
 	id := "client-" + random()
@@ -146,7 +148,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	s.clients[id] = client{redirects: m.RedirectURIs}
 	s.counts.Registrations++
 	s.mu.Unlock()
-	writeJSON(w, http.StatusCreated, map[string]any{"client_id": id, "redirect_uris": m.RedirectURIs, "token_endpoint_auth_method": "none"})
+	httpserve.WriteJSON(w, http.StatusCreated, map[string]any{"client_id": id, "redirect_uris": m.RedirectURIs, "token_endpoint_auth_method": "none"})
 }
 
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
@@ -188,7 +190,7 @@ func Redirect(uri string, q url.Values) string {
 
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request"})
+		httpserve.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request"})
 		return
 	}
 	id, secret, basic := r.BasicAuth()
@@ -202,7 +204,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	c, ok := s.clients[id]
 	if !ok || c.secret != secret {
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
+		httpserve.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
 		return
 	}
 	f := r.PostForm
@@ -214,37 +216,37 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		sum := sha256.Sum256([]byte(f.Get("code_verifier")))
 		switch {
 		case !ok || g.clientID != id || g.redirect != f.Get("redirect_uri"):
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant"})
+			httpserve.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant"})
 			return
 		case base64.RawURLEncoding.EncodeToString(sum[:]) != g.challenge:
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant", "error_description": "PKCE verification failed"})
+			httpserve.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant", "error_description": "PKCE verification failed"})
 			return
 		case f.Get("resource") != g.resource:
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_target"})
+			httpserve.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_target"})
 			return
 		}
 		s.counts.Codes++
 	case "refresh_token":
 		g, ok = s.refresh[f.Get("refresh_token")]
 		if !ok || g.clientID != id {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant"})
+			httpserve.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant"})
 			return
 		}
 		if f.Get("resource") != g.resource {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_target"})
+			httpserve.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_target"})
 			return
 		}
 		delete(s.refresh, f.Get("refresh_token")) // rotated
 		s.counts.Refreshes++
 	case "client_credentials":
 		if id != s.opts.ClientID || secret == "" {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unauthorized_client"})
+			httpserve.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "unauthorized_client"})
 			return
 		}
 		g = grant{clientID: id, resource: f.Get("resource"), scope: f.Get("scope")}
 		s.counts.ClientCredentials++
 	default:
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})
+		httpserve.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})
 		return
 	}
 	g.expiry = time.Now().Add(s.opts.TokenLife)
@@ -259,7 +261,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	if g.scope != "" {
 		out["scope"] = g.scope
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpserve.WriteJSON(w, http.StatusOK, out)
 }
 
 // Verifier is a token verifier for the resource at resource: a token
@@ -311,13 +313,6 @@ func FollowRedirects(ctx context.Context, authURL string) error {
 		return fmt.Errorf("the sign-in ended with %s", resp.Status)
 	}
 	return nil
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 func random() string {
