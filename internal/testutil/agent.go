@@ -24,13 +24,7 @@ func StartAgent(t testing.TB, g *Gateway, token string, provider llm.Provider, c
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := a.Connect(ctx); err != nil {
-		t.Fatalf("connect with %s…: %v", token[:min(len(token), 4)], err)
-	}
-	t.Cleanup(func() { _ = a.Close() })
-	WaitReady(t, a.Participant().Client())
+	connectReady(t, a, a.Participant().Client(), token, 20*time.Second)
 	return a
 }
 

@@ -29,14 +29,27 @@ func JoinParticipant(t testing.TB, g *Gateway, token string, opts participant.Op
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	connectReady(t, p, p.Client(), token, 10*time.Second)
+	return p
+}
+
+// connector is what connectReady connects: a participant, or an agent.
+type connector interface {
+	Connect(ctx context.Context) error
+	Close() error
+}
+
+// connectReady connects j, whose client is c, with token within d, closes
+// it when the test ends and waits until c's welcome handlers have run.
+func connectReady(t testing.TB, j connector, c *client.Client, token string, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	if err := p.Connect(ctx); err != nil {
+	if err := j.Connect(ctx); err != nil {
 		t.Fatalf("connect with %s…: %v", token[:min(len(token), 4)], err)
 	}
-	t.Cleanup(func() { _ = p.Close() })
-	WaitReady(t, p.Client())
-	return p
+	t.Cleanup(func() { _ = j.Close() })
+	WaitReady(t, c)
 }
 
 // WaitReady waits until c's welcome handlers have run.
