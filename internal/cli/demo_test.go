@@ -72,12 +72,7 @@ func TestDemoScripted(t *testing.T) {
 		t.Fatalf("the demo's state named %d processes", len(pids))
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; {
-		alive := 0
-		for _, pid := range pids {
-			if proc.Alive(pid) {
-				alive++
-			}
-		}
+		alive := proc.CountAlive(pids)
 		if alive == 0 {
 			break
 		}

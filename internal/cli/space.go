@@ -595,16 +595,7 @@ func runSpaceDown(cmd *cobra.Command, loc spaceLocation) error {
 			left = append(left, pid)
 		}
 	}
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
-		alive := 0
-		for _, pid := range left {
-			if proc.Alive(pid) {
-				alive++
-			}
-		}
-		if alive == 0 {
-			break
-		}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && proc.CountAlive(left) > 0; {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if err := space.RemoveRunState(mewDir); err != nil {

@@ -45,3 +45,18 @@ func TestGroup(t *testing.T) {
 		t.Error("pids 0 and -1 are alive")
 	}
 }
+
+// TestCountAlive: a process that runs is counted, one that was waited for
+// is not.
+func TestCountAlive(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "exit 0")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if n := CountAlive([]int{os.Getpid(), cmd.Process.Pid}); n != 1 {
+		t.Errorf("CountAlive(this process, an exited one) = %d, want 1", n)
+	}
+	if n := CountAlive(nil); n != 0 {
+		t.Errorf("CountAlive(nil) = %d", n)
+	}
+}
