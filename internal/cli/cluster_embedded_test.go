@@ -40,7 +40,7 @@ func distinctPorts(t *testing.T, n int) []int {
 func heardFrom(m *member, env *protocol.Envelope, wait time.Duration) bool {
 	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
-		if m.find(withEnvID(env.ID)) != nil {
+		if m.Find(withEnvID(env.ID)) != nil {
 			return true
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -50,7 +50,7 @@ func heardFrom(m *member, env *protocol.Envelope, wait time.Duration) bool {
 
 // refused reports whether m was told its envelope env was refused, and why.
 func refused(m *member, env *protocol.Envelope) (string, bool) {
-	e := m.find(func(e *protocol.Envelope) bool {
+	e := m.Find(func(e *protocol.Envelope) bool {
 		return e.Kind == protocol.KindSystemError && slices.Contains(e.CorrelationID, env.ID)
 	})
 	if e == nil {
@@ -119,10 +119,10 @@ func TestClusterEmbeddedNATSNodeKilled(t *testing.T) {
 
 	// A grant made on node 1 before the kill: alice, on node 1, may propose.
 	p1 := grantAndPropose(t, admin, alice)
-	waitUntil(t, "bob (node 3) to see alice's proposal", func() bool { return bob.find(withEnvID(p1.ID)) != nil })
+	waitUntil(t, "bob (node 3) to see alice's proposal", func() bool { return bob.Find(withEnvID(p1.ID)) != nil })
 	// Node 2 knows the grant from the cluster's state: carol's node applied it.
 	c0 := sendEnv(t, carol, protocol.KindChat, protocol.Chat{Text: "before"})
-	waitUntil(t, "bob to hear carol before the kill", func() bool { return bob.find(withEnvID(c0.ID)) != nil })
+	waitUntil(t, "bob to hear carol before the kill", func() bool { return bob.Find(withEnvID(c0.ID)) != nil })
 
 	aliceWelcomes := alice.welcomeCount()
 	killed := time.Now()
@@ -167,7 +167,7 @@ func TestClusterEmbeddedNATSNodeKilled(t *testing.T) {
 	streamAsked := time.Now()
 	req := sendEnv(t, admin, protocol.KindStreamRequest, map[string]any{"direction": "upload", "description": "after the kill"})
 	waitUntilFor(t, 60*time.Second, "carol (node 2) to see the stream opened on node 3", func() bool {
-		return carol.find(func(e *protocol.Envelope) bool {
+		return carol.Find(func(e *protocol.Envelope) bool {
 			return e.Kind == protocol.KindStreamOpen && slices.Contains(e.CorrelationID, req.ID)
 		}) != nil
 	})

@@ -138,12 +138,12 @@ func (n *nodeProc) kill(t *testing.T) {
 
 // member is a participant's client in the failover test and what it saw.
 type member struct {
-	c *client.Client
+	c               *client.Client
+	*testutil.Inbox // every envelope it received
 
 	mu         sync.Mutex
 	welcomes   []*protocol.Welcome
-	welcomedAt time.Time // when the last welcome arrived
-	envs       []*protocol.Envelope
+	welcomedAt time.Time            // when the last welcome arrived
 	leftAt     map[string]time.Time // participant → when its presence leave arrived
 }
 
@@ -157,19 +157,18 @@ func joinNodes(t *testing.T, token string, urls ...string) *member {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &member{c: c, leftAt: map[string]time.Time{}}
+	m := &member{c: c, Inbox: testutil.Watch(c), leftAt: map[string]time.Time{}}
 	c.OnWelcome(func(w *protocol.Welcome) {
 		m.mu.Lock()
 		m.welcomes, m.welcomedAt = append(m.welcomes, w), time.Now()
 		m.mu.Unlock()
 	})
 	c.OnMessage(func(e *protocol.Envelope) {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		m.envs = append(m.envs, e)
 		var p protocol.Presence
 		if e.Kind == protocol.KindSystemPresence && e.DecodePayload(&p) == nil && p.Event == protocol.PresenceLeave {
+			m.mu.Lock()
 			m.leftAt[p.Participant.ID] = time.Now()
+			m.mu.Unlock()
 		}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -179,16 +178,6 @@ func joinNodes(t *testing.T, token string, urls ...string) *member {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return m
-}
-
-// find returns the first envelope m saw that satisfies ok, or nil.
-func (m *member) find(ok func(*protocol.Envelope) bool) *protocol.Envelope {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if i := slices.IndexFunc(m.envs, ok); i >= 0 {
-		return m.envs[i]
-	}
-	return nil
 }
 
 func (m *member) welcomeCount() int {
@@ -219,16 +208,14 @@ func (m *member) left(id string) (time.Time, bool) {
 // presence envelope m received.
 func (m *member) sees(ids ...string) bool {
 	w := m.lastWelcome()
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	for _, id := range ids {
 		if lists(w, id) {
 			continue
 		}
-		if !slices.ContainsFunc(m.envs, func(e *protocol.Envelope) bool {
+		if m.Find(func(e *protocol.Envelope) bool {
 			var p protocol.Presence
 			return e.Kind == protocol.KindSystemPresence && e.DecodePayload(&p) == nil && p.Event == protocol.PresenceJoin && p.Participant.ID == id
-		}) {
+		}) == nil {
 			return false
 		}
 	}
@@ -317,7 +304,7 @@ func TestClusterNodeKilled(t *testing.T) {
 
 	// A grant made on node 1 reaches alice on node 2; her proposal goes through.
 	p1 := grantAndPropose(t, admin, alice)
-	waitUntil(t, "carol to see alice's proposal", func() bool { return carol.find(withEnvID(p1.ID)) != nil })
+	waitUntil(t, "carol to see alice's proposal", func() bool { return carol.Find(withEnvID(p1.ID)) != nil })
 
 	welcomesBefore := alice.welcomeCount()
 	killed := time.Now()
@@ -339,10 +326,10 @@ func TestClusterNodeKilled(t *testing.T) {
 		t.Errorf("alice's welcome on node 3 lacks her grant: %s", w.You.Capabilities)
 	}
 	chat := sendEnv(t, alice, protocol.KindChat, protocol.Chat{Text: "back, on node 3"})
-	waitUntil(t, "carol (node 1) to hear alice from node 3", func() bool { return carol.find(withEnvID(chat.ID)) != nil })
+	waitUntil(t, "carol (node 1) to hear alice from node 3", func() bool { return carol.Find(withEnvID(chat.ID)) != nil })
 	p2 := sendEnv(t, alice, protocol.KindMCPProposal, proposalX)
-	waitUntil(t, "carol to see alice's proposal from node 3", func() bool { return carol.find(withEnvID(p2.ID)) != nil })
-	if e := alice.find(func(e *protocol.Envelope) bool {
+	waitUntil(t, "carol to see alice's proposal from node 3", func() bool { return carol.Find(withEnvID(p2.ID)) != nil })
+	if e := alice.Find(func(e *protocol.Envelope) bool {
 		return e.Kind == protocol.KindSystemError && slices.Contains(e.CorrelationID, p2.ID)
 	}); e != nil {
 		t.Errorf("node 3 refused alice's granted proposal: %s", e.Payload)
