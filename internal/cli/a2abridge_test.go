@@ -114,13 +114,7 @@ func TestBridgeA2AJSAgent(t *testing.T) {
 	url := startJSAgent(t, jsAgentToken)
 	g := testutil.StartGateway(t, a2aBridgeSpace, gateway.Options{})
 	human := joinCLI(t, g, "human-token")
-	seen := make(chan *protocol.Envelope, 1024)
-	human.Client().OnMessage(func(e *protocol.Envelope) {
-		select {
-		case seen <- e.Clone():
-		default:
-		}
-	})
+	seen := received(human.Client(), 1024)
 	ready := make(chan struct{})
 	human.Client().OnKind(protocol.KindParticipantStatus, func(e *protocol.Envelope) {
 		if e.From == "helper" && strings.Contains(string(e.Payload), "JS Sample Agent") {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
@@ -84,6 +85,19 @@ func (c *agentCmd) wait(t *testing.T) error {
 	}
 }
 
+// received passes on copies of the envelopes c receives, dropping those
+// that find its buffer of n full.
+func received(c *client.Client, n int) <-chan *protocol.Envelope {
+	ch := make(chan *protocol.Envelope, n)
+	c.OnMessage(func(e *protocol.Envelope) {
+		select {
+		case ch <- e.Clone():
+		default:
+		}
+	})
+	return ch
+}
+
 // waitChat waits for a chat from `from` correlated to id, seen by p.
 func waitChat(t *testing.T, seen <-chan *protocol.Envelope, from, id string) string {
 	t.Helper()
@@ -106,13 +120,7 @@ func TestAgentRunOffline(t *testing.T) {
 	g := testutil.StartGateway(t, agentCLISpace, gateway.Options{})
 	human := joinCLI(t, g, "human-token")
 	joinCLI(t, g, "calc-token", testutil.ArithTool("add", "Add two numbers", func(a, b float64) float64 { return a + b }))
-	seen := make(chan *protocol.Envelope, 256)
-	human.Client().OnMessage(func(e *protocol.Envelope) {
-		select {
-		case seen <- e.Clone():
-		default:
-		}
-	})
+	seen := received(human.Client(), 256)
 	joined := make(chan struct{})
 	human.Client().OnKind(protocol.KindSystemPresence, func(e *protocol.Envelope) {
 		if strings.Contains(string(e.Payload), `"helper"`) && strings.Contains(string(e.Payload), "join") {
