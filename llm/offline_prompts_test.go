@@ -63,16 +63,7 @@ func newSpace(t *testing.T, files map[string]string, ids ...string) *space {
 			t.Cleanup(func() { _ = closeRoot() })
 			srv = fs
 		}
-		ct, st := mcp.NewInMemoryTransports()
-		ss, err := srv.Connect(ctx, st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "offline-test"}, nil).Connect(ctx, ct, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close(); _ = ss.Wait() })
+		cs := mcptest.Connect(t, srv, "offline-test")
 		s.sessions[id] = cs
 		list, err := cs.ListTools(ctx, nil)
 		if err != nil {

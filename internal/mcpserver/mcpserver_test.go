@@ -23,19 +23,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // connect serves s over in-memory transports and returns a client session.
 func connect(t *testing.T, s *mcp.Server) *mcp.ClientSession {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := s.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close(); ss.Wait() })
-	return cs
+	return mcptest.Connect(t, s, "test")
 }
 
 // call calls a tool and returns its text and whether it failed.

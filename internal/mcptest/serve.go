@@ -1,9 +1,11 @@
 package mcptest
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -23,4 +25,24 @@ func ServeHTTP(t testing.TB, s *mcp.Server) string {
 		}
 	})
 	return hs.URL
+}
+
+// Connect serves s over in-memory transports and returns the session of a
+// client, named name, connected to it. The session closes when the test
+// ends, and the server's side is waited for.
+func Connect(t testing.TB, s *mcp.Server, name string) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: name}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); _ = ss.Wait() })
+	return cs
 }
