@@ -639,17 +639,7 @@ func (p *Participant) sendStatusAndWait(ctx context.Context, status string, to, 
 	env.To, env.CorrelationID, env.ID = to, correlation, protocol.NewID()
 	c := &p.controls
 	ch := make(chan struct{})
-	c.mu.Lock()
-	if c.echoes == nil {
-		c.echoes = make(map[string]chan struct{})
-	}
-	c.echoes[env.ID] = ch
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.echoes, env.ID)
-		c.mu.Unlock()
-	}()
+	defer await(&c.mu, &c.echoes, env.ID, ch)()
 	if err := p.Send(ctx, env); err != nil {
 		p.log.Warn("participant/status not sent", "status", status, "err", err)
 		return

@@ -535,17 +535,7 @@ func (p *Participant) listToolsPage(ctx context.Context, id, cursor string) ([]D
 	}
 	env.To, env.ID = []string{id}, protocol.NewID()
 	w := &listWait{target: id, ch: make(chan listReply, 1)}
-	d.mu.Lock()
-	if d.waits == nil {
-		d.waits = make(map[string]*listWait)
-	}
-	d.waits[env.ID] = w
-	d.mu.Unlock()
-	defer func() {
-		d.mu.Lock()
-		delete(d.waits, env.ID)
-		d.mu.Unlock()
-	}()
+	defer await(&d.mu, &d.waits, env.ID, w)()
 	tctx, cancel := context.WithTimeout(ctx, p.opts.DiscoveryTimeout)
 	defer cancel()
 	if err := p.Send(tctx, env); err != nil {

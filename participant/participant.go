@@ -282,3 +282,20 @@ func (p *Participant) after(ctx context.Context, d time.Duration, stop <-chan st
 		f()
 	})
 }
+
+// await puts the waiter w for the answer to the envelope id into *waiters
+// (making the map first if need be) under mu, and returns the function that
+// takes it out again.
+func await[W any](mu *sync.Mutex, waiters *map[string]W, id string, w W) (done func()) {
+	mu.Lock()
+	defer mu.Unlock()
+	if *waiters == nil {
+		*waiters = make(map[string]W)
+	}
+	(*waiters)[id] = w
+	return func() {
+		mu.Lock()
+		delete(*waiters, id)
+		mu.Unlock()
+	}
+}

@@ -333,17 +333,7 @@ func (p *Participant) RequestStream(ctx context.Context, payload protocol.Stream
 	}
 	ch := make(chan streamAnswer, 1)
 	b := &p.streams
-	b.mu.Lock()
-	if b.waiting == nil {
-		b.waiting = make(map[string]chan streamAnswer)
-	}
-	b.waiting[env.ID] = ch
-	b.mu.Unlock()
-	defer func() {
-		b.mu.Lock()
-		delete(b.waiting, env.ID)
-		b.mu.Unlock()
-	}()
+	defer await(&b.mu, &b.waiting, env.ID, ch)()
 	if err := p.Send(ctx, env); err != nil {
 		return "", fmt.Errorf("participant: request stream: %w", err)
 	}
