@@ -3,8 +3,6 @@ package cli
 import (
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -86,10 +84,7 @@ func TestGatewayStartAllowedHostBad(t *testing.T) {
 // MEW_ALLOWED_HOSTS, the documented way to serve the name a reverse proxy
 // forwards to a space run on 127.0.0.1.
 func TestSpaceUpAllowedHosts(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte("space: {id: proxied}\nparticipants:\n  human: {tokens: [human-token], capabilities: [{kind: chat}]}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := spaceDir(t, "space: {id: proxied}\nparticipants:\n  human: {tokens: [human-token], capabilities: [{kind: chat}]}\n")
 	if out, errOut, err := mewEnv(t, dir, cleanEnv("MEW_ALLOWED_HOSTS=gw.example.com"), "space", "up", "--detach", "-p", "0"); err != nil {
 		t.Fatalf("space up: %v\n%s%s", err, out, errOut)
 	}

@@ -336,10 +336,7 @@ func waitUntilFor(t *testing.T, wait time.Duration, what string, cond func() boo
 // participant of the first moves to the second; the supervisor starts the first again, its server
 // rejoins the cluster, and a participant joining it hears the others.
 func TestSpaceUpNodesReplicated(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte(failoverSpace), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := spaceDir(t, failoverSpace)
 	start := time.Now()
 	out, err := mew(t, dir, "space", "up", "--detach", "-p", "0", "--nodes", "3")
 	st, rerr := upState(t, dir)

@@ -167,13 +167,10 @@ func (it *interactive) hangUp(t *testing.T, st *space.RunState) {
 // TestSpaceUpHangup: closing the terminal of `mew space up -i` (SIGHUP)
 // stops the space as Ctrl-C does, with status 0.
 func TestSpaceUpHangup(t *testing.T) {
-	dir := t.TempDir()
 	yaml := "space: {id: hup}\nparticipants:\n  human: {capabilities: [{kind: \"*\"}]}\n" +
 		"  sleeper: {auto_start: true, command: /bin/sh, args: [-c, \"exec sleep 600\"]}\n" +
 		"  calc: {type: mcp-bridge, auto_start: true, mcp_server: {command: mew, args: [mcp, calculator]}}\n"
-	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := spaceDir(t, yaml)
 	it := startInteractive(t, dir, cleanEnv(), "space", "up", "-i", "-p", "0")
 	it.expect(t, "connected to hup as human")
 	st, err := space.ReadRunState(dir)

@@ -194,10 +194,7 @@ func TestGatewayStartExternalNATS(t *testing.T) {
 // its path (never the secret in argv), and a local process without it is
 // refused.
 func TestSpaceUpNodesNATSAuth(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte("space: {id: locked}\nparticipants:\n  a: {tokens: [a-token], capabilities: [{kind: chat}]}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := spaceDir(t, "space: {id: locked}\nparticipants:\n  a: {tokens: [a-token], capabilities: [{kind: chat}]}\n")
 	out, err := mew(t, dir, "space", "up", "--detach", "-p", "0", "--nodes", "2")
 	st, rerr := upState(t, dir)
 	if err != nil || rerr != nil || len(st.Nodes) != 2 {

@@ -44,14 +44,21 @@ func (w *lineWriter) String() string {
 	return w.buf.String()
 }
 
+// writeSpace writes yaml to space.yaml in a new directory and returns
+// the file's path.
 func writeSpace(t *testing.T, yaml string) string {
 	t.Helper()
+	return filepath.Join(spaceDir(t, yaml), "space.yaml")
+}
+
+// spaceDir returns a new directory whose space.yaml is yaml.
+func spaceDir(t *testing.T, yaml string) string {
+	t.Helper()
 	dir := t.TempDir()
-	path := filepath.Join(dir, "space.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return path
+	return dir
 }
 
 // gatewayCmd is a `mew gateway start` running in this process.

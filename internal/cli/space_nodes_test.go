@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,10 +30,7 @@ participants:
 // with the embedded NATS server), prints each, spreads the participants it starts over them with
 // every URL, serves a chat across nodes, and mew space down stops them all.
 func TestSpaceUpNodes(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte(strings.ReplaceAll(nodesSpace, "$$", "$")), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := spaceDir(t, strings.ReplaceAll(nodesSpace, "$$", "$"))
 	out, err := mew(t, dir, "space", "up", "--detach", "-p", "0", "--nodes", "3")
 	if err != nil || !strings.Contains(out, "is up in the background") {
 		t.Fatalf("space up --nodes 3: %v\n%s", err, out)
@@ -127,22 +123,11 @@ func TestSpaceUpNodes(t *testing.T) {
 		t.Errorf("status: %v\n%s", err, status)
 	}
 
-	out, err = mew(t, dir, "space", "down")
-	if err != nil || !strings.Contains(out, "space cli-nodes stopped") {
-		t.Fatalf("down: %v\n%s", err, out)
-	}
-	for _, pid := range pids {
-		if proc.Alive(pid) {
-			t.Errorf("pid %d survived space down", pid)
-		}
-	}
+	spaceDown(t, dir, "cli-nodes", pids)
 }
 
 func TestSpaceUpNodesBadInput(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte("space: {id: x}\nparticipants:\n  a: {tokens: [t]}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := spaceDir(t, "space: {id: x}\nparticipants:\n  a: {tokens: [t]}\n")
 	for _, n := range []string{"0", "17", "-2"} {
 		if out, err := mew(t, dir, "space", "up", "--detach", "--nodes", n); err == nil || !strings.Contains(out, "--nodes") {
 			t.Errorf("--nodes %s: %v\n%s", n, err, out)

@@ -94,11 +94,23 @@ func upState(t *testing.T, dir string) (*space.RunState, error) {
 	return st, err
 }
 
-func TestSpaceUpStatusDown(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte(strings.ReplaceAll(upSpace, "$$", "$")), 0o644); err != nil {
-		t.Fatal(err)
+// spaceDown runs mew space down in dir, which must say that the space id
+// stopped, and checks that none of pids survived it.
+func spaceDown(t *testing.T, dir, id string, pids []int) {
+	t.Helper()
+	out, err := mew(t, dir, "space", "down")
+	if err != nil || !strings.Contains(out, "space "+id+" stopped") {
+		t.Fatalf("down: %v\n%s", err, out)
 	}
+	for _, pid := range pids {
+		if proc.Alive(pid) {
+			t.Errorf("pid %d survived space down", pid)
+		}
+	}
+}
+
+func TestSpaceUpStatusDown(t *testing.T) {
+	dir := spaceDir(t, strings.ReplaceAll(upSpace, "$$", "$"))
 	// --wait 0: its participants are plain processes that never join
 	// (TestSpaceUpReportsJoins has ones that do).
 	out, err := mew(t, dir, "space", "up", "--detach", "-p", "0", "--wait", "0")
@@ -149,15 +161,7 @@ func TestSpaceUpStatusDown(t *testing.T) {
 		t.Errorf("sleeper log: %s", sleeperLog)
 	}
 
-	out, err = mew(t, dir, "space", "down")
-	if err != nil || !strings.Contains(out, "space cli-space stopped") {
-		t.Fatalf("down: %v\n%s", err, out)
-	}
-	for _, pid := range pids {
-		if proc.Alive(pid) {
-			t.Errorf("pid %d survived space down", pid)
-		}
-	}
+	spaceDown(t, dir, "cli-space", pids)
 	if _, err := os.Stat(filepath.Join(dir, space.RunStateFile)); err == nil {
 		t.Error("pids.json survived space down")
 	}
@@ -194,7 +198,6 @@ func TestSpaceUpStatusDown(t *testing.T) {
 // non-zero although the space runs; status shows the restarts and the
 // last error.
 func TestSpaceUpReportsJoins(t *testing.T) {
-	dir := t.TempDir()
 	y := `
 space: {id: joins}
 participants:
@@ -212,9 +215,7 @@ participants:
     command: /bin/sh
     args: [-c, "echo the config is broken >&2; exit 3"]
 `
-	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte(y), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := spaceDir(t, y)
 	// An earlier run's log that says "up" must not be taken for this run's.
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 		t.Fatal(err)
@@ -290,12 +291,9 @@ func waitFile(t *testing.T, path, want string, n int) {
 // TestSpaceUpInteractive: `space up -i` joins you to the space in the
 // terminal; /quit stops the space and everything it started.
 func TestSpaceUpInteractive(t *testing.T) {
-	dir := t.TempDir()
 	yaml := "space: {id: inter}\nparticipants:\n  human: {capabilities: [{kind: \"*\"}]}\n" +
 		"  sleeper: {auto_start: true, command: /bin/sh, args: [-c, \"exec sleep 600\"]}\n"
-	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := spaceDir(t, yaml)
 	it := startInteractive(t, dir, nil, "space", "up", "-i", "-p", "0")
 	stdin, out, exited := it.stdin, it.out, it.exited
 	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), "connected to inter as human"); {
@@ -334,11 +332,8 @@ func TestSpaceUpInteractive(t *testing.T) {
 // TestSpaceUpWarnsTypos: space up and gateway start name a misspelt key
 // with its path and the key it resembles, and still start.
 func TestSpaceUpWarnsTypos(t *testing.T) {
-	dir := t.TempDir()
 	yaml := "space: {id: typo}\nparticipants:\n  human:\n    capabilites: [{kind: \"*\"}]\n"
-	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := spaceDir(t, yaml)
 	out, errOut, err := mewEnv(t, dir, cleanEnv(), "space", "up", "--detach", "-p", "0")
 	if err != nil {
 		t.Fatalf("space up: %v\n%s%s", err, out, errOut)
@@ -354,7 +349,6 @@ func TestSpaceUpWarnsTypos(t *testing.T) {
 // process group with setsid (a daemonising server) is stopped by mew space
 // down all the same, whether its parent still runs or has exited.
 func TestSpaceDownStopsEscapees(t *testing.T) {
-	dir := t.TempDir()
 	y := `
 space: {id: escapees}
 participants:
@@ -369,9 +363,7 @@ participants:
     command: /bin/sh
     args: [-c, 'setsid sh -c "echo \$\$ > leaves.pid; exec sleep 600" & exit 0']
 `
-	if err := os.WriteFile(filepath.Join(dir, "space.yaml"), []byte(y), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := spaceDir(t, y)
 	if out, err := mew(t, dir, "space", "up", "--detach", "-p", "0", "--wait", "0"); err != nil {
 		t.Fatalf("up: %v\n%s", err, out)
 	}
