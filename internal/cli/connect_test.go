@@ -65,7 +65,7 @@ func (it *interactive) wait(t *testing.T) error {
 	select {
 	case err := <-it.exited:
 		return err
-	case <-time.After(40 * time.Second):
+	case <-time.After(45 * time.Second):
 		t.Fatalf("did not exit:\n%s", it.out.String())
 		return nil
 	}

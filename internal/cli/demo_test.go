@@ -21,7 +21,7 @@ import (
 func TestDemoScripted(t *testing.T) {
 	dir := t.TempDir()
 	it := startInteractive(t, "", cleanEnv(), "demo", "--dir", dir)
-	stdin, out, exited := it.stdin, it.out, it.exited
+	stdin, out := it.stdin, it.out
 	var pids []int
 	defer func() {
 		_ = it.c.Process.Kill()
@@ -29,44 +29,26 @@ func TestDemoScripted(t *testing.T) {
 			proc.Terminate(pid, true)
 		}
 	}()
-	expect := func(want string) {
-		t.Helper()
-		for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), want); {
-			if time.Now().After(deadline) {
-				t.Fatalf("the demo never printed %q:\n%s", want, out.String())
-			}
-			select {
-			case err := <-exited:
-				t.Fatalf("the demo exited (%v):\n%s", err, out.String())
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}
-	expect("Ctrl-C or /quit stops the space")
+	it.expect(t, "Ctrl-C or /quit stops the space")
 	if st, err := space.ReadRunState(filepath.Join(dir, ".mew")); err == nil {
 		pids = st.PIDs()
 	}
-	expect("offline rule-based model")
+	it.expect(t, "offline rule-based model")
 
 	io.WriteString(stdin, "what is 2 plus 3\n")
-	expect("assistant: 2 + 3 = 5. (offline model)")
+	it.expect(t, "assistant: 2 + 3 = 5. (offline model)")
 
 	io.WriteString(stdin, "@helper write hello to notes.txt\n")
-	expect(`[#1] helper proposes write_file {"content":"hello","path":"notes.txt"} to files`)
+	it.expect(t, `[#1] helper proposes write_file {"content":"hello","path":"notes.txt"} to files`)
 	io.WriteString(stdin, "/approve 1\n")
-	expect("#1 done: ") // the Go server says "wrote 5 bytes to notes.txt", the npm one "Successfully wrote to notes.txt"
+	it.expect(t, "#1 done: ") // the Go server says "wrote 5 bytes to notes.txt", the npm one "Successfully wrote to notes.txt"
 	if data, err := os.ReadFile(filepath.Join(dir, "files", "notes.txt")); err != nil || string(data) != "hello" {
 		t.Errorf("notes.txt: %q, %v", data, err)
 	}
 
 	io.WriteString(stdin, "/quit\n")
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("demo exit: %v\n%s", err, out.String())
-		}
-	case <-time.After(45 * time.Second):
-		t.Fatalf("the demo did not stop:\n%s", out.String())
+	if err := it.wait(t); err != nil {
+		t.Errorf("demo exit: %v\n%s", err, out.String())
 	}
 	if len(pids) < 5 {
 		t.Fatalf("the demo's state named %d processes", len(pids))

@@ -295,13 +295,7 @@ func TestSpaceUpInteractive(t *testing.T) {
 		"  sleeper: {auto_start: true, command: /bin/sh, args: [-c, \"exec sleep 600\"]}\n"
 	dir := spaceDir(t, yaml)
 	it := startInteractive(t, dir, nil, "space", "up", "-i", "-p", "0")
-	stdin, out, exited := it.stdin, it.out, it.exited
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), "connected to inter as human"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("never connected:\n%s", out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	it.expect(t, "connected to inter as human")
 	st, err := space.ReadRunState(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -310,14 +304,9 @@ func TestSpaceUpInteractive(t *testing.T) {
 	if !proc.Alive(sleeper) {
 		t.Fatalf("sleeper pid %d not running", sleeper)
 	}
-	stdin.Write([]byte("/quit\n"))
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("exit: %v\n%s", err, out.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("space up -i did not stop:\n%s", out.String())
+	it.stdin.Write([]byte("/quit\n"))
+	if err := it.wait(t); err != nil {
+		t.Errorf("exit: %v\n%s", err, it.out.String())
 	}
 	for _, pid := range st.PIDs() {
 		if pid != it.c.Process.Pid && proc.Alive(pid) {
