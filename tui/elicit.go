@@ -424,11 +424,7 @@ func (x *elicitEntry) lines(rc *renderCtx) []string {
 	var status string
 	switch {
 	case e.settled:
-		st := rc.st.Approved
-		if !strings.HasPrefix(e.outcome, "accepted") {
-			st = rc.st.Rejected
-		}
-		status = st.Render(e.outcome)
+		status = rc.outcome(e.outcome, "accepted")
 	case e.sending:
 		status = rc.st.Dim.Render("answering…")
 	case e.mayAnswer && e.postponed:

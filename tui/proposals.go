@@ -161,11 +161,7 @@ func (e *proposalEntry) lines(rc *renderCtx) []string {
 	var status string
 	switch {
 	case p.settled:
-		st := rc.st.Approved
-		if !strings.HasPrefix(p.outcome, "approved") {
-			st = rc.st.Rejected
-		}
-		status = st.Render(p.outcome)
+		status = rc.outcome(p.outcome, "approved")
 	case p.deciding:
 		status = rc.st.Dim.Render("deciding…")
 	case p.policy != nil && !p.askMe:

@@ -34,6 +34,15 @@ type renderCtx struct {
 	thoughts bool
 }
 
+// outcome renders a settled request's outcome: in the approved style when
+// it starts with ok ("approved", "accepted"), else in the rejected one.
+func (rc *renderCtx) outcome(text, ok string) string {
+	if strings.HasPrefix(text, ok) {
+		return rc.st.Approved.Render(text)
+	}
+	return rc.st.Rejected.Render(text)
+}
+
 // indent starts the continuation lines of an entry: a peer's text never
 // starts at the margin, where the program's own lines start.
 const indent = "    "
