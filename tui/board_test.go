@@ -22,11 +22,8 @@ func TestBoard(t *testing.T) {
 	// A grant made in the dialog; the board reads the ledger after it.
 	h.recv(propose("assistant", "pr1", "calculator", "add", map[string]any{"a": 1, "b": 5}))
 	h.key("g", "2", "2")
-	grants := h.sentOf(protocol.KindCapabilityGrant)
-	if len(grants) != 1 {
-		t.Fatalf("sent %d grants", len(grants))
-	}
-	h.recv(envelope(protocol.KindCapabilityGrantAck, "assistant", "ga1", []string{"you"}, []string{grants[0].ID}, protocol.GrantAck{Status: "accepted"}))
+	_, grant := grantOf(t, h)
+	h.recv(envelope(protocol.KindCapabilityGrantAck, "assistant", "ga1", []string{"you"}, []string{grant.ID}, protocol.GrantAck{Status: "accepted"}))
 	h.recv(chat("you", "c1", "please summarise notes.txt", "helper"))
 	h.recv(envelope(protocol.KindReasoningStart, "assistant", "rs1", nil, nil, protocol.Reasoning{Message: "on it"}))
 	th := envelope(protocol.KindReasoningThought, "assistant", "th1", nil, nil, protocol.Reasoning{Reasoning: "add them"})

@@ -353,6 +353,20 @@ func (h *harness) sentOf(kind string) []*protocol.Envelope {
 	return out
 }
 
+// sentOne returns the one envelope of kind sent, with its payload decoded
+// into v, and fails the test unless exactly one was sent.
+func (h *harness) sentOne(kind string, v any) *protocol.Envelope {
+	h.t.Helper()
+	sent := h.sentOf(kind)
+	if len(sent) != 1 {
+		h.t.Fatalf("sent %d %s, want 1", len(sent), kind)
+	}
+	if err := sent[0].DecodePayload(v); err != nil {
+		h.t.Fatal(err)
+	}
+	return sent[0]
+}
+
 // envelope builds an envelope as the gateway relays it.
 func envelope(kind, from, id string, to []string, corr []string, payload any) *protocol.Envelope {
 	env, err := protocol.New(kind, payload)

@@ -54,12 +54,8 @@ func TestMultiLineInput(t *testing.T) {
 		t.Errorf("↑ on the second line put the cursor at %d", h.m.prompt.in.pos)
 	}
 	h.key("enter")
-	chats := h.sentOf(protocol.KindChat)
-	if len(chats) != 1 {
-		t.Fatalf("sent %d chats", len(chats))
-	}
 	var c protocol.Chat
-	_ = chats[0].DecodePayload(&c)
+	h.sentOne(protocol.KindChat, &c)
 	if c.Text != "first\nsecond" {
 		t.Errorf("chat %q", c.Text)
 	}
