@@ -76,37 +76,19 @@ func startBridgeCmd(t *testing.T, args ...string) (*lineWriter, func() error) {
 	logs, out := &lineWriter{}, &lineWriter{}
 	root := NewRoot(Options{Stdout: out, Stderr: logs})
 	root.SetArgs(args)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	var stopped bool
-	var runErr error
-	stop := func() error {
-		if !stopped {
-			stopped = true
-			cancel()
-			select {
-			case runErr = <-done:
-			case <-time.After(30 * time.Second):
-				runErr = errors.New("mew bridge start did not return within 30 s of the signal")
-			}
-		}
-		return runErr
-	}
-	t.Cleanup(func() { _ = stop() })
+	run := testutil.Background(t, root.ExecuteContext)
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(logs.String(), "bridge ready") {
 		select {
-		case err := <-done:
-			stopped, runErr = true, err
-			t.Fatalf("mew bridge start exited: %v\n%s", err, logs)
+		case <-run.Done():
+			t.Fatalf("mew bridge start exited: %v\n%s", run.Stop(), logs)
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the bridge was not ready within 30 s:\n%s", logs)
 		}
 	}
-	return logs, stop
+	return logs, run.Stop
 }
 
 // human joins g as human.

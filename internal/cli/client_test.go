@@ -33,25 +33,7 @@ func clientCmd(t *testing.T, in io.Reader, args ...string) (*lineWriter, func() 
 	root := NewRoot(Options{Stdout: out, Stderr: out, Getenv: func(string) string { return "" }})
 	root.SetIn(in)
 	root.SetArgs(append([]string{"client", "connect"}, args...))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	var result error
-	stopped := false
-	stop := func() error {
-		if !stopped {
-			stopped = true
-			cancel()
-			select {
-			case result = <-done:
-			case <-time.After(10 * time.Second):
-				t.Error("mew client connect did not stop")
-			}
-		}
-		return result
-	}
-	t.Cleanup(func() { _ = stop() })
-	return out, stop
+	return out, testutil.Background(t, root.ExecuteContext).Stop
 }
 
 // hearChats delivers the texts of the chats p sees from `from`.
