@@ -55,10 +55,7 @@ func TestPageAndPolicy(t *testing.T) {
 // handler, and the file stays as it was.
 func TestGuardRefusesHostileRequests(t *testing.T) {
 	d := writeDesk(t, 0o600)
-	before, err := os.ReadFile(d.path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	unchanged := d.unchanged(t)
 	s := serve(t, d.path)
 	save := func() io.Reader {
 		b, _ := json.Marshal(map[string]any{"tools": []any{echoTool(), noteTool()}})
@@ -104,24 +101,14 @@ func TestGuardRefusesHostileRequests(t *testing.T) {
 			}
 		})
 	}
-	after, err := os.ReadFile(d.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(before, after) {
-		t.Errorf("the file changed:\n%s", after)
-	}
+	unchanged()
 }
 
 // A definition the loader refuses is not saved: the answer lists its
 // problems and the file is left as it was, with no temporary file behind.
 func TestSaveRefusesWhatDoesNotLoad(t *testing.T) {
 	d := writeDesk(t, 0o640)
-	before, err := os.ReadFile(d.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, _ := os.Stat(d.path)
+	unchanged := d.unchanged(t)
 	s := serve(t, d.path)
 	bad := noteTool()
 	bad["prompt"] = "note {nothing} in notes.txt"
@@ -145,14 +132,7 @@ func TestSaveRefusesWhatDoesNotLoad(t *testing.T) {
 			}
 		})
 	}
-	after, err := os.ReadFile(d.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st2, _ := os.Stat(d.path)
-	if !bytes.Equal(before, after) || !st2.ModTime().Equal(st.ModTime()) {
-		t.Errorf("the file changed:\n%s", after)
-	}
+	unchanged()
 	entries, _ := os.ReadDir(filepath.Dir(d.path))
 	for _, e := range entries {
 		if strings.Contains(e.Name(), ".studio-") {

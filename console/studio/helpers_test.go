@@ -95,6 +95,33 @@ func writeDesk(t *testing.T, mode os.FileMode) desk {
 	return d
 }
 
+// unchanged notes the desk's file as it is now, and returns the check, for
+// the end of the test, that neither its content nor its modification time
+// has changed since.
+func (d desk) unchanged(t *testing.T) (check func()) {
+	t.Helper()
+	read := func() ([]byte, time.Time) {
+		t.Helper()
+		data, err := os.ReadFile(d.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(d.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data, st.ModTime()
+	}
+	before, mtime := read()
+	return func() {
+		t.Helper()
+		after, mtime2 := read()
+		if !bytes.Equal(before, after) || !mtime2.Equal(mtime) {
+			t.Errorf("the file changed:\n%s", after)
+		}
+	}
+}
+
 // studioServer is a studio served on 127.0.0.1 for a test.
 type studioServer struct {
 	base, secret, host string
