@@ -85,12 +85,17 @@ func TestLogWhy(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			t.Parallel()
 			dir := writeConversation(t, format)
-
-			out, _, err := run(t, Options{}, "log", "why", "f1", dir)
-			if err != nil {
-				t.Fatal(err)
+			why := func(id string) string {
+				t.Helper()
+				out, _, err := run(t, Options{}, "log", "why", id, dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("why %s:\n%s", id, out)
+				return out
 			}
-			t.Logf("why f1:\n%s", out)
+
+			out := why("f1")
 			mustContain(t, out,
 				"mcp/request f1 from human to calc: tools/call add",
 				`admitted by: {"kind":"mcp/*"} (a capability of human in the space config)`,
@@ -103,11 +108,7 @@ func TestLogWhy(t *testing.T) {
 				"result: ", "mcp/response resp1 from calc to human: 5",
 			)
 
-			out, _, err = run(t, Options{}, "log", "why", "c2", dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("why c2:\n%s", out)
+			out = why("c2")
 			mustContain(t, out,
 				"mcp/request c2 from agent to calc",
 				`{"kind":"mcp/request","payload":{"method":"tools/call"}} (a capability granted to agent at runtime)`,
@@ -121,11 +122,7 @@ func TestLogWhy(t *testing.T) {
 				t.Errorf("an expired grant is said to be in force:\n%s", out)
 			}
 
-			out, _, err = run(t, Options{}, "log", "why", "c3", dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("why c3:\n%s", out)
+			out = why("c3")
 			mustContain(t, out,
 				"mcp/request c3 from agent to calc: tools/call add", "[REFUSED]",
 				"refused: agent holds no capability for mcp/request",
@@ -138,16 +135,13 @@ func TestLogWhy(t *testing.T) {
 
 			// The answer's lineage is the conversation: question,
 			// reasoning, the tool call made in it, the answer.
-			out, _, err = run(t, Options{}, "log", "why", "a1", dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			out = why("a1")
 			mustContain(t, out, "chat a1 from agent to human: 2+3 = 5", "in reply to: ", "chat q1 from human",
 				"in reasoning: ", "reasoning/start r1", "reasoning/thought t1", "mcp/proposal p1", "fulfilled by ", "mcp/request f1",
 				"mcp/response resp1", "reasoning/conclusion rc1")
 
 			// JSON has the same tree.
-			out, _, err = run(t, Options{}, "log", "why", "--format", "json", "c2", dir)
+			out, _, err := run(t, Options{}, "log", "why", "--format", "json", "c2", dir)
 			var n auditlog.Node
 			if err != nil || json.Unmarshal([]byte(out), &n) != nil || n.ID != "c2" || len(n.Children) == 0 {
 				t.Fatalf("json: %v\n%s", err, out)
