@@ -52,6 +52,17 @@ func mcpOutcomeOf(t *testing.T, ch <-chan mcpOutcome) mcpOutcome {
 	}
 }
 
+// mcpTextOf waits for the outcome of a request, fails the test if it is
+// an error, and returns the text of its result; what names the request.
+func mcpTextOf(t *testing.T, ch <-chan mcpOutcome, what string) string {
+	t.Helper()
+	o := mcpOutcomeOf(t, ch)
+	if o.err != nil {
+		t.Fatalf("%s: %v", what, o.err)
+	}
+	return mcpResult(t, o.raw).Text()
+}
+
 // mcpProposals collects the proposals p sees.
 func mcpProposals(p *participant.Participant) <-chan *participant.Proposal {
 	ch := make(chan *participant.Proposal, 16)
@@ -109,12 +120,8 @@ func TestProposalFulfilled(t *testing.T) {
 	if r := mcpResult(t, raw); r.Text() != "5" {
 		t.Fatalf("fulfiller got %s", raw)
 	}
-	o := mcpOutcomeOf(t, res)
-	if o.err != nil {
-		t.Fatal(o.err)
-	}
-	if r := mcpResult(t, o.raw); r.Text() != "5" {
-		t.Fatalf("proposer got %s", o.raw)
+	if got := mcpTextOf(t, res, "the proposer's request"); got != "5" {
+		t.Fatalf("proposer got %q", got)
 	}
 	if by := pr.FulfilledBy(); by != "human" {
 		t.Fatalf("FulfilledBy = %q", by)
@@ -254,9 +261,8 @@ func TestForgedWithdrawIgnored(t *testing.T) {
 	if _, err := human.Fulfill(ctx, pr); err != nil {
 		t.Fatal(err)
 	}
-	o := mcpOutcomeOf(t, res)
-	if o.err != nil || mcpResult(t, o.raw).Text() != "42" {
-		t.Fatalf("proposer got %s, %v", o.raw, o.err)
+	if got := mcpTextOf(t, res, "the proposer's request"); got != "42" {
+		t.Fatalf("proposer got %q", got)
 	}
 }
 
@@ -302,9 +308,8 @@ func TestForgedResponseIgnored(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	once.Do(func() { close(release) })
-	o := mcpOutcomeOf(t, res)
-	if o.err != nil || mcpResult(t, o.raw).Text() != "real" {
-		t.Fatalf("Request = %s, %v; want the target's answer", o.raw, o.err)
+	if got := mcpTextOf(t, res, "Request"); got != "real" {
+		t.Fatalf("Request = %q; want the target's answer", got)
 	}
 }
 
