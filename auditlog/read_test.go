@@ -27,9 +27,8 @@ participants:
 func session(t *testing.T, opts gateway.Options) string {
 	t.Helper()
 	g := testutil.StartGateway(t, space, opts)
-	alice, _ := testutil.Join(t, g.WSURL, "alice-token")
-	bob, _ := testutil.Join(t, g.WSURL, "bob-token")
-	alice.Expect("system/presence")
+	peers := testutil.JoinAll(t, g.WSURL, "alice-token", "bob-token")
+	alice, bob := peers[0], peers[1]
 	bob.SendText(`{"id":"x1","kind":"mcp/request","payload":{"method":"tools/list"}}`)
 	bob.Expect("system/error")
 	for i := range 30 {

@@ -33,12 +33,8 @@ participants:
 func writeAuditLog(t *testing.T, opts gateway.Options, n int) string {
 	t.Helper()
 	g := testutil.StartGateway(t, auditSpace, opts)
-	alice, _ := testutil.Join(t, g.WSURL, "alice-token")
-	bob, _ := testutil.Join(t, g.WSURL, "bob-token")
-	carol, _ := testutil.Join(t, g.WSURL, "carol-token")
-	alice.Expect("system/presence")
-	alice.Expect("system/presence")
-	bob.Expect("system/presence")
+	peers := testutil.JoinAll(t, g.WSURL, "alice-token", "bob-token", "carol-token")
+	alice, bob, carol := peers[0], peers[1], peers[2]
 	bob.SendText(`{"id":"refused-1","kind":"mcp/request","payload":{"method":"tools/list"}}`)
 	bob.Expect("system/error")
 	for i := range n {
@@ -165,12 +161,8 @@ participants:
 		t.Run(format, func(t *testing.T) {
 			t.Parallel()
 			g := testutil.StartGateway(t, cfg, gateway.Options{Audit: gateway.AuditOptions{Format: format}})
-			alice, _ := testutil.Join(t, g.WSURL, "alice-token")
-			bob, _ := testutil.Join(t, g.WSURL, "bob-token")
-			m, _ := testutil.Join(t, g.WSURL, "mal-token")
-			alice.Expect("system/presence")
-			alice.Expect("system/presence")
-			bob.Expect("system/presence")
+			peers := testutil.JoinAll(t, g.WSURL, "alice-token", "bob-token", "mal-token")
+			alice, m := peers[0], peers[2]
 			for _, id := range ids {
 				b, err := json.Marshal(map[string]any{"id": id, "kind": "chat", "payload": map[string]string{"text": "hi " + id}})
 				if err != nil {

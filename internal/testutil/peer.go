@@ -126,6 +126,23 @@ func Join(t testing.TB, url, token string) (*Peer, Msg) {
 	return p, w
 }
 
+// JoinAll joins a peer for each token, in order, and waits until each has
+// seen the later ones join (their system/presence), so that what one sends
+// next reaches the others and the test reads on from after the joins.
+func JoinAll(t testing.TB, url string, tokens ...string) []*Peer {
+	t.Helper()
+	peers := make([]*Peer, len(tokens))
+	for i, tok := range tokens {
+		peers[i], _ = Join(t, url, tok)
+	}
+	for i, p := range peers {
+		for range peers[i+1:] {
+			p.Expect("system/presence")
+		}
+	}
+	return peers
+}
+
 // SendText sends s as a text message.
 func (p *Peer) SendText(s string) {
 	p.t.Helper()

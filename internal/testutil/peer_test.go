@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/mew-protocol/mew/gateway"
 	"github.com/mew-protocol/mew/internal/testutil"
 )
 
@@ -70,5 +71,19 @@ func TestQuietFailsOnClosedPeer(t *testing.T) {
 	close(closeIt)
 	if quiet, failed := quietOn(p, tb, 2*time.Second); quiet || !strings.Contains(failed, "kicked") {
 		t.Fatalf("closed peer: quiet=%v failed=%q, want a failure naming the close", quiet, failed)
+	}
+}
+
+// JoinAll returns once each peer has read the presences of those that
+// joined after it: a chat sent next is the next message the others read.
+func TestJoinAll(t *testing.T) {
+	g := testutil.StartGateway(t, testutil.SpaceYAML("joins",
+		testutil.Member("alice", "chat"), testutil.Member("bob", "chat"), testutil.Member("carol", "chat")), gateway.Options{})
+	peers := testutil.JoinAll(t, g.WSURL, "alice-token", "bob-token", "carol-token")
+	peers[2].SendText(`{"id":"hello","kind":"chat","payload":{"text":"hi"}}`)
+	for _, p := range peers[:2] {
+		if m := p.Next(); m.Kind() != "chat" || m.ID() != "hello" {
+			t.Errorf("next message %s, want the chat", m.Raw)
+		}
 	}
 }
