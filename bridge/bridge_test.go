@@ -99,33 +99,30 @@ func TestBridgeForwardsToGoServer(t *testing.T) {
 	}
 
 	// Resources, templates, prompts.
-	raw, err = human.Request(ctx, "files", map[string]any{"method": "resources/list"})
-	if err != nil || !strings.Contains(string(raw), `"uri":"test://hello"`) {
-		t.Errorf("resources/list %s, %v", raw, err)
-	}
-	raw, err = human.Request(ctx, "files", map[string]any{"method": "resources/read", "params": map[string]any{"uri": "test://hello"}})
-	if err != nil || !strings.Contains(string(raw), `"text":"hello, world"`) {
-		t.Errorf("resources/read %s, %v", raw, err)
-	}
-	raw, err = human.Request(ctx, "files", map[string]any{"method": "resources/templates/list"})
-	if err != nil || !strings.Contains(string(raw), `"uriTemplate":"test://items/{id}"`) {
-		t.Errorf("resources/templates/list %s, %v", raw, err)
-	}
-	raw, err = human.Request(ctx, "files", map[string]any{"method": "resources/read", "params": map[string]any{"uri": "test://items/42"}})
-	if err != nil || !strings.Contains(string(raw), `"text":"item 42"`) {
-		t.Errorf("resources/read of a template %s, %v", raw, err)
+	for _, c := range []struct {
+		what, method string
+		params       map[string]any
+		want         string
+	}{
+		{"resources/list", "resources/list", nil, `"uri":"test://hello"`},
+		{"resources/read", "resources/read", map[string]any{"uri": "test://hello"}, `"text":"hello, world"`},
+		{"resources/templates/list", "resources/templates/list", nil, `"uriTemplate":"test://items/{id}"`},
+		{"resources/read of a template", "resources/read", map[string]any{"uri": "test://items/42"}, `"text":"item 42"`},
+		{"prompts/list", "prompts/list", nil, `"name":"greet"`},
+		{"prompts/get", "prompts/get", map[string]any{"name": "greet", "arguments": map[string]any{"name": "Ada"}}, "Say hello to Ada"},
+	} {
+		req := map[string]any{"method": c.method}
+		if c.params != nil {
+			req["params"] = c.params
+		}
+		raw, err = human.Request(ctx, "files", req)
+		if err != nil || !strings.Contains(string(raw), c.want) {
+			t.Errorf("%s %s, %v", c.what, raw, err)
+		}
 	}
 	// (The go-sdk's server answers -32602, as MCP 2025-11-25 says.)
 	if _, err = human.Request(ctx, "files", map[string]any{"method": "resources/read", "params": map[string]any{"uri": "test://nothing"}}); rpcCode(err) != participant.CodeInvalidParams || !strings.Contains(err.Error(), "Resource not found") {
 		t.Errorf("unknown resource: %v", err)
-	}
-	raw, err = human.Request(ctx, "files", map[string]any{"method": "prompts/list"})
-	if err != nil || !strings.Contains(string(raw), `"name":"greet"`) {
-		t.Errorf("prompts/list %s, %v", raw, err)
-	}
-	raw, err = human.Request(ctx, "files", map[string]any{"method": "prompts/get", "params": map[string]any{"name": "greet", "arguments": map[string]any{"name": "Ada"}}})
-	if err != nil || !strings.Contains(string(raw), "Say hello to Ada") {
-		t.Errorf("prompts/get %s, %v", raw, err)
 	}
 
 	// initialize answers with the server's identity and capabilities.
