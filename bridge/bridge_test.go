@@ -198,24 +198,14 @@ func TestBridgeRestartsACrashedServer(t *testing.T) {
 	human := join(t, g, "human", participant.Options{})
 	statuses := watch(human, protocol.KindParticipantStatus)
 
-	slow := make(chan error, 1)
-	go func() {
-		_, err := human.Request(context.Background(), "files", call("slow", map[string]any{"ms": 20000}))
-		slow <- err
-	}()
-	waitFor(t, "the slow call is in flight", func() bool { return strings.Contains(b.logs.String(), "slow call started") })
+	slow := slowCall(t, human, b)
 	start := time.Now()
 	_, err := human.Request(testutil.Context(t, 20*time.Second), "files", call("crash", nil))
 	if rpcCode(err) != bridge.CodeConnectionClosed || !strings.Contains(err.Error(), "exit status 3") {
 		t.Errorf("the crashing call: %v, want CodeConnectionClosed naming the exit status", err)
 	}
-	select {
-	case err := <-slow:
-		if rpcCode(err) != bridge.CodeConnectionClosed {
-			t.Errorf("the call in flight: %v, want CodeConnectionClosed", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the call in flight got no answer")
+	if err := answerWithin(t, slow, "the call in flight"); rpcCode(err) != bridge.CodeConnectionClosed {
+		t.Errorf("the call in flight: %v, want CodeConnectionClosed", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("the callers waited %v for their errors", d)
@@ -247,22 +237,12 @@ func TestBridgeRestartsAKilledServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slow := make(chan error, 1)
-	go func() {
-		_, err := human.Request(context.Background(), "files", call("slow", map[string]any{"ms": 20000}))
-		slow <- err
-	}()
-	waitFor(t, "the slow call is in flight", func() bool { return strings.Contains(b.logs.String(), "slow call started") })
+	slow := slowCall(t, human, b)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-slow:
-		if rpcCode(err) != bridge.CodeConnectionClosed || !strings.Contains(err.Error(), "killed") {
-			t.Errorf("the call in flight: %v, want CodeConnectionClosed saying the server was killed", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the call in flight got no answer")
+	if err := answerWithin(t, slow, "the call in flight"); rpcCode(err) != bridge.CodeConnectionClosed || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("the call in flight: %v, want CodeConnectionClosed saying the server was killed", err)
 	}
 	waitFor(t, "the server is back", func() bool { return b.Status().State == bridge.StateReady && b.Status().Restarts == 1 })
 	newPid, _ := strconv.Atoi(callTool(t, human, "pid", nil).text())
@@ -375,13 +355,8 @@ func TestBridgeWithdrawnProposalCancelsTheCall(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("agent's request: %v", err)
 	}
-	select {
-	case err := <-fulfilled:
-		if rpcCode(err) != bridge.CodeRequestCancelled || !strings.Contains(err.Error(), "withdrawn") {
-			t.Errorf("fulfilment: %v, want CodeRequestCancelled", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the fulfilment got no answer")
+	if err := answerWithin(t, fulfilled, "the fulfilment"); rpcCode(err) != bridge.CodeRequestCancelled || !strings.Contains(err.Error(), "withdrawn") {
+		t.Errorf("fulfilment: %v, want CodeRequestCancelled", err)
 	}
 	waitFor(t, "the server saw the cancellation", func() bool { return strings.Contains(b.logs.String(), "slow call cancelled") })
 }

@@ -1,6 +1,7 @@
 package bridge_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -126,6 +127,33 @@ func join(t testing.TB, g *testutil.Gateway, id string, opts participant.Options
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	testutil.WaitFor(t, 20*time.Second, what, cond)
+}
+
+// slowCall makes human call the server's slow tool (20 s) from a goroutine
+// and waits until the server b bridges has the call; the call's error comes
+// on the channel returned.
+func slowCall(t testing.TB, human *participant.Participant, b *running) <-chan error {
+	t.Helper()
+	slow := make(chan error, 1)
+	go func() {
+		_, err := human.Request(context.Background(), "files", call("slow", map[string]any{"ms": 20000}))
+		slow <- err
+	}()
+	waitFor(t, "the slow call is in flight", func() bool { return strings.Contains(b.logs.String(), "slow call started") })
+	return slow
+}
+
+// answerWithin returns the error that comes on ch within 10 s, and fails
+// the test when none does; what names the call for the failure.
+func answerWithin(t testing.TB, ch <-chan error, what string) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s got no answer", what)
+		return nil
+	}
 }
 
 // call is a tools/call payload.
