@@ -659,11 +659,7 @@ func TestMalformedMessages(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c := newClient(t, nil, client.Options{Gateway: "ws" + strings.TrimPrefix(srv.URL, "http"), Space: "sdk", Token: "alice-token"})
-	ev := record(c)
-	if err := c.Connect(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	c, ev := connectRecorded(t, nil, client.Options{Gateway: "ws" + strings.TrimPrefix(srv.URL, "http"), Space: "sdk", Token: "alice-token"})
 	ev.waitEnv(t, "the last envelope", withID("last"))
 	ev.with(func(ev *events) {
 		if len(ev.errs) != 5 {

@@ -134,11 +134,7 @@ func TestReconnectRoundRobinPastDeadGateways(t *testing.T) {
 	g := startGateway(t, gateway.Options{})
 	live := "ws://" + g.Addr
 	dead1, dead2 := deadURL(t), deadURL(t)
-	c := newClient(t, nil, fast(client.Options{Gateway: live, Gateways: []string{dead1, dead2}, Token: "alice-token"}))
-	ev := record(c)
-	if err := c.Connect(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	c, ev := connectRecorded(t, nil, fast(client.Options{Gateway: live, Gateways: []string{dead1, dead2}, Token: "alice-token"}))
 	// The live gateway restarts on its port: the client tries the two dead
 	// ones and comes back round to it, with the backoff growing meanwhile.
 	restart(t, g, g.Config, gateway.Options{})

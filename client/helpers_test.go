@@ -73,6 +73,19 @@ func connect(t testing.TB, g *testutil.Gateway, opts client.Options) *client.Cli
 	return c
 }
 
+// connectRecorded is a new client (newClient) whose events are recorded
+// from before it connects, so that its first welcome and state changes are
+// among them; then it connects.
+func connectRecorded(t testing.TB, g *testutil.Gateway, opts client.Options) (*client.Client, *events) {
+	t.Helper()
+	c := newClient(t, g, opts)
+	ev := record(c)
+	if err := c.Connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return c, ev
+}
+
 // waitFor polls cond until it holds, failing the test after 5 s.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()

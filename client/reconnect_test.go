@@ -24,11 +24,7 @@ func welcomes(ev *events) int { return ev.count(func(ev *events) int { return le
 
 func TestReconnectAfterGatewayRestart(t *testing.T) {
 	g := startGateway(t, gateway.Options{})
-	c := newClient(t, g, fast(client.Options{Token: "alice-token"}))
-	ev := record(c)
-	if err := c.Connect(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	c, ev := connectRecorded(t, g, fast(client.Options{Token: "alice-token"}))
 	waitFor(t, "the first welcome", func() bool { return welcomes(ev) == 1 })
 
 	restart(t, g, g.Config, gateway.Options{})
@@ -84,11 +80,7 @@ func TestReconnectAfterGatewayRestart(t *testing.T) {
 
 func TestNoReconnectWhenReplaced(t *testing.T) {
 	g := startGateway(t, gateway.Options{})
-	first := newClient(t, g, fast(client.Options{Token: "bob-token"}))
-	ev := record(first)
-	if err := first.Connect(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	first, ev := connectRecorded(t, g, fast(client.Options{Token: "bob-token"}))
 	second := connect(t, g, fast(client.Options{Token: "bob-token"}))
 	evSecond := record(second)
 
@@ -141,11 +133,7 @@ func waitRunEnded(t *testing.T, c *client.Client) {
 func TestNoReconnectWhenKicked(t *testing.T) {
 	g := startGateway(t, gateway.Options{})
 	alice := connect(t, g, client.Options{Token: "alice-token"})
-	bob := newClient(t, g, fast(client.Options{Token: "bob-token"}))
-	ev := record(bob)
-	if err := bob.Connect(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	bob, ev := connectRecorded(t, g, fast(client.Options{Token: "bob-token"}))
 	kick := &protocol.Envelope{Kind: protocol.KindSpaceKick, Payload: []byte(`{"participant_id":"bob","reason":"testing"}`)}
 	send(t, alice, kick)
 	waitFor(t, "bob to be kicked", func() bool { return ev.count(func(ev *events) int { return len(ev.disconnected) }) > 0 })
@@ -162,11 +150,7 @@ func TestNoReconnectWhenKicked(t *testing.T) {
 
 func TestNoReconnectWhenRefusedAfterRestart(t *testing.T) {
 	g := startGateway(t, gateway.Options{})
-	c := newClient(t, g, fast(client.Options{Token: "alice-token"}))
-	ev := record(c)
-	if err := c.Connect(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	c, ev := connectRecorded(t, g, fast(client.Options{Token: "alice-token"}))
 	// The gateway comes back with alice's token changed.
 	cfg := loadSpace(t, `
 space: {id: sdk}
@@ -202,11 +186,7 @@ func TestGiveUpAfterMaxAttempts(t *testing.T) {
 	g := startGateway(t, gateway.Options{})
 	o := fast(client.Options{Token: "alice-token", MaxReconnectAttempts: 3})
 	o.ReconnectDelay, o.MaxReconnectDelay = time.Millisecond, 5*time.Millisecond
-	c := newClient(t, g, o)
-	ev := record(c)
-	if err := c.Connect(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	c, ev := connectRecorded(t, g, o)
 	g.Stop(t)
 	waitFor(t, "giving up", func() bool {
 		return ev.count(func(ev *events) int {
@@ -230,11 +210,7 @@ func TestCloseWhileReconnecting(t *testing.T) {
 	g := startGateway(t, gateway.Options{})
 	o := fast(client.Options{Token: "alice-token"})
 	o.ReconnectDelay, o.MaxReconnectDelay = time.Hour, time.Hour
-	c := newClient(t, g, o)
-	ev := record(c)
-	if err := c.Connect(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	c, ev := connectRecorded(t, g, o)
 	g.Stop(t)
 	waitFor(t, "the backoff", func() bool { return ev.count(func(ev *events) int { return len(ev.reconnecting) }) > 0 })
 	start := time.Now()

@@ -101,11 +101,7 @@ func proxiedAlice(t *testing.T, limits gateway.Limits) (*testutil.Proxy, *events
 	t.Helper()
 	g := startGateway(t, gateway.Options{Limits: limits})
 	proxy := testutil.StartProxy(t, g.Addr)
-	alice := newClient(t, nil, fast(client.Options{Gateway: "ws://" + proxy.Addr, Token: "alice-token"}))
-	ev := record(alice)
-	if err := alice.Connect(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	_, ev := connectRecorded(t, nil, fast(client.Options{Gateway: "ws://" + proxy.Addr, Token: "alice-token"}))
 	return proxy, ev, connect(t, g, client.Options{Token: "carol-token"})
 }
 
@@ -161,11 +157,7 @@ func TestResumeGap(t *testing.T) {
 // drops what it has seen.
 func TestResumeFailover(t *testing.T) {
 	gs := testutil.StartCluster(t, 2, sdkSpace, gateway.Options{Limits: gateway.Limits{Rate: -1}})
-	alice := newClient(t, nil, fast(client.Options{Gateways: []string{"ws://" + gs[0].Addr, "ws://" + gs[1].Addr}, Token: "alice-token"}))
-	ev := record(alice)
-	if err := alice.Connect(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	_, ev := connectRecorded(t, nil, fast(client.Options{Gateways: []string{"ws://" + gs[0].Addr, "ws://" + gs[1].Addr}, Token: "alice-token"}))
 	carol := connect(t, gs[1], client.Options{Token: "carol-token"})
 	bob := connect(t, gs[0], client.Options{Token: "bob-token"}) // envelopes of node 1's origin too
 
@@ -219,11 +211,7 @@ func TestResumeNodeAndServerKilled(t *testing.T) {
 		o.Cluster.Node, o.Cluster.Name = node, "resume"
 		gs = append(gs, testutil.StartGateway(t, sdkSpace, o))
 	}
-	alice := newClient(t, nil, fast(client.Options{Gateways: []string{"ws://" + gs[0].Addr, "ws://" + gs[1].Addr}, Token: "alice-token"}))
-	ev := record(alice)
-	if err := alice.Connect(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	_, ev := connectRecorded(t, nil, fast(client.Options{Gateways: []string{"ws://" + gs[0].Addr, "ws://" + gs[1].Addr}, Token: "alice-token"}))
 	carol := connect(t, gs[2], client.Options{Token: "carol-token"})
 
 	const n = 300
