@@ -184,11 +184,7 @@ func TestAutoRespond(t *testing.T) {
 // call, and the human fulfils it.
 func TestProposalFallback(t *testing.T) {
 	g, human := calcSpace(t)
-	llmSrv := testutil.NewLLMServer(t)
-	llmSrv.Script(
-		testutil.LLMCall(testutil.LLMToolCall{Name: "calc_add", Arguments: `{"a":4,"b":5}`}),
-		testutil.LLMReply("It is 9."),
-	)
+	llmSrv := addingModel(t, "It is 9.")
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -215,9 +211,7 @@ func TestProposalFallback(t *testing.T) {
 	if pr.Context != "" { // reasoning is off: there is no reasoning to name
 		t.Errorf("proposal context %q without reasoning", pr.Context)
 	}
-	reqs := llmSrv.Requests()
-	last := reqs[len(reqs)-1].Messages
-	if m := last[len(last)-1]; m.Role != "tool" || !strings.Contains(m.Content, "9") {
+	if m := lastMessage(llmSrv); m.Role != "tool" || !strings.Contains(m.Content, "9") {
 		t.Errorf("tool result given to the model: %+v", m)
 	}
 }
@@ -228,11 +222,7 @@ func TestProposalFallback(t *testing.T) {
 // words about a missing approval, not a deadline's error string.
 func TestProposalTimedOutInWords(t *testing.T) {
 	g, human := calcSpace(t)
-	llmSrv := testutil.NewLLMServer(t)
-	llmSrv.Script(
-		testutil.LLMCall(testutil.LLMToolCall{Name: "calc_add", Arguments: `{"a":4,"b":5}`}),
-		testutil.LLMReply("Nobody approved the addition in time."),
-	)
+	llmSrv := addingModel(t, "Nobody approved the addition in time.")
 	var cfg agent.Config
 	if err := cfg.MergeJSON([]byte(`{"requestTimeout":700}`)); err != nil {
 		t.Fatal(err)
@@ -248,9 +238,7 @@ func TestProposalTimedOutInWords(t *testing.T) {
 	if err := w.DecodePayload(&wp); err != nil || wp.Reason != protocol.ReasonTimeout {
 		t.Errorf("withdrawal %s", w.Payload)
 	}
-	reqs := llmSrv.Requests()
-	last := reqs[len(reqs)-1].Messages
-	m := last[len(last)-1]
+	m := lastMessage(llmSrv)
 	if m.Role != "tool" || !strings.Contains(m.Content, "nobody approved or rejected it within 1s") || strings.Contains(m.Content, "deadline") {
 		t.Errorf("tool result given to the model: %+v", m)
 	}

@@ -37,11 +37,7 @@ approvals:
 // one after it goes, and the agent's run continues to its answer.
 func TestProposalUnderPolicy(t *testing.T) {
 	g := testutil.StartGateway(t, policySpace, gateway.Options{})
-	llmSrv := testutil.NewLLMServer(t)
-	llmSrv.Script(
-		testutil.LLMCall(testutil.LLMToolCall{Name: "calc_add", Arguments: `{"a":4,"b":5}`}),
-		testutil.LLMReply("It is 9."),
-	)
+	llmSrv := addingModel(t, "It is 9.")
 	human := join(t, g, "human")
 	alice := join(t, g, "alice")
 	bob := join(t, g, "bob")

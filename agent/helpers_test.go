@@ -175,6 +175,26 @@ func sendEnv(t *testing.T, p *participant.Participant, env *protocol.Envelope) {
 	}
 }
 
+// addingModel is a scripted model whose first answer calls calc_add with 4
+// and 5 and whose second is answer.
+func addingModel(t *testing.T, answer string) *testutil.LLMServer {
+	t.Helper()
+	srv := testutil.NewLLMServer(t)
+	srv.Script(
+		testutil.LLMCall(testutil.LLMToolCall{Name: "calc_add", Arguments: `{"a":4,"b":5}`}),
+		testutil.LLMReply(answer),
+	)
+	return srv
+}
+
+// lastMessage is the last message of the last request srv received: what
+// the agent gave the model last, such as a tool's result.
+func lastMessage(srv *testutil.LLMServer) testutil.LLMMessage {
+	reqs := srv.Requests()
+	last := reqs[len(reqs)-1].Messages
+	return last[len(last)-1]
+}
+
 // calcSpace starts a gateway for agentSpace with human and the
 // calculator, serving add, joined; it returns the gateway and human.
 func calcSpace(t *testing.T) (*testutil.Gateway, *participant.Participant) {
