@@ -39,6 +39,20 @@ func session(t *testing.T, opts gateway.Options) string {
 	return filepath.Dir(g.LogPath(auditlog.EnvelopeHistory))
 }
 
+// sessionHistory runs a session with the default options and returns its
+// log directory, the path of its envelope history and the history's
+// content.
+func sessionHistory(t *testing.T) (dir, path string, data []byte) {
+	t.Helper()
+	dir = session(t, gateway.Options{})
+	path = filepath.Join(dir, auditlog.EnvelopeHistory)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, path, data
+}
+
 // delivery is what a delivered record says, as compared across layouts.
 type delivery struct {
 	id, participant, transport, space, direction, body string
@@ -228,12 +242,7 @@ func TestGroupedLineHostile(t *testing.T) {
 // line, removing the line or inserting a copy breaks the chain at it.
 func TestVerifyGroupedLine(t *testing.T) {
 	t.Parallel()
-	src := session(t, gateway.Options{})
-	path := filepath.Join(src, auditlog.EnvelopeHistory)
-	orig, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, path, orig := sessionHistory(t)
 	lines := strings.SplitAfter(string(orig), "\n")
 	g := -1 // the last grouped line before the end
 	for i, l := range lines[:len(lines)-2] {
@@ -305,12 +314,7 @@ func blank(body, key string) string {
 // lines skipped and counted; verify names the first broken line.
 func TestHostileLog(t *testing.T) {
 	t.Parallel()
-	src := session(t, gateway.Options{})
-	path := filepath.Join(src, auditlog.EnvelopeHistory)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, path, b := sessionHistory(t)
 	lines := bytes.SplitAfter(b, []byte("\n"))
 	huge := append(append([]byte(`{"event":"received","id":"huge","envelope":{"x":"`), bytes.Repeat([]byte("A"), 3<<20)...), "\"}}\n"...)
 	forged := []byte(`{"timestamp":"2026-01-01T00:00:00.000Z","event":"received","id":"forged","envelope":{"protocol":"mew/v0.4","id":"forged","from":"alice","kind":"chat","payload":{"text":"I never said this"}},"participant":"alice","space_id":"readback","chain":"99:00000000000000000000000000000000"}` + "\n")
