@@ -86,10 +86,7 @@ func TestProposalDecidedOnce(t *testing.T) {
 // space settles the proposal here too.
 func TestProposalSettledByAnother(t *testing.T) {
 	g := startSpace(t, approverSpace, gateway.Options{})
-	var calls atomic.Int32
-	if err := mcpJoin(t, g, "calc", participant.Options{}).RegisterTool(mcpAddTool(&calls)); err != nil {
-		t.Fatal(err)
-	}
+	_, calls := mcpCalc(t, g)
 	human := mcpJoin(t, g, "human", participant.Options{})
 	boss := mcpJoin(t, g, "boss", participant.Options{})
 	agent := mcpJoin(t, g, "agent", participant.Options{})
@@ -180,10 +177,8 @@ type proposalScene struct {
 func newProposalScene(t *testing.T, human participant.Options) *proposalScene {
 	t.Helper()
 	g := startSpace(t, "", gateway.Options{})
-	sc := &proposalScene{calls: new(atomic.Int32), ctx: mcpCtx(t)}
-	if err := mcpJoin(t, g, "calc", participant.Options{}).RegisterTool(mcpAddTool(sc.calls)); err != nil {
-		t.Fatal(err)
-	}
+	sc := &proposalScene{ctx: mcpCtx(t)}
+	_, sc.calls = mcpCalc(t, g)
 	sc.human = mcpJoin(t, g, "human", human)
 	sc.agent = mcpJoin(t, g, "agent", participant.Options{})
 	sc.proposals = mcpProposals(sc.human)

@@ -91,10 +91,7 @@ func mcpNextProposal(t *testing.T, ch <-chan *participant.Proposal) *participant
 func mcpCalcSpace(t *testing.T, spaceYAML string) (g *testutil.Gateway, calc, human *participant.Participant, joinAs func(id string, opts participant.Options) *participant.Participant) {
 	t.Helper()
 	gw := startSpace(t, spaceYAML, gateway.Options{})
-	calc = mcpJoin(t, gw, "calc", participant.Options{})
-	if err := calc.RegisterTool(mcpAddTool(nil)); err != nil {
-		t.Fatal(err)
-	}
+	calc, _ = mcpCalc(t, gw)
 	human = mcpJoin(t, gw, "human", participant.Options{})
 	return gw, calc, human, func(id string, opts participant.Options) *participant.Participant { return mcpJoin(t, gw, id, opts) }
 }

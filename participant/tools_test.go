@@ -56,6 +56,18 @@ func mcpJoin(t *testing.T, g *testutil.Gateway, id string, opts participant.Opti
 	return p
 }
 
+// mcpCalc joins calc serving add (mcpAddTool) and returns it with the
+// count of the tool's runs.
+func mcpCalc(t *testing.T, g *testutil.Gateway) (*participant.Participant, *atomic.Int32) {
+	t.Helper()
+	calc := mcpJoin(t, g, "calc", participant.Options{})
+	calls := new(atomic.Int32)
+	if err := calc.RegisterTool(mcpAddTool(calls)); err != nil {
+		t.Fatal(err)
+	}
+	return calc, calls
+}
+
 // mcpCall is a tools/call payload.
 func mcpCall(name string, args any) map[string]any {
 	return map[string]any{"method": "tools/call", "params": map[string]any{"name": name, "arguments": args}}
@@ -117,10 +129,7 @@ func mcpCtx(t *testing.T) context.Context { return testutil.Context(t, 10*time.S
 
 func TestToolCallRoundTrip(t *testing.T) {
 	g := startSpace(t, "", gateway.Options{})
-	calc := mcpJoin(t, g, "calc", participant.Options{})
-	if err := calc.RegisterTool(mcpAddTool(nil)); err != nil {
-		t.Fatal(err)
-	}
+	mcpCalc(t, g)
 	human := mcpJoin(t, g, "human", participant.Options{})
 	responses := mcpWatch(human, protocol.KindMCPResponse)
 	ctx := mcpCtx(t)
@@ -180,11 +189,7 @@ func TestToolResultShapes(t *testing.T) {
 
 func TestToolArgumentsFailSchema(t *testing.T) {
 	g := startSpace(t, "", gateway.Options{})
-	calc := mcpJoin(t, g, "calc", participant.Options{})
-	var calls atomic.Int32
-	if err := calc.RegisterTool(mcpAddTool(&calls)); err != nil {
-		t.Fatal(err)
-	}
+	_, calls := mcpCalc(t, g)
 	human := mcpJoin(t, g, "human", participant.Options{})
 	ctx := mcpCtx(t)
 	for _, args := range []any{map[string]any{"a": "five", "b": 3}, map[string]any{"a": 1}, "not an object", nil} {
@@ -235,10 +240,7 @@ func TestToolErrorAndPanic(t *testing.T) {
 
 func TestToolsListAndMethods(t *testing.T) {
 	g := startSpace(t, "", gateway.Options{})
-	calc := mcpJoin(t, g, "calc", participant.Options{})
-	if err := calc.RegisterTool(mcpAddTool(nil)); err != nil {
-		t.Fatal(err)
-	}
+	calc, _ := mcpCalc(t, g)
 	if err := calc.RegisterTool(participant.Tool{Name: "noop", Execute: func(context.Context, json.RawMessage) (any, error) { return nil, nil }}); err != nil {
 		t.Fatal(err)
 	}
@@ -387,11 +389,7 @@ func TestResources(t *testing.T) {
 
 func TestRequestsNotAddressedAreIgnored(t *testing.T) {
 	g := startSpace(t, "", gateway.Options{})
-	calc := mcpJoin(t, g, "calc", participant.Options{})
-	var calls atomic.Int32
-	if err := calc.RegisterTool(mcpAddTool(&calls)); err != nil {
-		t.Fatal(err)
-	}
+	_, calls := mcpCalc(t, g)
 	mcpJoin(t, g, "agent", participant.Options{})
 	human := mcpJoin(t, g, "human", participant.Options{})
 	responses := mcpWatch(human, protocol.KindMCPResponse)
