@@ -204,7 +204,7 @@ func TestBridgeRestartsACrashedServer(t *testing.T) {
 	if rpcCode(err) != bridge.CodeConnectionClosed || !strings.Contains(err.Error(), "exit status 3") {
 		t.Errorf("the crashing call: %v, want CodeConnectionClosed naming the exit status", err)
 	}
-	if err := answerWithin(t, slow, "the call in flight"); rpcCode(err) != bridge.CodeConnectionClosed {
+	if err := testutil.Receive(t, slow, 10*time.Second, "an answer to the call in flight"); rpcCode(err) != bridge.CodeConnectionClosed {
 		t.Errorf("the call in flight: %v, want CodeConnectionClosed", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -241,7 +241,7 @@ func TestBridgeRestartsAKilledServer(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if err := answerWithin(t, slow, "the call in flight"); rpcCode(err) != bridge.CodeConnectionClosed || !strings.Contains(err.Error(), "killed") {
+	if err := testutil.Receive(t, slow, 10*time.Second, "an answer to the call in flight"); rpcCode(err) != bridge.CodeConnectionClosed || !strings.Contains(err.Error(), "killed") {
 		t.Errorf("the call in flight: %v, want CodeConnectionClosed saying the server was killed", err)
 	}
 	waitFor(t, "the server is back", func() bool { return b.Status().State == bridge.StateReady && b.Status().Restarts == 1 })
@@ -355,7 +355,7 @@ func TestBridgeWithdrawnProposalCancelsTheCall(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("agent's request: %v", err)
 	}
-	if err := answerWithin(t, fulfilled, "the fulfilment"); rpcCode(err) != bridge.CodeRequestCancelled || !strings.Contains(err.Error(), "withdrawn") {
+	if err := testutil.Receive(t, fulfilled, 10*time.Second, "an answer to the fulfilment"); rpcCode(err) != bridge.CodeRequestCancelled || !strings.Contains(err.Error(), "withdrawn") {
 		t.Errorf("fulfilment: %v, want CodeRequestCancelled", err)
 	}
 	waitFor(t, "the server saw the cancellation", func() bool { return strings.Contains(b.logs.String(), "slow call cancelled") })

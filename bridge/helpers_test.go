@@ -143,19 +143,6 @@ func slowCall(t testing.TB, human *participant.Participant, b *running) <-chan e
 	return slow
 }
 
-// answerWithin returns the error that comes on ch within 10 s, and fails
-// the test when none does; what names the call for the failure.
-func answerWithin(t testing.TB, ch <-chan error, what string) error {
-	t.Helper()
-	select {
-	case err := <-ch:
-		return err
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s got no answer", what)
-		return nil
-	}
-}
-
 // call is a tools/call payload.
 func call(name string, args any) map[string]any {
 	return map[string]any{"method": "tools/call", "params": map[string]any{"name": name, "arguments": args}}

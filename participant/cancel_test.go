@@ -52,13 +52,8 @@ func TestRequestGivenUpIsCancelled(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("request: %v", err)
 	}
-	select {
-	case err := <-stopped:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("the tool ended with %v, want its context cancelled", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the tool never learned of the cancellation")
+	if err := testutil.Receive(t, stopped, 5*time.Second, "the tool to learn of the cancellation"); !errors.Is(err, context.Canceled) {
+		t.Errorf("the tool ended with %v, want its context cancelled", err)
 	}
 	select {
 	case <-answered:

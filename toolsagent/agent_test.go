@@ -196,13 +196,8 @@ func TestToolsAgentCallTimeoutAndCancel(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, toolsagent.ErrClosed) {
-			t.Errorf("closed: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Close did not end the call")
+	if err := testutil.Receive(t, done, 10*time.Second, "Close to end the call"); !errors.Is(err, toolsagent.ErrClosed) {
+		t.Errorf("closed: %v", err)
 	}
 }
 

@@ -87,3 +87,25 @@ func TestJoinAll(t *testing.T) {
 		}
 	}
 }
+
+// Receive returns what comes on the channel, and fails the test, naming
+// what it waited for, when nothing comes in time.
+func TestReceive(t *testing.T) {
+	ch := make(chan int, 1)
+	ch <- 7
+	if v := testutil.Receive(t, ch, time.Second, "seven"); v != 7 {
+		t.Errorf("Receive = %d, want 7", v)
+	}
+	tb := &fatalTB{TB: t}
+	func() {
+		defer func() {
+			if r := recover(); r != nil && r != tb {
+				panic(r)
+			}
+		}()
+		testutil.Receive(tb, ch, 10*time.Millisecond, "nothing")
+	}()
+	if !strings.Contains(tb.msg, "waiting for nothing") {
+		t.Errorf("the failure says %q", tb.msg)
+	}
+}
