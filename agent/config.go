@@ -285,15 +285,8 @@ type jsonFloor struct {
 	Operators  []string `json:"operators"`
 }
 
-// setStr sets *dst when src is given.
-func setStr(dst *string, src *string) {
-	if src != nil {
-		*dst = *src
-	}
-}
-
-// setInt sets *dst when src is given.
-func setInt(dst *int, src *int) {
+// set sets *dst when src is given.
+func set[T any](dst *T, src *T) {
 	if src != nil {
 		*dst = *src
 	}
@@ -301,22 +294,18 @@ func setInt(dst *int, src *int) {
 
 // apply sets the members of c that j names.
 func (j *jsonConfig) apply(c *Config) {
-	setStr(&c.Name, j.Name)
-	setStr(&c.SystemPrompt, j.SystemPrompt)
-	setStr(&c.Model, j.Model)
-	setStr(&c.APIKey, j.APIKey)
-	setStr(&c.BaseURL, j.BaseURL)
-	setStr(&c.ReasoningFormat, j.ReasoningFormat)
-	for _, b := range []struct {
-		dst *bool
-		src *bool
-	}{{&c.MockLLM, j.MockLLM}, {&c.ReasoningEnabled, j.ThinkingEnabled}, {&c.ReasoningEnabled, j.ReasoningEnabled}, {&c.AutoRespond, j.AutoRespond}} {
-		if b.src != nil {
-			*b.dst = *b.src
-		}
-	}
-	setInt(&c.MaxIterations, j.MaxIterations)
-	setInt(&c.ContextTokenLimit, j.ContextTokenLimit)
+	set(&c.Name, j.Name)
+	set(&c.SystemPrompt, j.SystemPrompt)
+	set(&c.Model, j.Model)
+	set(&c.APIKey, j.APIKey)
+	set(&c.BaseURL, j.BaseURL)
+	set(&c.ReasoningFormat, j.ReasoningFormat)
+	set(&c.MockLLM, j.MockLLM)
+	set(&c.ReasoningEnabled, j.ThinkingEnabled)
+	set(&c.ReasoningEnabled, j.ReasoningEnabled) // the newer name wins
+	set(&c.AutoRespond, j.AutoRespond)
+	set(&c.MaxIterations, j.MaxIterations)
+	set(&c.ContextTokenLimit, j.ContextTokenLimit)
 	if n := j.ConversationHistoryLength; n != nil {
 		c.HistoryLength = *n
 		if *n == 0 { // the reference's 0 is no history
@@ -333,14 +322,14 @@ func (j *jsonConfig) apply(c *Config) {
 		c.ProposalTimeout = time.Duration(min(*ms, int64(maxProposalTimeout/time.Millisecond))) * time.Millisecond
 	}
 	if q := j.MessageQueue; q != nil {
-		setInt(&c.QueueSize, q.MaxQueueSize)
+		set(&c.QueueSize, q.MaxQueueSize)
 	}
 	if p := j.Prompts; p != nil {
-		setStr(&c.Prompts.System, p.System)
-		setStr(&c.Prompts.Reason, p.Reason)
-		setStr(&c.Prompts.Act, p.Act)
-		setStr(&c.Prompts.Respond, p.Respond)
-		setStr(&c.Prompts.Classify, p.Classify)
+		set(&c.Prompts.System, p.System)
+		set(&c.Prompts.Reason, p.Reason)
+		set(&c.Prompts.Act, p.Act)
+		set(&c.Prompts.Respond, p.Respond)
+		set(&c.Prompts.Classify, p.Classify)
 	}
 	if r := j.ChatResponse; r != nil {
 		cr := &c.ChatResponse
@@ -353,11 +342,9 @@ func (j *jsonConfig) apply(c *Config) {
 				*b.dst = &v
 			}
 		}
-		if r.ConfidenceThreshold != nil {
-			cr.ConfidenceThreshold = *r.ConfidenceThreshold
-		}
-		setInt(&cr.ContextWindow, r.ContextWindow)
-		setInt(&cr.AnswersPerMinute, r.AnswersPerMinute)
+		set(&cr.ConfidenceThreshold, r.ConfidenceThreshold)
+		set(&cr.ContextWindow, r.ContextWindow)
+		set(&cr.AnswersPerMinute, r.AnswersPerMinute)
 	}
 	if f := j.FloorControl; f != nil {
 		fc := &c.FloorControl
