@@ -32,19 +32,25 @@ func reasonOf(args []string, i int, def string) string {
 	return def
 }
 
+// countThenReason reads args as an optional positive count, then the
+// words of a reason: "30 busy" for /pause, "2000 too long" for /compact.
+func countThenReason(args []string) (n int, reason string) {
+	i := 0
+	if len(args) > 0 {
+		if v, err := strconv.Atoi(args[0]); err == nil && v > 0 {
+			n, i = v, 1
+		}
+	}
+	return n, reasonOf(args, i, "")
+}
+
 func (c *commands) cmdPause(args []string) tea.Cmd {
 	p, rest, ok := c.target(args, "/pause <participant> [timeout seconds] [reason]")
 	if !ok {
 		return nil
 	}
 	var pl protocol.Pause
-	i := 0
-	if len(rest) > 0 {
-		if n, err := strconv.Atoi(rest[0]); err == nil && n > 0 {
-			pl.TimeoutSeconds, i = n, 1
-		}
-	}
-	pl.Reason = reasonOf(rest, i, "")
+	pl.TimeoutSeconds, pl.Reason = countThenReason(rest)
 	return c.e.control(protocol.KindParticipantPause, []string{p}, nil, pl)
 }
 
@@ -94,13 +100,7 @@ func (c *commands) cmdCompact(args []string) tea.Cmd {
 		return nil
 	}
 	var pl protocol.Compact
-	i := 0
-	if len(rest) > 0 {
-		if n, err := strconv.Atoi(rest[0]); err == nil && n > 0 {
-			pl.TargetTokens, i = n, 1
-		}
-	}
-	pl.Reason = reasonOf(rest, i, "")
+	pl.TargetTokens, pl.Reason = countThenReason(rest)
 	return c.e.control(protocol.KindParticipantCompact, []string{p}, nil, pl)
 }
 
