@@ -156,19 +156,9 @@ func watch(p *participant.Participant) envelopes {
 // wait returns the first envelope of kind that ok accepts.
 func (ch envelopes) wait(t *testing.T, what, kind string, ok func(*protocol.Envelope) bool) *protocol.Envelope {
 	t.Helper()
-	timer := time.NewTimer(15 * time.Second)
-	defer timer.Stop()
-	for {
-		select {
-		case env := <-ch:
-			if env.Kind == kind && (ok == nil || ok(env)) {
-				return env
-			}
-		case <-timer.C:
-			t.Fatalf("timed out waiting for %s", what)
-			return nil
-		}
-	}
+	return testutil.ReceiveWhere(t, ch, 15*time.Second, what, func(env *protocol.Envelope) bool {
+		return env.Kind == kind && (ok == nil || ok(env))
+	})
 }
 
 // chatText is a chat envelope's text.

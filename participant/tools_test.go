@@ -88,19 +88,7 @@ func mcpWatch(p *participant.Participant, kind string) <-chan *protocol.Envelope
 // mcpWait returns the first envelope from ch that ok accepts.
 func mcpWait(t *testing.T, ch <-chan *protocol.Envelope, what string, ok func(*protocol.Envelope) bool) *protocol.Envelope {
 	t.Helper()
-	timer := time.NewTimer(5 * time.Second)
-	defer timer.Stop()
-	for {
-		select {
-		case env := <-ch:
-			if ok == nil || ok(env) {
-				return env
-			}
-		case <-timer.C:
-			t.Fatalf("timed out waiting for %s", what)
-			return nil
-		}
-	}
+	return testutil.ReceiveWhere(t, ch, 5*time.Second, what, ok)
 }
 
 // callCalc calls calc's tool name as p and decodes the result, which it

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mew-protocol/mew/client"
 	"github.com/mew-protocol/mew/gateway"
+	"github.com/mew-protocol/mew/internal/testutil"
 	"github.com/mew-protocol/mew/participant"
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -109,18 +110,7 @@ func (sg *scriptedGateway) send(c *websocket.Conn, from, kind string, to, corr [
 // next returns the next envelope of kind the participant sent.
 func (sg *scriptedGateway) next(kind string) *protocol.Envelope {
 	sg.t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		select {
-		case env := <-sg.in:
-			if env.Kind == kind {
-				return env
-			}
-		case <-deadline:
-			sg.t.Fatalf("the participant sent no %s", kind)
-			return nil
-		}
-	}
+	return testutil.ReceiveWhere(sg.t, sg.in, 10*time.Second, "the participant's "+kind, func(env *protocol.Envelope) bool { return env.Kind == kind })
 }
 
 // barrier sends a chat from calc and waits until p's handlers have seen it:

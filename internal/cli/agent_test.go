@@ -101,19 +101,12 @@ func received(c *client.Client, n int) <-chan *protocol.Envelope {
 // waitChat waits for a chat from `from` correlated to id, seen by p.
 func waitChat(t *testing.T, seen <-chan *protocol.Envelope, from, id string) string {
 	t.Helper()
-	deadline := time.After(15 * time.Second)
-	for {
-		select {
-		case e := <-seen:
-			if e.Kind == protocol.KindChat && e.From == from && e.CorrelatesWith(id) {
-				var c protocol.Chat
-				_ = e.DecodePayload(&c)
-				return c.Text
-			}
-		case <-deadline:
-			t.Fatalf("no chat from %s answering %s", from, id)
-		}
-	}
+	e := testutil.ReceiveWhere(t, seen, 15*time.Second, "a chat from "+from+" answering "+id, func(e *protocol.Envelope) bool {
+		return e.Kind == protocol.KindChat && e.From == from && e.CorrelatesWith(id)
+	})
+	var c protocol.Chat
+	_ = e.DecodePayload(&c)
+	return c.Text
 }
 
 func TestAgentRunOffline(t *testing.T) {

@@ -30,14 +30,26 @@ func Context(t testing.TB, d time.Duration) context.Context {
 // come within d; what names the value for the failure.
 func Receive[T any](t testing.TB, ch <-chan T, d time.Duration, what string) T {
 	t.Helper()
+	return ReceiveWhere(t, ch, d, what, nil)
+}
+
+// ReceiveWhere returns the first value from ch that ok accepts (any, for a
+// nil ok), passing over the others, and fails the test when none has come
+// within d; what names the value for the failure.
+func ReceiveWhere[T any](t testing.TB, ch <-chan T, d time.Duration, what string, ok func(T) bool) T {
+	t.Helper()
 	timer := time.NewTimer(d)
 	defer timer.Stop()
-	select {
-	case v := <-ch:
-		return v
-	case <-timer.C:
-		t.Fatalf("timed out after %v waiting for %s", d, what)
-		var zero T
-		return zero
+	for {
+		select {
+		case v := <-ch:
+			if ok == nil || ok(v) {
+				return v
+			}
+		case <-timer.C:
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+			var zero T
+			return zero
+		}
 	}
 }
