@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/gateway/internal/clusterhist"
+	"github.com/mew-protocol/mew/gateway/internal/clusterlink"
 )
 
 // This file makes the polling history (GET /participants/{id}/messages) the
@@ -56,7 +57,7 @@ func (cl *clusterSpace) poll(w http.ResponseWriter, r *http.Request, m *member, 
 		writeError(w, http.StatusServiceUnavailable, ErrorClusterUnavailable, "this gateway node cannot reach the cluster, which keeps the history: try another node")
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), clusterOpTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), clusterlink.OpTimeout)
 	defer cancel()
 	// What this node accepted before the poll is in the answer: a poster
 	// polling the node it posted to reads its own envelopes. (Another

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/gateway/internal/clusterlink"
 	"github.com/mew-protocol/mew/protocol"
 	"github.com/mew-protocol/mew/space"
 )
@@ -40,7 +41,7 @@ func (cl *clusterSpace) shareInvite(from, id, tok string, caps []json.RawMessage
 	if err := cl.node.Err(); err != nil {
 		return false, true, err
 	}
-	ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
+	ctx, cancel := context.WithTimeout(cl.ctx, clusterlink.OpTimeout)
 	defer cancel()
 	_, err = cl.node.State().Put(ctx, sp.id, cluster.InviteKey(id), b, cluster.PutOptions{IfAbsent: true})
 	switch {

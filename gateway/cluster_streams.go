@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/gateway/internal/clusterlink"
 	"github.com/mew-protocol/mew/protocol"
 )
 
@@ -108,7 +109,7 @@ func (cl *clusterSpace) startStreams() error {
 	log := cl.node.Log()
 	var after uint64
 	for {
-		ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
+		ctx, cancel := context.WithTimeout(cl.ctx, clusterlink.OpTimeout)
 		recs, err := log.Read(ctx, sp.id, after, cluster.MaxReadLen)
 		cancel()
 		if err != nil {
@@ -185,7 +186,7 @@ func (cl *clusterSpace) streamNumber(check func() *refusal) (uint64, *refusal) {
 	if rf := check(); rf != nil {
 		return 0, rf
 	}
-	ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
+	ctx, cancel := context.WithTimeout(cl.ctx, clusterlink.OpTimeout)
 	defer cancel()
 	n, err := cluster.NextStreamNumber(ctx, cl.node.State(), cl.sp.id)
 	if err != nil {
@@ -271,7 +272,7 @@ func (cl *clusterSpace) streamFrameLocked(st *stream, writer string, frame []byt
 	switch {
 	case len(cs.queue) >= maxQueuedFrames:
 		// The log has been slow for long (a failing append takes up to
-		// clusterOpTimeout): the other nodes miss this frame rather than
+		// clusterlink.OpTimeout): the other nodes miss this frame rather than
 		// this node hold frames without bound.
 		cl.sp.srv.opts.Logger.Warn("cluster: too many frames waiting for the log; dropped for the other nodes", "space", cl.sp.id, "stream", st.id)
 		return
@@ -329,7 +330,7 @@ func (cs *clusterStreams) appender() {
 
 		seq, err := uint64(0), cl.node.Err()
 		if err == nil {
-			ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
+			ctx, cancel := context.WithTimeout(cl.ctx, clusterlink.OpTimeout)
 			seq, err = cl.node.Log().Append(ctx, sp.id, op.rec)
 			cancel()
 		}
@@ -378,7 +379,7 @@ func (cs *clusterStreams) applyLocked(r cluster.Record, announce bool) {
 		}
 	}
 	if announce {
-		cs.cl.releaseLocked(false)
+		cs.cl.releaseLocked()
 		if len(cs.held) > 0 {
 			cs.releaseFramesLocked()
 		}
