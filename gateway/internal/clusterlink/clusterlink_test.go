@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -221,7 +222,7 @@ func TestHold(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if want := "abcde"; join(got) != want || join(late) != "d" {
+	if want := "abcde"; strings.Join(got, "") != want || strings.Join(late, "") != "d" {
 		t.Fatalf("delivered %v (late %v), want %s (late d)", got, late, want)
 	}
 }
@@ -244,14 +245,6 @@ func TestHoldDropAndStop(t *testing.T) {
 	if len(got) != 0 {
 		t.Fatalf("delivered %v after a drop and a stop", got)
 	}
-}
-
-func join(s []string) string {
-	var b []byte
-	for _, x := range s {
-		b = append(b, x...)
-	}
-	return string(b)
 }
 
 // The watchdog's reading: an outage announced once, its end once, a short
