@@ -10,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/gateway/internal/clusterlink"
 	"github.com/mew-protocol/mew/protocol"
 )
 
@@ -165,7 +166,7 @@ func (cl *clusterSpace) remoteEnvelope(dec *protocol.Decoder, gen uint64, msg cl
 		cl.diverged(gen)
 		return
 	}
-	if isClusterFrame(msg.Data) { // a stream's frame: cluster_streams.go
+	if clusterlink.IsFrame(msg.Data) { // a stream's frame: cluster_streams.go
 		cl.remoteFrame(msg)
 		return
 	}
