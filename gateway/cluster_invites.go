@@ -123,10 +123,7 @@ func (cl *clusterSpace) inviteChangeLocked(e cluster.Entry) {
 // adoptLocked applies the changes kept for who (orphanLocked) now that it
 // is known here; mu must be held.
 func (cl *clusterSpace) adoptLocked(who string) {
-	orphans := cl.orphans[who]
-	delete(cl.orphans, who)
-	cl.nOrphans -= len(orphans)
-	for _, o := range orphans {
+	for _, o := range cl.orphans.Take(who) {
 		cl.stateChangeLocked(cluster.KeyKind(o.Key), o)
 	}
 }
@@ -139,17 +136,7 @@ func (cl *clusterSpace) orphanLocked(participant string, e cluster.Entry) {
 	if _, ok := cl.sp.members[participant]; ok {
 		return
 	}
-	list := cl.orphans[participant]
-	for i, o := range list {
-		if o.Key == e.Key { // the last change of a key is what counts
-			list[i] = e
-			return
-		}
-	}
-	if cl.nOrphans >= maxOrphans {
+	if !cl.orphans.Keep(participant, e) {
 		cl.sp.srv.opts.Logger.Warn("cluster: change for an unknown participant dropped", "space", cl.sp.id, "key", e.Key)
-		return
 	}
-	cl.orphans[participant] = append(list, e)
-	cl.nOrphans++
 }

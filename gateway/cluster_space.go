@@ -70,11 +70,9 @@ type clusterSpace struct {
 	// inviting holds the invitations of ours being created in State, with
 	// the watch's changes of their key meanwhile (applied if ours lost).
 	inviting map[string][]cluster.Entry
-	// orphans holds grant and control changes naming a participant not
-	// known here yet (its invitation comes later in a watch's snapshot),
-	// replayed when it is invited; at most maxOrphans.
-	orphans  map[string][]cluster.Entry
-	nOrphans int
+	// orphans holds the changes naming a participant (or a proposal) not
+	// known here yet, replayed when it is.
+	orphans clusterlink.Orphans
 	// streams is the space's share of the cluster's streams
 	// (cluster_streams.go), set before the node serves.
 	streams *clusterStreams
@@ -89,10 +87,6 @@ type published struct {
 	m  *member
 	id string
 }
-
-// maxOrphans bounds the changes kept for participants not known yet, so that
-// garbage in State cannot grow a node's memory without limit.
-const maxOrphans = 4096
 
 // clusterStart links every space to opts.Cluster.Node, if set: it subscribes to
 // each space's envelopes and waits for the watches' snapshots, so that the
@@ -140,7 +134,7 @@ func newClusterSpace(sp *liveSpace, node cluster.Node, hw *clusterhist.Writer) (
 	cl := &clusterSpace{
 		sp: sp, node: node, ctx: ctx, stop: cancel, hist: hw,
 		conns: make(map[*session]cluster.Member), remote: make(clusterlink.Remote),
-		inviting: make(map[string][]cluster.Entry), orphans: make(map[string][]cluster.Entry),
+		inviting: make(map[string][]cluster.Entry),
 	}
 	cl.held = clusterlink.NewHold(&sp.mu, clusterlink.HoldLimit, cl.releaseHeld, func(h heldEnvelope) {
 		sp.srv.opts.Logger.Warn("cluster: an envelope waited too long for its change of state", "space", sp.id, "id", h.d.id)

@@ -3,6 +3,7 @@ package clusterlink_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -319,5 +320,36 @@ func TestWatchesNotSynced(t *testing.T) {
 	ws := clusterlink.NewWatches(a)
 	if err := ws.WaitSynced(20 * time.Millisecond); err == nil {
 		t.Fatal("no watch followed, yet synced")
+	}
+}
+
+// Orphans keep the last change of each key, in order, within the bound.
+func TestOrphans(t *testing.T) {
+	var o clusterlink.Orphans
+	put := func(key, v string) cluster.Entry { return cluster.Entry{Key: key, Op: cluster.OpPut, Value: []byte(v)} }
+	o.Keep("bob", put("grant/bob/g1", "1"))
+	o.Keep("bob", put("control/bob", "paused"))
+	o.Keep("bob", put("grant/bob/g1", "2"))
+	o.Keep("amy", put("control/amy", "x"))
+	got := o.Take("bob")
+	if len(got) != 2 || got[0].Key != "grant/bob/g1" || string(got[0].Value) != "2" || got[1].Key != "control/bob" {
+		t.Fatalf("took %+v", got)
+	}
+	if len(o.Take("bob")) != 0 {
+		t.Fatal("taken twice")
+	}
+	for i := range clusterlink.MaxOrphans - 1 {
+		if !o.Keep("p", put(fmt.Sprintf("grant/p/%d", i), "v")) {
+			t.Fatalf("dropped at %d, below the bound", i)
+		}
+	}
+	if o.Keep("q", put("grant/q/1", "v")) {
+		t.Fatal("kept past MaxOrphans")
+	}
+	if !o.Keep("amy", put("control/amy", "y")) {
+		t.Fatal("the new value of a kept key must replace it, even at the bound")
+	}
+	if len(o.Take("p")) != clusterlink.MaxOrphans-1 || !o.Keep("q", put("grant/q/1", "v")) {
+		t.Fatal("taking did not make room")
 	}
 }
