@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/gateway/internal/clusterlink"
 	"github.com/mew-protocol/mew/protocol"
 )
 
@@ -64,7 +65,7 @@ func createLocked[T cluster.Approval | cluster.ApprovalVote | cluster.ApprovalEn
 		cl.sp.srv.opts.Logger.Error("cluster: encode approval", "space", cl.sp.id, "key", key, "err", err)
 		return
 	}
-	cl.enqueue(clusterOp{key: key, value: b, create: true, ttl: approvalTTL})
+	cl.w.Enqueue(clusterlink.Op{Key: key, Value: b, Create: true, TTL: approvalTTL})
 }
 
 // approvalChangeLocked applies a key of a governed proposal from State;

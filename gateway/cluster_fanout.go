@@ -4,14 +4,13 @@ package gateway
 // holding of remote envelopes until the state they need has arrived.
 
 import (
-	"context"
-	"errors"
 	"slices"
 	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/gateway/internal/clusterlink"
 	"github.com/mew-protocol/mew/protocol"
 )
 
@@ -46,72 +45,16 @@ func (cl *clusterSpace) publishLocked(d delivery) {
 		cl.notSharedLocked([]published{{d.src, d.id}}, err)
 		return
 	}
-	if cl.confirmer == nil {
-		return
-	}
-	if len(cl.unconfirmed) == 0 {
-		cl.unconfirmedEpoch = cl.epoch()
-	}
-	if len(cl.unconfirmed) < maxUnconfirmed {
-		cl.unconfirmed = append(cl.unconfirmed, published{d.src, d.id})
-	}
-	select {
-	case cl.confirmWake <- struct{}{}:
-	default:
-	}
+	cl.confirms.Add(published{d.src, d.id})
 }
 
-// epoch is the node's reconnection count, 0 when it keeps none.
-func (cl *clusterSpace) epoch() uint64 {
-	if cl.epochs == nil {
-		return 0
-	}
-	return cl.epochs.Epoch()
-}
-
-// confirmLoop confirms what the space published, a batch at a time: when
-// the fabric cannot say it has them all (the connection died as they were
-// written, or came back meanwhile), their senders are told, so that an
-// envelope accepted here either reaches every node or its sender knows it
-// may not have. It runs until the clusterSpace stops.
-func (cl *clusterSpace) confirmLoop() {
-	defer cl.wg.Done()
-	t := time.NewTimer(confirmGather)
-	t.Stop()
-	defer t.Stop()
-	for {
-		select {
-		case <-cl.confirmWake:
-		case <-cl.ctx.Done():
-			return
-		}
-		t.Reset(confirmGather)
-		select {
-		case <-t.C:
-		case <-cl.ctx.Done():
-			return
-		}
-		sp := cl.sp
-		sp.mu.Lock()
-		batch, epoch := cl.unconfirmed, cl.unconfirmedEpoch
-		cl.unconfirmed = nil
-		sp.mu.Unlock()
-		if len(batch) == 0 {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
-		err := cl.confirmer.Confirm(ctx)
-		cancel()
-		if err == nil && cl.epoch() != epoch {
-			err = errors.New("the node reconnected to the cluster meanwhile")
-		}
-		if err != nil && cl.ctx.Err() == nil {
-			sp.srv.opts.Logger.Warn("cluster: publishes not confirmed; telling their senders", "space", sp.id, "envelopes", len(batch), "err", err)
-			sp.mu.Lock()
-			cl.notSharedLocked(batch, err)
-			sp.mu.Unlock()
-		}
-	}
+// notShared tells the senders of a batch the fabric did not confirm.
+func (cl *clusterSpace) notShared(batch []published, err error) {
+	sp := cl.sp
+	sp.srv.opts.Logger.Warn("cluster: publishes not confirmed; telling their senders", "space", sp.id, "envelopes", len(batch), "err", err)
+	sp.mu.Lock()
+	cl.notSharedLocked(batch, err)
+	sp.mu.Unlock()
 }
 
 // notSharedLocked tells the senders of envelopes accepted and delivered
@@ -130,16 +73,10 @@ func (cl *clusterSpace) notSharedLocked(list []published, err error) {
 	}
 }
 
-// holdLimit bounds how long an envelope from another node waits for the
-// State change it announces (a grant's, a revoke's): past it, it goes out
-// anyway, since a write that failed on its node must not stop the space.
-const holdLimit = time.Second
-
 // heldEnvelope is an envelope from another node not yet delivered here.
 type heldEnvelope struct {
-	d     delivery
-	sent  time.Time   // when its node published it, for the latency metric
-	ready func() bool // nil, or whether what it announces is in force here; mu held
+	d    delivery
+	sent time.Time // when its node published it, for the latency metric
 }
 
 // subscribe subscribes to the space's envelopes from the other nodes. Each
@@ -185,13 +122,7 @@ func (cl *clusterSpace) diverged(gen uint64) {
 	cl.subGen++ // the old subscription's messages in flight are dropped
 	old := cl.sub
 	cl.sub = nil
-	clear(cl.held)
-	cl.held = cl.held[:0]
-	cl.heldGen++
-	if cl.timer != nil {
-		cl.timer.Stop()
-		cl.timer = nil
-	}
+	cl.held.DropLocked()
 	sp.srv.metrics.clusterDiverged.Inc()
 	sp.srv.opts.Logger.Warn("cluster: this node fell behind the space's envelopes (NATS dropped some); closing its connections to the space",
 		"space", sp.id, "connections", len(sp.roster))
@@ -235,7 +166,7 @@ func (cl *clusterSpace) remoteEnvelope(dec *protocol.Decoder, gen uint64, msg cl
 		cl.diverged(gen)
 		return
 	}
-	if isClusterFrame(msg.Data) { // a stream's frame: cluster_streams.go
+	if clusterlink.IsFrame(msg.Data) { // a stream's frame: cluster_streams.go
 		cl.remoteFrame(msg)
 		return
 	}
@@ -245,7 +176,8 @@ func (cl *clusterSpace) remoteEnvelope(dec *protocol.Decoder, gen uint64, msg cl
 		return
 	}
 	sp := cl.sp
-	h := heldEnvelope{d: delivery{data: msg.Data, id: env.ID, kind: env.Kind, at: sp.srv.now(), to: env.To, remote: true}, sent: msg.Sent, ready: cl.readyFunc(&env)}
+	h := heldEnvelope{d: delivery{data: msg.Data, id: env.ID, kind: env.Kind, at: sp.srv.now(), to: env.To, remote: true}, sent: msg.Sent}
+	ready := cl.readyFunc(&env)
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	if gen != cl.subGen {
@@ -256,8 +188,7 @@ func (cl *clusterSpace) remoteEnvelope(dec *protocol.Decoder, gen uint64, msg cl
 		// judged as on its node.
 		sp.floor.note(env.ID, len(env.To) > 0)
 	}
-	cl.held = append(cl.held, h)
-	cl.releaseLocked(false)
+	cl.held.AddLocked(h, ready)
 }
 
 // readyFunc returns what a grant, a revoke by grant id, a kick, a pause or a
@@ -313,44 +244,15 @@ func (cl *clusterSpace) readyFunc(env *protocol.Envelope) func() bool {
 	return nil
 }
 
-// releaseLocked delivers the held envelopes that may go, in order: all up
-// to the first whose change is not applied here yet (force: that one too);
-// mu must be held.
-func (cl *clusterSpace) releaseLocked(force bool) {
-	for len(cl.held) > 0 {
-		h := cl.held[0]
-		if h.ready != nil && !force && !h.ready() {
-			if cl.timer == nil {
-				gen := cl.heldGen
-				cl.timer = time.AfterFunc(holdLimit, func() { cl.expireHeld(gen) })
-			}
-			return
-		}
-		force = false
-		cl.held[0] = heldEnvelope{}
-		cl.held = cl.held[1:]
-		cl.heldGen++
-		if cl.timer != nil {
-			cl.timer.Stop()
-			cl.timer = nil
-		}
-		cl.sp.broadcastLocked(h.d, nil) // src is nil: never published again
-		if !h.sent.IsZero() {
-			cl.sp.srv.metrics.clusterLag.Observe(max(time.Since(h.sent), 0).Seconds())
-		}
-	}
-}
+// releaseLocked delivers the held envelopes that may go now (after a
+// change that may have made one ready); mu must be held.
+func (cl *clusterSpace) releaseLocked() { cl.held.ReleaseLocked(false) }
 
-// expireHeld releases the first held envelope if it is still the one that
-// was first when the timer was set.
-func (cl *clusterSpace) expireHeld(gen uint64) {
-	sp := cl.sp
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	if gen != cl.heldGen || cl.ctx.Err() != nil {
-		return
+// releaseHeld delivers a held envelope as the broadcast of a local one; mu
+// is held.
+func (cl *clusterSpace) releaseHeld(h heldEnvelope) {
+	cl.sp.broadcastLocked(h.d, nil) // src is nil: never published again
+	if !h.sent.IsZero() {
+		cl.sp.srv.metrics.clusterLag.Observe(max(time.Since(h.sent), 0).Seconds())
 	}
-	cl.timer = nil
-	sp.srv.opts.Logger.Warn("cluster: an envelope waited too long for its change of state", "space", sp.id, "id", cl.held[0].d.id)
-	cl.releaseLocked(true)
 }

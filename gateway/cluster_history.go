@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/gateway/internal/clusterhist"
+	"github.com/mew-protocol/mew/gateway/internal/clusterlink"
 )
 
 // This file makes the polling history (GET /participants/{id}/messages) the
@@ -56,7 +57,7 @@ func (cl *clusterSpace) poll(w http.ResponseWriter, r *http.Request, m *member, 
 		writeError(w, http.StatusServiceUnavailable, ErrorClusterUnavailable, "this gateway node cannot reach the cluster, which keeps the history: try another node")
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), clusterOpTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), clusterlink.OpTimeout)
 	defer cancel()
 	// What this node accepted before the poll is in the answer: a poster
 	// polling the node it posted to reads its own envelopes. (Another
@@ -84,33 +85,11 @@ func (cl *clusterSpace) poll(w http.ResponseWriter, r *http.Request, m *member, 
 	privNext := sp.history.next
 	sp.mu.Unlock()
 
-	// Merge both, by time, each in its own order, and take limit of them:
-	// each cursor part moves past what was taken of its own, so that nothing
-	// is returned twice or skipped, whichever node the next poll goes to.
-	out := make([]json.RawMessage, 0, min(limit, len(pub)+len(priv)))
-	i, j := 0, 0
-	for len(out) < limit && (i < len(pub) || j < len(priv)) {
-		if j == len(priv) || (i < len(pub) && !priv[j].at.Before(pub[i].At)) {
-			out = append(out, pub[i].Data)
-			i++
-		} else {
-			out = append(out, priv[j].data)
-			j++
-		}
+	privEntries := make([]clusterhist.Entry, len(priv))
+	for k, e := range priv {
+		privEntries[k] = clusterhist.Entry{Seq: e.seq, At: e.at, Data: e.data}
 	}
-	next := clusterhist.Cursor{Log: c.Log, Priv: c.Priv, Hash: hw.Hash()}
-	switch {
-	case i == len(pub):
-		next.Log = scanned
-	case i > 0:
-		next.Log = pub[i-1].Seq
-	}
-	switch {
-	case j == len(priv) && len(priv) < limit:
-		next.Priv = privNext // every visible one up to the end was taken (as on one node)
-	case j > 0:
-		next.Priv = priv[j-1].seq + 1
-	}
+	out, next := clusterhist.Page(c, hw.Hash(), pub, scanned, privEntries, privNext, limit)
 	writeJSON(w, http.StatusOK, struct {
 		Messages []json.RawMessage `json:"messages"`
 		Cursor   string            `json:"cursor"`

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/gateway/internal/clusterlink"
 	"github.com/mew-protocol/mew/protocol"
 	"github.com/mew-protocol/mew/space"
 )
@@ -40,7 +41,7 @@ func (cl *clusterSpace) shareInvite(from, id, tok string, caps []json.RawMessage
 	if err := cl.node.Err(); err != nil {
 		return false, true, err
 	}
-	ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
+	ctx, cancel := context.WithTimeout(cl.ctx, clusterlink.OpTimeout)
 	defer cancel()
 	_, err = cl.node.State().Put(ctx, sp.id, cluster.InviteKey(id), b, cluster.PutOptions{IfAbsent: true})
 	switch {
@@ -122,10 +123,7 @@ func (cl *clusterSpace) inviteChangeLocked(e cluster.Entry) {
 // adoptLocked applies the changes kept for who (orphanLocked) now that it
 // is known here; mu must be held.
 func (cl *clusterSpace) adoptLocked(who string) {
-	orphans := cl.orphans[who]
-	delete(cl.orphans, who)
-	cl.nOrphans -= len(orphans)
-	for _, o := range orphans {
+	for _, o := range cl.orphans.Take(who) {
 		cl.stateChangeLocked(cluster.KeyKind(o.Key), o)
 	}
 }
@@ -138,17 +136,7 @@ func (cl *clusterSpace) orphanLocked(participant string, e cluster.Entry) {
 	if _, ok := cl.sp.members[participant]; ok {
 		return
 	}
-	list := cl.orphans[participant]
-	for i, o := range list {
-		if o.Key == e.Key { // the last change of a key is what counts
-			list[i] = e
-			return
-		}
-	}
-	if cl.nOrphans >= maxOrphans {
+	if !cl.orphans.Keep(participant, e) {
 		cl.sp.srv.opts.Logger.Warn("cluster: change for an unknown participant dropped", "space", cl.sp.id, "key", e.Key)
-		return
 	}
-	cl.orphans[participant] = append(list, e)
-	cl.nOrphans++
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/gateway/internal/clusterlink"
 )
 
 // A node cut off from its cluster refuses what its participants send
@@ -23,25 +24,6 @@ const (
 		"envelopes sent on other nodes meanwhile did not reach you (GET /participants/{id}/messages has them)"
 )
 
-// outage is the cluster connection as the watchdog last saw it. Only the
-// watchdog goroutine (and clusterStart, before it runs) touches it.
-type outage struct {
-	down       bool   // the node's Err was set at the last look, and announced
-	reconnects uint64 // the node's reconnect counter at the last look
-	// settling is set at the look that saw the connection back: the
-	// counter may move just after the status does (the node counts in
-	// its reconnect callback), which is the same outage, not a new one.
-	settling bool
-}
-
-// clusterReconnects reads the node's reconnect counter, 0 when it keeps none.
-func clusterReconnects(node cluster.Node) uint64 {
-	if sr, ok := node.(cluster.StatsReporter); ok {
-		return sr.Stats().Reconnects
-	}
-	return 0
-}
-
 // clusterOutage compares the node's connection with the last look and tells
 // the participants of every space what changed.
 func (srv *Server) clusterOutage() {
@@ -59,20 +41,14 @@ func (srv *Server) clusterOutage() {
 		// this look, which comes again within a second.
 		return
 	}
-	o := &srv.outage
-	rc := clusterReconnects(node)
-	blip := err == nil && !o.down && !o.settling && rc != o.reconnects
-	o.reconnects, o.settling = rc, false
-	switch {
-	case err != nil && !o.down:
-		o.down = true
+	switch srv.outage.Look(err, clusterlink.Reconnects(node)) {
+	case clusterlink.Lost:
 		srv.opts.Logger.Warn("cluster: connection lost; refusing envelopes of the shared spaces until it is back", "err", err)
 		srv.tellLocal(refuse(ErrorClusterUnavailable, outageNotice+err.Error()), false)
-	case err == nil && o.down:
-		o.down, o.settling = false, true
+	case clusterlink.Back:
 		srv.opts.Logger.Info("cluster: connection back")
 		srv.tellLocal(nil, true)
-	case blip:
+	case clusterlink.Blip:
 		srv.opts.Logger.Info("cluster: reconnected after a short outage")
 		srv.tellLocal(refuse(ErrorClusterUnavailable, blipNotice), true)
 	}

@@ -4,9 +4,9 @@ package gateway
 
 import (
 	"encoding/json"
-	"slices"
 
 	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/gateway/internal/clusterlink"
 	"github.com/mew-protocol/mew/protocol"
 )
 
@@ -24,14 +24,7 @@ func (cl *clusterSpace) joinLocked(s *session) {
 	}
 	cl.conns[s] = m
 	delete(cl.remote, s.m.name)
-	cl.enqueue(clusterOp{join: &m})
-}
-
-// newer reports whether connection a was made after b: the later Since, a
-// tie broken by the greater Conn. Every node decides the same way between
-// two entries, whichever order their writes landed in.
-func newer(a, b cluster.Member) bool {
-	return a.Since.After(b.Since) || (a.Since.Equal(b.Since) && a.Conn > b.Conn)
+	cl.w.Enqueue(clusterlink.Op{Join: &m})
 }
 
 // leaveLocked removes s from the cluster's presence, if its entry is still
@@ -42,7 +35,7 @@ func (cl *clusterSpace) leaveLocked(s *session) {
 		return
 	}
 	delete(cl.conns, s)
-	cl.enqueue(clusterOp{leave: [2]string{s.m.name, m.Conn}})
+	cl.w.Enqueue(clusterlink.Op{Leave: [2]string{s.m.name, m.Conn}})
 }
 
 // infoLocked writes s's presence again with its current capabilities, after
@@ -54,7 +47,7 @@ func (cl *clusterSpace) infoLocked(s *session) {
 	}
 	m.Info, _ = json.Marshal(protocol.ParticipantInfo{ID: s.id, Capabilities: s.m.view().list})
 	cl.conns[s] = m
-	cl.enqueue(clusterOp{join: &m})
+	cl.w.Enqueue(clusterlink.Op{Join: &m})
 }
 
 // participantLocked fills in GET /participants' view of a member connected
@@ -73,34 +66,10 @@ func (cl *clusterSpace) participantLocked(m *member, v *participantView) {
 // participantsLocked lists those connected on other nodes, for a welcome;
 // mu must be held.
 func (cl *clusterSpace) participantsLocked() []protocol.ParticipantInfo {
-	var list []protocol.ParticipantInfo
-	names := make([]string, 0, len(cl.remote))
-	for name := range cl.remote {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		if m := cl.sp.members[name]; m != nil && m.sess != nil {
-			continue // connected here meanwhile; its entry is on its way
-		}
-		list = append(list, remoteInfo(cl.remote[name]))
-	}
-	return list
-}
-
-func remoteInfo(m cluster.Member) protocol.ParticipantInfo {
-	var info protocol.ParticipantInfo
-	if json.Unmarshal(m.Info, &info) != nil || info.ID == "" {
-		info = protocol.ParticipantInfo{ID: cmpOr(m.RuntimeID, m.Participant)}
-	}
-	return info
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
+	return cl.remote.Infos(func(name string) bool {
+		m := cl.sp.members[name]
+		return m != nil && m.sess != nil // connected here meanwhile; its entry is on its way
+	})
 }
 
 // presenceChange applies a change of the space's presence: a participant
@@ -120,7 +89,7 @@ func (cl *clusterSpace) presenceChange(e cluster.Entry) {
 			sp.presenceChangedLocked(lm, false, sp.srv.now())
 		}
 		cl.streamsGoneLocked(m) // cluster_streams.go: as when a connection here ends
-		sp.broadcastLocked(remote(sp.presenceEnvelope(protocol.PresenceLeave, protocol.ParticipantInfo{ID: remoteInfo(m).ID})), nil)
+		sp.broadcastLocked(remote(sp.presenceEnvelope(protocol.PresenceLeave, protocol.ParticipantInfo{ID: clusterlink.Info(m).ID})), nil)
 		return
 	}
 	m, err := cluster.DecodeMember(e.Value)
@@ -138,8 +107,8 @@ func (cl *clusterSpace) presenceChange(e cluster.Entry) {
 		// two nodes may land their entries in either order; both nodes
 		// compare the same two entries, so exactly one connection stays.
 		old := lm.sess
-		if mine, ok := cl.conns[old]; ok && newer(mine, m) {
-			cl.enqueue(clusterOp{join: &mine}) // ours is the later one: put it back
+		if mine, ok := cl.conns[old]; ok && clusterlink.Newer(mine, m) {
+			cl.w.Enqueue(clusterlink.Op{Join: &mine}) // ours is the later one: put it back
 			return
 		}
 		delete(cl.conns, old) // its entry is already the other node's
@@ -154,5 +123,5 @@ func (cl *clusterSpace) presenceChange(e cluster.Entry) {
 	if had && prev.Conn == m.Conn {
 		return // a refresh
 	}
-	sp.broadcastLocked(remote(sp.presenceEnvelope(protocol.PresenceJoin, remoteInfo(m))), nil)
+	sp.broadcastLocked(remote(sp.presenceEnvelope(protocol.PresenceJoin, clusterlink.Info(m))), nil)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/gateway/internal/clusterlink"
 )
 
 // --- runtime grants ---
@@ -36,14 +37,14 @@ func (cl *clusterSpace) grantLocked(m *member, g grant) {
 		cl.sp.srv.opts.Logger.Error("cluster: encode grant", "space", cl.sp.id, "grant", g.id, "err", err)
 		return
 	}
-	cl.putLocked(cluster.GrantKey(m.name, g.id), b, grantTTL(g, cl.sp.srv.now()))
+	cl.w.Put(cluster.GrantKey(m.name, g.id), b, grantTTL(g, cl.sp.srv.now()))
 }
 
 // grantGoneLocked removes a grant that ended here by its own rule (expiry,
 // a broken link): every node settles the same way, and deleting twice is
 // harmless. mu must be held.
 func (cl *clusterSpace) grantGoneLocked(m *member, g grant) {
-	cl.putLocked(cluster.GrantKey(m.name, g.id), nil, 0)
+	cl.w.Put(cluster.GrantKey(m.name, g.id), nil, 0)
 }
 
 // connectedElsewhereLocked reports whether m is connected on another node;
@@ -60,7 +61,7 @@ func (cl *clusterSpace) grantsChangedLocked(m *member, before []grant) {
 		i := slices.IndexFunc(m.grants, func(k grant) bool { return k.id == g.id })
 		switch {
 		case i < 0:
-			cl.putLocked(cluster.GrantKey(m.name, g.id), nil, 0)
+			cl.w.Put(cluster.GrantKey(m.name, g.id), nil, 0)
 		case len(m.grants[i].caps) != len(g.caps):
 			cl.grantLocked(m, m.grants[i])
 		}
@@ -77,7 +78,7 @@ func (cl *clusterSpace) controlLocked(m *member, reason string) {
 		cl.sp.srv.opts.Logger.Error("cluster: encode control", "space", cl.sp.id, "participant", m.name, "err", err)
 		return
 	}
-	cl.putLocked(cluster.ControlKey(m.name), b, 0)
+	cl.w.Put(cluster.ControlKey(m.name), b, 0)
 }
 
 // controlChange applies a pause, resume, shutdown or kick made on another
@@ -113,7 +114,7 @@ func (cl *clusterSpace) stateChange(e cluster.Entry) {
 	sp := cl.sp
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	if cl.ownLocked(e) {
+	if cl.w.Own(e) {
 		return
 	}
 	cl.stateChangeLocked(kind, e)
@@ -126,7 +127,7 @@ func (cl *clusterSpace) stateChangeLocked(kind string, e cluster.Entry) {
 	switch kind {
 	case "control":
 		cl.controlChange(e)
-		cl.releaseLocked(false)
+		cl.releaseLocked()
 		return
 	case "invite":
 		cl.inviteChangeLocked(e)
@@ -139,7 +140,7 @@ func (cl *clusterSpace) stateChangeLocked(kind string, e cluster.Entry) {
 		return
 	case "approval":
 		cl.approvalChangeLocked(e) // cluster_approvals.go
-		cl.releaseLocked(false)
+		cl.releaseLocked()
 		return
 	}
 	parts := strings.SplitN(e.Key, "/", 3)
@@ -188,7 +189,7 @@ func (cl *clusterSpace) stateChangeLocked(kind string, e cluster.Entry) {
 		sp.srv.opts.Logger.Warn("cluster: grant does not compile", "space", sp.id, "key", e.Key, "err", rf.message)
 		return
 	}
-	cl.releaseLocked(false)
+	cl.releaseLocked()
 }
 
 // --- runtime aliases ---
@@ -202,7 +203,7 @@ func (cl *clusterSpace) aliasLocked(id string, m *member) {
 		cl.sp.srv.opts.Logger.Error("cluster: encode alias", "space", cl.sp.id, "id", id, "err", err)
 		return
 	}
-	cl.enqueue(clusterOp{key: cluster.AliasKey(id), value: b, create: true})
+	cl.w.Enqueue(clusterlink.Op{Key: cluster.AliasKey(id), Value: b, Create: true})
 }
 
 // aliasChangeLocked applies a runtime id's binding from State: from now on

@@ -27,88 +27,48 @@ package gateway
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
-	"time"
 
 	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/gateway/internal/clusterlink"
 	"github.com/mew-protocol/mew/protocol"
 )
 
-// Limits of frames from other nodes waiting for their stream's change.
-const (
-	// frameHoldLimit bounds how long a frame from another node waits for
-	// the log record it follows. A record in the log reaches every follower
-	// within milliseconds; a frame still waiting after this claims a record
-	// that does not exist and is dropped.
-	frameHoldLimit = 5 * time.Second
-	// maxHeldFrames bounds the frames waiting; more are dropped.
-	maxHeldFrames = 4096
-	// maxQueuedFrames bounds the frames accepted here waiting for this
-	// node's changes to reach the log before they go to the other nodes.
-	maxQueuedFrames = 4096
-	// causeMemory is how many envelope ids of applied changes a node
-	// remembers, so that another node's copy of such an envelope arriving
-	// after its change is delivered at once.
-	causeMemory = 1024
-)
-
-// clusterFrameTag starts a frame's Broker message (an envelope starts with
-// '{'): tag, uvarint Seq, uvarint length and writer, then "#id#data".
-const clusterFrameTag = 0x00
-
-// clusterStreams is a space's share of the cluster's streams.
+// clusterStreams is a space's share of the cluster's streams; the
+// mechanics (the appender's queue, frames held for their record, the
+// causes applied) are gateway/internal/clusterlink's.
 type clusterStreams struct {
 	cl     *clusterSpace
 	origin string // this process's StreamChange.Origin
-	wake   chan struct{}
 	follow cluster.Subscription
+	app    *clusterlink.Appender[*stream]
+	frames *clusterlink.Frames
 
 	// Guarded by liveSpace.mu:
-	queue   []streamOp // changes to append and frames to publish, in order
-	emptied chan struct{}
-	closing bool                // set by closeStreams: frames from other nodes are ignored
-	applied uint64              // the Seq of the last log record applied here
-	held    []heldFrame         // frames from other nodes waiting for their record, in arrival order
-	timer   *time.Timer         // drops the frames held too long
-	causes  map[string]struct{} // ids of envelopes whose change is applied here
-	ring    []string            // causes, oldest first, to forget them
-}
-
-// streamOp is one entry of the appender's queue: a change to append, or a
-// frame to publish once the changes before it are appended.
-type streamOp struct {
-	rec    []byte  // an encoded StreamChange; nil for a frame
-	st     *stream // the stream concerned
-	writer string  // a frame's writer (logical)
-	frame  []byte  // "#id#data"
-}
-
-// heldFrame is a frame from another node waiting for the record it follows.
-type heldFrame struct {
-	seq    uint64
-	writer string
-	data   []byte    // "#id#data"
-	since  time.Time // when it arrived
+	closing bool               // set by closeStreams: frames from other nodes are ignored
+	applied uint64             // the Seq of the last log record applied here
+	causes  clusterlink.Causes // ids of envelopes whose change is applied here
 }
 
 // startStreams replays the space's log (the streams open in the cluster),
 // then follows it and starts the appender. It runs before the node serves
 // the space: a welcome lists the cluster's open streams from the start.
 func (cl *clusterSpace) startStreams() error {
-	cs := &clusterStreams{
-		cl: cl, origin: cl.node.ID() + ":" + protocol.NewID(),
-		wake: make(chan struct{}, 1), causes: make(map[string]struct{}),
-	}
 	sp := cl.sp
+	cs := &clusterStreams{cl: cl, origin: cl.node.ID() + ":" + protocol.NewID()}
+	cs.app = clusterlink.NewAppender(&sp.mu, cs.appendRecord, cs.appended, cs.publishFrameLocked)
+	cs.frames = clusterlink.NewFrames(&sp.mu, clusterlink.FrameHoldLimit, func() uint64 { return cs.applied }, cs.deliverFrameLocked,
+		func(f clusterlink.Frame) {
+			sp.srv.opts.Logger.Warn("cluster: a frame waited too long for the change it follows; dropped",
+				"space", sp.id, "seq", f.Seq, "applied", cs.applied)
+		})
 	log := cl.node.Log()
 	var after uint64
 	for {
-		ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
+		ctx, cancel := context.WithTimeout(cl.ctx, clusterlink.OpTimeout)
 		recs, err := log.Read(ctx, sp.id, after, cluster.MaxReadLen)
 		cancel()
 		if err != nil {
@@ -135,8 +95,7 @@ func (cl *clusterSpace) startStreams() error {
 	sp.mu.Lock()
 	cl.streams = cs
 	sp.mu.Unlock()
-	cl.wg.Add(1)
-	go cs.appender()
+	cl.wg.Go(func() { cs.app.Run(cl.ctx) })
 	return nil
 }
 
@@ -147,15 +106,10 @@ func (cl *clusterSpace) closeStreams(ctx context.Context) {
 	sp := cl.sp
 	sp.mu.Lock()
 	cs := cl.streams
-	var emptied chan struct{}
+	var emptied <-chan struct{}
 	if cs != nil {
 		cs.closing = true
-	}
-	if cs != nil && len(cs.queue) > 0 {
-		if cs.emptied == nil {
-			cs.emptied = make(chan struct{})
-		}
-		emptied = cs.emptied
+		emptied = cs.app.EmptiedLocked()
 	}
 	sp.mu.Unlock()
 	if cs == nil {
@@ -169,11 +123,7 @@ func (cl *clusterSpace) closeStreams(ctx context.Context) {
 	}
 	_ = cs.follow.Unsubscribe()
 	sp.mu.Lock()
-	if cs.timer != nil {
-		cs.timer.Stop()
-		cs.timer = nil
-	}
-	cs.held = nil
+	cs.frames.StopLocked()
 	sp.mu.Unlock()
 }
 
@@ -185,7 +135,7 @@ func (cl *clusterSpace) streamNumber(check func() *refusal) (uint64, *refusal) {
 	if rf := check(); rf != nil {
 		return 0, rf
 	}
-	ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
+	ctx, cancel := context.WithTimeout(cl.ctx, clusterlink.OpTimeout)
 	defer cancel()
 	n, err := cluster.NextStreamNumber(ctx, cl.node.State(), cl.sp.id)
 	if err != nil {
@@ -253,11 +203,7 @@ func (cl *clusterSpace) streamChangeLocked(c cluster.StreamChange, st *stream) {
 		cl.sp.srv.opts.Logger.Error("cluster: stream change not shared", "space", cl.sp.id, "stream", st.id, "err", err)
 		return
 	}
-	cs.queue = append(cs.queue, streamOp{rec: b, st: st})
-	select {
-	case cs.wake <- struct{}{}:
-	default:
-	}
+	cs.app.ChangeLocked(b, st)
 }
 
 // streamFrameLocked sends a frame accepted here to the other nodes: at
@@ -268,85 +214,40 @@ func (cl *clusterSpace) streamFrameLocked(st *stream, writer string, frame []byt
 	if cs == nil {
 		return
 	}
-	switch {
-	case len(cs.queue) >= maxQueuedFrames:
+	if !cs.app.FrameLocked(st, writer, frame) {
 		// The log has been slow for long (a failing append takes up to
-		// clusterOpTimeout): the other nodes miss this frame rather than
-		// this node hold frames without bound.
+		// clusterlink.OpTimeout): the other nodes miss this frame rather
+		// than this node hold frames without bound.
 		cl.sp.srv.opts.Logger.Warn("cluster: too many frames waiting for the log; dropped for the other nodes", "space", cl.sp.id, "stream", st.id)
-		return
-	case len(cs.queue) > 0:
-		cs.queue = append(cs.queue, streamOp{st: st, writer: writer, frame: frame})
-		return
 	}
-	cs.publishFrameLocked(st.logSeq, writer, frame)
 }
 
 // publishFrameLocked publishes a frame under mu, so that the other nodes
 // get a node's frames and envelopes in the order it accepted them.
-func (cs *clusterStreams) publishFrameLocked(seq uint64, writer string, frame []byte) {
-	msg := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(writer)+len(frame))
-	msg = append(msg, clusterFrameTag)
-	msg = binary.AppendUvarint(msg, seq)
-	msg = binary.AppendUvarint(msg, uint64(len(writer)))
-	msg = append(append(msg, writer...), frame...)
+func (cs *clusterStreams) publishFrameLocked(st *stream, writer string, frame []byte) {
 	cl := cs.cl
-	if err := cl.node.Broker().Publish(cl.ctx, cl.sp.id, msg); err != nil {
+	if err := cl.node.Broker().Publish(cl.ctx, cl.sp.id, clusterlink.EncodeFrame(st.logSeq, writer, frame)); err != nil {
 		cl.sp.srv.opts.Logger.Warn("cluster: frame not published", "space", cl.sp.id, "err", err)
 	}
 }
 
-// appender appends the queued changes to the log, in order, and publishes
-// the frames queued behind them once they are in. It returns when cl.ctx
-// ends.
-func (cs *clusterStreams) appender() {
-	cl := cs.cl
-	sp := cl.sp
-	defer cl.wg.Done()
-	for {
-		sp.mu.Lock()
-		for len(cs.queue) > 0 && cs.queue[0].rec == nil {
-			op := cs.queue[0]
-			cs.queue[0] = streamOp{}
-			cs.queue = cs.queue[1:]
-			cs.publishFrameLocked(op.st.logSeq, op.writer, op.frame)
-		}
-		if len(cs.queue) == 0 {
-			if cs.emptied != nil {
-				close(cs.emptied)
-				cs.emptied = nil
-			}
-			sp.mu.Unlock()
-			select {
-			case <-cs.wake:
-				continue
-			case <-cl.ctx.Done():
-				return
-			}
-		}
-		op := cs.queue[0] // stays queued, so frames keep waiting behind it
-		sp.mu.Unlock()
-
-		seq, err := uint64(0), cl.node.Err()
-		if err == nil {
-			ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
-			seq, err = cl.node.Log().Append(ctx, sp.id, op.rec)
-			cancel()
-		}
-		if err != nil {
-			// The other nodes miss this change; the node's Err says why,
-			// and the space refuses envelopes and frames until it is back.
-			sp.srv.opts.Logger.Error("cluster: stream change not appended", "space", sp.id, "stream", op.st.id, "err", err)
-		}
-		sp.mu.Lock()
-		op.st.logSeq = max(op.st.logSeq, seq)
-		cs.queue[0] = streamOp{}
-		cs.queue = cs.queue[1:]
-		sp.mu.Unlock()
-		if cl.ctx.Err() != nil {
-			return
-		}
+// appendRecord appends a stream change to the space's log (the appender's
+// goroutine, no lock held).
+func (cs *clusterStreams) appendRecord(ctx context.Context, rec []byte) (uint64, error) {
+	if err := cs.cl.node.Err(); err != nil {
+		return 0, err
 	}
+	return cs.cl.node.Log().Append(ctx, cs.cl.sp.id, rec)
+}
+
+// appended records where st's change went in the log; mu is held.
+func (cs *clusterStreams) appended(st *stream, seq uint64, err error) {
+	if err != nil {
+		// The other nodes miss this change; the node's Err says why,
+		// and the space refuses envelopes and frames until it is back.
+		cs.cl.sp.srv.opts.Logger.Error("cluster: stream change not appended", "space", cs.cl.sp.id, "stream", st.id, "err", err)
+	}
+	st.logSeq = max(st.logSeq, seq)
 }
 
 // --- changes made elsewhere ---
@@ -378,9 +279,9 @@ func (cs *clusterStreams) applyLocked(r cluster.Record, announce bool) {
 		}
 	}
 	if announce {
-		cs.cl.releaseLocked(false)
-		if len(cs.held) > 0 {
-			cs.releaseFramesLocked()
+		cs.cl.releaseLocked()
+		if cs.frames.Waiting() {
+			cs.frames.ReleaseLocked()
 		}
 	}
 }
@@ -394,7 +295,7 @@ func (cs *clusterStreams) changeLocked(c cluster.StreamChange, seq uint64, annou
 	if st == nil && c.Op != cluster.StreamOpOpen {
 		// Closed here already (its owner's presence left first), or
 		// never known: nothing to change, nothing to announce.
-		cs.noteCauseLocked(c.Cause)
+		cs.causes.Note(c.Cause)
 		return
 	}
 	switch c.Op {
@@ -430,7 +331,7 @@ func (cs *clusterStreams) changeLocked(c cluster.StreamChange, seq uint64, annou
 		t.remove(st)
 	}
 	st.logSeq = seq
-	cs.noteCauseLocked(c.Cause)
+	cs.causes.Note(c.Cause)
 	if announce && len(c.Announce) > 0 {
 		var head struct {
 			ID   string `json:"id"`
@@ -442,23 +343,6 @@ func (cs *clusterStreams) changeLocked(c cluster.StreamChange, seq uint64, annou
 		}
 		sp.broadcastLocked(delivery{data: c.Announce, id: head.ID, kind: head.Kind, at: sp.srv.now(), remote: true}, nil)
 	}
-}
-
-// noteCauseLocked remembers that the change made by envelope id is applied.
-func (cs *clusterStreams) noteCauseLocked(id string) {
-	if id == "" {
-		return
-	}
-	if _, ok := cs.causes[id]; ok {
-		return
-	}
-	if len(cs.ring) >= causeMemory {
-		delete(cs.causes, cs.ring[0])
-		cs.ring[0] = ""
-		cs.ring = cs.ring[1:]
-	}
-	cs.causes[id] = struct{}{}
-	cs.ring = append(cs.ring, id)
 }
 
 // streamReady returns what another node's stream/request or stream/close
@@ -482,7 +366,7 @@ func (cl *clusterSpace) streamReady(env *protocol.Envelope) func() bool {
 		if cs == nil {
 			return true
 		}
-		if _, ok := cs.causes[id]; ok {
+		if cs.causes.Has(id) {
 			return true
 		}
 		if byCorrelation {
@@ -542,15 +426,12 @@ func (cl *clusterSpace) remoteMemberLocked(id string) *member {
 
 // --- frames from other nodes ---
 
-// isClusterFrame reports whether a Broker message is a frame.
-func isClusterFrame(data []byte) bool { return len(data) > 0 && data[0] == clusterFrameTag }
-
 // remoteFrame takes a frame another node accepted: delivered at once if
 // the record it follows is applied here, else held until it is. It runs on
 // the Broker subscription's goroutine.
 func (cl *clusterSpace) remoteFrame(msg cluster.Message) {
 	sp := cl.sp
-	h, err := parseClusterFrame(msg.Data)
+	f, err := clusterlink.ParseFrame(msg.Data)
 	if err != nil {
 		sp.srv.opts.Logger.Warn("cluster: bad frame from node", "space", sp.id, "node", msg.Node, "err", err)
 		return
@@ -561,101 +442,21 @@ func (cl *clusterSpace) remoteFrame(msg cluster.Message) {
 	if cs == nil || cs.closing {
 		return
 	}
-	if h.seq <= cs.applied {
-		// Frames held before it are of other streams, or of records not
-		// applied yet: this one's stream keeps its order.
-		cs.deliverFrameLocked(h)
-		return
-	}
-	if len(cs.held) >= maxHeldFrames {
+	if !cs.frames.AddLocked(f) {
 		sp.srv.opts.Logger.Warn("cluster: too many frames waiting for their stream's change; dropped", "space", sp.id, "node", msg.Node)
-		return
 	}
-	h.since = time.Now()
-	cs.held = append(cs.held, h)
-	if cs.timer == nil {
-		cs.timer = time.AfterFunc(frameHoldLimit, cs.expireFrames)
-	}
-}
-
-var errBadClusterFrame = errors.New("malformed frame message")
-
-func parseClusterFrame(b []byte) (heldFrame, error) {
-	if !isClusterFrame(b) {
-		return heldFrame{}, errBadClusterFrame
-	}
-	b = b[1:]
-	seq, n := binary.Uvarint(b)
-	if n <= 0 {
-		return heldFrame{}, errBadClusterFrame
-	}
-	b = b[n:]
-	wl, n := binary.Uvarint(b)
-	if n <= 0 || wl > uint64(len(b)-n) {
-		return heldFrame{}, errBadClusterFrame
-	}
-	b = b[n:]
-	h := heldFrame{seq: seq, writer: string(b[:wl]), data: b[wl:]}
-	if _, _, err := protocol.ParseFrame(h.data); err != nil {
-		return heldFrame{}, err
-	}
-	return h, nil
-}
-
-// releaseFramesLocked delivers the held frames whose record is applied
-// here, in their order, and keeps the others: a frame's Seq never
-// decreases along one node's frames of one stream, so each stream's order
-// is kept, while a frame claiming a record that never comes holds up no
-// other. Frames held longer than frameHoldLimit are dropped. mu must be
-// held.
-func (cs *clusterStreams) releaseFramesLocked() {
-	sp := cs.cl.sp
-	now := time.Now()
-	kept := cs.held[:0]
-	for _, h := range cs.held {
-		switch {
-		case h.seq <= cs.applied:
-			cs.deliverFrameLocked(h)
-		case now.Sub(h.since) >= frameHoldLimit:
-			sp.srv.opts.Logger.Warn("cluster: a frame waited too long for the change it follows; dropped",
-				"space", sp.id, "seq", h.seq, "applied", cs.applied)
-		default:
-			kept = append(kept, h)
-		}
-	}
-	clear(cs.held[len(kept):])
-	cs.held = kept
-	if cs.timer != nil {
-		cs.timer.Stop()
-		cs.timer = nil
-	}
-	if len(kept) > 0 && !cs.closing && cs.cl.ctx.Err() == nil {
-		cs.timer = time.AfterFunc(frameHoldLimit-now.Sub(kept[0].since), cs.expireFrames)
-	}
-}
-
-// expireFrames drops the frames that waited too long.
-func (cs *clusterStreams) expireFrames() {
-	sp := cs.cl.sp
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	if cs.cl.ctx.Err() != nil {
-		return
-	}
-	cs.timer = nil
-	cs.releaseFramesLocked()
 }
 
 // deliverFrameLocked queues another node's frame for the local connections
 // the stream's frames go to (see streamFrame). A frame of a stream not
 // open here is dropped: its close is applied, or it never existed.
-func (cs *clusterStreams) deliverFrameLocked(h heldFrame) {
+func (cs *clusterStreams) deliverFrameLocked(f clusterlink.Frame) {
 	sp := cs.cl.sp
-	id, _, _ := protocol.ParseFrame(h.data) // checked by parseClusterFrame
+	id, _, _ := protocol.ParseFrame(f.Data) // checked by ParseFrame
 	st := sp.streams.byID[string(id)]
 	if st == nil {
 		sp.srv.opts.Logger.Debug("cluster: frame of a stream not open here; dropped", "space", sp.id, "stream", string(id))
 		return
 	}
-	sp.deliverFrameLocked(st, frame{data: h.data, binary: true, src: sp.members[h.writer]})
+	sp.deliverFrameLocked(st, frame{data: f.Data, binary: true, src: sp.members[f.Writer]})
 }

@@ -45,7 +45,9 @@
 //	liveSpace.mu         a space's members, sessions, roster, streams, floor, grants;
 //	                     held to queue frames, never to wait; then any of:
 //	  credentials.mu     the one table of tokens, console codes and sessions (leaf)
-//	  clusterSpace.qmu   the space's queue of writes to the cluster (leaf)
+//	  clusterlink.Writer.mu, clusterlink.Confirms.mu the space's queue of writes to the
+//	                     cluster and of publishes to confirm (leaves, in
+//	                     gateway/internal/clusterlink)
 //	  clusterhist.Writer.mu the cluster history's queue (leaf, in gateway/internal/clusterhist)
 //	  outq.mu            one connection's outbound queue (leaf)
 //	  audit.Log.mu       the audit log's queue (leaf, in gateway/internal/audit)
@@ -72,7 +74,8 @@
 // tells the space's link (link.go), which on one node is solo (nothing
 // to share) and in a cluster is clusterSpace (cluster_*.go: shares the change
 // through Options.Cluster.Node and applies other nodes' changes through the
-// same core functions).
+// same core functions; the mechanics of sharing, from the ordered writer to
+// the envelopes held for their change, are gateway/internal/clusterlink's).
 //
 // A space changes while it runs: grants and revocations (a participant may
 // delegate only what it holds), invitations, kicks, and pause and shutdown,

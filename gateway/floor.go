@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/gateway/internal/clusterlink"
 
 	"github.com/mew-protocol/mew/protocol"
 )
@@ -229,11 +230,11 @@ func (cl *clusterSpace) floorClaim(o origin, msg string, startedAt int64, now ti
 // here, to yield. Not called with mu held: it waits for the fabric.
 func (cl *clusterSpace) arbitrate(o origin, msg string, startedAt int64, now time.Time) {
 	sp := cl.sp
-	ctx, cancel := context.WithTimeout(cl.ctx, clusterOpTimeout)
+	ctx, cancel := context.WithTimeout(cl.ctx, clusterlink.OpTimeout)
 	defer cancel()
 	// This node's earlier changes first: a claim its holder answered or
 	// left here is gone from the fabric before this one is judged.
-	cl.flush(ctx)
+	cl.w.Flush(ctx)
 	w, _, err := cluster.ClaimFloor(ctx, cl.node.State(), sp.id, msg,
 		cluster.Claim{Holder: o.m.name, ID: o.id, StartedAt: startedAt}, sp.floorTTL(), now)
 	if err != nil {
@@ -324,5 +325,5 @@ func (cl *clusterSpace) floorClearLocked(msg string, c *claim) {
 	if c.rev == 0 {
 		return // not seen by the watch yet: it expires with its TTL
 	}
-	cl.enqueue(clusterOp{key: cluster.FloorKey(msg), rev: c.rev, del: true})
+	cl.w.Enqueue(clusterlink.Op{Key: cluster.FloorKey(msg), Rev: c.rev, Del: true})
 }

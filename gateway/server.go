@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mew-protocol/mew/gateway/internal/audit"
+	"github.com/mew-protocol/mew/gateway/internal/clusterlink"
 )
 
 // Server is a MEW gateway: an http.Handler that serves WebSocket connections
@@ -31,8 +32,8 @@ type Server struct {
 	creds    *credentials // who each token, code and session stands for
 	audit    *audit.Log
 	metrics  *metrics
-	trim     *memTrim // nil with Options.KeepFreeMemory
-	outage   outage   // the cluster connection as the watchdog last saw it (cluster_outage.go)
+	trim     *memTrim           // nil with Options.KeepFreeMemory
+	outage   clusterlink.Outage // the cluster connection as the watchdog last saw it (cluster_outage.go)
 	mux      *http.ServeMux
 	handler  http.Handler // mux behind the connection limits
 	started  time.Time

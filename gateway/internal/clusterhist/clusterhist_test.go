@@ -1,7 +1,9 @@
 package clusterhist
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -158,4 +160,46 @@ func FuzzCursor(f *testing.F) {
 			t.Fatalf("%q: private entries honoured without a node mark", s)
 		}
 	})
+}
+
+// A page merges the cluster's records and the node's private answers by
+// time, takes the limit, and its cursor moves each part past what was
+// taken of its own: the next page starts where this one ended, nothing
+// twice, nothing skipped.
+func TestPage(t *testing.T) {
+	at := func(ms int) time.Time { return time.Unix(0, int64(ms)*int64(time.Millisecond)) }
+	pub := []Entry{{Seq: 11, At: at(1), Data: []byte(`"p1"`)}, {Seq: 12, At: at(3), Data: []byte(`"p3"`)}, {Seq: 14, At: at(5), Data: []byte(`"p5"`)}}
+	priv := []Entry{{Seq: 4, At: at(2), Data: []byte(`"q2"`)}, {Seq: 6, At: at(3), Data: []byte(`"q3"`)}}
+	start := Cursor{Log: 10, Priv: 4, Hash: "0badcafe"}
+
+	out, next := Page(start, "0badcafe", pub, 14, priv, 7, 3)
+	if got := string(bytes.Join(rawBytes(out), []byte(","))); got != `"p1","q2","p3"` {
+		t.Fatalf("first page %s", got)
+	}
+	if next != (Cursor{Log: 12, Priv: 5, Hash: "0badcafe"}) {
+		t.Fatalf("first cursor %+v", next)
+	}
+	// The rest: what remains of each part, up to the end of both.
+	out, next = Page(next, "0badcafe", pub[2:], 14, priv[1:], 7, 3)
+	if got := string(bytes.Join(rawBytes(out), []byte(","))); got != `"q3","p5"` {
+		t.Fatalf("second page %s", got)
+	}
+	if next != (Cursor{Log: 14, Priv: 7, Hash: "0badcafe"}) {
+		t.Fatalf("second cursor %+v: both parts at their end", next)
+	}
+	// Nothing new: the cursor stays, and a limit of 0 takes nothing.
+	if out, again := Page(next, "0badcafe", nil, 14, nil, 7, 5); len(out) != 0 || again != next {
+		t.Fatalf("an empty page moved the cursor: %+v", again)
+	}
+	if out, _ := Page(start, "0badcafe", pub, 14, priv, 7, 0); len(out) != 0 {
+		t.Fatal("a limit of 0 returned messages")
+	}
+}
+
+func rawBytes(in []json.RawMessage) [][]byte {
+	out := make([][]byte, len(in))
+	for i, r := range in {
+		out[i] = r
+	}
+	return out
 }
