@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mew-protocol/mew/capability"
+	"github.com/mew-protocol/mew/gateway/cluster"
 	"github.com/mew-protocol/mew/gateway/internal/notify"
 	"github.com/mew-protocol/mew/protocol"
 	"github.com/mew-protocol/mew/space"
@@ -510,4 +511,104 @@ func approvalState(a *approval) protocol.Approval {
 		}
 	}
 	return p
+}
+
+// --- governed proposals across the nodes of a cluster (cluster_approvals.go
+// decodes the records and checks that they fit their keys) ---
+
+// remoteGoverned is what remoteGovernedLocked did with a proposal governed
+// elsewhere.
+type remoteGoverned int
+
+const (
+	governed        remoteGoverned = iota // governed here now, as in the cluster
+	proposerUnknown                       // its proposer is not known here yet
+	notGoverned                           // already, or not at all (logged)
+)
+
+// remoteGovernedLocked keeps a proposal governed on another node (or, when
+// this node governs one of that id too, takes the cluster's: the first
+// stored wins), and tells this node's participants (self: this node stored
+// it, and its announcement is the one in the cluster's history). mu must
+// be held.
+func (sp *liveSpace) remoteGovernedLocked(rec cluster.Approval, self bool) remoteGoverned {
+	t := &sp.approvals
+	i := slices.IndexFunc(t.rules, func(r *approvalRule) bool { return r.cfg.Name == rec.Rule })
+	pm := sp.members[rec.ProposerName]
+	switch {
+	case i < 0:
+		sp.srv.opts.Logger.Warn("cluster: a proposal governed by a rule this node does not have", "space", sp.id, "proposal", rec.Proposal, "rule", rec.Rule)
+		return notGoverned
+	case pm == nil:
+		return proposerUnknown
+	}
+	a := t.byID[rec.Proposal]
+	if a != nil && a.proposerM == pm && string(a.call) == rec.Call {
+		return notGoverned // ours, come back
+	}
+	if a != nil {
+		sp.srv.opts.Logger.Warn("cluster: two proposals of one id; the one stored first governs", "space", sp.id, "proposal", rec.Proposal)
+	} else {
+		if !t.evictLocked() {
+			sp.srv.opts.Logger.Warn("cluster: a governed proposal over the limit", "space", sp.id, "proposal", rec.Proposal)
+			return notGoverned
+		}
+		a = &approval{id: rec.Proposal}
+		t.addLocked(a)
+	}
+	rule := t.rules[i]
+	*a = approval{
+		id: rec.Proposal, rule: rule, proposer: rec.Proposer, proposerM: pm, call: []byte(rec.Call), to: rec.To,
+		step: &rule.cfg.ApprovalStep, deadline: rec.Deadline, state: protocol.ApprovalAwaiting,
+	}
+	sp.announceApprovalLocked(a, self)
+	return governed
+}
+
+// remoteVoteLocked counts approval v, made on another node (self: stored
+// by this node, come back), and tells this node's participants. known is
+// false when its proposal is not known here yet. mu must be held.
+func (sp *liveSpace) remoteVoteLocked(v cluster.ApprovalVote, self bool) (known bool) {
+	a := sp.approvals.byID[v.Proposal]
+	if a == nil {
+		return false
+	}
+	m := sp.members[v.Approver]
+	if v.Phase != a.phase || !a.open() || m == nil || m == a.proposerM || !slices.Contains(a.step.Approvers, v.Approver) || slices.Contains(a.votes, v.Approver) {
+		return true // a phase ended, or counted already (ours)
+	}
+	sp.voteLocked(a, v.Approver)
+	sp.announceApprovalLocked(a, self)
+	return true
+}
+
+// remoteEndLocked applies en, the end of a phase stored first in the
+// cluster (self: by this node), as every node does, and tells this node's
+// participants; the node whose escalation won tells the new approvers.
+// known is false when its proposal is not known here yet. mu must be
+// held.
+func (sp *liveSpace) remoteEndLocked(en cluster.ApprovalEnd, self bool) (known bool) {
+	a := sp.approvals.byID[en.Proposal]
+	if a == nil {
+		return false
+	}
+	if !sp.applyEndLocked(a, approvalEnd{phase: en.Phase, state: en.State, by: en.By, msg: en.Message, votes: en.Votes, deadline: en.Deadline}) {
+		return true
+	}
+	if en.State == protocol.ApprovalEscalated && self {
+		sp.notifyLocked(a, sp.srv.now())
+	}
+	sp.announceApprovalLocked(a, self)
+	return true
+}
+
+// announceApprovalLocked tells this node's participants a's state, changed
+// in the cluster (self: by this node, whose announcement is the one in
+// the cluster's history). mu must be held.
+func (sp *liveSpace) announceApprovalLocked(a *approval, self bool) {
+	d := sp.approvalEnvelope(a)
+	if !self {
+		d = remote(d) // in the history once: the other node's
+	}
+	sp.broadcastLocked(d, nil)
 }

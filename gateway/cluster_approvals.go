@@ -83,10 +83,8 @@ func (cl *clusterSpace) approvalChangeLocked(e cluster.Entry) {
 		}
 		sp.srv.opts.Logger.Warn("cluster: bad approval record", "space", sp.id, "key", e.Key, "err", err)
 	}
-	var (
-		id, node string
-		apply    func(a *approval) bool
-	)
+	self := cl.node.ID()
+	var known bool
 	switch {
 	case rest == "":
 		rec, err := cluster.DecodeApproval(e.Value)
@@ -94,7 +92,12 @@ func (cl *clusterSpace) approvalChangeLocked(e cluster.Entry) {
 			bad(err)
 			return
 		}
-		cl.governedLocked(e, rec)
+		switch sp.remoteGovernedLocked(rec, rec.Node == self) {
+		case proposerUnknown:
+			cl.orphanLocked(rec.ProposerName, e) // invited, but the invitation is not here yet
+		case governed:
+			cl.adoptLocked(approvalOrphan(d))
+		}
 		return
 	case strings.HasPrefix(rest, "/v"):
 		v, err := cluster.DecodeApprovalVote(e.Value)
@@ -102,42 +105,20 @@ func (cl *clusterSpace) approvalChangeLocked(e cluster.Entry) {
 			bad(err)
 			return
 		}
-		id, node = v.Proposal, v.Node
-		apply = func(a *approval) bool {
-			m := sp.members[v.Approver]
-			if v.Phase != a.phase || !a.open() || m == nil || m == a.proposerM || !slices.Contains(a.step.Approvers, v.Approver) || slices.Contains(a.votes, v.Approver) {
-				return false // a phase ended, or counted already (ours)
-			}
-			sp.voteLocked(a, v.Approver)
-			return true
-		}
+		known = sp.remoteVoteLocked(v, v.Node == self)
 	case strings.HasPrefix(rest, "/e"):
 		en, err := cluster.DecodeApprovalEnd(e.Value)
 		if err != nil || cluster.ApprovalEndKey(en.Proposal, en.Phase) != e.Key || !endable(en) {
 			bad(err)
 			return
 		}
-		id, node = en.Proposal, en.Node
-		apply = func(a *approval) bool {
-			if !sp.applyEndLocked(a, approvalEnd{phase: en.Phase, state: en.State, by: en.By, msg: en.Message, votes: en.Votes, deadline: en.Deadline}) {
-				return false
-			}
-			if en.State == protocol.ApprovalEscalated && en.Node == cl.node.ID() {
-				sp.notifyLocked(a, sp.srv.now()) // the new approvers, told by the node whose end won
-			}
-			return true
-		}
+		known = sp.remoteEndLocked(en, en.Node == self)
 	default:
 		bad("unknown key")
 		return
 	}
-	a := sp.approvals.byID[id]
-	if a == nil {
+	if !known {
 		cl.orphanLocked(approvalOrphan(d), e) // its proposal's record is not here yet
-		return
-	}
-	if apply(a) {
-		cl.announceLocked(a, node)
 	}
 }
 
@@ -160,55 +141,6 @@ func endable(en cluster.ApprovalEnd) bool {
 // changes waiting for the proposal of digest d: no participant's name
 // holds a NUL.
 func approvalOrphan(d string) string { return "\x00approval " + d }
-
-// governedLocked keeps a proposal governed on another node (or, when this
-// node governs one of that id too, takes the cluster's: the first stored
-// wins); mu must be held.
-func (cl *clusterSpace) governedLocked(e cluster.Entry, rec cluster.Approval) {
-	sp := cl.sp
-	t := &sp.approvals
-	i := slices.IndexFunc(t.rules, func(r *approvalRule) bool { return r.cfg.Name == rec.Rule })
-	pm := sp.members[rec.ProposerName]
-	switch {
-	case i < 0:
-		sp.srv.opts.Logger.Warn("cluster: a proposal governed by a rule this node does not have", "space", sp.id, "proposal", rec.Proposal, "rule", rec.Rule)
-		return
-	case pm == nil:
-		cl.orphanLocked(rec.ProposerName, e) // invited, but the invitation is not here yet
-		return
-	}
-	a := t.byID[rec.Proposal]
-	if a != nil && a.proposerM == pm && string(a.call) == rec.Call {
-		return // ours, come back
-	}
-	if a != nil {
-		sp.srv.opts.Logger.Warn("cluster: two proposals of one id; the one stored first governs", "space", sp.id, "proposal", rec.Proposal)
-	} else {
-		if !t.evictLocked() {
-			sp.srv.opts.Logger.Warn("cluster: a governed proposal over the limit", "space", sp.id, "proposal", rec.Proposal)
-			return
-		}
-		a = &approval{id: rec.Proposal}
-		t.addLocked(a)
-	}
-	rule := t.rules[i]
-	*a = approval{
-		id: rec.Proposal, rule: rule, proposer: rec.Proposer, proposerM: pm, call: []byte(rec.Call), to: rec.To,
-		step: &rule.cfg.ApprovalStep, deadline: rec.Deadline, state: protocol.ApprovalAwaiting,
-	}
-	cl.announceLocked(a, rec.Node)
-	cl.adoptLocked(approvalOrphan(cluster.ApprovalOf(e.Key)))
-}
-
-// announceLocked tells this node's participants a's state, changed by
-// node; mu must be held.
-func (cl *clusterSpace) announceLocked(a *approval, node string) {
-	d := cl.sp.approvalEnvelope(a)
-	if node != cl.node.ID() {
-		d = remote(d) // in the history once: the other node's
-	}
-	cl.sp.broadcastLocked(d, nil)
-}
 
 // approvalReady returns what a proposal or an approval from another node
 // waits for before it is delivered here: its proposal governed here, its

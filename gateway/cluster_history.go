@@ -27,13 +27,6 @@ import (
 // envelopes to reach the history.
 const settleWait = 2 * time.Second
 
-// remote marks d as another node's: it is not appended to the cluster's
-// history again here.
-func remote(d delivery) delivery {
-	d.remote = true
-	return d
-}
-
 // historyLocked queues d, a public envelope accepted or made here, for the
 // cluster's history; sp.mu must be held, so that the queue's order is the
 // space's delivery order. It never blocks.

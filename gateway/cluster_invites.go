@@ -7,13 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/mew-protocol/mew/gateway/cluster"
 	"github.com/mew-protocol/mew/gateway/internal/clusterlink"
-	"github.com/mew-protocol/mew/protocol"
-	"github.com/mew-protocol/mew/space"
 )
 
 // --- invitations ---
@@ -95,29 +92,9 @@ func (cl *clusterSpace) inviteChangeLocked(e cluster.Entry) {
 		cl.inviting[id] = append(held, e) // ours is being created: decided when it is
 		return
 	}
-	if sp.resolveLocked(id) != nil || id == protocol.GatewayID {
-		return // ours (its echo), or a name this node already serves
+	if sp.remoteInviteLocked(inv) {
+		cl.adoptLocked(id)
 	}
-	if space.ValidParticipantID(id) != nil || strings.ContainsAny(id, ":#") {
-		sp.srv.opts.Logger.Warn("cluster: bad invitation", "space", sp.id, "key", e.Key, "err", "participant id")
-		return
-	}
-	if len(sp.order)-len(sp.cfg.Participants) >= maxInvited {
-		sp.srv.opts.Logger.Warn("cluster: invitation over the limit of invited participants", "space", sp.id, "participant", id)
-		return
-	}
-	caps, _, rf := compactPatterns(inv.Capabilities)
-	if rf != nil {
-		sp.srv.opts.Logger.Warn("cluster: bad invitation", "space", sp.id, "key", e.Key, "err", rf.message)
-		return
-	}
-	m := &member{name: id, hashes: [][32]byte{[32]byte(inv.TokenHash)}}
-	if rf := sp.admitLocked(m, caps); rf != nil { // as on the node that invited it
-		sp.srv.opts.Logger.Warn("cluster: invitation not admitted", "space", sp.id, "key", e.Key, "err", rf.message)
-		return
-	}
-	sp.broadcastLocked(remote(sp.invitedEnvelope(m, inv.From, inv.Reason)), nil)
-	cl.adoptLocked(id)
 }
 
 // adoptLocked applies the changes kept for who (orphanLocked) now that it

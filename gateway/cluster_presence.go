@@ -85,11 +85,7 @@ func (cl *clusterSpace) presenceChange(e cluster.Entry) {
 			return
 		}
 		delete(cl.remote, e.Key)
-		if lm := sp.members[e.Key]; lm != nil && lm.sess == nil {
-			sp.presenceChangedLocked(lm, false, sp.srv.now())
-		}
-		cl.streamsGoneLocked(m) // cluster_streams.go: as when a connection here ends
-		sp.broadcastLocked(remote(sp.presenceEnvelope(protocol.PresenceLeave, protocol.ParticipantInfo{ID: clusterlink.Info(m).ID})), nil)
+		sp.remoteLeftLocked(m.Participant, m.RuntimeID, clusterlink.Info(m).ID, cl.streams != nil)
 		return
 	}
 	m, err := cluster.DecodeMember(e.Value)
@@ -101,27 +97,19 @@ func (cl *clusterSpace) presenceChange(e cluster.Entry) {
 		delete(cl.remote, m.Participant)
 		return
 	}
-	if lm := sp.members[m.Participant]; lm != nil && lm.sess != nil && lm.sess.transport != transportVirtual {
+	if old := sp.connectedHereLocked(m.Participant); old != nil {
 		// One logical participant, one connection in the cluster: the one
 		// made later replaces the other. Two connections made at once on
 		// two nodes may land their entries in either order; both nodes
 		// compare the same two entries, so exactly one connection stays.
-		old := lm.sess
 		if mine, ok := cl.conns[old]; ok && clusterlink.Newer(mine, m) {
 			cl.w.Enqueue(clusterlink.Op{Join: &mine}) // ours is the later one: put it back
 			return
 		}
 		delete(cl.conns, old) // its entry is already the other node's
-		old.kill(CloseReplaced, "replaced by a new connection of the same participant on another node")
-		sp.detachLocked(old)
+		sp.replacedLocked(old)
 	}
 	prev, had := cl.remote[m.Participant]
 	cl.remote[m.Participant] = m
-	if lm := sp.members[m.Participant]; lm != nil {
-		sp.presenceChangedLocked(lm, true, sp.srv.now())
-	}
-	if had && prev.Conn == m.Conn {
-		return // a refresh
-	}
-	sp.broadcastLocked(remote(sp.presenceEnvelope(protocol.PresenceJoin, clusterlink.Info(m))), nil)
+	sp.remoteJoinedLocked(m.Participant, clusterlink.Info(m), !had || prev.Conn != m.Conn)
 }

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/mew-protocol/mew/gateway/cluster"
 	"github.com/mew-protocol/mew/gateway/internal/clusterlink"
 )
@@ -97,12 +95,9 @@ func (cl *clusterSpace) controlChange(e cluster.Entry) {
 		sp.srv.opts.Logger.Warn("cluster: bad control record", "space", sp.id, "key", e.Key, "err", err)
 		return
 	}
-	m := sp.members[c.Participant]
-	if m == nil {
+	if !sp.remoteControlLocked(c) {
 		cl.orphanLocked(c.Participant, e)
-		return
 	}
-	sp.setControlLocked(m, c) // as on the node that made the change
 }
 
 // stateChange applies a change of the space's State made by another node.
@@ -147,49 +142,24 @@ func (cl *clusterSpace) stateChangeLocked(kind string, e cluster.Entry) {
 	if len(parts) != 3 {
 		return
 	}
-	m := sp.members[parts[1]]
-	if m == nil {
-		cl.orphanLocked(parts[1], e) // invited, but the invitation is not here yet
-		return
-	}
-	id := parts[2]
-	now := sp.srv.now()
-	var rf *refusal
+	who, id := parts[1], parts[2]
+	var known, applied bool
 	if e.Op == cluster.OpDelete {
-		i := slices.IndexFunc(m.grants, func(g grant) bool { return g.id == id })
-		if i < 0 {
-			return
-		}
-		rf = sp.setGrantsLocked(m, slices.Delete(slices.Clone(m.grants), i, i+1), now)
+		known, applied = sp.remoteGrantGoneLocked(who, id)
 	} else {
 		rec, err := cluster.DecodeGrant(e.Value)
-		if err != nil || rec.ID != id || rec.To != m.name {
+		if err != nil || rec.ID != id || rec.To != who {
 			sp.srv.opts.Logger.Warn("cluster: bad grant", "space", sp.id, "key", e.Key, "err", err)
 			return
 		}
-		if !rec.Expires.IsZero() && !now.Before(rec.Expires) {
-			return
-		}
-		caps, set, bad := compactPatterns(rec.Capabilities)
-		if bad != nil {
-			sp.srv.opts.Logger.Warn("cluster: bad grant", "space", sp.id, "key", e.Key, "err", bad.message)
-			return
-		}
-		links, err := sp.checkLinksLocked(rec, set)
-		if err != nil {
-			// Whoever wrote it, it is not a grant this node would have
-			// accepted: refused, never enforced.
-			sp.srv.opts.Logger.Warn("cluster: grant refused", "space", sp.id, "key", e.Key, "err", err)
-			return
-		}
-		g := grant{id: id, from: rec.From, at: rec.At, expires: rec.Expires, session: rec.Session, links: links, caps: caps, set: set}
-		rf = sp.putGrantLocked(m, g, now) // as on the node that made it
+		known, applied = sp.remoteGrantLocked(rec)
 	}
-	if rf != nil {
-		sp.srv.opts.Logger.Warn("cluster: grant does not compile", "space", sp.id, "key", e.Key, "err", rf.message)
-		return
+	switch {
+	case !known:
+		cl.orphanLocked(who, e) // invited, but the invitation is not here yet
+	case applied:
+		cl.releaseLocked()
 	}
-	cl.releaseLocked()
 }
 
 // --- runtime aliases ---
@@ -206,12 +176,8 @@ func (cl *clusterSpace) aliasLocked(id string, m *member) {
 	cl.w.Enqueue(clusterlink.Op{Key: cluster.AliasKey(id), Value: b, Create: true})
 }
 
-// aliasChangeLocked applies a runtime id's binding from State: from now on
-// the id names that participant here too (a grant, a pause or a kick naming
-// it, envelopes addressed to it), and no one else may join under it. Two
-// nodes that bound one id to two participants at once both end with the
-// binding stored first; the other participant's connection under that id,
-// if here, is closed. mu must be held.
+// aliasChangeLocked applies a runtime id's binding from State, the first
+// stored in the cluster (liveSpace.remoteAliasLocked); mu must be held.
 func (cl *clusterSpace) aliasChangeLocked(e cluster.Entry) {
 	if e.Op != cluster.OpPut {
 		return // a binding lasts; a cleared key changes nothing until restart
@@ -225,28 +191,7 @@ func (cl *clusterSpace) aliasChangeLocked(e cluster.Entry) {
 		sp.srv.opts.Logger.Warn("cluster: bad alias", "space", sp.id, "key", e.Key, "err", err)
 		return
 	}
-	m := sp.members[a.Participant]
-	if m == nil {
+	if !sp.remoteAliasLocked(a) {
 		cl.orphanLocked(a.Participant, e) // invited, but the invitation is not here yet
-		return
 	}
-	if _, logical := sp.members[a.ID]; logical {
-		return // a logical name is nobody's alias
-	}
-	cur, bound := sp.aliases[a.ID]
-	switch {
-	case cur == m:
-		return
-	case m.aliases >= maxAliasesPerMember:
-		sp.srv.opts.Logger.Warn("cluster: alias over the limit", "space", sp.id, "id", a.ID, "participant", m.name)
-		return
-	case bound:
-		cur.aliases--
-		if s := sp.sessions[a.ID]; s != nil && s.m == cur {
-			s.kill(websocket.StatusPolicyViolation, fmt.Sprintf("participant id %q was used by another participant on another gateway node first", a.ID))
-			sp.detachLocked(s)
-		}
-	}
-	sp.aliases[a.ID] = m
-	m.aliases++
 }

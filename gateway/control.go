@@ -640,3 +640,37 @@ func (sp *liveSpace) delegable(o origin, caps []json.RawMessage, set *capability
 	}
 	return chain, nil
 }
+
+// remoteInviteLocked applies an invitation made on another node of a
+// cluster, checked as this node checks its own: the participant exists
+// here from now on, known by its token's hash, with the capabilities it was
+// invited with, and this node's participants see it invited. It reports
+// whether the participant was admitted now (false: known already, or
+// refused and logged). An invitation is never withdrawn (a kick is the way
+// out). mu must be held.
+func (sp *liveSpace) remoteInviteLocked(inv cluster.Invite) bool {
+	id := inv.Participant
+	if sp.resolveLocked(id) != nil || id == protocol.GatewayID {
+		return false // ours (its echo), or a name this node already serves
+	}
+	if space.ValidParticipantID(id) != nil || strings.ContainsAny(id, ":#") {
+		sp.srv.opts.Logger.Warn("cluster: bad invitation", "space", sp.id, "participant", id, "err", "participant id")
+		return false
+	}
+	if len(sp.order)-len(sp.cfg.Participants) >= maxInvited {
+		sp.srv.opts.Logger.Warn("cluster: invitation over the limit of invited participants", "space", sp.id, "participant", id)
+		return false
+	}
+	caps, _, rf := compactPatterns(inv.Capabilities)
+	if rf != nil {
+		sp.srv.opts.Logger.Warn("cluster: bad invitation", "space", sp.id, "participant", id, "err", rf.message)
+		return false
+	}
+	m := &member{name: id, hashes: [][32]byte{[32]byte(inv.TokenHash)}}
+	if rf := sp.admitLocked(m, caps); rf != nil { // as on the node that invited it
+		sp.srv.opts.Logger.Warn("cluster: invitation not admitted", "space", sp.id, "participant", id, "err", rf.message)
+		return false
+	}
+	sp.broadcastLocked(remote(sp.invitedEnvelope(m, inv.From, inv.Reason)), nil)
+	return true
+}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/mew-protocol/mew/capability"
 	"github.com/mew-protocol/mew/gateway/cluster"
 	"github.com/mew-protocol/mew/gateway/internal/audit"
@@ -358,4 +359,105 @@ func (sp *liveSpace) checkLinksLocked(rec cluster.Grant, set *capability.Set) ([
 		links[i] = link{pattern: pat, grantID: l.Grant, entry: l.Entry}
 	}
 	return links, nil
+}
+
+// --- grants, controls and aliases made on other nodes of a cluster ---
+//
+// cluster_state.go decodes what another node stored and checks that it
+// fits its key; these apply it as that node did, through the same core
+// functions. Each reports known false when the participant it names is
+// not known here yet (its invitation comes later), for the link to keep
+// the change until it is. mu must be held.
+
+// remoteGrantLocked applies a grant made on another node, checked as this
+// node checks its own: one it would not have accepted is refused, never
+// enforced. applied reports that it is in force here now.
+func (sp *liveSpace) remoteGrantLocked(rec cluster.Grant) (known, applied bool) {
+	m := sp.members[rec.To]
+	if m == nil {
+		return false, false
+	}
+	now := sp.srv.now()
+	if !rec.Expires.IsZero() && !now.Before(rec.Expires) {
+		return true, false
+	}
+	log := sp.srv.opts.Logger.With("space", sp.id, "participant", rec.To, "grant", rec.ID)
+	caps, set, bad := compactPatterns(rec.Capabilities)
+	if bad != nil {
+		log.Warn("cluster: bad grant", "err", bad.message)
+		return true, false
+	}
+	links, err := sp.checkLinksLocked(rec, set)
+	if err != nil {
+		log.Warn("cluster: grant refused", "err", err)
+		return true, false
+	}
+	g := grant{id: rec.ID, from: rec.From, at: rec.At, expires: rec.Expires, session: rec.Session, links: links, caps: caps, set: set}
+	if rf := sp.putGrantLocked(m, g, now); rf != nil {
+		log.Warn("cluster: grant does not compile", "err", rf.message)
+		return true, false
+	}
+	return true, true
+}
+
+// remoteGrantGoneLocked applies the end of participant's grant id on
+// another node.
+func (sp *liveSpace) remoteGrantGoneLocked(participant, id string) (known, applied bool) {
+	m := sp.members[participant]
+	if m == nil {
+		return false, false
+	}
+	i := slices.IndexFunc(m.grants, func(g grant) bool { return g.id == id })
+	if i < 0 {
+		return true, false
+	}
+	if rf := sp.setGrantsLocked(m, slices.Delete(slices.Clone(m.grants), i, i+1), sp.srv.now()); rf != nil {
+		sp.srv.opts.Logger.Warn("cluster: grants do not compile", "space", sp.id, "participant", participant, "grant", id, "err", rf.message)
+		return true, false
+	}
+	return true, true
+}
+
+// remoteControlLocked applies a pause, resume, shutdown or kick made on
+// another node, as that node did (setControlLocked).
+func (sp *liveSpace) remoteControlLocked(c cluster.Control) (known bool) {
+	m := sp.members[c.Participant]
+	if m == nil {
+		return false
+	}
+	sp.setControlLocked(m, c)
+	return true
+}
+
+// remoteAliasLocked applies runtime id a.ID's binding to a.Participant,
+// stored first in the cluster: from now on the id names that participant
+// here too (a grant, a pause or a kick naming it, envelopes addressed to
+// it), and no one else may join under it. Two nodes that bound one id to
+// two participants at once both end with the binding stored first; the
+// other participant's connection under that id, if here, is closed.
+func (sp *liveSpace) remoteAliasLocked(a cluster.Alias) (known bool) {
+	m := sp.members[a.Participant]
+	if m == nil {
+		return false
+	}
+	if _, logical := sp.members[a.ID]; logical {
+		return true // a logical name is nobody's alias
+	}
+	cur, bound := sp.aliases[a.ID]
+	switch {
+	case cur == m:
+		return true
+	case m.aliases >= maxAliasesPerMember:
+		sp.srv.opts.Logger.Warn("cluster: alias over the limit", "space", sp.id, "id", a.ID, "participant", m.name)
+		return true
+	case bound:
+		cur.aliases--
+		if s := sp.sessions[a.ID]; s != nil && s.m == cur {
+			s.kill(websocket.StatusPolicyViolation, fmt.Sprintf("participant id %q was used by another participant on another gateway node first", a.ID))
+			sp.detachLocked(s)
+		}
+	}
+	sp.aliases[a.ID] = m
+	m.aliases++
+	return true
 }

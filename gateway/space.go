@@ -494,6 +494,13 @@ type delivery struct {
 	remote bool
 }
 
+// remote marks d as another node's: it is not appended to the cluster's
+// history again here.
+func remote(d delivery) delivery {
+	d.remote = true
+	return d
+}
+
 // broadcastLocked queues data for every session but exclude. mu must be held.
 func (sp *liveSpace) broadcastLocked(d delivery, exclude *session) {
 	// The node's history keeps what it delivered, for resumes (and, on a
@@ -596,4 +603,50 @@ func (sp *liveSpace) closeAll(code websocket.StatusCode, reason string) []*sessi
 		s.kill(code, reason)
 	}
 	return all
+}
+
+// --- presence on other nodes of a cluster (cluster_presence.go) ---
+
+// connectedHereLocked is participant's connection to this node, or nil (an
+// output_log participant's is each node's own, and no connection). mu must
+// be held.
+func (sp *liveSpace) connectedHereLocked(participant string) *session {
+	if m := sp.members[participant]; m != nil && m.sess != nil && m.sess.transport != transportVirtual {
+		return m.sess
+	}
+	return nil
+}
+
+// replacedLocked ends s, replaced by a connection of its participant made
+// later on another node; mu must be held.
+func (sp *liveSpace) replacedLocked(s *session) {
+	s.kill(CloseReplaced, "replaced by a new connection of the same participant on another node")
+	sp.detachLocked(s)
+}
+
+// remoteJoinedLocked records that participant is connected to another
+// node, and with announce (not a refresh of its entry) tells this node's
+// participants, who read it as info. mu must be held.
+func (sp *liveSpace) remoteJoinedLocked(participant string, info protocol.ParticipantInfo, announce bool) {
+	if m := sp.members[participant]; m != nil {
+		sp.presenceChangedLocked(m, true, sp.srv.now())
+	}
+	if announce {
+		sp.broadcastLocked(remote(sp.presenceEnvelope(protocol.PresenceJoin, info)), nil)
+	}
+}
+
+// remoteLeftLocked records that participant's connection to another node
+// (under runtimeID, announced as id) ended: with streams (the space shares
+// streams with the cluster already), what that does to its streams is
+// applied here as when a connection here ends, and this node's
+// participants are told. mu must be held.
+func (sp *liveSpace) remoteLeftLocked(participant, runtimeID, id string, streams bool) {
+	if m := sp.members[participant]; m != nil && m.sess == nil {
+		sp.presenceChangedLocked(m, false, sp.srv.now())
+	}
+	if streams {
+		sp.remoteStreamsGoneLocked(participant, runtimeID)
+	}
+	sp.broadcastLocked(remote(sp.presenceEnvelope(protocol.PresenceLeave, protocol.ParticipantInfo{ID: id})), nil)
 }

@@ -30,6 +30,7 @@ package gateway
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -627,4 +628,116 @@ func (sp *liveSpace) refuseFrame(o origin, id, msg string) {
 		return
 	}
 	sp.answer(o, withStreamID(refuse(ErrorUnauthorizedStream, msg), id))
+}
+
+// --- streams across the nodes of a cluster (cluster_streams.go shares and applies) ---
+
+// streamRecord makes the record of a change of st. For an open it holds
+// the whole stream.
+func streamRecord(op string, st *stream) cluster.Stream {
+	rec := cluster.Stream{ID: st.id}
+	switch op {
+	case cluster.StreamOpOpen:
+		req, _ := json.Marshal(st.request) // a decoded request always encodes
+		rec = cluster.Stream{
+			ID: st.id, Seq: st.seq, Writers: st.writers, Target: st.target, Request: req,
+			RequestID: st.requestID, OpenID: st.openID, Created: st.created,
+		}
+		fallthrough
+	case cluster.StreamOpTransfer:
+		rec.Owner = st.owner
+		if st.ownerM != nil {
+			rec.OwnerOf = st.ownerM.name
+		}
+	}
+	return rec
+}
+
+// applyStreamChangeLocked applies a change of a stream made on another
+// node (c, the cluster log's record seq), as that node applied it, and
+// delivers its announcement when announce is set (not while catching up
+// at start). It reports false for an open of a stream known already (a
+// repeat, not this node's to announce again). mu must be held.
+func (sp *liveSpace) applyStreamChangeLocked(c cluster.StreamChange, seq uint64, announce bool) bool {
+	t := &sp.streams
+	rec := c.Stream
+	st := t.byID[rec.ID]
+	if st == nil && c.Op != cluster.StreamOpOpen {
+		// Closed here already (its owner's presence left first), or
+		// never known: nothing to change, nothing to announce.
+		return true
+	}
+	switch c.Op {
+	case cluster.StreamOpOpen:
+		if st != nil {
+			return false // a repeated open: not ours to announce again
+		}
+		var req protocol.StreamRequest
+		if len(rec.Request) > 0 {
+			if err := json.Unmarshal(rec.Request, &req); err != nil {
+				sp.srv.opts.Logger.Warn("cluster: bad stream request", "space", sp.id, "stream", rec.ID, "err", err)
+			}
+		}
+		st = &stream{
+			id: rec.ID, seq: rec.Seq, owner: rec.Owner, ownerM: sp.members[rec.OwnerOf],
+			writers: slices.Clone(rec.Writers), target: slices.Clone(rec.Target), request: req,
+			requestID: rec.RequestID, openID: rec.OpenID, created: rec.Created,
+		}
+		t.last = max(t.last, st.seq)
+		t.add(st)
+	case cluster.StreamOpWriters, cluster.StreamOpTransfer:
+		if c.Op == cluster.StreamOpTransfer {
+			t.setOwner(st, sp.members[rec.OwnerOf])
+			st.owner, st.ownerM = rec.Owner, sp.members[rec.OwnerOf]
+		}
+		st.writers = slices.DeleteFunc(st.writers, func(w string) bool { return slices.Contains(c.Remove, w) })
+		for _, w := range c.Add {
+			if !slices.Contains(st.writers, w) {
+				st.writers = append(st.writers, w)
+			}
+		}
+	case cluster.StreamOpClose:
+		t.remove(st)
+	}
+	st.logSeq = seq
+	if announce && len(c.Announce) > 0 {
+		var head struct {
+			ID   string `json:"id"`
+			Kind string `json:"kind"`
+		}
+		if err := json.Unmarshal(c.Announce, &head); err != nil || head.Kind == "" {
+			sp.srv.opts.Logger.Warn("cluster: bad stream announcement", "space", sp.id, "stream", rec.ID, "err", err)
+			return true
+		}
+		sp.broadcastLocked(delivery{data: c.Announce, id: head.ID, kind: head.Kind, at: sp.srv.now(), remote: true}, nil)
+	}
+	return true
+}
+
+// remoteStreamsGoneLocked applies, here, what the end of participant's
+// connection (under runtimeID) on another node does to streams
+// (streamsLeaveLocked): the
+// streams it owns close, announced as owner_left, and it is no writer of
+// the others. Its node shares the same changes through the log, unless it
+// died; whichever comes first applies, and the later one finds nothing to
+// change and announces nothing. mu must be held.
+func (sp *liveSpace) remoteStreamsGoneLocked(participant, runtimeID string) {
+	t := &sp.streams
+	m := sp.members[participant]
+	if len(t.byID) == 0 || m == nil || m.sess != nil {
+		return // a connection here is its own (detachLocked)
+	}
+	for _, st := range t.sorted() {
+		if st.ownerM == m {
+			t.remove(st)
+			d := sp.systemEnvelope(protocol.KindStreamClose, nil, protocol.StreamClose{
+				StreamID: st.id, Reason: StreamCloseOwnerLeft,
+			}, st.openID)
+			sp.broadcastLocked(remote(d), nil)
+			continue
+		}
+		st.writers = slices.DeleteFunc(st.writers, func(w string) bool {
+			return w == m.name || (runtimeID != "" && w == runtimeID)
+		})
+	}
 }
