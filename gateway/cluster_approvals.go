@@ -18,7 +18,6 @@ package gateway
 // the one in the cluster's history.
 
 import (
-	"slices"
 	"strings"
 	"time"
 
@@ -141,28 +140,3 @@ func endable(en cluster.ApprovalEnd) bool {
 // changes waiting for the proposal of digest d: no participant's name
 // holds a NUL.
 func approvalOrphan(d string) string { return "\x00approval " + d }
-
-// approvalReady returns what a proposal or an approval from another node
-// waits for before it is delivered here: its proposal governed here, its
-// approval counted, so that a participant who reads it may act on it at
-// once (approve the proposal, fulfil it). nil when it waits for nothing.
-func (cl *clusterSpace) approvalReady(env *protocol.Envelope) func() bool {
-	t := &cl.sp.approvals
-	switch {
-	case len(t.rules) == 0:
-		return nil
-	case env.Kind == protocol.KindMCPProposal:
-		if t.ruleFor(env) == nil {
-			return nil
-		}
-		id := env.ID
-		return func() bool { return t.byID[id] != nil }
-	case env.Kind == protocol.KindApprovalApprove && len(env.CorrelationID) == 1:
-		id, from := env.CorrelationID[0], env.From
-		return func() bool {
-			a, m := t.byID[id], cl.sp.resolveLocked(from)
-			return a != nil && (m == nil || !a.open() || slices.Contains(a.votes, m.name))
-		}
-	}
-	return nil
-}

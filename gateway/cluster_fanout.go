@@ -4,7 +4,6 @@ package gateway
 // holding of remote envelopes until the state they need has arrived.
 
 import (
-	"slices"
 	"time"
 
 	"github.com/coder/websocket"
@@ -42,7 +41,7 @@ func (cl *clusterSpace) speaksForLocked(m *member) bool { return m.sess != nil }
 func (cl *clusterSpace) publishLocked(d delivery) {
 	if err := cl.node.Broker().Publish(cl.ctx, cl.sp.id, d.data); err != nil {
 		cl.sp.srv.opts.Logger.Warn("cluster publish failed", "space", cl.sp.id, "id", d.id, "err", err)
-		cl.notSharedLocked([]published{{d.src, d.id}}, err)
+		cl.sp.notSharedLocked([]published{{d.src, d.id}}, err)
 		return
 	}
 	cl.confirms.Add(published{d.src, d.id})
@@ -53,24 +52,8 @@ func (cl *clusterSpace) notShared(batch []published, err error) {
 	sp := cl.sp
 	sp.srv.opts.Logger.Warn("cluster: publishes not confirmed; telling their senders", "space", sp.id, "envelopes", len(batch), "err", err)
 	sp.mu.Lock()
-	cl.notSharedLocked(batch, err)
+	cl.sp.notSharedLocked(batch, err)
 	sp.mu.Unlock()
-}
-
-// notSharedLocked tells the senders of envelopes accepted and delivered
-// here that they may not have reached the other nodes (a system/error
-// cluster_unavailable correlated to each). mu must be held.
-func (cl *clusterSpace) notSharedLocked(list []published, err error) {
-	sp := cl.sp
-	for _, p := range list {
-		s := p.m.sess
-		if s == nil || sp.sessions[s.id] != s {
-			continue // gone: nobody to tell
-		}
-		r := refuse(ErrorClusterUnavailable, "accepted and delivered on this gateway node, but it may not have reached the other nodes of the cluster: "+err.Error())
-		r.ref = p.id
-		sp.unicastLocked(s, sp.errorEnvelope(s.id, r))
-	}
 }
 
 // heldEnvelope is an envelope from another node not yet delivered here.
@@ -126,13 +109,7 @@ func (cl *clusterSpace) diverged(gen uint64) {
 	sp.srv.metrics.clusterDiverged.Inc()
 	sp.srv.opts.Logger.Warn("cluster: this node fell behind the space's envelopes (NATS dropped some); closing its connections to the space",
 		"space", sp.id, "connections", len(sp.roster))
-	for _, s := range slices.Clone(sp.roster) {
-		if s.transport == transportVirtual {
-			continue // an output_log file: nowhere else to go
-		}
-		s.kill(websocket.StatusTryAgainLater, "this gateway node fell behind the cluster and missed envelopes: reconnect")
-		sp.detachLocked(s)
-	}
+	sp.sendAwayLocked(websocket.StatusTryAgainLater, "this gateway node fell behind the cluster and missed envelopes: reconnect")
 	sp.mu.Unlock()
 	cl.wg.Go(func() {
 		if old != nil {
@@ -177,7 +154,7 @@ func (cl *clusterSpace) remoteEnvelope(dec *protocol.Decoder, gen uint64, msg cl
 	}
 	sp := cl.sp
 	h := heldEnvelope{d: delivery{data: msg.Data, id: env.ID, kind: env.Kind, at: sp.srv.now(), to: env.To, remote: true}, sent: msg.Sent}
-	ready := cl.readyFunc(&env)
+	ready := sp.remoteReady(&env, cl.causeApplied)
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	if gen != cl.subGen {
@@ -189,59 +166,6 @@ func (cl *clusterSpace) remoteEnvelope(dec *protocol.Decoder, gen uint64, msg cl
 		sp.floor.note(env.ID, len(env.To) > 0)
 	}
 	cl.held.AddLocked(h, ready)
-}
-
-// readyFunc returns what a grant, a revoke by grant id, a kick, a pause or a
-// resume waits for, or nil.
-func (cl *clusterSpace) readyFunc(env *protocol.Envelope) func() bool {
-	sp := cl.sp
-	has := func(who, id string) bool {
-		m := sp.resolveLocked(who)
-		return m != nil && slices.ContainsFunc(m.grants, func(g grant) bool { return g.id == id })
-	}
-	switch env.Kind {
-	case protocol.KindCapabilityGrant:
-		var p protocol.Grant
-		if env.DecodePayload(&p) != nil || p.Recipient == "" {
-			return nil
-		}
-		id := env.ID
-		return func() bool { return sp.resolveLocked(p.Recipient) == nil || has(p.Recipient, id) }
-	case protocol.KindCapabilityRevoke:
-		var p protocol.Revoke
-		if env.DecodePayload(&p) != nil || p.GrantID == "" {
-			return nil // by pattern: nothing precise to wait for
-		}
-		return func() bool { return !has(p.Recipient, p.GrantID) }
-	case protocol.KindSpaceKick:
-		var p protocol.Kick
-		if env.DecodePayload(&p) != nil || p.ParticipantID == "" {
-			return nil
-		}
-		return func() bool { m := sp.resolveLocked(p.ParticipantID); return m == nil || m.ctl.kicked }
-	case protocol.KindStreamRequest, protocol.KindStreamClose:
-		return cl.streamReady(env) // cluster_streams.go
-	case protocol.KindMCPProposal, protocol.KindApprovalApprove:
-		return cl.approvalReady(env) // cluster_approvals.go
-	case protocol.KindParticipantPause, protocol.KindParticipantResume, protocol.KindParticipantShutdown:
-		to, id, kind := slices.Clone(env.To), env.ID, env.Kind
-		return func() bool {
-			for _, who := range to {
-				m := sp.resolveLocked(who)
-				if m == nil {
-					continue
-				}
-				switch {
-				case kind == protocol.KindParticipantPause && m.ctl.pauseID != id,
-					kind == protocol.KindParticipantResume && m.ctl.pausedUntil.Load() != 0,
-					kind == protocol.KindParticipantShutdown && !m.ctl.shutdown.Load():
-					return false
-				}
-			}
-			return true
-		}
-	}
-	return nil
 }
 
 // releaseLocked delivers the held envelopes that may go now (after a

@@ -81,13 +81,6 @@ type clusterSpace struct {
 	hist *clusterhist.Writer
 }
 
-// published is a participant's envelope handed to the Broker, whose sender
-// is told if it may not have reached the other nodes.
-type published struct {
-	m  *member
-	id string
-}
-
 // clusterStart links every space to opts.Cluster.Node, if set: it subscribes to
 // each space's envelopes and waits for the watches' snapshots, so that the
 // node serves with the cluster's current grants and presence.

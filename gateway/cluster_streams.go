@@ -272,40 +272,10 @@ func (cs *clusterStreams) changeLocked(c cluster.StreamChange, seq uint64, annou
 	}
 }
 
-// streamReady returns what another node's stream/request or stream/close
-// waits for before it is delivered here: the change it made, applied here
-// (so everyone sees the stream/open before the request, and a close after
-// the frames before it). A close by correlation_id that names no stream
-// open here was relayed without a change and waits for nothing. It is
-// called without mu; what it returns is called with mu held.
-func (cl *clusterSpace) streamReady(env *protocol.Envelope) func() bool {
-	id, corr := env.ID, slices.Clone(env.CorrelationID)
-	byCorrelation := false
-	if env.Kind == protocol.KindStreamClose {
-		var p protocol.StreamClose
-		if env.DecodePayload(&p) != nil {
-			return nil
-		}
-		byCorrelation = p.StreamID == ""
-	}
-	return func() bool {
-		cs := cl.streams
-		if cs == nil {
-			return true
-		}
-		if cs.causes.Has(id) {
-			return true
-		}
-		if byCorrelation {
-			for _, s := range cl.sp.streams.byID {
-				if slices.Contains(corr, s.requestID) || slices.Contains(corr, s.openID) {
-					return false
-				}
-			}
-			return true
-		}
-		return false
-	}
+// causeApplied reports whether the change of State or of the streams' log
+// made by envelope id is applied here; mu must be held.
+func (cl *clusterSpace) causeApplied(id string) bool {
+	return cl.streams == nil || cl.streams.causes.Has(id)
 }
 
 // remoteMemberLocked returns the member id names if it is connected on

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/mew-protocol/mew/protocol"
@@ -151,4 +152,141 @@ func (f solo) poll(w http.ResponseWriter, _ *http.Request, m *member, after time
 func (f solo) approvalEndLocked(a *approval, e approvalEnd) bool {
 	f.sp.applyEndLocked(a, e)
 	return true
+}
+
+// remoteReady returns what an envelope accepted on another node of a
+// cluster waits for before it is delivered here, or nil: the change it
+// announces in force here, so that, as on one node, the grantee has its new
+// capabilities before anyone reads the grant, a kicked or paused
+// participant is so before the announcement, and a participant who reads a
+// proposal or an approval may act on it at once. applied reports whether
+// the change to a stream made by an envelope is applied here. It is called
+// without mu; what it returns is called with mu held.
+func (sp *liveSpace) remoteReady(env *protocol.Envelope, applied func(id string) bool) func() bool {
+	has := func(who, id string) bool {
+		m := sp.resolveLocked(who)
+		return m != nil && slices.ContainsFunc(m.grants, func(g grant) bool { return g.id == id })
+	}
+	switch env.Kind {
+	case protocol.KindCapabilityGrant:
+		var p protocol.Grant
+		if env.DecodePayload(&p) != nil || p.Recipient == "" {
+			return nil
+		}
+		id := env.ID
+		return func() bool { return sp.resolveLocked(p.Recipient) == nil || has(p.Recipient, id) }
+	case protocol.KindCapabilityRevoke:
+		var p protocol.Revoke
+		if env.DecodePayload(&p) != nil || p.GrantID == "" {
+			return nil // by pattern: nothing precise to wait for
+		}
+		return func() bool { return !has(p.Recipient, p.GrantID) }
+	case protocol.KindSpaceKick:
+		var p protocol.Kick
+		if env.DecodePayload(&p) != nil || p.ParticipantID == "" {
+			return nil
+		}
+		return func() bool { m := sp.resolveLocked(p.ParticipantID); return m == nil || m.ctl.kicked }
+	case protocol.KindStreamRequest, protocol.KindStreamClose:
+		return sp.streamReady(env, applied)
+	case protocol.KindMCPProposal, protocol.KindApprovalApprove:
+		return sp.approvalReady(env)
+	case protocol.KindParticipantPause, protocol.KindParticipantResume, protocol.KindParticipantShutdown:
+		to, id, kind := slices.Clone(env.To), env.ID, env.Kind
+		return func() bool {
+			for _, who := range to {
+				m := sp.resolveLocked(who)
+				if m == nil {
+					continue
+				}
+				switch {
+				case kind == protocol.KindParticipantPause && m.ctl.pauseID != id,
+					kind == protocol.KindParticipantResume && m.ctl.pausedUntil.Load() != 0,
+					kind == protocol.KindParticipantShutdown && !m.ctl.shutdown.Load():
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return nil
+}
+
+// streamReady returns what another node's stream/request or stream/close
+// waits for before it is delivered here: the change it made, applied here
+// (so everyone sees the stream/open before the request, and a close after
+// the frames before it). A close by correlation_id that names no stream
+// open here was relayed without a change and waits for nothing. It is
+// called without mu; what it returns is called with mu held.
+func (sp *liveSpace) streamReady(env *protocol.Envelope, applied func(id string) bool) func() bool {
+	id, corr := env.ID, slices.Clone(env.CorrelationID)
+	byCorrelation := false
+	if env.Kind == protocol.KindStreamClose {
+		var p protocol.StreamClose
+		if env.DecodePayload(&p) != nil {
+			return nil
+		}
+		byCorrelation = p.StreamID == ""
+	}
+	return func() bool {
+		if applied(id) {
+			return true
+		}
+		if byCorrelation {
+			for _, s := range sp.streams.byID {
+				if slices.Contains(corr, s.requestID) || slices.Contains(corr, s.openID) {
+					return false
+				}
+			}
+			return true
+		}
+		return false
+	}
+}
+
+// approvalReady returns what a proposal or an approval from another node
+// waits for before it is delivered here: its proposal governed here, its
+// approval counted, so that a participant who reads it may act on it at
+// once (approve the proposal, fulfil it). nil when it waits for nothing.
+func (sp *liveSpace) approvalReady(env *protocol.Envelope) func() bool {
+	t := &sp.approvals
+	switch {
+	case len(t.rules) == 0:
+		return nil
+	case env.Kind == protocol.KindMCPProposal:
+		if t.ruleFor(env) == nil {
+			return nil
+		}
+		id := env.ID
+		return func() bool { return t.byID[id] != nil }
+	case env.Kind == protocol.KindApprovalApprove && len(env.CorrelationID) == 1:
+		id, from := env.CorrelationID[0], env.From
+		return func() bool {
+			a, m := t.byID[id], sp.resolveLocked(from)
+			return a != nil && (m == nil || !a.open() || slices.Contains(a.votes, m.name))
+		}
+	}
+	return nil
+}
+
+// published is a participant's envelope handed to the Broker, whose sender
+// is told if it may not have reached the other nodes.
+type published struct {
+	m  *member
+	id string
+}
+
+// notSharedLocked tells the senders of envelopes accepted and delivered
+// here that they may not have reached the other nodes (a system/error
+// cluster_unavailable correlated to each). mu must be held.
+func (sp *liveSpace) notSharedLocked(list []published, err error) {
+	for _, p := range list {
+		s := p.m.sess
+		if s == nil || sp.sessions[s.id] != s {
+			continue // gone: nobody to tell
+		}
+		r := refuse(ErrorClusterUnavailable, "accepted and delivered on this gateway node, but it may not have reached the other nodes of the cluster: "+err.Error())
+		r.ref = p.id
+		sp.unicastLocked(s, sp.errorEnvelope(s.id, r))
+	}
 }

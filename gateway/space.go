@@ -650,3 +650,16 @@ func (sp *liveSpace) remoteLeftLocked(participant, runtimeID, id string, streams
 	}
 	sp.broadcastLocked(remote(sp.presenceEnvelope(protocol.PresenceLeave, protocol.ParticipantInfo{ID: id})), nil)
 }
+
+// sendAwayLocked closes every connection to the space (output_log
+// participants, which have nowhere else to go, stay) with code and reason,
+// for them to reconnect, likely to another node. mu must be held.
+func (sp *liveSpace) sendAwayLocked(code websocket.StatusCode, reason string) {
+	for _, s := range slices.Clone(sp.roster) {
+		if s.transport == transportVirtual {
+			continue
+		}
+		s.kill(code, reason)
+		sp.detachLocked(s)
+	}
+}
