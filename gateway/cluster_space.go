@@ -15,16 +15,17 @@ import (
 	"github.com/mew-protocol/mew/gateway/internal/clusterlink"
 )
 
-// This file wires a space to the cluster (Options.Cluster.Node): fan-out of
-// accepted envelopes through the Broker, presence through Presence, runtime
-// grants through State. On a single node (no cluster) liveSpace.cl is nil
-// and none of it runs: each hook in space.go and control.go is one nil
-// check.
+// This file is the link of a space served by a cluster (Options.Cluster.Node;
+// a single node's spaces have the solo link of link.go): fan-out of accepted
+// envelopes through the Broker, presence through Presence, runtime grants,
+// controls, invitations, aliases, floor claims and governed proposals
+// through State, stream changes through the Log.
 //
 // Enforcement stays local: the space's maps remain what the node enforces.
 // A change made here is applied here at once and written to the fabric by
 // the space's writer goroutine, in the order it was made; the other nodes
-// apply it when their watch delivers it.
+// apply it, through the core's remote…Locked functions, when their watch
+// delivers it.
 
 // ErrorClusterUnavailable refuses envelopes of a shared space while the node
 // cannot reach the cluster: it would otherwise diverge from the others.
