@@ -52,7 +52,7 @@ func (cl *clusterSpace) notShared(batch []published, err error) {
 	sp := cl.sp
 	sp.srv.opts.Logger.Warn("cluster: publishes not confirmed; telling their senders", "space", sp.id, "envelopes", len(batch), "err", err)
 	sp.mu.Lock()
-	cl.sp.notSharedLocked(batch, err)
+	sp.notSharedLocked(batch, err)
 	sp.mu.Unlock()
 }
 
