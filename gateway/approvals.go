@@ -10,6 +10,7 @@ import (
 
 	"github.com/mew-protocol/mew/capability"
 	"github.com/mew-protocol/mew/gateway/cluster"
+	"github.com/mew-protocol/mew/gateway/internal/clusterlink"
 	"github.com/mew-protocol/mew/gateway/internal/notify"
 	"github.com/mew-protocol/mew/protocol"
 	"github.com/mew-protocol/mew/space"
@@ -513,45 +514,35 @@ func approvalState(a *approval) protocol.Approval {
 	return p
 }
 
-// --- governed proposals across the nodes of a cluster (cluster_approvals.go
-// decodes the records and checks that they fit their keys) ---
-
-// remoteGoverned is what remoteGovernedLocked did with a proposal governed
-// elsewhere.
-type remoteGoverned int
-
-const (
-	governed        remoteGoverned = iota // governed here now, as in the cluster
-	proposerUnknown                       // its proposer is not known here yet
-	notGoverned                           // already, or not at all (logged)
-)
+// --- governed proposals across the nodes of a cluster (the space's
+// clusterlink.Link decodes the records and checks that they fit their keys) ---
 
 // remoteGovernedLocked keeps a proposal governed on another node (or, when
 // this node governs one of that id too, takes the cluster's: the first
 // stored wins), and tells this node's participants (self: this node stored
 // it, and its announcement is the one in the cluster's history). mu must
 // be held.
-func (sp *liveSpace) remoteGovernedLocked(rec cluster.Approval, self bool) remoteGoverned {
+func (sp *liveSpace) remoteGovernedLocked(rec cluster.Approval, self bool) clusterlink.Governed {
 	t := &sp.approvals
 	i := slices.IndexFunc(t.rules, func(r *approvalRule) bool { return r.cfg.Name == rec.Rule })
 	pm := sp.members[rec.ProposerName]
 	switch {
 	case i < 0:
 		sp.srv.opts.Logger.Warn("cluster: a proposal governed by a rule this node does not have", "space", sp.id, "proposal", rec.Proposal, "rule", rec.Rule)
-		return notGoverned
+		return clusterlink.NotGoverned
 	case pm == nil:
-		return proposerUnknown
+		return clusterlink.ProposerUnknown
 	}
 	a := t.byID[rec.Proposal]
 	if a != nil && a.proposerM == pm && string(a.call) == rec.Call {
-		return notGoverned // ours, come back
+		return clusterlink.NotGoverned // ours, come back
 	}
 	if a != nil {
 		sp.srv.opts.Logger.Warn("cluster: two proposals of one id; the one stored first governs", "space", sp.id, "proposal", rec.Proposal)
 	} else {
 		if !t.evictLocked() {
 			sp.srv.opts.Logger.Warn("cluster: a governed proposal over the limit", "space", sp.id, "proposal", rec.Proposal)
-			return notGoverned
+			return clusterlink.NotGoverned
 		}
 		a = &approval{id: rec.Proposal}
 		t.addLocked(a)
@@ -562,7 +553,7 @@ func (sp *liveSpace) remoteGovernedLocked(rec cluster.Approval, self bool) remot
 		step: &rule.cfg.ApprovalStep, deadline: rec.Deadline, state: protocol.ApprovalAwaiting,
 	}
 	sp.announceApprovalLocked(a, self)
-	return governed
+	return clusterlink.GovernedNow
 }
 
 // remoteVoteLocked counts approval v, made on another node (self: stored

@@ -374,3 +374,13 @@ func (sp *liveSpace) watchTokens(now time.Time) {
 		}
 	}
 }
+
+// tokenKeys returns the keys of srv.tokens naming m: its tokens' hashes,
+// and the hashes it is known by alone.
+func (m *member) tokenKeys() [][32]byte {
+	keys := slices.Clone(m.hashes)
+	for _, t := range m.tokens {
+		keys = append(keys, tokenKey(t))
+	}
+	return keys
+}

@@ -71,12 +71,13 @@
 // presence).
 //
 // A space's state has one authority too: the core changes it, once, and
-// tells the space's link (link.go), which on one node is solo (nothing
-// to share) and in a cluster is clusterSpace (cluster_*.go: shares the change
-// through Options.Cluster.Node and applies other nodes' changes through the
-// same core functions; the mechanics of sharing, from the ordered writer to
-// the envelopes held for their change, are gateway/internal/clusterlink's).
-//
+// tells the space's link (link.go), which on one node is solo (nothing to
+// share) and in a cluster is clusterSpace (shared.go): it turns the change
+// into the record the cluster keeps and hands it to the space's
+// clusterlink.Link (gateway/internal/clusterlink), which shares it through
+// Options.Cluster.Node and applies the other nodes' changes through the
+// core's remote…Locked functions, the Link's Core (spaceCore).
+
 // A space changes while it runs: grants and revocations (a participant may
 // delegate only what it holds), invitations, kicks, and pause and shutdown,
 // which the gateway enforces rather than leaving to the paused participant.

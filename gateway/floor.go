@@ -196,7 +196,7 @@ func (m *member) yielded(msg string) bool {
 	return false
 }
 
-// --- claims across the nodes of a cluster (cluster_floor.go arbitrates) ---
+// --- claims across the nodes of a cluster (clusterlink.Link arbitrates) ---
 
 // floorSetLocked records that c holds the floor of msg in the cluster, as
 // of its key's revision c.Revision (0: not known). A participant of this

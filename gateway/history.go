@@ -113,7 +113,7 @@ func (h *history) resume(id string, skew time.Duration, m *member) (out []entry,
 
 // visible reports whether a poll by m for the entries recorded after the
 // time after (when set) returns e. It is the one rule of what a poller
-// sees, for the node's history and for the cluster's (cluster_history.go).
+// sees, for the node's history and for the cluster's (clusterlink.Link.Poll).
 func (e *entry) visible(after time.Time, m *member) bool {
 	if e.data == nil {
 		return false

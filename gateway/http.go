@@ -234,7 +234,7 @@ func (srv *Server) poll(w http.ResponseWriter, r *http.Request) {
 	if limit == 0 {
 		limit = 100
 	}
-	// A node of a cluster reads the cluster's history (cluster_history.go);
+	// A node of a cluster reads the cluster's history (clusterSpace.poll);
 	// one node alone, its own (pollHere).
 	sp.link.poll(w, r, m, after, q.Get("cursor"), int(limit))
 }

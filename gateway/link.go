@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mew-protocol/mew/gateway/internal/clusterlink"
 	"github.com/mew-protocol/mew/protocol"
 )
 
@@ -16,7 +17,7 @@ import (
 // state, and tells the link, which shares it; the link applies what other
 // nodes share through the same core functions. There are two: solo, a
 // space that is a cluster of one (every hook in process, and most of them
-// nothing), and clusterSpace (cluster_*.go), over a cluster.Node.
+// nothing), and clusterSpace (shared.go), over a cluster.Node.
 //
 // The methods named …Locked are called with the space's lock held and must
 // not wait: they queue (clusterSpace.enqueue) and return. The others are
@@ -269,24 +270,18 @@ func (sp *liveSpace) approvalReady(env *protocol.Envelope) func() bool {
 	return nil
 }
 
-// published is a participant's envelope handed to the Broker, whose sender
-// is told if it may not have reached the other nodes.
-type published struct {
-	m  *member
-	id string
-}
-
 // notSharedLocked tells the senders of envelopes accepted and delivered
 // here that they may not have reached the other nodes (a system/error
 // cluster_unavailable correlated to each). mu must be held.
-func (sp *liveSpace) notSharedLocked(list []published, err error) {
+func (sp *liveSpace) notSharedLocked(list []clusterlink.Published, err error) {
 	for _, p := range list {
-		s := p.m.sess
-		if s == nil || sp.sessions[s.id] != s {
+		m := sp.members[p.Participant]
+		if m == nil || m.sess == nil || sp.sessions[m.sess.id] != m.sess {
 			continue // gone: nobody to tell
 		}
+		s := m.sess
 		r := refuse(ErrorClusterUnavailable, "accepted and delivered on this gateway node, but it may not have reached the other nodes of the cluster: "+err.Error())
-		r.ref = p.id
+		r.ref = p.ID
 		sp.unicastLocked(s, sp.errorEnvelope(s.id, r))
 	}
 }

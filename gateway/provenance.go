@@ -363,7 +363,7 @@ func (sp *liveSpace) checkLinksLocked(rec cluster.Grant, set *capability.Set) ([
 
 // --- grants, controls and aliases made on other nodes of a cluster ---
 //
-// cluster_state.go decodes what another node stored and checks that it
+// The space's clusterlink.Link decodes what another node stored and checks that it
 // fits its key; these apply it as that node did, through the same core
 // functions. Each reports known false when the participant it names is
 // not known here yet (its invitation comes later), for the link to keep

@@ -33,7 +33,7 @@ type Server struct {
 	audit    *audit.Log
 	metrics  *metrics
 	trim     *memTrim           // nil with Options.KeepFreeMemory
-	outage   clusterlink.Outage // the cluster connection as the watchdog last saw it (cluster_outage.go)
+	outage   clusterlink.Outage // the cluster connection as the watchdog last saw it (shared.go)
 	mux      *http.ServeMux
 	handler  http.Handler // mux behind the connection limits
 	started  time.Time

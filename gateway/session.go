@@ -63,6 +63,9 @@ type session struct {
 	m         *member
 	id        string // runtime participant id
 	transport string
+	// linkConn names the connection in the cluster's presence (the space's
+	// link gave it at join; "" on one node). Guarded by liveSpace.mu.
+	linkConn string
 
 	q    outq
 	done chan struct{} // closed by kill

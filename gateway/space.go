@@ -605,7 +605,7 @@ func (sp *liveSpace) closeAll(code websocket.StatusCode, reason string) []*sessi
 	return all
 }
 
-// --- presence on other nodes of a cluster (cluster_presence.go) ---
+// --- presence on other nodes of a cluster (clusterlink.Link follows it) ---
 
 // connectedHereLocked is participant's connection to this node, or nil (an
 // output_log participant's is each node's own, and no connection). mu must

@@ -103,7 +103,6 @@ type stream struct {
 	requestID string                 // the stream/request envelope's id
 	openID    string                 // the stream/open envelope's id
 	created   time.Time
-	logSeq    uint64 // in a cluster: the Seq of its last change in the space's log
 }
 
 // add records st as open. mu must be held.
@@ -630,7 +629,7 @@ func (sp *liveSpace) refuseFrame(o origin, id, msg string) {
 	sp.answer(o, withStreamID(refuse(ErrorUnauthorizedStream, msg), id))
 }
 
-// --- streams across the nodes of a cluster (cluster_streams.go shares and applies) ---
+// --- streams across the nodes of a cluster (clusterlink.Link shares and applies) ---
 
 // streamRecord makes the record of a change of st. For an open it holds
 // the whole stream.
@@ -654,23 +653,24 @@ func streamRecord(op string, st *stream) cluster.Stream {
 }
 
 // applyStreamChangeLocked applies a change of a stream made on another
-// node (c, the cluster log's record seq), as that node applied it, and
-// delivers its announcement when announce is set (not while catching up
-// at start). It reports false for an open of a stream known already (a
-// repeat, not this node's to announce again). mu must be held.
-func (sp *liveSpace) applyStreamChangeLocked(c cluster.StreamChange, seq uint64, announce bool) bool {
+// node, as that node applied it, and delivers its announcement when
+// announce is set (not while catching up at start). note is false for an
+// open of a stream known already (a repeat, not this node's to announce
+// again); open reports that the stream is open here after the change. mu
+// must be held.
+func (sp *liveSpace) applyStreamChangeLocked(c cluster.StreamChange, announce bool) (note, open bool) {
 	t := &sp.streams
 	rec := c.Stream
 	st := t.byID[rec.ID]
 	if st == nil && c.Op != cluster.StreamOpOpen {
 		// Closed here already (its owner's presence left first), or
 		// never known: nothing to change, nothing to announce.
-		return true
+		return true, false
 	}
 	switch c.Op {
 	case cluster.StreamOpOpen:
 		if st != nil {
-			return false // a repeated open: not ours to announce again
+			return false, true // a repeated open: not ours to announce again
 		}
 		var req protocol.StreamRequest
 		if len(rec.Request) > 0 {
@@ -699,7 +699,7 @@ func (sp *liveSpace) applyStreamChangeLocked(c cluster.StreamChange, seq uint64,
 	case cluster.StreamOpClose:
 		t.remove(st)
 	}
-	st.logSeq = seq
+	open = c.Op != cluster.StreamOpClose
 	if announce && len(c.Announce) > 0 {
 		var head struct {
 			ID   string `json:"id"`
@@ -707,11 +707,11 @@ func (sp *liveSpace) applyStreamChangeLocked(c cluster.StreamChange, seq uint64,
 		}
 		if err := json.Unmarshal(c.Announce, &head); err != nil || head.Kind == "" {
 			sp.srv.opts.Logger.Warn("cluster: bad stream announcement", "space", sp.id, "stream", rec.ID, "err", err)
-			return true
+			return true, open
 		}
 		sp.broadcastLocked(delivery{data: c.Announce, id: head.ID, kind: head.Kind, at: sp.srv.now(), remote: true}, nil)
 	}
-	return true
+	return true, open
 }
 
 // remoteStreamsGoneLocked applies, here, what the end of participant's

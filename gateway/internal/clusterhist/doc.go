@@ -14,6 +14,6 @@
 // its node keeps for it.
 //
 // The gateway package decides what is public and merges the node's
-// private answers in (gateway/cluster_history.go); this package knows
+// private answers in (gateway/internal/clusterlink, Link.Poll); this package knows
 // nothing of spaces' members.
 package clusterhist
