@@ -357,7 +357,7 @@ func (cl *clusterSpace) poll(w http.ResponseWriter, r *http.Request, m *member, 
 	case errors.Is(err, clusterlink.ErrBadCursor):
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 	case err != nil:
-		writeError(w, http.StatusServiceUnavailable, ErrorClusterUnavailable, err.Error()+": try again, or another node")
+		writeError(w, http.StatusServiceUnavailable, ErrorClusterUnavailable, err.Error())
 	default:
 		writeJSON(w, http.StatusOK, struct {
 			Messages []json.RawMessage `json:"messages"`

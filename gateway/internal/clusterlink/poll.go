@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/mew-protocol/mew/gateway/internal/clusterhist"
@@ -28,8 +27,11 @@ const FromNext = ^uint64(0)
 var (
 	// ErrBadCursor: the cursor is not one a poll returned.
 	ErrBadCursor = errors.New("cursor must be one a poll returned (L.P.H) or a non-negative integer")
-	// ErrHistoryUnavailable: the cluster's history cannot be read now.
-	ErrHistoryUnavailable = errors.New("the cluster's history cannot be read")
+	// ErrUnreachable: the node cannot reach the cluster, which keeps the
+	// history.
+	ErrUnreachable = errors.New("this gateway node cannot reach the cluster, which keeps the history: try another node")
+	// ErrHistoryUnavailable: reading the cluster's history failed.
+	ErrHistoryUnavailable = errors.New("the cluster's history could not be read: try again")
 )
 
 // Poll returns participant's page of the space's history after cursor
@@ -41,8 +43,8 @@ func (l *Link) Poll(ctx context.Context, participant, cursor string, after time.
 		return nil, "", ErrBadCursor
 	}
 	hw := l.opts.Hist
-	if err := l.node.Err(); err != nil {
-		return nil, "", fmt.Errorf("%w: this gateway node cannot reach the cluster, which keeps the history: %w", ErrHistoryUnavailable, err)
+	if l.node.Err() != nil {
+		return nil, "", ErrUnreachable
 	}
 	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
 	defer cancel()
@@ -55,7 +57,7 @@ func (l *Link) Poll(ctx context.Context, participant, cursor string, after time.
 	pub, scanned, err := clusterhist.Read(ctx, l.node.History(), l.space, c.Log, after, limit)
 	if err != nil {
 		l.log.Warn("cluster: reading the polling history", "space", l.space, "err", err)
-		return nil, "", fmt.Errorf("%w: %w", ErrHistoryUnavailable, err)
+		return nil, "", ErrHistoryUnavailable
 	}
 	// The private answers this node made for the poller: from the cursor's
 	// P if it is this node's, else only those made from now on (a poller
