@@ -25,12 +25,13 @@ var layer = map[string]int{
 	"capability":         2, "gateway/internal/audit": 2, "llm": 2,
 	"gateway/cluster": 2, "gateway/cluster/memory": 3, "gateway/cluster/natscluster": 3, "gateway/cluster/clustertest": 3,
 	"gateway/internal/clusterhist": 3, // the polling history of a cluster, over gateway/cluster
+	"gateway/internal/clusterlink": 4, // a space's link to a cluster, over gateway/cluster and clusterhist
 	"gateway/internal/notify":      0, // the approvals webhook's notifier: imports nothing of the module
 	"client":                       3, "space": 3, "console": 3,
 	"internal/feed":          4, // the envelope-to-event reading both terminal clients share
 	"internal/feed/feedtest": 2, // the shared vectors, for tests
 	"internal/lineclient":    5, // the line client of mew client connect
-	"gateway":                4, "participant": 4,
+	"gateway":                5, "participant": 4,
 	"agent": 5, "bridge": 5, "tui": 5, "a2abridge": 5,
 	"toolsagent":        6,
 	"console/studio":    7,
