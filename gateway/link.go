@@ -20,7 +20,8 @@ import (
 // nothing), and clusterSpace (shared.go), over a cluster.Node.
 //
 // The methods named …Locked are called with the space's lock held and must
-// not wait: they queue (clusterSpace.enqueue) and return. The others are
+// not wait: they queue (the cluster's Link writes from goroutines of its
+// own) and return. The others are
 // called without it.
 type spaceLink interface {
 	// refusal is why the space takes no change now (its cluster is
