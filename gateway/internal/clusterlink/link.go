@@ -271,6 +271,3 @@ func (l *Link) Refusal() error {
 // Current reports whether the copy of the cluster's state and presence is
 // current after a reconnection.
 func (l *Link) Current() bool { return l.watches.Current() }
-
-// Node is the node the space is linked through.
-func (l *Link) Node() cluster.Node { return l.node }

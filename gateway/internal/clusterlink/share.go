@@ -19,30 +19,26 @@ import (
 // node started later no longer learns of a proposal older than that.
 const ApprovalTTL = 7 * 24 * time.Hour
 
-// encodePut queues a State write of v made here; lock held.
-func put[T cluster.Grant | cluster.Control](l *Link, key string, v T, ttl time.Duration) {
+// share queues the State write of record v under key, made here: tracked
+// as the node's own (Writer.Put), or with create a creation no node
+// overwrites (the first stored in the cluster wins). A record that does
+// not encode is logged and not shared. The lock is held.
+func share[T cluster.Grant | cluster.Control | cluster.Alias | cluster.Approval | cluster.ApprovalVote | cluster.ApprovalEnd](l *Link, key string, v T, ttl time.Duration, create bool) {
 	b, err := cluster.Encode(v)
 	if err != nil {
 		l.log.Error("cluster: encode", "space", l.space, "key", key, "err", err)
+		return
+	}
+	if create {
+		l.w.Enqueue(Op{Key: key, Value: b, Create: true, TTL: ttl})
 		return
 	}
 	l.w.Put(key, b, ttl)
 }
 
-// create queues the creation of key with v, which no node overwrites (the
-// first stored in the cluster wins); lock held.
-func create[T cluster.Alias | cluster.Approval | cluster.ApprovalVote | cluster.ApprovalEnd](l *Link, key string, v T, ttl time.Duration) {
-	b, err := cluster.Encode(v)
-	if err != nil {
-		l.log.Error("cluster: encode", "space", l.space, "key", key, "err", err)
-		return
-	}
-	l.w.Enqueue(Op{Key: key, Value: b, Create: true, TTL: ttl})
-}
-
 // GrantLocked shares a grant made here (ttl: how long its key lives).
 func (l *Link) GrantLocked(rec cluster.Grant, ttl time.Duration) {
-	put(l, cluster.GrantKey(rec.To, rec.ID), rec, ttl)
+	share(l, cluster.GrantKey(rec.To, rec.ID), rec, ttl, false)
 }
 
 // GrantGoneLocked shares that participant's grant id ended here: by a
@@ -55,13 +51,13 @@ func (l *Link) GrantGoneLocked(participant, id string) {
 // ControlLocked shares a participant's pause, shutdown and kick state after
 // a change made here.
 func (l *Link) ControlLocked(c cluster.Control) {
-	put(l, cluster.ControlKey(c.Participant), c, 0)
+	share(l, cluster.ControlKey(c.Participant), c, 0, false)
 }
 
 // AliasLocked shares the binding of runtime id to participant, made here by
 // its first use: in the cluster the first binding stored wins.
 func (l *Link) AliasLocked(id, participant string) {
-	create(l, cluster.AliasKey(id), cluster.Alias{ID: id, Participant: participant}, 0)
+	share(l, cluster.AliasKey(id), cluster.Alias{ID: id, Participant: participant}, 0, true)
 }
 
 // ApprovalLocked stores a proposal governed here, ApprovalVoteLocked an
@@ -70,19 +66,19 @@ func (l *Link) AliasLocked(id, participant string) {
 // watch brings the one stored first (the node field is this node's).
 func (l *Link) ApprovalLocked(rec cluster.Approval) {
 	rec.Node = l.node.ID()
-	create(l, cluster.ApprovalKey(rec.Proposal), rec, ApprovalTTL)
+	share(l, cluster.ApprovalKey(rec.Proposal), rec, ApprovalTTL, true)
 }
 
 // ApprovalVoteLocked: see ApprovalLocked.
 func (l *Link) ApprovalVoteLocked(v cluster.ApprovalVote) {
 	v.Node = l.node.ID()
-	create(l, cluster.ApprovalVoteKey(v.Proposal, v.Phase, v.Approver), v, ApprovalTTL)
+	share(l, cluster.ApprovalVoteKey(v.Proposal, v.Phase, v.Approver), v, ApprovalTTL, true)
 }
 
 // ApprovalEndLocked: see ApprovalLocked.
 func (l *Link) ApprovalEndLocked(e cluster.ApprovalEnd) {
 	e.Node = l.node.ID()
-	create(l, cluster.ApprovalEndKey(e.Proposal, e.Phase), e, ApprovalTTL)
+	share(l, cluster.ApprovalEndKey(e.Proposal, e.Phase), e, ApprovalTTL, true)
 }
 
 // ShareInvite creates rec's invitation in State, unless another node

@@ -38,7 +38,6 @@ type streamLink struct {
 	frames *Frames
 
 	// Guarded by the Core's lock:
-	closing bool              // set by closeStreams: frames from other nodes are ignored
 	applied uint64            // the Seq of the last log record applied here
 	causes  Causes            // ids of envelopes whose change is applied here
 	seqs    map[string]uint64 // each open stream's last change in the log, for its frames
@@ -108,7 +107,7 @@ func (l *Link) closeStreams(ctx context.Context) {
 	s := l.streams
 	var emptied <-chan struct{}
 	if s != nil {
-		s.closing = true
+		s.frames.StopLocked() // frames from other nodes are ignored from now on
 		emptied = s.app.EmptiedLocked()
 	}
 	l.core.Unlock()
@@ -122,9 +121,6 @@ func (l *Link) closeStreams(ctx context.Context) {
 		}
 	}
 	_ = s.follow.Unsubscribe()
-	l.core.Lock()
-	s.frames.StopLocked()
-	l.core.Unlock()
 }
 
 // StreamNumber takes the next stream number of the space in the cluster.
@@ -252,7 +248,7 @@ func (l *Link) remoteFrame(msg cluster.Message) {
 	l.core.Lock()
 	defer l.core.Unlock()
 	s := l.streams
-	if s == nil || s.closing {
+	if s == nil {
 		return
 	}
 	if !s.frames.AddLocked(f) {
