@@ -353,8 +353,11 @@ participants:
   f3: {tokens: [f3-token], capabilities: [{kind: "stream/*"}, {kind: chat}]}
 `, gateway.Options{Limits: gateway.Limits{SendQueue: 256, Rate: 20000, Burst: 20000}})
 	// The victim reads, slowly: a few hundred microseconds a message.
-	victim := testutil.DialStalled(t, g.WSURL, "victim-token")
 	friend, _ := testutil.Join(t, g.WSURL, "friend-token")
+	victim := testutil.DialStalled(t, g.WSURL, "victim-token")
+	// A stalled dial returns before the join completes: wait for it, or the
+	// streams below could target someone not in the space yet.
+	friend.ExpectFunc("system/presence", func(m testutil.Msg) bool { return m.Payload()["event"] == "join" })
 	var flooders []*testutil.Peer
 	var streams []string
 	for _, f := range []string{"f1", "f2", "f3"} {
