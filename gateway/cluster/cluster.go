@@ -121,6 +121,26 @@ type Confirmer interface {
 	Confirm(ctx context.Context) error
 }
 
+// Keeper is implemented by Brokers that can put what they publish in the
+// node's History with the same message, so that an envelope kept for
+// pollers crosses the fabric once (on NATS, the history's stream captures
+// the subject the envelope is published on).
+type Keeper interface {
+	// Keep appends prefix+data to space's History, as History().Append
+	// would, and, when share is set, publishes data to the other nodes'
+	// subscribers as Publish does; one message does both, in its place
+	// among this node's Publish and Keep calls. prefix is at most
+	// MaxKeepPrefix bytes. Keep does not wait for the History: done is
+	// called once, with nil when the record is stored or the error that
+	// kept it out, possibly before Keep returns and on any goroutine; it
+	// must not block nor take a lock Keep's caller may hold. An error
+	// returned means nothing was sent, and done is not called.
+	Keep(ctx context.Context, space string, prefix, data []byte, share bool, done func(error)) error
+}
+
+// MaxKeepPrefix bounds Keeper.Keep's prefix.
+const MaxKeepPrefix = 64
+
 // Subscription is a Broker subscription.
 type Subscription interface {
 	Unsubscribe() error

@@ -34,7 +34,8 @@ type benchCluster struct {
 }
 
 // startCluster serves cfg from t.nodes gateway nodes sharing an embedded NATS server (store
-// under dir), each on its own 127.0.0.1 port. The endpoint lists every node's URL, so the
+// under dir), each on its own 127.0.0.1 port, each connected to the server in process, as a node
+// that embeds its cluster's only server is. The endpoint lists every node's URL, so the
 // workload spreads its participants round robin over them.
 func (t gatewayBench) startCluster(ctx context.Context, cfg *space.Config, dir string, tokens map[string]string, rate float64) (*bench.Endpoint, error) {
 	c := &benchCluster{}
@@ -56,7 +57,7 @@ func (t gatewayBench) startCluster(ctx context.Context, cfg *space.Config, dir s
 	for i := range t.nodes {
 		id := "bench-node-" + strconv.Itoa(i+1)
 		nctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		node, err := natscluster.New(nctx, natscluster.Options{NodeID: id, URL: ns.ClientURL(), Auth: auth})
+		node, err := natscluster.New(nctx, natscluster.Options{NodeID: id, URL: ns.ClientURL(), Auth: auth, InProcess: ns})
 		cancel()
 		if err != nil {
 			return fail(fmt.Errorf("node %s: %w", id, err))

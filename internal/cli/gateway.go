@@ -394,6 +394,9 @@ func joinCluster(ctx context.Context, f gatewayFlags, cfg *space.Config, logger 
 		Replicas: replicas, PresenceTTL: f.presenceTTL, LogRetention: f.logRetention,
 		HistoryRetention: f.historyRetention, HistoryBytes: f.historyMiB << 20,
 	}
+	if ns != nil && len(emb.routes) == 0 && len(emb.peers) == 0 {
+		o.InProcess = ns // the cluster's only server, in this process: no socket to it
+	}
 	var node *natscluster.Node
 	if len(emb.routes) > 0 {
 		node, err = connectEmbeddedCluster(ctx, o, logger)

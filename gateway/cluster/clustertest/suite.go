@@ -44,6 +44,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("HistoryOrder", func(t *testing.T) { testLogOrder(t, f, historyLog) })
 	t.Run("HistoryLarge", func(t *testing.T) { testLarge(t, f, historyLog) })
 	t.Run("HistorySeparate", func(t *testing.T) { testHistorySeparate(t, f) })
+	t.Run("Keep", func(t *testing.T) { testKeep(t, f) }) // keep.go
 	t.Run("Close", func(t *testing.T) { testClose(t, f) })
 	t.Run("StreamNumbers", func(t *testing.T) { testStreamNumbers(t, f) }) // streams.go
 	t.Run("StreamChanges", func(t *testing.T) { testStreamChanges(t, f) })

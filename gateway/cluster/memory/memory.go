@@ -419,3 +419,32 @@ func (p presence) List(_ context.Context, space string) ([]cluster.Member, error
 func (p presence) Watch(ctx context.Context, space string) (cluster.Watcher, error) {
 	return p.n.watch(ctx, p.n.c.presence, space)
 }
+
+var _ cluster.Keeper = broker{}
+
+// Keep implements cluster.Keeper: the history's append and the publish, one
+// after the other under the caller's order; done is called before it
+// returns.
+func (b broker) Keep(ctx context.Context, space string, prefix, data []byte, share bool, done func(error)) error {
+	n := b.n
+	if err := cluster.CheckName(space); err != nil {
+		return err
+	}
+	if len(prefix) > cluster.MaxKeepPrefix || len(prefix)+len(data) > cluster.MaxRecordLen {
+		return fmt.Errorf("memory: keep %d+%d bytes: %w", len(prefix), len(data), cluster.ErrInvalid)
+	}
+	if err := n.Err(); err != nil {
+		return err
+	}
+	rec := make([]byte, 0, len(prefix)+len(data))
+	if _, err := n.History().Append(ctx, space, append(append(rec, prefix...), data...)); err != nil {
+		return err
+	}
+	if share {
+		if err := b.Publish(ctx, space, data); err != nil {
+			return err
+		}
+	}
+	done(nil)
+	return nil
+}

@@ -28,7 +28,7 @@ const (
 // so, and the gateway stops serving the space).
 type broker struct{ n *Node }
 
-func (b broker) subject(space string) string { return b.n.subjPre + escape(space) }
+func (b broker) subject(space string) string { return b.n.subjPre + escape(space) + suffixPublished }
 
 func (b broker) Publish(_ context.Context, space string, data []byte) error {
 	if err := cluster.CheckName(space); err != nil {
@@ -94,10 +94,10 @@ func (b broker) Subscribe(ctx context.Context, space string, h func(cluster.Mess
 		return nil, err
 	}
 	s := &subscription{n: n, h: h}
-	sub, err := n.nc.Subscribe(b.subject(space), func(m *nats.Msg) {
+	sub, err := n.nc.Subscribe(n.subjPre+escape(space)+".*", func(m *nats.Msg) {
 		from := m.Header.Get(headerNode)
-		if from == n.id || cluster.CheckName(from) != nil {
-			return // our own (a connection without NoEcho), or not a node's
+		if from == n.id || cluster.CheckName(from) != nil || m.Header.Get(headerOnly) != "" {
+			return // our own (a connection without NoEcho), not a node's, or for the history alone
 		}
 		var sent time.Time
 		if ns, err := strconv.ParseInt(m.Header.Get(headerSent), 10, 64); err == nil && ns > 0 {

@@ -1,8 +1,10 @@
 // Package natscluster implements the cluster interfaces on NATS: several
 // gateway nodes, each with its own connection to a NATS server or cluster.
 //
-//   - Broker: core NATS, one subject per space, mew.<cluster>.space.<space>;
-//     each message carries its node's id in the Mew-Node header.
+//   - Broker: core NATS, two subjects per space followed by one
+//     subscription, mew.<cluster>.space.<space>.p (published only) and
+//     .k (also stored by the history's stream: Keep, keep.go); each
+//     message carries its node's id in the Mew-Node header.
 //   - State: the JetStream key-value bucket mew_<cluster>_state (history 1,
 //     file storage, per-key TTL with limit markers so that watches see
 //     expiries), keys <space>.<segment>.<segment>…; compare-and-swap is the

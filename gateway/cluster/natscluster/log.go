@@ -36,11 +36,13 @@ func logSubject(cluster, space string) string {
 	return "mew." + cluster + ".log." + escape(space)
 }
 
-// The polling history of all spaces is another stream, mew_<cluster>_history,
-// on subjects mew.<cluster>.history.<space>: chat traffic fills it, and must
-// not evict the stream changes of the log.
-func historyStream(cluster string) string { return "mew_" + cluster + "_history" }
-func historyPrefix(cluster string) string { return "mew." + cluster + ".history." }
+// The polling history of all spaces is another stream, mew_<cluster>_history:
+// chat traffic fills it, and must not evict the stream changes of the log.
+// It captures the spaces' kept subjects, mew.<cluster>.space.<space>.k
+// (keep.go), so that an envelope published there for the other nodes is
+// stored by the same message.
+func historyStream(cluster string) string   { return "mew_" + cluster + "_history" }
+func historySubjects(cluster string) string { return subjectPrefix(cluster) + "*" + suffixKept }
 
 func (n *Node) createLog(ctx context.Context, o Options) error {
 	keep := o.LogRetention
@@ -68,7 +70,7 @@ func (n *Node) createLog(ctx context.Context, o Options) error {
 	_, err = createAnswered(ctx, func(ctx context.Context) (jetstream.Stream, error) {
 		return n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 			Name: historyStream(o.Cluster), Description: "mew: the polling history of spaces",
-			Subjects: []string{historyPrefix(o.Cluster) + ">"}, MaxMsgsPerSubject: int64(hkeep), MaxBytes: hbytes,
+			Subjects: []string{historySubjects(o.Cluster)}, MaxMsgsPerSubject: int64(hkeep), MaxBytes: hbytes,
 			MaxMsgSize: MinMaxPayload, Discard: jetstream.DiscardOld,
 			Storage: jetstream.FileStorage, Replicas: o.Replicas,
 		})
@@ -82,6 +84,10 @@ type logView struct {
 	n      *Node
 	stream string
 	prefix string // of the subjects; the escaped space follows
+	suffix string // of the subjects, after the space
+	// only marks the records appended for the history alone, which the
+	// Broker's subscribers of the same subject pass over.
+	only bool
 }
 
 var (
@@ -89,7 +95,16 @@ var (
 	_ cluster.BatchAppender = logView{}
 )
 
-func (v logView) subject(space string) string { return v.prefix + escape(space) }
+func (v logView) subject(space string) string { return v.prefix + escape(space) + v.suffix }
+
+// header is the header of an appended record.
+func (v logView) header() nats.Header {
+	h := nats.Header{headerNode: []string{v.n.id}}
+	if v.only {
+		h[headerOnly] = []string{onlyHistory}
+	}
+	return h
+}
 
 func (v logView) Append(ctx context.Context, space string, data []byte) (uint64, error) {
 	if err := cluster.CheckName(space); err != nil {
@@ -102,7 +117,7 @@ func (v logView) Append(ctx context.Context, space string, data []byte) (uint64,
 	if err := n.Err(); err != nil {
 		return 0, err
 	}
-	msg := &nats.Msg{Subject: v.subject(space), Data: data, Header: nats.Header{headerNode: []string{n.id}}}
+	msg := &nats.Msg{Subject: v.subject(space), Data: data, Header: v.header()}
 	ack, err := writeAgain(ctx, n, func() (*jetstream.PubAck, error) { return n.js.PublishMsg(ctx, msg) })
 	if err != nil {
 		return 0, fmt.Errorf("natscluster: append to %s: %w", space, n.unavailable(err))
@@ -159,7 +174,11 @@ func record(m jetstream.Msg) (cluster.Record, bool) {
 	if cluster.CheckName(from) != nil {
 		return cluster.Record{}, false
 	}
-	return cluster.Record{Seq: meta.Sequence.Stream, Node: from, At: meta.Timestamp, Data: m.Data()}, true
+	data, ok := keptRecord(m.Headers(), m.Data())
+	if !ok {
+		return cluster.Record{}, false
+	}
+	return cluster.Record{Seq: meta.Sequence.Stream, Node: from, At: meta.Timestamp, Data: data}, true
 }
 
 // handle is the log's stream, asked of the server once.
@@ -345,7 +364,7 @@ func (v logView) AppendBatch(ctx context.Context, recs []cluster.Pending) (int, 
 			fail(fmt.Errorf("natscluster: record of %d bytes: %w", len(r.Data), cluster.ErrInvalid))
 			continue
 		}
-		msg := &nats.Msg{Subject: v.subject(r.Space), Data: r.Data, Header: nats.Header{headerNode: []string{n.id}}}
+		msg := &nats.Msg{Subject: v.subject(r.Space), Data: r.Data, Header: v.header()}
 		f, err := n.js.PublishMsgAsync(msg)
 		if err != nil {
 			fail(fmt.Errorf("natscluster: append to %s: %w", r.Space, n.unavailable(err)))

@@ -75,11 +75,19 @@ type Options struct {
 	// for the node (a slow consumer), which the subscription reports with
 	// a Lost message. 0 keeps nats.go's defaults (500 000 messages, 64 MiB).
 	PendingMessages, PendingBytes int
+	// InProcess, when set, is a NATS server in this process (one that
+	// StartServer started) to connect to without a socket: the node that
+	// embeds the only server of its cluster spares the loopback's system
+	// calls on every message. URL must still name it. Not with Conn; a
+	// node whose URL lists other servers to fail over to must not set it
+	// (an in-process connection never moves to them).
+	InProcess nats.InProcessConnProvider
 }
 
 // Node is a gateway node of a NATS cluster. See the package doc.
 //
-// Lock order: Node.mu, then nothing (calls out to NATS are made without it).
+// Lock order: Node.mu, then nothing (calls out to NATS are made without it);
+// keeps.mu is a leaf too, and Keep's done callbacks run without it.
 type Node struct {
 	o       Options // with the defaults filled in
 	id      string
@@ -87,6 +95,8 @@ type Node struct {
 	nc      *nats.Conn
 	ownConn bool
 	js      jetstream.JetStream
+	keepJS  jetstream.JetStream // Keep's publishes, whose acknowledgements settle keeps
+	keeps   keeps
 	state   jetstream.KeyValue
 	pres    jetstream.KeyValue
 	subjPre string
@@ -332,6 +342,9 @@ func New(ctx context.Context, o Options) (*Node, error) {
 		if o.InOrder {
 			auth = append(auth, nats.DontRandomize())
 		}
+		if o.InProcess != nil {
+			auth = append(auth, nats.InProcessServer(o.InProcess))
+		}
 		nc, err := nats.Connect(o.URL, append(auth,
 			nats.Name("mew-gateway "+o.NodeID), nats.NoEcho(),
 			nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
@@ -369,6 +382,9 @@ func New(ctx context.Context, o Options) (*Node, error) {
 		return fail(fmt.Errorf("natscluster: jetstream: %w", err))
 	}
 	n.js = js
+	if n.keepJS, err = n.keepJetStream(); err != nil {
+		return fail(fmt.Errorf("natscluster: jetstream: %w", err))
+	}
 	if n.state, n.pres, err = n.ensure(ctx); err != nil {
 		return fail(err)
 	}
@@ -422,7 +438,7 @@ func (n *Node) Log() cluster.Log {
 
 // History implements cluster.Node.
 func (n *Node) History() cluster.Log {
-	return logView{n: n, stream: historyStream(n.cluster), prefix: historyPrefix(n.cluster)}
+	return logView{n: n, stream: historyStream(n.cluster), prefix: n.subjPre, suffix: suffixKept, only: true}
 }
 
 // Presence implements cluster.Node.
@@ -521,6 +537,7 @@ func (n *Node) Close() error {
 	if n.ownConn {
 		n.nc.Close()
 	}
+	n.keeps.failAll(cluster.ErrClosed) // their acknowledgements will not come now
 	return nil
 }
 

@@ -18,12 +18,21 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// queued hides its node's cluster.Keeper, for the Writer's queue.
+type queued struct{ cluster.Node }
+
+func (q queued) Broker() cluster.Broker { return struct{ cluster.Broker }{q.Node.Broker()} }
+
 // node starts a node of a cluster of backend ("nats": an embedded NATS
-// server of the test's own; "memory").
+// server of the test's own; "memory"; "queue": memory whose Broker is no
+// cluster.Keeper).
 func node(tb testing.TB, backend string) cluster.Node {
 	tb.Helper()
 	var n cluster.Node
 	var err error
+	if backend == "queue" {
+		return queued{node(tb, "memory")}
+	}
 	if backend == "memory" {
 		mc := memory.New(memory.Options{})
 		tb.Cleanup(func() { _ = mc.Close() })
@@ -50,7 +59,7 @@ func node(tb testing.TB, backend string) cluster.Node {
 // select what they say; garbage another node appended is left out; a full
 // queue drops and counts.
 func TestWriterAndRead(t *testing.T) {
-	for _, backend := range []string{"memory", "nats"} {
+	for _, backend := range []string{"memory", "queue", "nats"} {
 		t.Run(backend, func(t *testing.T) {
 			n := node(t, backend)
 			var dropped atomic.Int64
@@ -99,6 +108,53 @@ func TestWriterAndRead(t *testing.T) {
 				t.Errorf("%d appended and %d dropped of 50", len(more), dropped.Load())
 			}
 		})
+	}
+}
+
+// TestWriterShare: with a Keeper, Share publishes to the other nodes and
+// keeps in the history with one call, in order with Push; without one it
+// does neither and says so.
+func TestWriterShare(t *testing.T) {
+	mc := memory.New(memory.Options{})
+	t.Cleanup(func() { _ = mc.Close() })
+	n1, err := mc.Node("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2, err := mc.Node("n2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got := make(chan string, 4)
+	if _, err := n2.Broker().Subscribe(ctx, "sp", func(m cluster.Message) { got <- string(m.Data) }); err != nil {
+		t.Fatal(err)
+	}
+	w := NewWriter(n1, Options{Max: 10})
+	defer w.Close(context.Background())
+	t0 := time.Unix(1_800_000_000, 0)
+	w.Push("sp", t0, []byte(`{"n":"system"}`))
+	if shared, err := w.Share("sp", t0.Add(time.Second), []byte(`{"n":"chat"}`)); !shared || err != nil {
+		t.Fatalf("Share: %v, %v", shared, err)
+	}
+	if m := <-got; m != `{"n":"chat"}` {
+		t.Fatalf("the other node got %s", m)
+	}
+	w.Settle(ctx)
+	all, _, err := Read(ctx, n2.History(), "sp", 0, time.Time{}, 10)
+	if err != nil || len(all) != 2 || string(all[0].Data) != `{"n":"system"}` || string(all[1].Data) != `{"n":"chat"}` || !all[1].At.Equal(t0.Add(time.Second)) {
+		t.Fatalf("history %v (%v)", all, err)
+	}
+	select {
+	case m := <-got:
+		t.Errorf("the other node also got %s", m)
+	default:
+	}
+	wq := NewWriter(queued{n1}, Options{Max: 10})
+	defer wq.Close(context.Background())
+	if shared, err := wq.Share("sp", t0, []byte(`{}`)); shared || err != nil {
+		t.Errorf("Share without a Keeper: %v, %v", shared, err)
 	}
 }
 

@@ -37,7 +37,11 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Writer appends a node's envelopes to the cluster's history.
+// Writer appends a node's envelopes to the cluster's history. When the
+// node's Broker is a cluster.Keeper, every record is kept at once, in the
+// caller's order, by the message that also publishes a participant's
+// envelope to the other nodes (Share); otherwise records wait in a queue
+// that run appends a batch at a time.
 //
 // Goroutine: run, owned by the Writer, started by NewWriter and ended by
 // Close (after the queue is written, or when Close's ctx ends). mu is a
@@ -46,15 +50,18 @@ type Writer struct {
 	node  cluster.Node
 	log   cluster.Log
 	batch cluster.BatchAppender // nil: the log appends one record at a time
-	hash  string
-	opts  Options
+	keep  cluster.Keeper        // nil: records are queued for run
+	// settledFn is settle as a func value, made once: Keep takes one per record.
+	settledFn func(error)
+	hash      string
+	opts      Options
 
 	mu       sync.Mutex
 	queue    []cluster.Pending // guarded by mu
 	bytes    int               // guarded by mu: the size of queue's records
 	lastWarn time.Time         // guarded by mu: drops are logged at most every 10 s
-	pushed   uint64            // guarded by mu: records queued since the start
-	settled  uint64            // guarded by mu: records of those appended or dropped by run
+	pushed   uint64            // guarded by mu: records queued or kept since the start
+	settled  uint64            // guarded by mu: records of those appended or dropped
 	progress chan struct{}     // guarded by mu: closed and replaced when settled grows
 
 	wake      chan struct{}
@@ -77,6 +84,8 @@ func NewWriter(node cluster.Node, o Options) *Writer {
 		ctx: ctx, cancel: cancel, progress: make(chan struct{}),
 	}
 	w.batch, _ = w.log.(cluster.BatchAppender)
+	w.keep, _ = node.Broker().(cluster.Keeper)
+	w.settledFn = w.settle
 	go w.run()
 	return w
 }
@@ -99,6 +108,10 @@ func Fits(n int) bool { return Stamp+n <= cluster.MaxRecordLen }
 // Push queues data, an envelope of space accepted or made at at, for the
 // history. It never blocks: a full queue drops it, counted.
 func (w *Writer) Push(space string, at time.Time, data []byte) {
+	if w.keep != nil {
+		_ = w.kept(space, at, data, false)
+		return
+	}
 	rec := make([]byte, Stamp+len(data))
 	binary.BigEndian.PutUint64(rec, uint64(at.UnixNano()))
 	copy(rec[Stamp:], data)
@@ -118,10 +131,65 @@ func (w *Writer) Push(space string, at time.Time, data []byte) {
 	}
 }
 
-// Queued is how many records wait to be appended.
+// Share publishes data, a participant's envelope of space accepted at at,
+// to the other nodes and keeps it in the history with one message, when
+// the node's Broker is a cluster.Keeper; it reports whether it published.
+// If not, the caller publishes data and Pushes it. Too many records waiting
+// for the history leave this one out of it (counted), published alone.
+func (w *Writer) Share(space string, at time.Time, data []byte) (bool, error) {
+	if w.keep == nil {
+		return false, nil
+	}
+	if err := w.kept(space, at, data, true); !errors.Is(err, errFull) {
+		return true, err
+	}
+	return true, w.node.Broker().Publish(w.ctx, space, data)
+}
+
+// errFull: too many keeps wait for their acknowledgement.
+var errFull = errors.New("clusterhist: too many records wait for the history")
+
+// kept keeps data with the Keeper, sharing it if share; the record counts
+// as pushed until its acknowledgement settles it. Failures to keep are
+// counted as drops; a failed share is returned.
+func (w *Writer) kept(space string, at time.Time, data []byte, share bool) error {
+	var stamp [Stamp]byte
+	binary.BigEndian.PutUint64(stamp[:], uint64(at.UnixNano()))
+	w.mu.Lock()
+	if w.pushed-w.settled >= uint64(w.opts.Max) {
+		w.droppedLocked(1, "the queue is full")
+		w.mu.Unlock()
+		return errFull
+	}
+	w.pushed++
+	w.mu.Unlock()
+	err := w.keep.Keep(w.ctx, space, stamp[:], data, share, w.settledFn)
+	if err != nil {
+		w.settle(err) // Keep will not call it
+	}
+	return err
+}
+
+// settle counts one keep acknowledged (err nil) or lost.
+func (w *Writer) settle(err error) {
+	w.mu.Lock()
+	if err != nil {
+		w.droppedLocked(1, err.Error())
+	}
+	w.settled++
+	close(w.progress)
+	w.progress = make(chan struct{})
+	w.mu.Unlock()
+}
+
+// Queued is how many records wait to be appended (or, with a Keeper, for
+// their acknowledgement).
 func (w *Writer) Queued() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.keep != nil {
+		return int(w.pushed - w.settled)
+	}
 	return len(w.queue)
 }
 
@@ -236,9 +304,10 @@ func (w *Writer) Settle(ctx context.Context) {
 	w.mu.Unlock()
 }
 
-// Close writes what is queued (until ctx ends) and stops run. It is safe
-// to call more than once.
+// Close writes what is queued and waits for the keeps' acknowledgements
+// (until ctx ends), and stops run. It is safe to call more than once.
 func (w *Writer) Close(ctx context.Context) {
+	w.Settle(ctx)
 	w.closeOnce.Do(func() { close(w.drain) })
 	select {
 	case <-w.done:

@@ -19,19 +19,32 @@ import (
 // set) is published to the other nodes, under the lock so that the
 // space's order of this node's senders is the order published.
 func (l *Link) DeliveredLocked(data []byte, id string, at time.Time, remote bool, sender string) {
-	if !remote && l.opts.Hist != nil && len(data) <= l.opts.HistoryBytes && clusterhist.Fits(len(data)) { // else not kept, as on a single node
-		l.opts.Hist.Push(l.space, at, data)
-	}
+	keep := !remote && l.opts.Hist != nil && len(data) <= l.opts.HistoryBytes && clusterhist.Fits(len(data)) // else not kept, as on a single node
 	if sender == "" {
+		if keep {
+			l.opts.Hist.Push(l.space, at, data)
+		}
 		return
 	}
 	p := Published{Participant: sender, ID: id}
-	if err := l.node.Broker().Publish(l.ctx, l.space, data); err != nil {
+	if err := l.publish(data, at, keep); err != nil {
 		l.log.Warn("cluster publish failed", "space", l.space, "id", id, "err", err)
 		l.core.NotSharedLocked([]Published{p}, err)
 		return
 	}
 	l.confirms.Add(p)
+}
+
+// publish sends a participant's envelope to the other nodes and, if keep,
+// to the history: with one message when the node can (cluster.Keeper).
+func (l *Link) publish(data []byte, at time.Time, keep bool) error {
+	if keep {
+		if shared, err := l.opts.Hist.Share(l.space, at, data); shared {
+			return err
+		}
+		l.opts.Hist.Push(l.space, at, data)
+	}
+	return l.node.Broker().Publish(l.ctx, l.space, data)
 }
 
 // notShared tells the senders of a batch the fabric did not confirm.
