@@ -66,7 +66,9 @@ func (b broker) Keep(_ context.Context, space string, prefix, data []byte, share
 	}
 	msg := &nats.Msg{Subject: n.subjPre + escape(space) + suffixKept, Data: data, Header: h}
 	// Registered first: the acknowledgement may come before PublishMsgAsync returns.
-	n.keeps.add(msg, done)
+	if !n.keeps.add(msg, done) {
+		return cluster.ErrClosed
+	}
 	// No retries: a publish sent again would reach the subscribers twice.
 	if _, err := n.keepJS.PublishMsgAsync(msg, jetstream.WithRetryAttempts(0)); err != nil {
 		n.keeps.take(msg)
@@ -79,15 +81,21 @@ func (b broker) Keep(_ context.Context, space string, prefix, data []byte, share
 type keeps struct {
 	mu      sync.Mutex
 	pending map[*nats.Msg]func(error) // guarded by mu
+	closed  bool                      // guarded by mu: failAll was called
 }
 
-func (k *keeps) add(m *nats.Msg, done func(error)) {
+// add registers m's callback; false once the node is closing.
+func (k *keeps) add(m *nats.Msg, done func(error)) bool {
 	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closed {
+		return false
+	}
 	if k.pending == nil {
 		k.pending = make(map[*nats.Msg]func(error))
 	}
 	k.pending[m] = done
-	k.mu.Unlock()
+	return true
 }
 
 // take removes m's callback and returns it (nil if already taken).
@@ -111,7 +119,7 @@ func (k *keeps) settle(m *nats.Msg, err error) {
 func (k *keeps) failAll(err error) {
 	k.mu.Lock()
 	pending := k.pending
-	k.pending = nil
+	k.pending, k.closed = nil, true
 	k.mu.Unlock()
 	for _, done := range pending {
 		done(err)

@@ -41,7 +41,8 @@ func TestKeptRecord(t *testing.T) {
 }
 
 // TestKeepsFailAll: the keeps still waiting when the node closes are told
-// so, once each; a late acknowledgement finds nothing to call.
+// so, once each; a late acknowledgement finds nothing to call; no keep is
+// registered after.
 func TestKeepsFailAll(t *testing.T) {
 	var k keeps
 	var errs []error
@@ -53,5 +54,8 @@ func TestKeepsFailAll(t *testing.T) {
 	k.settle(m2, nil)
 	if len(errs) != 2 || errs[0] != nil || !errors.Is(errs[1], cluster.ErrClosed) {
 		t.Fatalf("callbacks got %v", errs)
+	}
+	if k.add(&nats.Msg{}, func(error) { t.Error("a keep registered after the close was called") }) {
+		t.Error("a keep was registered after the close")
 	}
 }
