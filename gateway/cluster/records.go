@@ -102,6 +102,19 @@ func CheckName(s string) error {
 	return nil
 }
 
+// CheckKeep reports whether Keeper.Keep may take these arguments: a space
+// CheckName accepts, a prefix of at most MaxKeepPrefix bytes, and a record
+// (prefix and data) of at most MaxRecordLen bytes.
+func CheckKeep(space string, prefix, data []byte) error {
+	if err := CheckName(space); err != nil {
+		return err
+	}
+	if len(prefix) > MaxKeepPrefix || len(prefix)+len(data) > MaxRecordLen {
+		return fmt.Errorf("%w: keep %d+%d bytes", ErrInvalid, len(prefix), len(data))
+	}
+	return nil
+}
+
 // CheckKey reports whether key is a valid State key: segments checked by
 // CheckName, separated by '/', at most MaxKeyLen bytes in all.
 func CheckKey(key string) error {

@@ -427,11 +427,8 @@ var _ cluster.Keeper = broker{}
 // returns.
 func (b broker) Keep(ctx context.Context, space string, prefix, data []byte, share bool, done func(error)) error {
 	n := b.n
-	if err := cluster.CheckName(space); err != nil {
+	if err := cluster.CheckKeep(space, prefix, data); err != nil {
 		return err
-	}
-	if len(prefix) > cluster.MaxKeepPrefix || len(prefix)+len(data) > cluster.MaxRecordLen {
-		return fmt.Errorf("memory: keep %d+%d bytes: %w", len(prefix), len(data), cluster.ErrInvalid)
 	}
 	if err := n.Err(); err != nil {
 		return err

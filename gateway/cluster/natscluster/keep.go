@@ -45,11 +45,8 @@ var _ cluster.Keeper = broker{}
 // history alone, the other nodes' subscriptions receive. Its
 // acknowledgement calls done.
 func (b broker) Keep(_ context.Context, space string, prefix, data []byte, share bool, done func(error)) error {
-	if err := cluster.CheckName(space); err != nil {
+	if err := cluster.CheckKeep(space, prefix, data); err != nil {
 		return err
-	}
-	if len(prefix) > cluster.MaxKeepPrefix || len(prefix)+len(data) > cluster.MaxRecordLen {
-		return fmt.Errorf("natscluster: keep %d+%d bytes: %w", len(prefix), len(data), cluster.ErrInvalid)
 	}
 	n := b.n
 	if err := n.Err(); err != nil {

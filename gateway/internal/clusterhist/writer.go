@@ -176,10 +176,16 @@ func (w *Writer) settle(err error) {
 	if err != nil {
 		w.droppedLocked(1, err.Error())
 	}
-	w.settled++
+	w.settledLocked(1)
+	w.mu.Unlock()
+}
+
+// settledLocked counts n records appended or dropped and wakes Settle's
+// waiters; mu must be held.
+func (w *Writer) settledLocked(n int) {
+	w.settled += uint64(n)
 	close(w.progress)
 	w.progress = make(chan struct{})
-	w.mu.Unlock()
 }
 
 // Queued is how many records wait to be appended (or, with a Keeper, for
@@ -238,9 +244,7 @@ func (w *Writer) run() {
 		if n > 0 {
 			w.write(recs)
 			w.mu.Lock()
-			w.settled += uint64(n)
-			close(w.progress)
-			w.progress = make(chan struct{})
+			w.settledLocked(n)
 			w.mu.Unlock()
 			continue
 		}
